@@ -1,0 +1,6 @@
+//! The `stellflow` command-line tool.
+
+fn main() {
+    eprintln!("stellflow: not implemented yet");
+    std::process::exit(2);
+}

@@ -1,0 +1,22 @@
+//! Wire types and codecs for the Stellflow protocol.
+//!
+//! Stellflow speaks a big-endian, fixed-width binary protocol (no varints, no tagged fields). This
+//! crate holds everything needed to read and write it, with no state and no IO:
+//!
+//! * [`wire`]: primitives — integers, nullable strings and bytes, arrays — and the [`wire::Wire`]
+//!   trait every message implements;
+//! * [`ApiKey`] and [`ErrorCode`], the server's registries, unknown values preserved;
+//! * headers, frames and the request/response bodies of all 20 APIs, both directions;
+//! * record data: the v1 batch, the server-native SRFB envelope and the blob splitter.
+//!
+//! Decoders work on [`bytes::Bytes`] and hand out payloads as zero-copy slices. They never panic
+//! and never allocate from an untrusted length or count beyond what the bytes present can hold.
+#![forbid(unsafe_code)]
+
+pub mod api_key;
+pub mod error_code;
+pub mod wire;
+
+pub use api_key::ApiKey;
+pub use error_code::{ErrorClass, ErrorCode};
+pub use wire::{DecodeError, NBytes, NString, Reader, StrBytes, Wire};
