@@ -1,6 +1,6 @@
 //! The API key registry: the 20 APIs the server registers (0–13, 50–55).
 
-use crate::wire::{DecodeError, Reader, Wire};
+use crate::wire::{DecodeError, Describe, FieldValue, Reader, Wire};
 use bytes::{BufMut, BytesMut};
 use std::fmt;
 
@@ -82,6 +82,15 @@ impl Wire for ApiKey {
     }
     fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         Ok(ApiKey(r.i16()?))
+    }
+}
+
+impl Describe for ApiKey {
+    fn describe(&self) -> FieldValue {
+        FieldValue::Int {
+            value: i64::from(self.0),
+            bits: 16,
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! Codes 21 and 22 follow the **server** (`OUT_OF_ORDER_SEQUENCE`, `DUPLICATE_SEQUENCE`), not the
 //! docs or the official SDKs. Unknown codes are preserved as numbers, never mapped to a name.
 
-use crate::wire::{DecodeError, Reader, Wire};
+use crate::wire::{DecodeError, Describe, FieldValue, Reader, Wire};
 use bytes::{BufMut, BytesMut};
 use std::fmt;
 
@@ -123,6 +123,15 @@ impl Wire for ErrorCode {
     }
 }
 
+impl Describe for ErrorCode {
+    fn describe(&self) -> FieldValue {
+        FieldValue::Int {
+            value: i64::from(self.0),
+            bits: 16,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,7 +146,10 @@ mod tests {
 
     #[test]
     fn classification() {
-        assert_eq!(ErrorCode::NOT_LEADER_OR_FOLLOWER.class(), ErrorClass::RefreshMetadataAndRetry);
+        assert_eq!(
+            ErrorCode::NOT_LEADER_OR_FOLLOWER.class(),
+            ErrorClass::RefreshMetadataAndRetry
+        );
         assert_eq!(ErrorCode::THROTTLED.class(), ErrorClass::RetryAfterBackoff);
         assert_eq!(ErrorCode::INVALID_RECORD.class(), ErrorClass::Fatal);
         assert_eq!(ErrorCode(-5).class(), ErrorClass::Fatal);

@@ -19,4 +19,9 @@ pub mod wire;
 
 pub use api_key::ApiKey;
 pub use error_code::{ErrorClass, ErrorCode};
-pub use wire::{DecodeError, NBytes, NString, Reader, StrBytes, Wire};
+pub use wire::{DecodeError, Describe, FieldValue, NBytes, NString, Reader, StrBytes, Wire};
+
+pub mod frame;
+pub mod header;
+pub mod messages;
+pub mod record;

@@ -1,0 +1,1 @@
+//! Length-prefixed frames: an incremental decoder and an encoder (PROTOCOL.md §1.2).

@@ -1,0 +1,1 @@
+//! Request and response bodies of all 20 APIs (PROTOCOL.md §3).
