@@ -1,4 +1,6 @@
 //! A simulated Stellflow broker that behaves like the real server.
-//!
-//! Work in progress: see the project's issue tracker.
 #![forbid(unsafe_code)]
+
+pub mod config;
+pub mod log;
+pub mod rng;
