@@ -1,1 +1,405 @@
-//! Length-prefixed frames: an incremental decoder and an encoder (PROTOCOL.md §1.2).
+//! Length-prefixed frames: an incremental decoder, one-pass encoders and payload splitters
+//! (PROTOCOL.md §1.2, §2.3).
+//!
+//! A frame is an `int32` length (read **unsigned**, not counting itself) followed by that many
+//! bytes: a request header and body, or a response header and an optional body.
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use stellflow_proto::frame::{encode_request, split_request, FrameDecoder};
+//! use stellflow_proto::header::RequestHeader;
+//! use stellflow_proto::messages::{HeartbeatRequest, Request, RequestBody};
+//!
+//! let mut buf = BytesMut::new();
+//! let header = RequestHeader::new(HeartbeatRequest::API_KEY, 7, Some("app"));
+//! encode_request(&mut buf, &header, &HeartbeatRequest::default());
+//!
+//! let mut decoder = FrameDecoder::new();
+//! let payload = decoder.decode(&mut buf).expect("ok").expect("one whole frame");
+//! let (decoded, body) = split_request(payload).expect("ok");
+//! assert_eq!(decoded, header);
+//! let body = RequestBody::decode(decoded.api_key, decoded.api_version, body).expect("ok");
+//! assert_eq!(body, RequestBody::Heartbeat(HeartbeatRequest::default()));
+//! ```
+
+use crate::api_key::ApiKey;
+use crate::header::{RequestHeader, ResponseHeader};
+use crate::messages::{EncodeBody, RequestBody};
+use crate::wire::{DecodeError, Reader, Wire};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+/// Bytes of the length prefix.
+pub const LENGTH_PREFIX_LEN: usize = 4;
+
+/// The server's default frame limit, **including** the 4-byte prefix (64 MiB): the largest
+/// accepted frame length is `67_108_860`.
+pub const DEFAULT_MAX_FRAME_LENGTH: usize = 67_108_864;
+
+/// Why a frame or its header could not be read. Every variant means the byte stream cannot be
+/// trusted any more: close the connection (the server does the same, without a response).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The length prefix announces a frame larger than the limit. Close the connection; if the
+    /// peer is legitimate (e.g. a Fetch answer over many partitions), raise the limit with
+    /// [`FrameDecoder::with_max_frame_length`] or ask for less data per request.
+    #[error(
+        "frame length {length} (+4 prefix bytes) exceeds the limit of {max} bytes; close the connection or raise the limit"
+    )]
+    TooLong {
+        /// The declared length, not counting the prefix.
+        length: u32,
+        /// The configured limit, counting the prefix.
+        max: usize,
+    },
+    /// The request header is truncated or malformed. Close the connection.
+    #[error("malformed request header: {0}; close the connection")]
+    RequestHeader(#[source] DecodeError),
+    /// The response is shorter than the 12-byte header. Close the connection and fail the
+    /// requests in flight on it.
+    #[error("malformed response header: {0}; close the connection")]
+    ResponseHeader(#[source] DecodeError),
+    /// A request body does not match its API's layout. The server closes the connection.
+    #[error("malformed {api_key} v{api_version} request body: {source}; close the connection")]
+    RequestBody {
+        /// The API from the header.
+        api_key: ApiKey,
+        /// The version from the header.
+        api_version: i16,
+        /// What is wrong.
+        #[source]
+        source: DecodeError,
+    },
+}
+
+/// Splits a byte stream into frame payloads.
+///
+/// Feed it everything read from the socket (one [`BytesMut`] per connection) and call
+/// [`decode`](Self::decode) until it returns `Ok(None)`. It handles frames split at any byte and
+/// many frames per read, returns each payload as a zero-copy [`Bytes`], and rejects an oversize
+/// length before allocating anything for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameDecoder {
+    max_frame_length: usize,
+}
+
+impl Default for FrameDecoder {
+    fn default() -> Self {
+        FrameDecoder::new()
+    }
+}
+
+impl FrameDecoder {
+    /// A decoder with the server's default limit ([`DEFAULT_MAX_FRAME_LENGTH`]).
+    pub fn new() -> Self {
+        FrameDecoder {
+            max_frame_length: DEFAULT_MAX_FRAME_LENGTH,
+        }
+    }
+
+    /// A decoder that rejects frames whose length plus the 4-byte prefix exceeds `max`.
+    pub fn with_max_frame_length(max: usize) -> Self {
+        FrameDecoder {
+            max_frame_length: max,
+        }
+    }
+
+    /// The limit, counting the 4-byte prefix.
+    pub fn max_frame_length(&self) -> usize {
+        self.max_frame_length
+    }
+
+    /// Takes the next complete frame's payload (without the length prefix) off the front of
+    /// `buf`. `Ok(None)` means more bytes are needed; `buf` then keeps what it has and may have
+    /// reserved room for the rest of the frame (never beyond the limit).
+    ///
+    /// # Errors
+    /// [`FrameError::TooLong`] when the length is over the limit; close the connection.
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Bytes>, FrameError> {
+        let Some(prefix) = buf.get(..LENGTH_PREFIX_LEN) else {
+            return Ok(None);
+        };
+        let mut len_bytes = [0u8; LENGTH_PREFIX_LEN];
+        len_bytes.copy_from_slice(prefix);
+        let length = u32::from_be_bytes(len_bytes);
+        let total = (length as usize).saturating_add(LENGTH_PREFIX_LEN);
+        if u64::from(length) + LENGTH_PREFIX_LEN as u64 > self.max_frame_length as u64 {
+            return Err(FrameError::TooLong {
+                length,
+                max: self.max_frame_length,
+            });
+        }
+        if buf.len() < total {
+            // Bounded by the limit checked above.
+            buf.reserve(total - buf.len());
+            return Ok(None);
+        }
+        buf.advance(LENGTH_PREFIX_LEN);
+        Ok(Some(buf.split_to(length as usize).freeze()))
+    }
+}
+
+/// Appends one request frame (length, header, body) to `buf` in one pass and returns the frame
+/// size including the prefix.
+///
+/// The caller keeps `header.api_key` consistent with the body; [`Request::API_KEY`] names it
+/// for typed bodies.
+///
+/// [`Request::API_KEY`]: crate::messages::Request::API_KEY
+pub fn encode_request<B: EncodeBody + ?Sized>(
+    buf: &mut BytesMut,
+    header: &RequestHeader,
+    body: &B,
+) -> usize {
+    write_frame(buf, |buf| {
+        header.encode(buf);
+        body.encode_body(buf);
+    })
+}
+
+/// Appends one response frame to `buf` in one pass: the header, then the body if there is
+/// one (`None` gives a 12-byte header-only frame, the server's request-level error answer).
+/// Returns the frame size including the prefix.
+pub fn encode_response<B: EncodeBody + ?Sized>(
+    buf: &mut BytesMut,
+    header: &ResponseHeader,
+    body: Option<&B>,
+) -> usize {
+    write_frame(buf, |buf| {
+        header.encode(buf);
+        if let Some(body) = body {
+            body.encode_body(buf);
+        }
+    })
+}
+
+/// Appends a header-only response frame (16 bytes): how the server answers a request-level
+/// error. Same as [`encode_response`] with `None`, without naming a body type.
+pub fn encode_response_header_only(buf: &mut BytesMut, header: &ResponseHeader) -> usize {
+    encode_response::<RequestBody>(buf, header, None)
+}
+
+/// Writes a length placeholder, the payload, then patches the length.
+fn write_frame(buf: &mut BytesMut, payload: impl FnOnce(&mut BytesMut)) -> usize {
+    let start = buf.len();
+    buf.put_u32(0);
+    payload(buf);
+    let total = buf.len() - start;
+    let length = u32::try_from(total - LENGTH_PREFIX_LEN).unwrap_or(u32::MAX);
+    if let Some(prefix) = buf.get_mut(start..start + LENGTH_PREFIX_LEN) {
+        prefix.copy_from_slice(&length.to_be_bytes());
+    }
+    total
+}
+
+/// Splits a request payload (a frame without its length) into the header and the body bytes.
+///
+/// # Errors
+/// [`FrameError::RequestHeader`] when the header is truncated; close the connection.
+pub fn split_request(payload: Bytes) -> Result<(RequestHeader, Bytes), FrameError> {
+    let mut r = Reader::new(payload);
+    let header = RequestHeader::decode(&mut r).map_err(FrameError::RequestHeader)?;
+    Ok((header, r.into_rest()))
+}
+
+/// Splits a request payload and decodes its body the way the server does (unknown keys and
+/// versions other than 0 give [`RequestBody::Opaque`]).
+///
+/// # Errors
+/// [`FrameError::RequestHeader`] or [`FrameError::RequestBody`]; the server closes the
+/// connection on both.
+pub fn decode_request(payload: Bytes) -> Result<(RequestHeader, RequestBody), FrameError> {
+    let (header, body) = split_request(payload)?;
+    let body = RequestBody::decode(header.api_key, header.api_version, body).map_err(|source| {
+        FrameError::RequestBody {
+            api_key: header.api_key,
+            api_version: header.api_version,
+            source,
+        }
+    })?;
+    Ok((header, body))
+}
+
+/// Splits a response payload into the 12-byte header and the body bytes, if any.
+///
+/// Whether a body exists is decided by the bytes left after the header, never by its error
+/// code (PROTOCOL.md §2.3): `None` means a header-only answer.
+///
+/// # Errors
+/// [`FrameError::ResponseHeader`] when fewer than 12 bytes are present; close the connection.
+pub fn split_response(payload: Bytes) -> Result<(ResponseHeader, Option<Bytes>), FrameError> {
+    let mut r = Reader::new(payload);
+    let header = ResponseHeader::decode(&mut r).map_err(FrameError::ResponseHeader)?;
+    let rest = r.into_rest();
+    Ok((header, (!rest.is_empty()).then_some(rest)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error_code::ErrorCode;
+    use crate::messages::{HeartbeatRequest, HeartbeatResponse};
+
+    fn two_frames() -> (Bytes, Vec<Bytes>) {
+        let mut buf = BytesMut::new();
+        let mut payloads = Vec::new();
+        for corr in [7, 8] {
+            let header = RequestHeader::new(ApiKey::HEARTBEAT, corr, Some("c"));
+            let body = HeartbeatRequest {
+                group_id: Some("g".into()),
+                generation_id: corr,
+                member_id: None,
+            };
+            let start = buf.len();
+            let n = encode_request(&mut buf, &header, &body);
+            assert_eq!(n, buf.len() - start);
+            payloads.push(Bytes::copy_from_slice(&buf[start + 4..]));
+        }
+        (buf.freeze(), payloads)
+    }
+
+    fn drain(dec: &mut FrameDecoder, buf: &mut BytesMut, out: &mut Vec<Bytes>) {
+        while let Some(frame) = dec.decode(buf).expect("valid frames") {
+            out.push(frame);
+        }
+    }
+
+    #[test]
+    fn split_at_every_byte_boundary() {
+        let (stream, payloads) = two_frames();
+        for cut in 0..=stream.len() {
+            let mut dec = FrameDecoder::new();
+            let mut buf = BytesMut::new();
+            let mut out = Vec::new();
+            buf.extend_from_slice(&stream[..cut]);
+            drain(&mut dec, &mut buf, &mut out);
+            buf.extend_from_slice(&stream[cut..]);
+            drain(&mut dec, &mut buf, &mut out);
+            assert_eq!(out, payloads, "cut at {cut}");
+            assert!(buf.is_empty());
+        }
+    }
+
+    #[test]
+    fn one_byte_at_a_time_and_many_per_read() {
+        let (stream, payloads) = two_frames();
+        let mut dec = FrameDecoder::new();
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for b in stream.iter() {
+            buf.put_u8(*b);
+            drain(&mut dec, &mut buf, &mut out);
+        }
+        assert_eq!(out, payloads);
+
+        let mut many = BytesMut::new();
+        for _ in 0..50 {
+            many.extend_from_slice(&stream);
+        }
+        let mut out = Vec::new();
+        drain(&mut dec, &mut many, &mut out);
+        assert_eq!(out.len(), 100);
+    }
+
+    #[test]
+    fn oversize_is_rejected_without_allocating() {
+        for (prefix, length) in [
+            ([0x03, 0xff, 0xff, 0xfd], 67_108_861u32),
+            ([0xff, 0xff, 0xff, 0xff], u32::MAX),
+            ([0x7f, 0xff, 0xff, 0xff], i32::MAX as u32),
+        ] {
+            let mut buf = BytesMut::with_capacity(4);
+            buf.extend_from_slice(&prefix);
+            let cap = buf.capacity();
+            let err = FrameDecoder::new().decode(&mut buf).expect_err("must fail");
+            assert_eq!(
+                err,
+                FrameError::TooLong {
+                    length,
+                    max: DEFAULT_MAX_FRAME_LENGTH
+                }
+            );
+            assert_eq!(buf.capacity(), cap, "nothing reserved");
+        }
+        // The largest accepted length is 67_108_860: it waits for more bytes.
+        let mut buf = BytesMut::from(&[0x03, 0xff, 0xff, 0xfc][..]);
+        assert_eq!(FrameDecoder::new().decode(&mut buf), Ok(None));
+        assert!(buf.capacity() <= DEFAULT_MAX_FRAME_LENGTH + 64);
+    }
+
+    #[test]
+    fn custom_limit_counts_the_prefix() {
+        let mut dec = FrameDecoder::with_max_frame_length(16);
+        let mut ok = BytesMut::from(&[0, 0, 0, 12][..]);
+        ok.extend_from_slice(&[0; 12]);
+        assert_eq!(
+            dec.decode(&mut ok).map(|f| f.map(|b| b.len())),
+            Ok(Some(12))
+        );
+        let mut bad = BytesMut::from(&[0, 0, 0, 13][..]);
+        assert!(dec.decode(&mut bad).is_err());
+    }
+
+    #[test]
+    fn empty_body_rule_uses_remaining_bytes_not_error_code() {
+        let mut buf = BytesMut::new();
+        let header = ResponseHeader::new(3, ErrorCode(19));
+        encode_response_header_only(&mut buf, &header);
+        assert_eq!(buf.len(), 16);
+        let payload = FrameDecoder::new()
+            .decode(&mut buf)
+            .expect("ok")
+            .expect("frame");
+        assert_eq!(split_response(payload), Ok((header.clone(), None)));
+
+        // A non-zero header error with a body (Heartbeat mirrors its error): the body is kept.
+        let body = HeartbeatResponse {
+            error_code: ErrorCode(19),
+        };
+        encode_response(&mut buf, &header, Some(&body));
+        let payload = FrameDecoder::new()
+            .decode(&mut buf)
+            .expect("ok")
+            .expect("frame");
+        let (h, rest) = split_response(payload).expect("ok");
+        assert_eq!(h, header);
+        assert_eq!(rest, Some(Bytes::from_static(&[0, 19])));
+
+        // Success with no body is also header-only.
+        let ok = ResponseHeader::new(4, ErrorCode::default());
+        encode_response_header_only(&mut buf, &ok);
+        let payload = FrameDecoder::new()
+            .decode(&mut buf)
+            .expect("ok")
+            .expect("frame");
+        assert_eq!(split_response(payload), Ok((ok, None)));
+    }
+
+    #[test]
+    fn short_payloads_are_header_errors() {
+        assert!(matches!(
+            split_response(Bytes::from_static(&[0; 11])),
+            Err(FrameError::ResponseHeader(_))
+        ));
+        assert!(matches!(
+            split_request(Bytes::from_static(&[0; 27])),
+            Err(FrameError::RequestHeader(_))
+        ));
+        let mut buf = BytesMut::new();
+        let header = RequestHeader::new(ApiKey::HEARTBEAT, 1, None);
+        let empty = RequestBody::Opaque {
+            api_key: ApiKey::HEARTBEAT,
+            api_version: 0,
+            payload: Bytes::new(),
+        };
+        encode_request(&mut buf, &header, &empty);
+        let payload = FrameDecoder::new()
+            .decode(&mut buf)
+            .expect("ok")
+            .expect("frame");
+        assert!(matches!(
+            decode_request(payload),
+            Err(FrameError::RequestBody { .. })
+        ));
+    }
+}

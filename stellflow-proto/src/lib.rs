@@ -25,3 +25,7 @@ pub mod frame;
 pub mod header;
 pub mod messages;
 pub mod record;
+
+pub use frame::{FrameDecoder, FrameError};
+pub use header::{RequestHeader, ResponseHeader};
+pub use messages::{EncodeBody, Request, RequestBody, ResponseBody};
