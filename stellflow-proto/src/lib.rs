@@ -29,3 +29,4 @@ pub mod record;
 pub use frame::{FrameDecoder, FrameError};
 pub use header::{RequestHeader, ResponseHeader};
 pub use messages::{EncodeBody, Request, RequestBody, ResponseBody};
+pub use record::{BatchBuilder, BatchError, BatchParams, BlobFormat, Envelope, blob_records};

@@ -1,0 +1,217 @@
+//! The blob splitter: one Fetch entry's bytes (one offset) into batches and records, whatever
+//! the format — SRFB, or one or more v1 batches back to back.
+
+use super::BatchError;
+use super::srfb::{SrfbBatch, SrfbHeader, is_srfb};
+use super::v1::{Record, V1Batch, V1BatchHeader, V1Batches, V1Records};
+use bytes::Bytes;
+
+/// The format of a stored blob, sniffed from its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BlobFormat {
+    /// One or more v1 batches (anything not starting with the SRFB magic).
+    V1,
+    /// An SRFB envelope (starts with `SRFB`).
+    Srfb,
+}
+
+/// Sniffs a blob's format the way the server does: SRFB if it starts with the magic.
+pub fn sniff(blob: &[u8]) -> BlobFormat {
+    if is_srfb(blob) {
+        BlobFormat::Srfb
+    } else {
+        BlobFormat::V1
+    }
+}
+
+/// One batch found in a blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BlobBatch {
+    /// A v1 batch stored directly.
+    V1(V1Batch),
+    /// A validated SRFB envelope (its content holds our v1 batch).
+    Srfb(SrfbBatch),
+}
+
+/// Splits a blob into its batches; see [`split_blob`].
+#[derive(Debug, Clone)]
+pub struct BlobBatches {
+    srfb: Option<Bytes>,
+    v1: V1Batches,
+}
+
+/// Splits one blob into batches: a single validated SRFB envelope, or each v1 batch in turn.
+/// An empty blob holds none. Stops after the first error.
+pub fn split_blob(blob: Bytes) -> BlobBatches {
+    if is_srfb(&blob) {
+        BlobBatches {
+            srfb: Some(blob),
+            v1: V1Batches::new(Bytes::new()),
+        }
+    } else {
+        BlobBatches {
+            srfb: None,
+            v1: V1Batches::new(blob),
+        }
+    }
+}
+
+impl Iterator for BlobBatches {
+    type Item = Result<BlobBatch, BatchError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(blob) = self.srfb.take() {
+            return Some(SrfbBatch::validate(blob).map(BlobBatch::Srfb));
+        }
+        self.v1.next().map(|r| r.map(BlobBatch::V1))
+    }
+}
+
+impl std::iter::FusedIterator for BlobBatches {}
+
+/// A record and its position in the blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobRecord {
+    /// Position in the blob, counted across all its batches: with the blob's offset this is
+    /// the record's identity (DESIGN.md §3.1).
+    pub index_in_blob: u32,
+    /// Which v1 batch of the blob (or of the SRFB content) holds it.
+    pub batch_index: u32,
+    /// The blob's format.
+    pub format: BlobFormat,
+    /// The record.
+    pub record: Record,
+}
+
+/// Iterates every record of a blob; see [`blob_records`].
+#[derive(Debug, Clone)]
+pub struct BlobRecords {
+    format: BlobFormat,
+    pending_srfb: Option<Bytes>,
+    srfb_header: Option<SrfbHeader>,
+    batches: V1Batches,
+    current: Option<(V1BatchHeader, V1Records)>,
+    batch_index: u32,
+    next_index: u32,
+    done: bool,
+}
+
+/// Iterates every record of one blob, through SRFB envelopes (inflating gzip) and across v1
+/// batches written back to back, numbering them `index_in_blob` 0, 1, 2, …
+///
+/// Yields `Err` once, for the first problem, and then stops; records before it were valid.
+///
+/// ```
+/// # use stellflow_proto::record::{BatchBuilder, BatchParams, Envelope, Compression, blob_records};
+/// let mut b = BatchBuilder::with_capacity(BatchParams::default(), Envelope::Srfb(Compression::Gzip), 256);
+/// b.append(0, None, Some(b"a")).unwrap();
+/// b.append(0, None, Some(b"b")).unwrap();
+/// let indexes: Vec<u32> = blob_records(b.finish().unwrap()).map(|r| r.unwrap().index_in_blob).collect();
+/// assert_eq!(indexes, [0, 1]);
+/// ```
+pub fn blob_records(blob: Bytes) -> BlobRecords {
+    let format = sniff(&blob);
+    let (pending_srfb, batches) = match format {
+        BlobFormat::Srfb => (Some(blob), V1Batches::new(Bytes::new())),
+        BlobFormat::V1 => (None, V1Batches::new(blob)),
+    };
+    BlobRecords {
+        format,
+        pending_srfb,
+        srfb_header: None,
+        batches,
+        current: None,
+        batch_index: 0,
+        next_index: 0,
+        done: false,
+    }
+}
+
+impl BlobRecords {
+    /// The blob's format.
+    pub fn format(&self) -> BlobFormat {
+        self.format
+    }
+
+    /// The header of the v1 batch the last record came from.
+    pub fn current_batch(&self) -> Option<&V1BatchHeader> {
+        self.current.as_ref().map(|(h, _)| h)
+    }
+
+    /// The SRFB header, once the envelope has been validated (SRFB blobs only).
+    pub fn srfb_header(&self) -> Option<&SrfbHeader> {
+        self.srfb_header.as_ref()
+    }
+
+    /// How many records were yielded so far (the next record's `index_in_blob`).
+    pub fn next_index(&self) -> u32 {
+        self.next_index
+    }
+
+    fn fail(&mut self, e: BatchError) -> Option<Result<BlobRecord, BatchError>> {
+        self.done = true;
+        let e = match self.format {
+            BlobFormat::Srfb
+                if !matches!(e, BatchError::SrfbContent { .. }) && self.srfb_header.is_some() =>
+            {
+                BatchError::SrfbContent {
+                    source: Box::new(e),
+                }
+            }
+            _ => e,
+        };
+        Some(Err(e))
+    }
+}
+
+impl Iterator for BlobRecords {
+    type Item = Result<BlobRecord, BatchError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if let Some(blob) = self.pending_srfb.take() {
+            match SrfbBatch::validate(blob) {
+                Ok(b) => {
+                    self.srfb_header = Some(*b.header());
+                    self.batches = V1Batches::new(b.content().clone());
+                }
+                Err(e) => return self.fail(e),
+            }
+        }
+        loop {
+            if let Some((_, records)) = &mut self.current {
+                match records.next() {
+                    Some(Ok(record)) => {
+                        let index_in_blob = self.next_index;
+                        self.next_index = self.next_index.saturating_add(1);
+                        return Some(Ok(BlobRecord {
+                            index_in_blob,
+                            batch_index: self.batch_index - 1,
+                            format: self.format,
+                            record,
+                        }));
+                    }
+                    Some(Err(e)) => return self.fail(e),
+                    None => {}
+                }
+            }
+            match self.batches.next() {
+                Some(Ok(batch)) => {
+                    self.current = Some((*batch.header(), batch.records()));
+                    self.batch_index = self.batch_index.saturating_add(1);
+                }
+                Some(Err(e)) => return self.fail(e),
+                None => {
+                    self.done = true;
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+impl std::iter::FusedIterator for BlobRecords {}
