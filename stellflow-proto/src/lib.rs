@@ -12,6 +12,7 @@
 //! Decoders work on [`bytes::Bytes`] and hand out payloads as zero-copy slices. They never panic
 //! and never allocate from an untrusted length or count beyond what the bytes present can hold.
 #![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod api_key;
 pub mod error_code;
