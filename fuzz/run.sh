@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds every fuzz target and runs each for N seconds (default 60): `fuzz/run.sh [SECONDS] [TARGET...]`.
+# Needs a nightly toolchain (or stable with RUSTC_BOOTSTRAP=1, used automatically when no nightly
+# is installed) and cargo-fuzz, which this script installs from crates.io when it is missing.
+# Crashing inputs land in fuzz/artifacts/<target>/; copy each into fuzz/regressions/<target>/ so
+# the regression test (`cargo test -p stellflow-proto --test fuzz_regressions`) replays it.
+set -euo pipefail
+cd "$(dirname "$0")"
+secs=${1:-60}
+shift || true
+command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+  toolchain=(+nightly)
+else
+  toolchain=()
+  export RUSTC_BOOTSTRAP=1
+fi
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  mapfile -t targets < <(cargo "${toolchain[@]}" fuzz list)
+fi
+for t in "${targets[@]}"; do
+  mkdir -p "corpus/$t"
+  if [ -d "regressions/$t" ]; then cp -n regressions/"$t"/* "corpus/$t/" 2>/dev/null || true; fi
+  echo "== fuzzing $t for ${secs}s"
+  cargo "${toolchain[@]}" fuzz run "$t" "corpus/$t" -- -max_total_time="$secs" -rss_limit_mb=2048 -max_len=65536
+done
+echo "fuzz: all targets ran ${secs}s without a crash"
