@@ -1,0 +1,83 @@
+//! Exponential backoff with seeded jitter, for reconnects and metadata refreshes.
+
+use crate::rng::Rng;
+use std::time::Duration;
+
+/// Exponential backoff: `base × 2^attempt`, capped at `max`, then scaled by a random factor in
+/// `[1 − jitter, 1 + jitter]` drawn from the client's seeded [`Rng`].
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    base: Duration,
+    max: Duration,
+    jitter: f64,
+    attempt: u32,
+}
+
+impl Backoff {
+    /// A backoff starting at `base`, never above `max` (before jitter), with ±`jitter`
+    /// (a fraction, clamped to `[0, 1]`).
+    pub fn new(base: Duration, max: Duration, jitter: f64) -> Self {
+        Backoff {
+            base,
+            max: max.max(base),
+            jitter: jitter.clamp(0.0, 1.0),
+            attempt: 0,
+        }
+    }
+
+    /// The delay before the next attempt; each call doubles the un-jittered delay up to `max`.
+    pub fn next_delay(&mut self, rng: &mut Rng) -> Duration {
+        let factor = 1u32.checked_shl(self.attempt.min(31)).unwrap_or(u32::MAX);
+        let raw = self.base.saturating_mul(factor).min(self.max);
+        self.attempt = self.attempt.saturating_add(1);
+        let scale = 1.0 - self.jitter + 2.0 * self.jitter * rng.next_f64();
+        raw.mul_f64(scale)
+    }
+
+    /// Forgets past failures: the next delay is `base` again (call after a success).
+    pub fn reset(&mut self) {
+        self.attempt = 0;
+    }
+
+    /// How many delays were handed out since the last reset.
+    pub fn attempts(&self) -> u32 {
+        self.attempt
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_until_the_cap_and_resets() {
+        let mut rng = Rng::new(1);
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_secs(1), 0.0);
+        let d: Vec<_> = (0..6).map(|_| b.next_delay(&mut rng).as_millis()).collect();
+        assert_eq!(d, vec![100, 200, 400, 800, 1000, 1000]);
+        b.reset();
+        assert_eq!(b.next_delay(&mut rng), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn jitter_stays_in_bounds_and_depends_on_the_seed() {
+        let mut rng = Rng::new(9);
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(100), 0.2);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..50 {
+            let d = b.next_delay(&mut rng);
+            assert!(d >= Duration::from_millis(80) && d <= Duration::from_millis(120));
+            seen.insert(d);
+        }
+        assert!(seen.len() > 10);
+    }
+
+    #[test]
+    fn huge_attempt_counts_do_not_overflow() {
+        let mut rng = Rng::new(1);
+        let mut b = Backoff::new(Duration::from_secs(1), Duration::from_secs(30), 0.0);
+        for _ in 0..100 {
+            assert!(b.next_delay(&mut rng) <= Duration::from_secs(30));
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! The [`Client`]: the sans-IO state machine that ties the router, the metadata cache, the
+//! refresh schedule and the admin operations together behind the input/output contract.
+
+use crate::admin::AdminOp;
+use crate::backoff::Backoff;
+use crate::config::{BrokerAddress, ClientConfig};
+use crate::error::{ConfigError, RequestError};
+use crate::event::{DisconnectReason, Event};
+use crate::metadata::{BrokerView, ClusterMetadata, MetadataCache};
+use crate::metrics::Counters;
+use crate::net::{Completion, ConnectRequest, Net, Origin};
+use crate::refresh::Refresher;
+use crate::request::{ConnId, RawResponse, RequestId, RequestOptions, Target};
+use crate::rng::Rng;
+use bytes::{Bytes, BytesMut};
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+use stellflow_proto::messages::{MetadataRequest, MetadataResponse, RequestBody};
+use stellflow_proto::{ApiKey, Reader, Wire};
+
+/// The sans-IO Stellflow client. See the [crate docs](crate) for the contract and a driver.
+#[derive(Debug)]
+pub struct Client {
+    pub(crate) net: Net,
+    pub(crate) metadata: MetadataCache,
+    pub(crate) refresher: Refresher,
+    pub(crate) ops: HashMap<u64, AdminOp>,
+    pub(crate) events: VecDeque<Event>,
+    pub(crate) rng: Rng,
+    pub(crate) last_now: Instant,
+    pub(crate) client_id: String,
+    pub(crate) closed: bool,
+}
+
+impl Client {
+    /// A client for `config`. `now` is the current time; `seed` drives every random choice
+    /// (backoff jitter, the default client id), so a run replays exactly from its seed.
+    ///
+    /// Nothing happens until the driver polls: the first [`Client::poll_connect`] asks for the
+    /// bootstrap connections that fetch metadata.
+    pub fn new(config: ClientConfig, now: Instant, seed: u64) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let mut rng = Rng::new(seed);
+        let client_id = match &config.header.client_id {
+            Some(id) => id.clone(),
+            None => format!("stellflow-rs-{:016x}", rng.next_u64()),
+        };
+        let net_rng = Rng::new(rng.next_u64());
+        let net = Net::new(&config, &client_id, net_rng);
+        let refresher = Refresher::new(
+            now,
+            config.metadata_max_age,
+            Backoff::new(
+                config.metadata_refresh_backoff,
+                config.metadata_refresh_backoff_max,
+                config.backoff_jitter,
+            ),
+        );
+        let mut c = Client {
+            net,
+            metadata: MetadataCache::new(),
+            refresher,
+            ops: HashMap::new(),
+            events: VecDeque::new(),
+            rng,
+            last_now: now,
+            client_id,
+            closed: false,
+        };
+        c.process(now);
+        Ok(c)
+    }
+
+    /// The `clientId` sent in every request header.
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
+    /// The merged cluster metadata (brokers, topics, leaders).
+    pub fn metadata(&self) -> &ClusterMetadata {
+        self.metadata.cluster()
+    }
+
+    /// The per-broker metadata views the merge is built from.
+    pub fn metadata_cache(&self) -> &MetadataCache {
+        &self.metadata
+    }
+
+    /// Everything counted so far (DESIGN §6 metrics).
+    pub fn counters(&self) -> &Counters {
+        &self.net.counters
+    }
+
+    // ---- inputs ----------------------------------------------------------------------------
+
+    /// The driver established the connection `conn` asked for by [`Client::poll_connect`].
+    pub fn handle_connected(&mut self, conn: ConnId, now: Instant) {
+        self.last_now = now;
+        self.net.handle_connected(now, conn);
+        self.process(now);
+    }
+
+    /// Bytes arrived on `conn`. The core takes every byte out of `buf` (it keeps an incomplete
+    /// frame itself), so the driver may reuse `buf` for the next read.
+    pub fn handle_input(&mut self, conn: ConnId, now: Instant, buf: &mut BytesMut) {
+        self.last_now = now;
+        self.net.handle_input(now, conn, buf);
+        self.process(now);
+    }
+
+    /// `conn` failed to connect, or closed, or failed on read/write. Requests in flight on it
+    /// fail with a retriable error; the core reconnects with backoff when it still needs it.
+    pub fn handle_disconnected(&mut self, conn: ConnId, now: Instant, reason: DisconnectReason) {
+        self.last_now = now;
+        self.net.handle_disconnected(now, conn, reason);
+        self.process(now);
+    }
+
+    /// Time passed. Calling it early or twice is harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.last_now = now;
+        self.net.handle_timeout(now);
+        self.process(now);
+    }
+
+    // ---- outputs ---------------------------------------------------------------------------
+
+    /// A connection the driver should open; report back with the returned id.
+    pub fn poll_connect(&mut self) -> Option<ConnectRequest> {
+        self.net.poll_connect()
+    }
+
+    /// A connection the driver should close at once (the core gave up on its stream; the
+    /// matching [`Event::ConnectionError`] says why). Do not report it back as disconnected.
+    pub fn poll_close(&mut self) -> Option<ConnId> {
+        self.net.poll_close()
+    }
+
+    /// Appends the bytes to send on one connection to `buf` and returns that connection; call
+    /// again until `None` (one call per connection with data).
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut BytesMut) -> Option<ConnId> {
+        self.last_now = now;
+        let r = self.net.poll_transmit(now, buf);
+        self.process(now);
+        r
+    }
+
+    /// The earliest instant at which [`Client::handle_timeout`] must be called.
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        let net = self.net.poll_timeout();
+        let refresh = if self.closed {
+            None
+        } else {
+            self.refresher.deadline(self.last_now)
+        };
+        match (net, refresh) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The next outcome: connection changes, metadata updates, admin and raw results.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    // ---- commands --------------------------------------------------------------------------
+
+    /// Asks for a metadata refresh round now (at most one runs at a time).
+    pub fn refresh_metadata(&mut self, now: Instant) {
+        self.last_now = now;
+        self.refresher.request(true);
+        self.process(now);
+    }
+
+    /// Sends a raw request: `body` is written verbatim after the header. `version` forces an API
+    /// version; `None` uses the negotiated one (the request fails with
+    /// [`RequestError::UnsupportedApi`] if the broker does not list `api_key`). The answer comes
+    /// as [`Event::Response`] with the body undecoded.
+    pub fn request(
+        &mut self,
+        now: Instant,
+        target: Target,
+        api_key: ApiKey,
+        version: Option<i16>,
+        body: Bytes,
+        opts: &RequestOptions,
+    ) -> RequestId {
+        self.last_now = now;
+        let body = RequestBody::Opaque {
+            api_key,
+            api_version: version.unwrap_or(0),
+            payload: body,
+        };
+        let seq = if self.closed {
+            let id = self.net.alloc_seq();
+            self.events.push_back(Event::Response {
+                id: RequestId(id),
+                result: Err(RequestError::Closed),
+            });
+            id
+        } else {
+            self.net
+                .submit(now, target, body, version, Origin::Raw, opts)
+        };
+        self.process(now);
+        RequestId(seq)
+    }
+
+    /// Closes the client: every pending request and command fails with
+    /// [`RequestError::Closed`] and every connection comes out of [`Client::poll_close`].
+    pub fn close(&mut self, now: Instant) {
+        self.last_now = now;
+        self.closed = true;
+        self.net.close_all(now);
+        self.process(now);
+    }
+
+    // ---- internals -------------------------------------------------------------------------
+
+    /// Runs everything that became possible after an input: dispatches completions, forwards
+    /// router events, starts a due metadata round.
+    pub(crate) fn process(&mut self, now: Instant) {
+        loop {
+            let mut progressed = false;
+            while let Some(c) = self.net.poll_completion() {
+                progressed = true;
+                self.dispatch(now, c);
+            }
+            while let Some(e) = self.net.poll_event() {
+                progressed = true;
+                if matches!(e, Event::Disconnected { .. }) && !self.closed {
+                    self.refresher.request(false);
+                }
+                self.events.push_back(e);
+            }
+            if !self.closed && self.refresher.due(now) {
+                progressed = true;
+                self.start_refresh(now);
+            }
+            if !progressed {
+                break;
+            }
+        }
+    }
+
+    fn dispatch(&mut self, now: Instant, c: Completion) {
+        if let Err(e) = &c.result
+            && e.wants_metadata_refresh()
+            && !self.closed
+        {
+            self.refresher.request(false);
+        }
+        match c.origin {
+            Origin::Negotiation => {}
+            Origin::Metadata => self.on_metadata(now, c),
+            Origin::Raw => {
+                let result = c.result.map(|r| RawResponse {
+                    api_key: c.api_key,
+                    api_version: r.version,
+                    header: r.header,
+                    body: r.body,
+                    address: self
+                        .net
+                        .address(r.slot)
+                        .cloned()
+                        .unwrap_or_else(|| BrokerAddress::new("", 0)),
+                    broker_id: r.broker_id,
+                });
+                self.events.push_back(Event::Response {
+                    id: RequestId(c.seq),
+                    result,
+                });
+            }
+            Origin::Admin(op) => self.on_admin_completion(now, op, c),
+        }
+    }
+
+    fn metadata_request() -> RequestBody {
+        RequestBody::Metadata(MetadataRequest::default())
+    }
+
+    fn start_refresh(&mut self, now: Instant) {
+        self.refresher.start();
+        self.net.counters.metadata_refreshes += 1;
+        let all: Vec<(BrokerAddress, bool)> = self
+            .net
+            .addresses()
+            .map(|(a, backoff)| (a.clone(), backoff))
+            .collect();
+        let healthy: Vec<&BrokerAddress> =
+            all.iter().filter(|(_, b)| !*b).map(|(a, _)| a).collect();
+        let targets: Vec<BrokerAddress> = if healthy.is_empty() {
+            all.iter().map(|(a, _)| a.clone()).collect()
+        } else {
+            healthy.into_iter().cloned().collect()
+        };
+        for a in targets {
+            self.ask_metadata(now, a);
+        }
+    }
+
+    fn ask_metadata(&mut self, now: Instant, address: BrokerAddress) {
+        let seq = self.net.submit(
+            now,
+            Target::Address(address),
+            Self::metadata_request(),
+            None,
+            Origin::Metadata,
+            &RequestOptions::default(),
+        );
+        self.refresher.add(seq);
+    }
+
+    fn on_metadata(&mut self, now: Instant, c: Completion) {
+        let mut ok = false;
+        if let Ok(reply) = &c.result
+            && let Some(body) = &reply.body
+            && let Ok(resp) = MetadataResponse::decode(&mut Reader::new(body.clone()))
+            && let Some(address) = self.net.address(reply.slot).cloned()
+        {
+            ok = true;
+            self.apply_metadata(now, address, &resp, c.seq);
+        }
+        let meta = &self.metadata;
+        let finished = self.refresher.answered(
+            now,
+            c.seq,
+            ok,
+            || meta.cluster().leaderless().next().is_none(),
+            &mut self.rng,
+        );
+        if let Some(waiters) = finished {
+            let m = self.metadata.cluster();
+            self.events.push_back(Event::MetadataUpdated {
+                brokers: m.brokers.len(),
+                topics: m.topics.len(),
+                leaderless: m.leaderless().count(),
+            });
+            for op in waiters {
+                self.on_metadata_round(now, op);
+            }
+        }
+    }
+
+    /// Applies one broker's Metadata answer: cache, broker addresses, and (during a round)
+    /// questions to brokers discovered through it.
+    pub(crate) fn apply_metadata(
+        &mut self,
+        now: Instant,
+        address: BrokerAddress,
+        resp: &MetadataResponse,
+        seq: u64,
+    ) {
+        let view = BrokerView::from_response(&address, resp);
+        let known: Vec<BrokerAddress> = self.net.addresses().map(|(a, _)| a.clone()).collect();
+        self.metadata.apply(address, view);
+        let brokers: Vec<(i32, BrokerAddress)> = self
+            .metadata
+            .cluster()
+            .brokers
+            .values()
+            .map(|b| (b.id, b.address.clone()))
+            .collect();
+        for (id, a) in brokers {
+            self.net.learn_broker(now, id, &a);
+            if !known.contains(&a) && self.refresher.owns(seq) {
+                self.ask_metadata(now, a);
+            }
+        }
+    }
+}

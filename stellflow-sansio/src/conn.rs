@@ -1,0 +1,117 @@
+//! One broker connection slot: its address, state machine, queue of requests waiting to be
+//! sent, in-flight table, receive buffer and negotiated versions.
+//!
+//! A slot lives as long as the client; the socket behind it comes and goes. States:
+//!
+//! ```text
+//! Idle ──demand──▶ Connecting ──connected──▶ Negotiating ──ApiVersions ok──▶ Ready
+//!   ▲                  │                         │                            │
+//!   └── backoff ◀──────┴──────── disconnected ◀──┴────────────────────────────┘
+//! ```
+//!
+//! Requests queue in the slot while it is not ready; only the ApiVersions request goes out
+//! while negotiating.
+
+use crate::backoff::Backoff;
+use crate::config::BrokerAddress;
+use crate::inflight::InFlight;
+use crate::negotiate::Versions;
+use crate::request::ConnId;
+use bytes::BytesMut;
+use std::collections::VecDeque;
+use std::time::Instant;
+use stellflow_proto::frame::FrameDecoder;
+use stellflow_proto::messages::ApiVersionsResponse;
+
+/// Where a slot's connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnState {
+    /// No socket and none wanted yet.
+    Idle,
+    /// Waiting out a reconnect backoff until the instant.
+    Backoff(Instant),
+    /// The driver was asked to connect.
+    Connecting(ConnId),
+    /// Connected; ApiVersions is to be sent (`false`) or in flight (`true`).
+    Negotiating(ConnId, bool),
+    /// Negotiated; requests flow.
+    Ready(ConnId),
+}
+
+impl ConnState {
+    /// The current socket's id, if there is one.
+    pub fn conn(&self) -> Option<ConnId> {
+        match *self {
+            ConnState::Connecting(c) | ConnState::Negotiating(c, _) | ConnState::Ready(c) => {
+                Some(c)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a socket is open (connected, negotiating or ready).
+    pub fn is_open(&self) -> bool {
+        matches!(self, ConnState::Negotiating(..) | ConnState::Ready(_))
+    }
+}
+
+/// One broker's connection slot.
+#[derive(Debug)]
+pub struct Slot<R> {
+    /// The dialled address.
+    pub address: BrokerAddress,
+    /// The broker id, once metadata names this address.
+    pub broker_id: Option<i32>,
+    /// Connection state.
+    pub state: ConnState,
+    /// Requests waiting to be written.
+    pub queue: VecDeque<R>,
+    /// Requests written and not answered.
+    pub in_flight: InFlight<R>,
+    /// Reconnect backoff.
+    pub backoff: Backoff,
+    /// Earliest instant of the next connection attempt.
+    pub next_attempt: Option<Instant>,
+    /// Bytes received and not yet framed.
+    pub rx: BytesMut,
+    /// Splits `rx` into frames and enforces the size limit.
+    pub decoder: FrameDecoder,
+    /// Versions negotiated on the current connection.
+    pub versions: Option<Versions>,
+    /// The broker's last ApiVersions answer.
+    pub api_versions: Option<ApiVersionsResponse>,
+}
+
+impl<R> Slot<R> {
+    /// A fresh, idle slot.
+    pub fn new(
+        address: BrokerAddress,
+        max_in_flight: usize,
+        max_frame: usize,
+        backoff: Backoff,
+    ) -> Self {
+        Slot {
+            address,
+            broker_id: None,
+            state: ConnState::Idle,
+            queue: VecDeque::new(),
+            in_flight: InFlight::new(max_in_flight),
+            backoff,
+            next_attempt: None,
+            rx: BytesMut::new(),
+            decoder: FrameDecoder::with_max_frame_length(max_frame),
+            versions: None,
+            api_versions: None,
+        }
+    }
+
+    /// Requests waiting or in flight.
+    pub fn load(&self) -> usize {
+        self.queue.len() + self.in_flight.len()
+    }
+
+    /// Whether anything needs this connection.
+    pub fn wanted(&self) -> bool {
+        !self.queue.is_empty()
+    }
+}

@@ -1,0 +1,249 @@
+//! Errors, one enum per layer, each variant saying what the caller can do about it.
+//!
+//! * [`ConfigError`]: the configuration cannot work — fix it;
+//! * [`InvalidTopicName`]: refused client-side before any request — pick another name;
+//! * [`RequestError`]: one request failed — [`RequestError::is_retriable`] says whether sending it
+//!   again may succeed;
+//! * [`ConnectionError`]: the core closed a connection (it reconnects on demand by itself);
+//! * [`AdminError`]: an admin command failed as a whole (per-partition errors are data in the
+//!   typed result instead).
+
+use crate::config::BrokerAddress;
+use crate::metadata::LeaderlessReason;
+use std::time::Duration;
+use stellflow_proto::{ApiKey, DecodeError, ErrorCode};
+
+/// The configuration cannot work. Fix the value named in the message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The bootstrap list names no broker.
+    #[error("the bootstrap list is empty: give at least one host:port")]
+    EmptyBootstrap,
+    /// A bootstrap entry is not `host:port` or `stellflow://host:port`.
+    #[error("invalid broker address {address:?}: {reason}")]
+    InvalidAddress {
+        /// The entry as given.
+        address: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A setting is out of range.
+    #[error("invalid setting {field}: {reason}")]
+    Invalid {
+        /// The configuration field.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+}
+
+/// A topic name the client refuses to send (DESIGN §3.11): the server would use it as a
+/// directory name unchecked. Choose a name of 1–249 characters from `[A-Za-z0-9._-]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidTopicName {
+    /// The name is empty.
+    #[error("topic name is empty")]
+    Empty,
+    /// The name is longer than allowed.
+    #[error("topic name is {len} characters long, at most {max} are allowed")]
+    TooLong {
+        /// Its length in bytes.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// `.` and `..` would name the log directory itself or its parent.
+    #[error("topic name {name:?} is reserved (it would name a directory of the broker)")]
+    Reserved {
+        /// The name.
+        name: String,
+    },
+    /// A character outside `[A-Za-z0-9._-]`.
+    #[error("topic name {name:?} contains {character:?}; only A-Z a-z 0-9 . _ - are allowed")]
+    IllegalCharacter {
+        /// The name.
+        name: String,
+        /// The first illegal character.
+        character: char,
+    },
+}
+
+/// Why one request failed. [`RequestError::is_retriable`] tells whether sending the same request
+/// again (after a metadata refresh or a backoff) may succeed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// No answer before the request's deadline. Retriable, but the broker may still have
+    /// executed it (a late answer is counted and dropped).
+    #[error("{api_key} request timed out after {after:?}")]
+    Timeout {
+        /// The API called.
+        api_key: ApiKey,
+        /// How long it waited since the command.
+        after: Duration,
+    },
+    /// The connection closed while the request was in flight. Retriable; the broker may or
+    /// may not have executed it.
+    #[error("connection to {address} lost while {api_key} was in flight")]
+    Disconnected {
+        /// The API called.
+        api_key: ApiKey,
+        /// The broker it was sent to.
+        address: BrokerAddress,
+    },
+    /// The broker does not list this API in its ApiVersions answer, or no version both sides
+    /// support exists. Not retriable on this broker.
+    #[error("broker {address} does not support {api_key} at any version this client speaks")]
+    UnsupportedApi {
+        /// The API called.
+        api_key: ApiKey,
+        /// The broker.
+        address: BrokerAddress,
+    },
+    /// The broker answered UNSUPPORTED_VERSION again after the connection renegotiated.
+    #[error("broker {address} rejected {api_key} v{version} even after renegotiation")]
+    UnsupportedVersion {
+        /// The API called.
+        api_key: ApiKey,
+        /// The version sent.
+        version: i16,
+        /// The broker.
+        address: BrokerAddress,
+    },
+    /// The broker failed the whole request: a 12-byte header with this error code and no body
+    /// (PROTOCOL.md §2.3). Retriable when the code is.
+    #[error("broker {address} failed the {api_key} request with {code}")]
+    Broker {
+        /// The API called.
+        api_key: ApiKey,
+        /// The request-level error code.
+        code: ErrorCode,
+        /// The broker.
+        address: BrokerAddress,
+    },
+    /// The response body could not be decoded. Not retriable: report it (a broker bug or a
+    /// protocol mismatch).
+    #[error("malformed {api_key} response: {error}")]
+    Decode {
+        /// The API called.
+        api_key: ApiKey,
+        /// What the decoder found.
+        error: DecodeError,
+    },
+    /// The request names a broker id the metadata does not know (yet). Retriable after a
+    /// metadata refresh.
+    #[error("broker {broker} is not in the cluster metadata")]
+    UnknownBroker {
+        /// The broker id.
+        broker: i32,
+    },
+    /// The encoded request is larger than the server accepts (64 MiB including the length
+    /// prefix). Not retriable: send less per request.
+    #[error("{api_key} request of {size} bytes exceeds the server's limit of {max} bytes")]
+    TooLarge {
+        /// The API called.
+        api_key: ApiKey,
+        /// The frame size.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The client was closed before an answer came.
+    #[error("the client was closed")]
+    Closed,
+}
+
+impl RequestError {
+    /// Whether sending the same request again may succeed.
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            RequestError::Timeout { .. }
+            | RequestError::Disconnected { .. }
+            | RequestError::UnknownBroker { .. } => true,
+            RequestError::Broker { code, .. } => code.is_retriable(),
+            _ => false,
+        }
+    }
+
+    /// Whether the error hints that the metadata (leaders, brokers) is stale.
+    pub fn wants_metadata_refresh(&self) -> bool {
+        match self {
+            RequestError::Disconnected { .. } | RequestError::UnknownBroker { .. } => true,
+            RequestError::Broker { code, .. } => {
+                code.class() == stellflow_proto::ErrorClass::RefreshMetadataAndRetry
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Why the core closed a connection on its own (the driver sees the id in
+/// [`crate::Client::poll_close`]). The core reconnects on demand with backoff.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectionError {
+    /// A response frame is larger than `max_response_frame`. Raise the limit or ask for less
+    /// data per request.
+    #[error("response frame of {size} bytes exceeds the limit of {max} bytes")]
+    FrameTooLarge {
+        /// The announced frame size, length prefix included.
+        size: u64,
+        /// The configured limit.
+        max: usize,
+    },
+    /// A response frame could not be parsed at all (shorter than a response header). The
+    /// stream cannot be trusted any more.
+    #[error("malformed response frame: {0}")]
+    Malformed(DecodeError),
+    /// ApiVersions failed, so no version can be chosen for this broker.
+    #[error("version negotiation failed: {0}")]
+    Negotiation(String),
+}
+
+/// An admin command failed as a whole. Per-partition outcomes are data inside the typed
+/// [`crate::AdminResponse`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdminError {
+    /// A topic name was refused before any request (fix the name).
+    #[error(transparent)]
+    InvalidTopic(#[from] InvalidTopicName),
+    /// An argument is out of range (fix the argument).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(&'static str),
+    /// The request failed (see [`RequestError::is_retriable`]).
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    /// The partition has no usable leader to route to. Retry after a metadata refresh, or
+    /// re-assert leadership if the reason says the broker restarted.
+    #[error("{topic}-{partition} has no leader: {reason}")]
+    Leaderless {
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: i32,
+        /// Why.
+        reason: LeaderlessReason,
+    },
+    /// The topic or partition is not in the metadata of any broker asked.
+    #[error("{topic}-{partition} is unknown to every broker asked")]
+    UnknownPartition {
+        /// Topic.
+        topic: String,
+        /// Partition (−1: the whole topic).
+        partition: i32,
+    },
+}
+
+impl AdminError {
+    /// Whether running the same command again may succeed.
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            AdminError::Request(e) => e.is_retriable(),
+            AdminError::Leaderless { .. } | AdminError::UnknownPartition { .. } => true,
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Events: everything the core reports to its driver and users, from [`crate::Client::poll_event`].
+
+use crate::admin::AdminResponse;
+use crate::config::BrokerAddress;
+use crate::error::{AdminError, ConnectionError, RequestError};
+use crate::request::{ConnId, RawResponse, RequestId};
+use std::time::Duration;
+
+/// Why the driver reports a connection as gone, in [`crate::Client::handle_disconnected`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DisconnectReason {
+    /// The connection could not be established.
+    ConnectFailed(String),
+    /// The peer closed the connection (EOF).
+    PeerClosed,
+    /// A read or write failed.
+    Io(String),
+    /// The core closed it (see [`crate::Client::poll_close`]).
+    Core(ConnectionError),
+}
+
+impl std::fmt::Display for DisconnectReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DisconnectReason::ConnectFailed(e) => write!(f, "connect failed: {e}"),
+            DisconnectReason::PeerClosed => f.write_str("closed by the broker"),
+            DisconnectReason::Io(e) => write!(f, "I/O error: {e}"),
+            DisconnectReason::Core(e) => write!(f, "closed by the client: {e}"),
+        }
+    }
+}
+
+/// An outcome reported by the core.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A connection finished version negotiation and carries requests now.
+    Connected {
+        /// The connection.
+        conn: ConnId,
+        /// The broker address.
+        address: BrokerAddress,
+        /// The broker id, when metadata has told us.
+        broker_id: Option<i32>,
+    },
+    /// A connection is gone; requests in flight on it failed with a retriable error.
+    Disconnected {
+        /// The connection.
+        conn: ConnId,
+        /// The broker address.
+        address: BrokerAddress,
+        /// Why.
+        reason: DisconnectReason,
+        /// When the core will try again if it still needs the broker (backoff with jitter).
+        retry_in: Duration,
+    },
+    /// The core closed a connection because the stream broke (e.g. an oversize frame). The
+    /// driver must drop the socket: its id also comes out of [`crate::Client::poll_close`].
+    ConnectionError {
+        /// The connection.
+        conn: ConnId,
+        /// The broker address.
+        address: BrokerAddress,
+        /// What went wrong.
+        error: ConnectionError,
+    },
+    /// A metadata refresh round finished and the merged view changed or was confirmed. Read it
+    /// with [`crate::Client::metadata`].
+    MetadataUpdated {
+        /// Brokers known.
+        brokers: usize,
+        /// Topics known.
+        topics: usize,
+        /// Partitions without a usable leader.
+        leaderless: usize,
+    },
+    /// The outcome of an admin command.
+    Admin {
+        /// The id the command returned.
+        id: RequestId,
+        /// The typed result.
+        result: Result<AdminResponse, AdminError>,
+    },
+    /// The outcome of a raw [`crate::Client::request`].
+    Response {
+        /// The id the command returned.
+        id: RequestId,
+        /// The raw answer.
+        result: Result<RawResponse, RequestError>,
+    },
+}
