@@ -202,6 +202,41 @@ impl PartitionLog {
         self.log_start = target;
     }
 
+    /// Where a follower must start copying from a leader whose log spans
+    /// `[leader_start, leader_end)`: its own log end, or the leader's log start if it diverged
+    /// (ahead of the leader, or behind its log start).
+    pub fn replica_fetch_offset(&self, leader_start: i64, leader_end: i64) -> i64 {
+        let end = self.log_end();
+        if end > leader_end || end < leader_start {
+            leader_start
+        } else {
+            end
+        }
+    }
+
+    /// Applies a replica fetch: `entries` are the leader's entries from
+    /// [`replica_fetch_offset`](Self::replica_fetch_offset) on. Offsets, append times and epochs
+    /// are kept. Returns the new log end.
+    pub fn apply_replica_fetch(&mut self, leader_start: i64, leader_end: i64, entries: Vec<Entry>) -> i64 {
+        if self.replica_fetch_offset(leader_start, leader_end) != self.log_end() {
+            self.segments = VecDeque::from([Segment::new(leader_start)]);
+            self.log_start = leader_start;
+        }
+        for e in entries {
+            if e.offset != self.log_end() {
+                continue;
+            }
+            let own = self.leader_epoch;
+            self.leader_epoch = e.leader_epoch;
+            self.append(e.blob, e.append_time_ms);
+            self.leader_epoch = own.max(self.leader_epoch);
+        }
+        if leader_start > self.log_start {
+            self.advance_log_start(leader_start);
+        }
+        self.log_end()
+    }
+
     fn segment_index(&self, offset: i64) -> Option<usize> {
         if offset < self.log_start || offset >= self.log_end() {
             return None;
@@ -417,6 +452,26 @@ mod tests {
         log.advance_log_start(100);
         assert_eq!(log.log_start(), 10);
         assert_eq!(log.append(blob(1, 1), 0), 10);
+    }
+
+    #[test]
+    fn replication_copies_and_resets() {
+        let mut leader = PartitionLog::new(LogConfig::default());
+        let mut follower = PartitionLog::new(LogConfig::default());
+        for i in 0..3 {
+            leader.append(blob(2, i), i64::from(i));
+        }
+        let sync = |f: &mut PartitionLog, l: &PartitionLog| {
+            let from = f.replica_fetch_offset(l.log_start(), l.log_end());
+            let entries = l.entries_from(from).cloned().collect();
+            f.apply_replica_fetch(l.log_start(), l.log_end(), entries)
+        };
+        assert_eq!(sync(&mut follower, &leader), 3);
+        assert_eq!(follower.entry(2), leader.entry(2));
+        follower.append(blob(1, 9), 0);
+        follower.append(blob(1, 9), 0);
+        assert_eq!(sync(&mut follower, &leader), 3);
+        assert_eq!(follower.entry(2), leader.entry(2));
     }
 
     #[test]
