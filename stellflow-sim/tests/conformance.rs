@@ -80,10 +80,11 @@ fn conformance() {
     let mut passed = 0usize;
     let mut failures: Vec<String> = Vec::new();
     for case in all_cases() {
-        if let Some(f) = &filter {
-            if !case.name.contains(f.as_str()) {
-                continue;
-            }
+        if filter
+            .as_ref()
+            .is_some_and(|f| !case.name.contains(f.as_str()))
+        {
+            continue;
         }
         let ctx = Ctx {
             addr,

@@ -223,8 +223,11 @@ pub fn list_offsets_one(topic: &str, partition: i32, timestamp: i64, max_num: i3
     )])
 }
 
-/// OffsetCommit request (§3.6): per partition `(partition, offset, metadata)`.
-pub fn offset_commit_req(group: &str, topics: &[(&str, Vec<(i32, i64, Option<&str>)>)]) -> Bytes {
+/// One partition of an OffsetCommit request: `(partition, offset, metadata)`.
+pub type CommitPart<'a> = (i32, i64, Option<&'a str>);
+
+/// OffsetCommit request (§3.6).
+pub fn offset_commit_req(group: &str, topics: &[(&str, Vec<CommitPart<'_>>)]) -> Bytes {
     let mut b = BytesMut::new();
     s(&mut b, Some(group));
     b.put_i32(topics.len() as i32);
@@ -668,7 +671,9 @@ pub struct LoPartResp {
     pub offsets: Vec<i64>,
 }
 
-pub fn parse_list_offsets(resp: &Resp) -> Result<Vec<(Option<String>, Vec<LoPartResp>)>, String> {
+pub type ListOffsetsResp = Vec<(Option<String>, Vec<LoPartResp>)>;
+
+pub fn parse_list_offsets(resp: &Resp) -> Result<ListOffsetsResp, String> {
     let mut p = P::new(resp, "ListOffsets");
     let v = p.arr("topics", |p| {
         Ok((

@@ -114,6 +114,9 @@ fn one_offset_per_blob(ctx: &Ctx) -> CaseResult {
     Ok(())
 }
 
+/// `(topic, [(partition, errorCode, baseOffset)])` per response entry.
+type Summary = Vec<(Option<String>, Vec<(i32, i16, i64)>)>;
+
 fn repeated_partitions(ctx: &Ctx) -> CaseResult {
     let mut c = ctx.conn()?;
     let (t, u) = (ctx.name("t"), ctx.name("u"));
@@ -137,7 +140,7 @@ fn repeated_partitions(ctx: &Ctx) -> CaseResult {
     let r = c.call(PRODUCE, &body)?;
     r.expect_ok_body(0)?;
     let v = parse_produce(&r)?;
-    let got: Vec<(Option<String>, Vec<(i32, i16, i64)>)> = v
+    let got: Summary = v
         .into_iter()
         .map(|(n, ps)| {
             (
@@ -309,14 +312,13 @@ fn no_dedupe_for_opaque(ctx: &Ctx) -> CaseResult {
     v1_idem[49..53].copy_from_slice(&0i32.to_be_bytes());
     let crc = crc32c(&v1_idem[17..]);
     v1_idem[13..17].copy_from_slice(&crc.to_be_bytes());
-    let mut expected = 0;
-    for blob in [&v1, &v1, &plain, &plain, &v1_idem, &v1_idem] {
+    let blobs = [&v1, &v1, &plain, &plain, &v1_idem, &v1_idem];
+    for (expected, blob) in blobs.into_iter().enumerate() {
         ensure_eq!(
             produce_ok(&mut c, &t, 0, blob)?,
-            expected,
+            expected as i64,
             "offset of a re-sent blob"
         );
-        expected += 1;
     }
     Ok(())
 }

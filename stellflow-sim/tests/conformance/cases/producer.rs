@@ -322,8 +322,7 @@ fn idem(
     c: &mut Conn,
     topic: &str,
     partition: i32,
-    pid: i64,
-    epoch: i16,
+    (pid, epoch): (i64, i16),
     seq: i32,
     count: i32,
     payload: &[u8],
@@ -365,8 +364,8 @@ fn producer(ctx: &Ctx, suffix: &str) -> Result<(Conn, i64), String> {
 fn idem_duplicate(ctx: &Ctx) -> CaseResult {
     let (mut c, pid) = producer(ctx, "k")?;
     let t = ctx.name("t");
-    ok_at(&idem(&mut c, &t, 0, pid, 0, 0, 2, b"first")?, 0, "seq 0")?;
-    let dup = idem(&mut c, &t, 0, pid, 0, 0, 2, b"first")?;
+    ok_at(&idem(&mut c, &t, 0, (pid, 0), 0, 2, b"first")?, 0, "seq 0")?;
+    let dup = idem(&mut c, &t, 0, (pid, 0), 0, 2, b"first")?;
     ensure_eq!(
         (
             dup.error,
@@ -378,29 +377,29 @@ fn idem_duplicate(ctx: &Ctx) -> CaseResult {
         (0, 0, 0, -1, 0),
         "duplicate of seq 0: success with the original offset"
     );
-    ok_at(&idem(&mut c, &t, 0, pid, 0, 2, 1, b"second")?, 1, "seq 2")?;
+    ok_at(&idem(&mut c, &t, 0, (pid, 0), 2, 1, b"second")?, 1, "seq 2")?;
     for i in 0..20 {
         ok_at(
-            &idem(&mut c, &t, 0, pid, 0, 3 + i, 1, b"more")?,
+            &idem(&mut c, &t, 0, (pid, 0), 3 + i, 1, b"more")?,
             2 + i64::from(i),
             "seq 3+",
         )?;
     }
     // The window is unbounded: the very first batch is still recognised.
     ok_at(
-        &idem(&mut c, &t, 0, pid, 0, 0, 2, b"first")?,
+        &idem(&mut c, &t, 0, (pid, 0), 0, 2, b"first")?,
         0,
         "seq 0 after 21 more batches",
     )?;
     ok_at(
-        &idem(&mut c, &t, 0, pid, 0, 2, 1, b"second")?,
+        &idem(&mut c, &t, 0, (pid, 0), 2, 1, b"second")?,
         1,
         "seq 2 again",
     )?;
     ensure_eq!(log_end(&mut c, &t, 0)?, 22, "duplicates were not appended");
     // Sequences are per partition.
     ok_at(
-        &idem(&mut c, &t, 1, pid, 0, 0, 1, b"p1")?,
+        &idem(&mut c, &t, 1, (pid, 0), 0, 1, b"p1")?,
         0,
         "seq 0 on partition 1",
     )?;
@@ -412,45 +411,45 @@ fn idem_sequence(ctx: &Ctx) -> CaseResult {
     let t = ctx.name("t");
     // First sequence must be 0; the rejection auto-creates nothing.
     rejected(
-        &idem(&mut c, &t, 0, pid, 0, 5, 1, b"x")?,
+        &idem(&mut c, &t, 0, (pid, 0), 5, 1, b"x")?,
         21,
         "first batch at seq 5",
     )?;
     assert_topic_unknown(&mut c, &t)?;
     ok_at(
-        &idem(&mut c, &t, 0, pid, 0, 0, 2, b"ab")?,
+        &idem(&mut c, &t, 0, (pid, 0), 0, 2, b"ab")?,
         0,
         "seq 0 count 2",
     )?;
     rejected(
-        &idem(&mut c, &t, 0, pid, 0, 3, 1, b"x")?,
+        &idem(&mut c, &t, 0, (pid, 0), 3, 1, b"x")?,
         21,
         "gap: seq 3, expected 2",
     )?;
     rejected(
-        &idem(&mut c, &t, 0, pid, 0, 1, 1, b"x")?,
+        &idem(&mut c, &t, 0, (pid, 0), 1, 1, b"x")?,
         21,
         "seq 1 (inside batch 0)",
     )?;
     rejected(
-        &idem(&mut c, &t, 0, pid, 0, 0, 2, b"AB")?,
+        &idem(&mut c, &t, 0, (pid, 0), 0, 2, b"AB")?,
         21,
         "seq 0, other payload",
     )?;
     rejected(
-        &idem(&mut c, &t, 0, pid, 0, 0, 3, b"ab")?,
+        &idem(&mut c, &t, 0, (pid, 0), 0, 3, b"ab")?,
         21,
         "seq 0, other count",
     )?;
     ok_at(
-        &idem(&mut c, &t, 0, pid, 0, 2, 1, b"c")?,
+        &idem(&mut c, &t, 0, (pid, 0), 2, 1, b"c")?,
         1,
         "seq 2 after rejections",
     )?;
     ensure_eq!(log_end(&mut c, &t, 0)?, 2, "log end");
     // Non-idempotent batches (sequence -1) bypass the checks.
     ok_at(
-        &idem(&mut c, &t, 0, pid, 0, -1, 1, b"free")?,
+        &idem(&mut c, &t, 0, (pid, 0), -1, 1, b"free")?,
         2,
         "baseSequence -1",
     )?;
@@ -464,44 +463,48 @@ fn idem_epoch(ctx: &Ctx) -> CaseResult {
     // An id never handed out, first seen with epoch 7: accepted.
     let pid = unused_pid(ctx, 1);
     ok_at(
-        &idem(&mut c, &t, 0, pid, 7, 0, 1, b"a")?,
+        &idem(&mut c, &t, 0, (pid, 7), 0, 1, b"a")?,
         0,
         "unknown pid, epoch 7, seq 0",
     )?;
-    rejected(&idem(&mut c, &t, 0, pid, 6, 1, 1, b"b")?, 19, "epoch 6 < 7")?;
     rejected(
-        &idem(&mut c, &t, 0, pid, -1, 1, 1, b"b")?,
+        &idem(&mut c, &t, 0, (pid, 6), 1, 1, b"b")?,
+        19,
+        "epoch 6 < 7",
+    )?;
+    rejected(
+        &idem(&mut c, &t, 0, (pid, -1), 1, 1, b"b")?,
         19,
         "epoch -1 with pid >= 0",
     )?;
     ok_at(
-        &idem(&mut c, &t, 0, pid, 7, 1, 1, b"b")?,
+        &idem(&mut c, &t, 0, (pid, 7), 1, 1, b"b")?,
         1,
         "epoch 7 seq 1",
     )?;
     ok_at(
-        &idem(&mut c, &t, 1, pid, 7, 0, 1, b"p1")?,
+        &idem(&mut c, &t, 1, (pid, 7), 0, 1, b"p1")?,
         0,
         "partition 1 seq 0",
     )?;
     // A higher epoch resets every partition's history.
     ok_at(
-        &idem(&mut c, &t, 0, pid, 8, 0, 1, b"a")?,
+        &idem(&mut c, &t, 0, (pid, 8), 0, 1, b"a")?,
         2,
         "epoch 8 seq 0 (new, not a duplicate)",
     )?;
     ok_at(
-        &idem(&mut c, &t, 1, pid, 8, 0, 1, b"p1")?,
+        &idem(&mut c, &t, 1, (pid, 8), 0, 1, b"p1")?,
         1,
         "partition 1 restarts at 0 too",
     )?;
     rejected(
-        &idem(&mut c, &t, 0, pid, 7, 2, 1, b"c")?,
+        &idem(&mut c, &t, 0, (pid, 7), 2, 1, b"c")?,
         19,
         "old epoch after the bump",
     )?;
     ok_at(
-        &idem(&mut c, &t, 0, pid, 8, 1, 1, b"c")?,
+        &idem(&mut c, &t, 0, (pid, 8), 1, 1, b"c")?,
         3,
         "epoch 8 seq 1",
     )?;
@@ -511,11 +514,15 @@ fn idem_epoch(ctx: &Ctx) -> CaseResult {
 fn idem_key_binding(ctx: &Ctx) -> CaseResult {
     let (mut a, pid) = producer(ctx, "a")?;
     let t = ctx.name("t");
-    ok_at(&idem(&mut a, &t, 0, pid, 0, 0, 1, b"a")?, 0, "key A seq 0")?;
+    ok_at(
+        &idem(&mut a, &t, 0, (pid, 0), 0, 1, b"a")?,
+        0,
+        "key A seq 0",
+    )?;
     let b_key = ctx.name("b");
     let mut b = ctx.conn()?.with_client_id(Some(&b_key));
     rejected(
-        &idem(&mut b, &t, 0, pid, 0, 1, 1, b"b")?,
+        &idem(&mut b, &t, 0, (pid, 0), 1, 1, b"b")?,
         18,
         "same pid under clientId B",
     )?;
@@ -535,7 +542,7 @@ fn idem_key_binding(ctx: &Ctx) -> CaseResult {
     // A null key skips binding.
     let mut anon = ctx.conn()?.with_client_id(None);
     ok_at(
-        &idem(&mut anon, &t, 0, pid, 0, 2, 1, b"c")?,
+        &idem(&mut anon, &t, 0, (pid, 0), 2, 1, b"c")?,
         2,
         "null clientId skips binding",
     )?;
@@ -680,7 +687,7 @@ fn txn_flag_from_produce(ctx: &Ctx) -> CaseResult {
     let (mut c, pid) = producer(ctx, "k")?;
     let t = ctx.name("t");
     ok_at(
-        &idem(&mut c, &t, 0, pid, 0, 0, 1, b"a")?,
+        &idem(&mut c, &t, 0, (pid, 0), 0, 1, b"a")?,
         0,
         "idempotent append",
     )?;
@@ -708,7 +715,7 @@ fn txn_flag_from_produce(ctx: &Ctx) -> CaseResult {
     expect_txn(&txn(&mut c, false, None, pid, 0, 0)?, 0, "ABORTED", "End")?;
     // ...so the old key (clientId) now conflicts.
     rejected(
-        &idem(&mut c, &t, 0, pid, 0, 1, 1, b"b")?,
+        &idem(&mut c, &t, 0, (pid, 0), 1, 1, b"b")?,
         18,
         "idempotent append under the old key",
     )?;
