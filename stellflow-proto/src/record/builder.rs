@@ -74,6 +74,7 @@ pub struct BatchBuilder {
     params: BatchParams,
     count: i32,
     max_timestamp: Option<i64>,
+    gzip_level: u32,
 }
 
 impl BatchBuilder {
@@ -116,7 +117,15 @@ impl BatchBuilder {
             params,
             count: 0,
             max_timestamp: None,
+            gzip_level: srfb::DEFAULT_GZIP_LEVEL,
         }
+    }
+
+    /// Sets the gzip level (0–9) used by [`Envelope::Srfb`]`(`[`Compression::Gzip`]`)`;
+    /// the default is [`srfb::DEFAULT_GZIP_LEVEL`].
+    pub fn with_gzip_level(mut self, level: u32) -> Self {
+        self.gzip_level = level.min(9);
+        self
     }
 
     /// Appends a record without headers.
@@ -242,7 +251,7 @@ impl BatchBuilder {
         let batch_len = self.buf.len() - self.batch_start;
         if let Compression::Gzip = compression {
             let batch = self.buf.split_off(self.batch_start);
-            srfb::gzip_into(&batch, &mut self.buf)?;
+            srfb::gzip_into(&batch, self.gzip_level, &mut self.buf)?;
         }
         srfb::seal(&mut self.buf, self.start, &params, compression, batch_len)?;
         Ok(self.buf)

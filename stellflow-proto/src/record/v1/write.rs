@@ -102,11 +102,30 @@ where
     check_len("record value", value)?;
     let klen = key.map_or(0, <[u8]>::len);
     let vlen = value.map_or(0, <[u8]>::len);
+    let headers = headers.into_iter();
     let start = buf.len();
+    // Without headers the record length is known up front: no patching.
+    let known_len = if headers.size_hint().1 == Some(0) {
+        let len = (layout::MIN_RECORD_SIZE - 4)
+            .checked_add(klen)
+            .and_then(|l| l.checked_add(vlen))
+            .unwrap_or(usize::MAX);
+        if len > i32::MAX as usize {
+            return Err(BatchError::TooLarge {
+                what: "record",
+                len,
+                max: i32::MAX as usize,
+            });
+        }
+        Some(len as i32)
+    } else {
+        None
+    };
     buf.reserve(layout::MIN_RECORD_SIZE + klen + vlen);
 
-    // length (patched below), attributes, timestampDelta, offsetDelta, key length
+    // length, attributes, timestampDelta, offsetDelta, key length
     let mut head = [0u8; 21];
+    head[0..4].copy_from_slice(&known_len.unwrap_or(0).to_be_bytes());
     head[4] = attributes as u8;
     head[5..13].copy_from_slice(&timestamp_delta.to_be_bytes());
     head[13..17].copy_from_slice(&offset_delta.to_be_bytes());
@@ -118,6 +137,10 @@ where
     buf.put_i32(value.map_or(-1, |v| v.len() as i32));
     if let Some(v) = value {
         buf.put_slice(v);
+    }
+    if known_len.is_some() {
+        buf.put_i32(0);
+        return Ok(());
     }
     let count_at = buf.len();
     buf.put_i32(0);
