@@ -304,8 +304,8 @@ pub(crate) enum AdminOp {
     ListOffsets {
         specs: Vec<(String, i32, OffsetSpec)>,
         results: Vec<Option<Result<OffsetInfo, AdminError>>>,
-        /// Request seq → indices of `results` it carries.
-        outstanding: BTreeMap<u64, Vec<usize>>,
+        /// Request seq → (index in `results`, topic position, partition position) it carries.
+        outstanding: BTreeMap<u64, Vec<(usize, usize, usize)>>,
         waited_for_metadata: bool,
     },
     Reassert {
@@ -655,6 +655,7 @@ impl Client {
         }
         for (target, idx) in groups {
             let mut topics: Vec<ListOffsetsTopic> = Vec::new();
+            let mut positions = Vec::with_capacity(idx.len());
             for &i in &idx {
                 let Some((topic, partition, spec)) = specs.get(i) else {
                     continue;
@@ -665,15 +666,24 @@ impl Client {
                     timestamp: spec.wire(),
                     max_num_offsets: 1,
                 };
+                // The broker answers in request order: remember where each entry goes.
                 match topics
                     .iter_mut()
-                    .find(|t| t.topic.as_deref() == Some(topic.as_str()))
+                    .position(|t| t.topic.as_deref() == Some(topic.as_str()))
                 {
-                    Some(t) => t.partitions.push(entry),
-                    None => topics.push(ListOffsetsTopic {
-                        topic: Some(topic.as_str().into()),
-                        partitions: vec![entry],
-                    }),
+                    Some(tp) => {
+                        if let Some(t) = topics.get_mut(tp) {
+                            positions.push((i, tp, t.partitions.len()));
+                            t.partitions.push(entry);
+                        }
+                    }
+                    None => {
+                        positions.push((i, topics.len(), 0));
+                        topics.push(ListOffsetsTopic {
+                            topic: Some(topic.as_str().into()),
+                            partitions: vec![entry],
+                        });
+                    }
                 }
             }
             let body = RequestBody::ListOffsets(ListOffsetsRequest {
@@ -684,7 +694,7 @@ impl Client {
             let seq = self
                 .net
                 .submit(now, target, body, None, Origin::Admin(id), o);
-            outstanding.insert(seq, idx);
+            outstanding.insert(seq, positions);
         }
     }
 
@@ -771,7 +781,7 @@ impl Client {
                     })
                 }) {
                     Err(e) => {
-                        for i in idx {
+                        for (i, _, _) in idx {
                             if let Some(r) = results.get_mut(i) {
                                 *r = Some(Err(e.clone()));
                             }
@@ -779,16 +789,27 @@ impl Client {
                     }
                     Ok(resp) => {
                         let mut refresh = false;
-                        for i in idx {
+                        for (i, tp, pp) in idx {
                             let Some((topic, partition, spec)) = specs.get(i) else {
                                 continue;
                             };
+                            let same =
+                                |p: &&stellflow_proto::messages::ListOffsetsPartitionResponse| {
+                                    p.partition == *partition
+                                };
                             let found = resp
                                 .topics
-                                .iter()
+                                .get(tp)
                                 .filter(|t| t.topic.as_deref() == Some(topic.as_str()))
-                                .flat_map(|t| t.partitions.iter())
-                                .find(|p| p.partition == *partition);
+                                .and_then(|t| t.partitions.get(pp))
+                                .filter(same)
+                                .or_else(|| {
+                                    resp.topics
+                                        .iter()
+                                        .filter(|t| t.topic.as_deref() == Some(topic.as_str()))
+                                        .flat_map(|t| t.partitions.iter())
+                                        .find(same)
+                                });
                             let r = match found {
                                 None => Err(AdminError::UnknownPartition {
                                     topic: topic.clone(),

@@ -338,11 +338,8 @@ impl Net {
                     };
                     (class, s.load())
                 };
-                (0..self.slots.len()).min_by_key(|i| {
-                    self.slots
-                        .get(*i)
-                        .map_or((u8::MAX, usize::MAX), &rank)
-                })
+                (0..self.slots.len())
+                    .min_by_key(|i| self.slots.get(*i).map_or((u8::MAX, usize::MAX), &rank))
             }
         }
     }
