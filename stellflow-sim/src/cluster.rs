@@ -27,7 +27,9 @@ use crate::rng::SimRng;
 use bytes::{Bytes, BytesMut};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
-use stellflow_proto::frame::{FrameDecoder, encode_response, encode_response_header_only, split_request};
+use stellflow_proto::frame::{
+    FrameDecoder, encode_response, encode_response_header_only, split_request,
+};
 use stellflow_proto::header::ResponseHeader;
 use stellflow_proto::messages::{RequestBody, ResponseBody};
 use stellflow_proto::{ApiKey, ErrorCode};
@@ -262,12 +264,12 @@ impl SimCluster {
     }
 
     fn close(&mut self, conn: ConnId) {
-        if let Some(c) = self.conns.get_mut(&conn) {
-            if c.open {
-                c.open = false;
-                c.inbuf.clear();
-                self.closed.push_back(conn);
-            }
+        if let Some(c) = self.conns.get_mut(&conn)
+            && c.open
+        {
+            c.open = false;
+            c.inbuf.clear();
+            self.closed.push_back(conn);
         }
         self.drop_outputs(conn);
     }
@@ -373,7 +375,15 @@ impl SimCluster {
         self.deliver(conn, broker_id, corr, reply, delay, drop_response)
     }
 
-    fn deliver(&mut self, conn: ConnId, broker: i32, corr: i32, reply: Reply, delay: Duration, drop_response: bool) -> bool {
+    fn deliver(
+        &mut self,
+        conn: ConnId,
+        broker: i32,
+        corr: i32,
+        reply: Reply,
+        delay: Duration,
+        drop_response: bool,
+    ) -> bool {
         match reply {
             Reply::Close => return false,
             Reply::Pending(job) => self.pending.push(PendingJob {
@@ -396,7 +406,14 @@ impl SimCluster {
         self.enqueue(conn, buf.freeze(), delay);
     }
 
-    fn enqueue_body(&mut self, conn: ConnId, corr: i32, code: ErrorCode, body: &ResponseBody, delay: Duration) {
+    fn enqueue_body(
+        &mut self,
+        conn: ConnId,
+        corr: i32,
+        code: ErrorCode,
+        body: &ResponseBody,
+        delay: Duration,
+    ) {
         let mut buf = BytesMut::new();
         encode_response(&mut buf, &ResponseHeader::new(corr, code), Some(body));
         self.enqueue(conn, buf.freeze(), delay);
@@ -418,13 +435,12 @@ impl SimCluster {
     }
 
     fn push_ready(&mut self, conn: ConnId, bytes: Bytes) {
-        if self.knobs.reorder_responses > 0.0 {
-            if let Some(prev) = self.ready.iter().rposition(|(c, _)| *c == conn) {
-                if self.rng.chance(self.knobs.reorder_responses) {
-                    self.ready.insert(prev, (conn, bytes));
-                    return;
-                }
-            }
+        if self.knobs.reorder_responses > 0.0
+            && let Some(prev) = self.ready.iter().rposition(|(c, _)| *c == conn)
+            && self.rng.chance(self.knobs.reorder_responses)
+        {
+            self.ready.insert(prev, (conn, bytes));
+            return;
         }
         self.ready.push_back((conn, bytes));
     }
@@ -551,21 +567,28 @@ impl SimCluster {
                     };
                     let from = flog.replica_fetch_offset(llog.log_start(), llog.log_end());
                     let entries: Vec<Entry> = llog.entries_from(from).cloned().collect();
-                    plans.push((key.clone(), *lid, *r, llog.log_start(), llog.log_end(), entries));
+                    plans.push((
+                        key.clone(),
+                        *lid,
+                        *r,
+                        llog.log_start(),
+                        llog.log_end(),
+                        entries,
+                    ));
                 }
             }
         }
         for (key, lid, rid, start, end, entries) in plans {
             let mut reached = None;
-            if let Some(f) = self.nodes.get_mut(&rid) {
-                if let Some(flog) = f.broker.log_by_key_mut(&key) {
-                    reached = Some(flog.apply_replica_fetch(start, end, entries));
-                }
+            if let Some(f) = self.nodes.get_mut(&rid)
+                && let Some(flog) = f.broker.log_by_key_mut(&key)
+            {
+                reached = Some(flog.apply_replica_fetch(start, end, entries));
             }
-            if let (Some(next), Some(l)) = (reached, self.nodes.get_mut(&lid)) {
-                if let Some(llog) = l.broker.log_by_key_mut(&key) {
-                    llog.record_follower_progress(rid, next);
-                }
+            if let (Some(next), Some(l)) = (reached, self.nodes.get_mut(&lid))
+                && let Some(llog) = l.broker.log_by_key_mut(&key)
+            {
+                llog.record_follower_progress(rid, next);
             }
         }
     }
@@ -602,11 +625,11 @@ impl SimCluster {
             targets.push(meta.leader);
         }
         for id in targets {
-            if let Some(n) = self.nodes.get_mut(&id) {
-                if n.alive {
-                    n.broker
-                        .apply_assignment(topic, partition, meta.clone(), leader_addr.clone());
-                }
+            if let Some(n) = self.nodes.get_mut(&id)
+                && n.alive
+            {
+                n.broker
+                    .apply_assignment(topic, partition, meta.clone(), leader_addr.clone());
             }
         }
     }
@@ -615,7 +638,12 @@ impl SimCluster {
     /// `p`-th broker (round robin over ids, ascending) and replicated on the next
     /// `replication_factor - 1` brokers; every replica learns the assignment, as when the real
     /// controller pushes it.
-    pub fn create_topic(&mut self, topic: &str, partitions: i32, replication_factor: usize) -> Result<(), SimError> {
+    pub fn create_topic(
+        &mut self,
+        topic: &str,
+        partitions: i32,
+        replication_factor: usize,
+    ) -> Result<(), SimError> {
         let ids = self.broker_ids();
         if partitions <= 0 || replication_factor == 0 || replication_factor > ids.len() {
             return Err(SimError::Invalid(format!(
@@ -645,10 +673,12 @@ impl SimCluster {
         let t = Some(topic.to_owned());
         let mut best: Option<PartitionMeta> = None;
         for n in self.nodes.values() {
-            if let Some(m) = n.broker.metadata().get(&t, partition) {
-                if best.as_ref().is_none_or(|b| m.leader_epoch > b.leader_epoch) {
-                    best = Some(m.clone());
-                }
+            if let Some(m) = n.broker.metadata().get(&t, partition)
+                && best
+                    .as_ref()
+                    .is_none_or(|b| m.leader_epoch > b.leader_epoch)
+            {
+                best = Some(m.clone());
             }
         }
         best.ok_or_else(|| SimError::UnknownPartition(topic.to_owned(), partition))
@@ -656,7 +686,12 @@ impl SimCluster {
 
     /// Controller call: makes `new_leader` the leader (epoch + 1) and pushes the assignment to
     /// every replica. The new leader is added to the replicas and the ISR if missing.
-    pub fn move_leader(&mut self, topic: &str, partition: i32, new_leader: i32) -> Result<(), SimError> {
+    pub fn move_leader(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        new_leader: i32,
+    ) -> Result<(), SimError> {
         if !self.nodes.contains_key(&new_leader) {
             return Err(SimError::UnknownBroker(new_leader));
         }
@@ -670,10 +705,10 @@ impl SimCluster {
             meta.isr.push(new_leader);
         }
         let key = (Some(topic.to_owned()), partition);
-        if let Some(n) = self.nodes.get_mut(&new_leader) {
-            if let Some(l) = n.broker.log_by_key_mut(&key) {
-                l.reset_follower_progress();
-            }
+        if let Some(n) = self.nodes.get_mut(&new_leader)
+            && let Some(l) = n.broker.log_by_key_mut(&key)
+        {
+            l.reset_follower_progress();
         }
         self.push_assignment(topic, partition, &meta);
         self.settle();
@@ -692,7 +727,10 @@ impl SimCluster {
     /// Stops (or resumes) a broker's replica fetching: its partitions hold the leader's high
     /// watermark back while paused.
     pub fn pause_replication(&mut self, broker: i32, paused: bool) -> Result<(), SimError> {
-        let n = self.nodes.get_mut(&broker).ok_or(SimError::UnknownBroker(broker))?;
+        let n = self
+            .nodes
+            .get_mut(&broker)
+            .ok_or(SimError::UnknownBroker(broker))?;
         n.replication_paused = paused;
         self.settle();
         Ok(())
@@ -701,7 +739,10 @@ impl SimCluster {
     /// Crashes a broker: its connections close, waiting requests die, it refuses connects.
     pub fn crash(&mut self, broker: i32, now: Instant) -> Result<(), SimError> {
         self.advance(now);
-        let n = self.nodes.get_mut(&broker).ok_or(SimError::UnknownBroker(broker))?;
+        let n = self
+            .nodes
+            .get_mut(&broker)
+            .ok_or(SimError::UnknownBroker(broker))?;
         n.alive = false;
         let conns: Vec<ConnId> = self
             .conns
@@ -724,7 +765,10 @@ impl SimCluster {
     /// ([`reassert_leadership`](Self::reassert_leadership) or an AlterPartition).
     pub fn restart(&mut self, broker: i32, now: Instant) -> Result<(), SimError> {
         self.crash(broker, now)?;
-        let n = self.nodes.get_mut(&broker).ok_or(SimError::UnknownBroker(broker))?;
+        let n = self
+            .nodes
+            .get_mut(&broker)
+            .ok_or(SimError::UnknownBroker(broker))?;
         n.broker = n.broker.restarted();
         n.alive = true;
         self.settle();
@@ -734,7 +778,10 @@ impl SimCluster {
     /// The documented workaround after a restart: for every partition of `broker` whose
     /// leader is 0, set leader = this broker, its current epoch, replicas = ISR = [broker].
     pub fn reassert_leadership(&mut self, broker: i32) -> Result<(), SimError> {
-        let n = self.nodes.get_mut(&broker).ok_or(SimError::UnknownBroker(broker))?;
+        let n = self
+            .nodes
+            .get_mut(&broker)
+            .ok_or(SimError::UnknownBroker(broker))?;
         let stale: Vec<(TopicName, i32, PartitionMeta)> = n
             .broker
             .metadata()
@@ -758,7 +805,12 @@ impl SimCluster {
 
     /// Moves the log start of a partition forward to `offset` on every broker holding it (as
     /// retention would, but to any offset).
-    pub fn advance_log_start(&mut self, topic: &str, partition: i32, offset: i64) -> Result<(), SimError> {
+    pub fn advance_log_start(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+    ) -> Result<(), SimError> {
         let mut found = false;
         for n in self.nodes.values_mut() {
             if let Some(l) = n.broker.log_mut(topic, partition) {

@@ -138,16 +138,20 @@ impl GroupCoordinator {
         if generation_id != group.generation {
             return FENCED;
         }
-        if refresh {
-            if let Some(m) = group.members.get_mut(member_id) {
-                m.last_seen = now;
-            }
+        if refresh && let Some(m) = group.members.get_mut(member_id) {
+            m.last_seen = now;
         }
         0
     }
 
     /// SyncGroup: the error code (assignments are always empty). Does not refresh liveness.
-    pub fn sync(&mut self, now: Instant, group_id: Option<&str>, generation_id: i32, member_id: Option<&str>) -> i16 {
+    pub fn sync(
+        &mut self,
+        now: Instant,
+        group_id: Option<&str>,
+        generation_id: i32,
+        member_id: Option<&str>,
+    ) -> i16 {
         self.check(now, group_id, generation_id, member_id, false)
     }
 

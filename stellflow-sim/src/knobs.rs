@@ -99,7 +99,12 @@ pub struct Knobs {
 impl Knobs {
     /// The fault to apply to a request, consuming one use of the rule (`rng_hit` decides a
     /// probabilistic rule).
-    pub fn take_fault(&mut self, broker: i32, key: ApiKey, mut rng_hit: impl FnMut(f64) -> bool) -> Option<Fault> {
+    pub fn take_fault(
+        &mut self,
+        broker: i32,
+        key: ApiKey,
+        mut rng_hit: impl FnMut(f64) -> bool,
+    ) -> Option<Fault> {
         let idx = self
             .faults
             .iter()
@@ -209,7 +214,8 @@ mod tests {
     #[test]
     fn counted_rules_expire() {
         let mut k = Knobs::default();
-        k.faults.push(FaultRule::next(ApiKey::PRODUCE, 2, Fault::CloseConnection));
+        k.faults
+            .push(FaultRule::next(ApiKey::PRODUCE, 2, Fault::CloseConnection));
         assert_eq!(k.take_fault(1, ApiKey::FETCH, |_| true), None);
         assert!(k.take_fault(1, ApiKey::PRODUCE, |_| true).is_some());
         assert!(k.take_fault(1, ApiKey::PRODUCE, |_| true).is_some());
@@ -220,9 +226,13 @@ mod tests {
     #[test]
     fn broker_filter_and_delay() {
         let mut k = Knobs::default();
-        k.faults.push(FaultRule::random(ApiKey::FETCH, 1.0, Fault::DropResponse).on_broker(2));
+        k.faults
+            .push(FaultRule::random(ApiKey::FETCH, 1.0, Fault::DropResponse).on_broker(2));
         assert_eq!(k.take_fault(1, ApiKey::FETCH, |_| true), None);
-        assert_eq!(k.take_fault(2, ApiKey::FETCH, |_| true), Some(Fault::DropResponse));
+        assert_eq!(
+            k.take_fault(2, ApiKey::FETCH, |_| true),
+            Some(Fault::DropResponse)
+        );
         k.delays.push(DelayRule {
             broker: None,
             api_key: Some(ApiKey::FETCH),

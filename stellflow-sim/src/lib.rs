@@ -1,4 +1,39 @@
-//! A simulated Stellflow broker that behaves like the real server.
+//! A simulated Stellflow broker that behaves like the real server (stellflow-service at
+//! `0c64d3a`), quirks included, for deterministic tests without a JVM.
+//!
+//! Three layers, each usable on its own:
+//!
+//! * **State machines** with one job each: the partition [`log`] (one offset per blob, segments,
+//!   retention, the soft fetch budget and the segment skip), [`producer_state`] (idempotence
+//!   and the transaction flag), [`producer_ids`], the [`group`] coordinator, the [`offsets`]
+//!   store, the [`metadata`] cache and SRFB validation ([`srfb`]).
+//! * [`broker::Broker`], which answers decoded request frames exactly like the server
+//!   (PROTOCOL.md §2–§4, §8), and [`SimCluster`], N brokers plus a simulated controller behind a
+//!   sans-IO **byte-stream** interface: `connect` → `handle_input` (client bytes, any split) →
+//!   `poll_transmit`/`poll_output` (response bytes), `poll_closed`, `disconnect`,
+//!   `handle_timeout`/`poll_timeout`. Time is the `Instant` passed in; randomness comes only
+//!   from the seed. Test knobs ([`Knobs`]): fault injection, response delays, response and
+//!   execution reordering, crash/restart, replication pauses, leader moves, log-start moves.
+//! * [`serve`] / [`serve_with`]: a loopback TCP server on `std::net` threads, no async runtime.
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use std::time::Instant;
+//! use stellflow_proto::frame::encode_request;
+//! use stellflow_proto::header::RequestHeader;
+//! use stellflow_proto::messages::{ApiVersionsRequest, Request};
+//! use stellflow_sim::SimCluster;
+//!
+//! let now = Instant::now();
+//! let mut cluster = SimCluster::single(now, 42);
+//! let conn = cluster.connect(1, now).unwrap();
+//! let mut out = BytesMut::new();
+//! let header = RequestHeader::new(ApiVersionsRequest::API_KEY, 1, Some("doc"));
+//! encode_request(&mut out, &header, &ApiVersionsRequest::default());
+//! cluster.handle_input(conn, now, &mut out);
+//! let (_, frame) = cluster.poll_transmit().unwrap();
+//! assert_eq!(frame.len(), 4 + 209); // ApiVersions answer: frameLength 209
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod broker;
@@ -15,7 +50,7 @@ pub mod rng;
 pub mod server;
 pub mod srfb;
 
-pub use config::{BrokerConfig, ClusterConfig, LogConfig, MetadataView};
 pub use cluster::{ConnId, SimCluster, SimError};
+pub use config::{BrokerConfig, ClusterConfig, LogConfig, MetadataView};
 pub use knobs::{DelayRule, Fault, FaultRule, Knobs};
 pub use server::{ServerConfig, SimServer, serve, serve_with};

@@ -182,7 +182,12 @@ impl PartitionLog {
         if target <= self.log_start {
             return;
         }
-        while self.segments.len() > 1 && self.segments.get(1).is_some_and(|s| s.base_offset <= target) {
+        while self.segments.len() > 1
+            && self
+                .segments
+                .get(1)
+                .is_some_and(|s| s.base_offset <= target)
+        {
             self.segments.pop_front();
         }
         if let Some(first) = self.segments.front_mut() {
@@ -217,7 +222,12 @@ impl PartitionLog {
     /// Applies a replica fetch: `entries` are the leader's entries from
     /// [`replica_fetch_offset`](Self::replica_fetch_offset) on. Offsets, append times and epochs
     /// are kept. Returns the new log end.
-    pub fn apply_replica_fetch(&mut self, leader_start: i64, leader_end: i64, entries: Vec<Entry>) -> i64 {
+    pub fn apply_replica_fetch(
+        &mut self,
+        leader_start: i64,
+        leader_end: i64,
+        entries: Vec<Entry>,
+    ) -> i64 {
         if self.replica_fetch_offset(leader_start, leader_end) != self.log_end() {
             self.segments = VecDeque::from([Segment::new(leader_start)]);
             self.log_start = leader_start;
@@ -248,7 +258,8 @@ impl PartitionLog {
     /// The entry at `offset`, if stored.
     pub fn entry(&self, offset: i64) -> Option<&Entry> {
         let seg = self.segments.get(self.segment_index(offset)?)?;
-        seg.entries.get(usize::try_from(offset - seg.base_offset).ok()?)
+        seg.entries
+            .get(usize::try_from(offset - seg.base_offset).ok()?)
     }
 
     /// Entries from `offset` (inclusive) to the log end, in offset order.
@@ -282,14 +293,12 @@ impl PartitionLog {
                 break;
             }
             let skip = usize::try_from((pos - seg.base_offset).max(0)).unwrap_or(usize::MAX);
-            let mut taken_here = 0usize;
-            for e in seg.entries.iter().skip(skip) {
+            for (taken_here, e) in seg.entries.iter().skip(skip).enumerate() {
                 let size = e.blob.len() as i64;
                 if taken_here > 0 && size > remaining {
                     break;
                 }
                 remaining -= size;
-                taken_here += 1;
                 out.push(e);
             }
             pos = seg.end_offset();

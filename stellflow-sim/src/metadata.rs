@@ -76,7 +76,10 @@ impl MetadataCache {
 
     /// Sets (overwrites) one partition's metadata.
     pub fn set(&mut self, topic: TopicName, partition: i32, meta: PartitionMeta) {
-        self.topics.entry(topic).or_default().insert(partition, meta);
+        self.topics
+            .entry(topic)
+            .or_default()
+            .insert(partition, meta);
     }
 
     /// Removes a topic; returns whether it was known.

@@ -30,9 +30,20 @@ impl OffsetStore {
     }
 
     /// Stores a commit (always succeeds).
-    pub fn commit(&mut self, group: Option<&str>, topic: Option<&str>, partition: i32, offset: i64, metadata: Option<&str>) {
+    pub fn commit(
+        &mut self,
+        group: Option<&str>,
+        topic: Option<&str>,
+        partition: i32,
+        offset: i64,
+        metadata: Option<&str>,
+    ) {
         self.offsets.insert(
-            (group.map(str::to_owned), topic.map(str::to_owned), partition),
+            (
+                group.map(str::to_owned),
+                topic.map(str::to_owned),
+                partition,
+            ),
             Committed {
                 offset,
                 metadata: metadata.map(str::to_owned),
@@ -43,7 +54,11 @@ impl OffsetStore {
     /// The committed position, or `{-1, ""}` when nothing was committed.
     pub fn fetch(&self, group: Option<&str>, topic: Option<&str>, partition: i32) -> Committed {
         self.offsets
-            .get(&(group.map(str::to_owned), topic.map(str::to_owned), partition))
+            .get(&(
+                group.map(str::to_owned),
+                topic.map(str::to_owned),
+                partition,
+            ))
             .cloned()
             .unwrap_or(Committed {
                 offset: -1,
@@ -70,11 +85,26 @@ mod tests {
     #[test]
     fn commit_fetch_restart() {
         let mut s = OffsetStore::new();
-        assert_eq!(s.fetch(Some("g"), Some("t"), 0), Committed { offset: -1, metadata: Some(String::new()) });
+        assert_eq!(
+            s.fetch(Some("g"), Some("t"), 0),
+            Committed {
+                offset: -1,
+                metadata: Some(String::new())
+            }
+        );
         s.commit(Some("g"), Some("t"), 0, -7, None);
-        assert_eq!(s.fetch(Some("g"), Some("t"), 0), Committed { offset: -7, metadata: None });
+        assert_eq!(
+            s.fetch(Some("g"), Some("t"), 0),
+            Committed {
+                offset: -7,
+                metadata: None
+            }
+        );
         let r = s.after_restart();
-        assert_eq!(r.fetch(Some("g"), Some("t"), 0).metadata.as_deref(), Some(""));
+        assert_eq!(
+            r.fetch(Some("g"), Some("t"), 0).metadata.as_deref(),
+            Some("")
+        );
         s.commit(None, None, 3, 5, Some("m"));
         assert_eq!(s.fetch(None, None, 3).offset, 5);
     }

@@ -16,7 +16,10 @@ pub fn is_blank(s: &str) -> bool {
 
 /// The producer key of a request: `transactional_id` if non-blank, else `client_id` if
 /// non-blank, else `None`.
-pub fn producer_key<'a>(transactional_id: Option<&'a str>, client_id: Option<&'a str>) -> Option<&'a str> {
+pub fn producer_key<'a>(
+    transactional_id: Option<&'a str>,
+    client_id: Option<&'a str>,
+) -> Option<&'a str> {
     transactional_id
         .filter(|s| !is_blank(s))
         .or(client_id.filter(|s| !is_blank(s)))

@@ -122,7 +122,13 @@ impl ProducerStateManager {
     }
 
     /// Records a successfully appended idempotent batch (append result 0 only).
-    pub fn record_append(&mut self, info: &SrfbInfo, topic: Option<&str>, partition: i32, base_offset: i64) {
+    pub fn record_append(
+        &mut self,
+        info: &SrfbInfo,
+        topic: Option<&str>,
+        partition: i32,
+        base_offset: i64,
+    ) {
         let Some(entry) = self.producers.get_mut(&info.producer_id) else {
             return;
         };
@@ -145,11 +151,19 @@ impl ProducerStateManager {
     }
 
     /// BeginTransaction (§3.13).
-    pub fn begin(&mut self, transactional_id: Option<&str>, producer_id: i64, epoch: i16) -> TxnOutcome {
-        let entry = self.producers.entry(producer_id).or_insert_with(|| ProducerEntry {
-            epoch,
-            ..ProducerEntry::default()
-        });
+    pub fn begin(
+        &mut self,
+        transactional_id: Option<&str>,
+        producer_id: i64,
+        epoch: i16,
+    ) -> TxnOutcome {
+        let entry = self
+            .producers
+            .entry(producer_id)
+            .or_insert_with(|| ProducerEntry {
+                epoch,
+                ..ProducerEntry::default()
+            });
         if epoch < entry.epoch {
             return failed(codes::FENCED);
         }
@@ -207,7 +221,12 @@ mod tests {
         }
     }
 
-    fn append(m: &mut ProducerStateManager, b: &SrfbInfo, key: Option<&str>, off: i64) -> Result<SequenceCheck, i16> {
+    fn append(
+        m: &mut ProducerStateManager,
+        b: &SrfbInfo,
+        key: Option<&str>,
+        off: i64,
+    ) -> Result<SequenceCheck, i16> {
         let r = m.check(b, key, Some("t"), 0);
         if r == Ok(SequenceCheck::Append) {
             m.record_append(b, Some("t"), 0, off);
@@ -219,10 +238,19 @@ mod tests {
     fn sequences_duplicates_and_gaps() {
         let mut m = ProducerStateManager::new();
         assert_eq!(append(&mut m, &batch(9, 7, 5, 1, 1), None, 0), Err(21));
-        assert_eq!(append(&mut m, &batch(9, 7, 0, 2, 1), None, 0), Ok(SequenceCheck::Append));
-        assert_eq!(append(&mut m, &batch(9, 7, 2, 1, 2), None, 1), Ok(SequenceCheck::Append));
+        assert_eq!(
+            append(&mut m, &batch(9, 7, 0, 2, 1), None, 0),
+            Ok(SequenceCheck::Append)
+        );
+        assert_eq!(
+            append(&mut m, &batch(9, 7, 2, 1, 2), None, 1),
+            Ok(SequenceCheck::Append)
+        );
         // Duplicate of the first batch (unbounded window): original offset.
-        assert_eq!(append(&mut m, &batch(9, 7, 0, 2, 1), None, 9), Ok(SequenceCheck::Duplicate(0)));
+        assert_eq!(
+            append(&mut m, &batch(9, 7, 0, 2, 1), None, 9),
+            Ok(SequenceCheck::Duplicate(0))
+        );
         // Same sequence, other content: 21. Inside a batch, never a start: 21. Gap: 21.
         assert_eq!(append(&mut m, &batch(9, 7, 0, 2, 5), None, 9), Err(21));
         assert_eq!(append(&mut m, &batch(9, 7, 1, 1, 5), None, 9), Err(21));
@@ -230,16 +258,25 @@ mod tests {
         // Lower epoch: 19. Higher epoch: reset, sequence 0 again.
         assert_eq!(append(&mut m, &batch(9, 6, 3, 1, 5), None, 9), Err(19));
         assert_eq!(append(&mut m, &batch(9, 8, 3, 1, 5), None, 9), Err(21));
-        assert_eq!(append(&mut m, &batch(9, 8, 0, 2, 1), None, 4), Ok(SequenceCheck::Append));
+        assert_eq!(
+            append(&mut m, &batch(9, 8, 0, 2, 1), None, 4),
+            Ok(SequenceCheck::Append)
+        );
     }
 
     #[test]
     fn key_binding() {
         let mut m = ProducerStateManager::new();
-        assert_eq!(append(&mut m, &batch(1, 0, 0, 1, 1), Some("a"), 0), Ok(SequenceCheck::Append));
+        assert_eq!(
+            append(&mut m, &batch(1, 0, 0, 1, 1), Some("a"), 0),
+            Ok(SequenceCheck::Append)
+        );
         assert_eq!(append(&mut m, &batch(1, 0, 1, 1, 1), Some("b"), 1), Err(18));
         // No key: binding skipped.
-        assert_eq!(append(&mut m, &batch(1, 0, 1, 1, 1), None, 1), Ok(SequenceCheck::Append));
+        assert_eq!(
+            append(&mut m, &batch(1, 0, 1, 1, 1), None, 1),
+            Ok(SequenceCheck::Append)
+        );
         // Every keyed idempotent append sets the flag, so End succeeds.
         assert_eq!(m.end(1, 0, true).error_code, 0);
         assert_eq!(m.end(1, 0, true).error_code, 3);
@@ -258,6 +295,9 @@ mod tests {
         assert_eq!(m.end(5, 2, false).state, "ABORTED");
         // Begin rebinds the key: idempotent produce under the old key now gets 18.
         assert_eq!(m.begin(Some("new"), 5, 2).error_code, 0);
-        assert_eq!(m.check(&batch(5, 2, 0, 1, 1), Some("tx"), Some("t"), 0), Err(18));
+        assert_eq!(
+            m.check(&batch(5, 2, 0, 1, 1), Some("tx"), Some("t"), 0),
+            Err(18)
+        );
     }
 }

@@ -19,9 +19,9 @@ use bytes::{Bytes, BytesMut};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -44,11 +44,13 @@ impl Default for ServerConfig {
     }
 }
 
+type ControlFn = Box<dyn FnOnce(&mut SimCluster, Instant) + Send>;
+
 enum Event {
     Accept(i32, TcpStream),
     Input(ConnId, Vec<u8>),
     Eof(ConnId),
-    Control(Box<dyn FnOnce(&mut SimCluster, Instant) + Send>),
+    Control(ControlFn),
     Shutdown,
 }
 
@@ -62,7 +64,9 @@ pub struct SimServer {
 
 impl std::fmt::Debug for SimServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SimServer").field("addrs", &self.addrs).finish()
+        f.debug_struct("SimServer")
+            .field("addrs", &self.addrs)
+            .finish()
     }
 }
 
@@ -84,7 +88,10 @@ fn advertised_ip(ip: IpAddr) -> IpAddr {
 /// with OS-chosen ports.
 pub fn serve_with(addr: &str, config: ServerConfig) -> io::Result<SimServer> {
     if config.cluster.brokers.is_empty() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no brokers configured"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "no brokers configured",
+        ));
     }
     let first = TcpListener::bind(addr)?;
     let first_addr = first.local_addr()?;
@@ -244,7 +251,8 @@ impl Engine {
             }
         }
         // Reap finished threads so a long-running server does not accumulate handles.
-        let (done, running): (Vec<_>, Vec<_>) = self.threads.drain(..).partition(|t| t.is_finished());
+        let (done, running): (Vec<_>, Vec<_>) =
+            self.threads.drain(..).partition(|t| t.is_finished());
         self.threads = running;
         for t in done {
             let _ = t.join();

@@ -158,7 +158,13 @@ pub fn inspect(blob: &[u8]) -> Result<BlobView, SrfbError> {
 }
 
 /// Builds an uncompressed SRFB blob (for tests and examples).
-pub fn build(producer_id: i64, epoch: i16, base_sequence: i32, record_count: i32, payload: &[u8]) -> Vec<u8> {
+pub fn build(
+    producer_id: i64,
+    epoch: i16,
+    base_sequence: i32,
+    record_count: i32,
+    payload: &[u8],
+) -> Vec<u8> {
     let mut b = Vec::with_capacity(SRFB_HEADER_LEN + payload.len());
     b.extend_from_slice(&SRFB_MAGIC);
     b.extend_from_slice(&1i16.to_be_bytes());

@@ -61,10 +61,16 @@ fn produce_then_fetch_one_offset_per_blob() {
     let (_, f) = h.call(&fetch("t", 0, -1, 1 << 20));
     let p = &f.unwrap().responses[0].partitions[0];
     assert_eq!(p.records.as_deref(), Some(&b"abcdefgh"[..]));
-    assert_eq!((p.high_watermark, p.last_stable_offset, p.log_start_offset), (2, 2, 0));
+    assert_eq!(
+        (p.high_watermark, p.last_stable_offset, p.log_start_offset),
+        (2, 2, 0)
+    );
     // Unknown partition: 10 with zeros; auto-create makes only the partition written to.
     let (_, f) = h.call(&fetch("t", 1, 0, 100));
-    assert_eq!(f.unwrap().responses[0].partitions[0].error_code, ErrorCode(10));
+    assert_eq!(
+        f.unwrap().responses[0].partitions[0].error_code,
+        ErrorCode(10)
+    );
 }
 
 #[test]
@@ -74,7 +80,10 @@ fn produce_checks_in_order() {
     assert_eq!(part(&r.unwrap()).error_code, ErrorCode(14));
     let (_, r) = h.call(&produce("t", 0, b"x", 5));
     let r = r.unwrap();
-    assert_eq!((part(&r).error_code, part(&r).base_offset), (ErrorCode(3), -1));
+    assert_eq!(
+        (part(&r).error_code, part(&r).base_offset),
+        (ErrorCode(3), -1)
+    );
     let mut bad = srfb::build(1, 0, 0, 1, b"x");
     bad[37] ^= 1;
     let (_, r) = h.call(&produce("new", 0, &bad, 1));
@@ -95,7 +104,10 @@ fn idempotent_duplicate_and_out_of_order() {
     assert_eq!(part(&r.unwrap()).base_offset, 1);
     let (_, r) = h.call(&produce("t", 0, &b0, 1));
     let r = r.unwrap();
-    assert_eq!((part(&r).error_code, part(&r).base_offset), (ErrorCode::NONE, 0));
+    assert_eq!(
+        (part(&r).error_code, part(&r).base_offset),
+        (ErrorCode::NONE, 0)
+    );
     let (_, r) = h.call(&produce("t", 0, &srfb::build(1, 0, 5, 1, b"x"), 1));
     assert_eq!(part(&r.unwrap()).error_code, ErrorCode(21));
     // Another key for the same producer id: 18.
@@ -133,11 +145,17 @@ fn acks_all_waits_for_isr_then_answers_7_with_offset() {
     let (hd, r) = support::decode::<ProduceRequest>(frames[0].clone());
     assert_eq!(hd.correlation_id, corr);
     let r = r.unwrap();
-    assert_eq!((part(&r).error_code, part(&r).base_offset), (ErrorCode(7), 1));
+    assert_eq!(
+        (part(&r).error_code, part(&r).base_offset),
+        (ErrorCode(7), 1)
+    );
     // Fetch reads past the high watermark.
     let (_, f) = h.call(&fetch("t", 0, 0, 100));
     let p = &f.unwrap().responses[0].partitions[0];
-    assert_eq!((p.high_watermark, p.records.as_deref()), (0, Some(&b"ab"[..])));
+    assert_eq!(
+        (p.high_watermark, p.records.as_deref()),
+        (0, Some(&b"ab"[..]))
+    );
     // timeoutMs <= 0 fails at once.
     let mut req = produce("t", 0, b"c", -1);
     req.timeout_ms = 0;
@@ -153,7 +171,10 @@ fn version_and_key_rules() {
     buf[7] = 1; // apiVersion 1
     let frames = h.send_raw_on(h.conn, &buf);
     let (hd, body) = support::decode::<ApiVersionsRequest>(frames[0].clone());
-    assert_eq!((hd.correlation_id, hd.error_code, body.is_none()), (corr, ErrorCode(2), true));
+    assert_eq!(
+        (hd.correlation_id, hd.error_code, body.is_none()),
+        (corr, ErrorCode(2), true)
+    );
     // Unknown key 99: header-only 20.
     let (_, mut buf) = h.frame(&ApiVersionsRequest::default());
     buf[4] = 0;
@@ -174,7 +195,10 @@ fn version_and_key_rules() {
     let frames = h.send_raw_on(h.conn, &raw);
     let (_, fc) = support::decode::<FindCoordinatorRequest>(frames[0].clone());
     let fc = fc.unwrap();
-    assert_eq!((fc.node_id, fc.host.as_deref(), fc.port), (0, Some("broker-1"), 9092));
+    assert_eq!(
+        (fc.node_id, fc.host.as_deref(), fc.port),
+        (0, Some("broker-1"), 9092)
+    );
     assert_eq!(h.cluster.poll_closed(), None);
 }
 
@@ -196,7 +220,10 @@ fn malformed_body_closes_without_response() {
     // The Produce was still appended.
     let c2 = h.connect(1);
     let (_, f) = h.call_on(c2, &fetch("t", 0, 0, 10));
-    assert_eq!(f.unwrap().responses[0].partitions[0].records.as_deref(), Some(&b"x"[..]));
+    assert_eq!(
+        f.unwrap().responses[0].partitions[0].records.as_deref(),
+        Some(&b"x"[..])
+    );
     // Frame limit: 67 108 861 closes at once.
     let frames = h.send_raw_on(c2, &[0x04, 0x00, 0x00, 0x01]);
     assert!(frames.is_empty());
@@ -211,7 +238,10 @@ fn metadata_placeholder_and_named_order() {
     assert_eq!(m.cluster_id.as_deref(), Some("stellflow-dev-cluster"));
     assert_eq!(m.brokers.len(), 1);
     let t = &m.topics[0];
-    assert_eq!((t.topic.as_deref(), t.is_internal, t.partitions[0].leader_id), (Some("__empty__"), true, 0));
+    assert_eq!(
+        (t.topic.as_deref(), t.is_internal, t.partitions[0].leader_id),
+        (Some("__empty__"), true, 0)
+    );
     h.call(&CreateTopicRequest {
         topic: s("b"),
         partition_count: 2,
@@ -221,7 +251,9 @@ fn metadata_placeholder_and_named_order() {
     let (_, m) = h.call(&MetadataRequest {
         topics: vec![
             MetadataRequestTopic { topic: s("b") },
-            MetadataRequestTopic { topic: s("__empty__") },
+            MetadataRequestTopic {
+                topic: s("__empty__"),
+            },
             MetadataRequestTopic { topic: s("b") },
         ],
         ..Default::default()
@@ -230,7 +262,12 @@ fn metadata_placeholder_and_named_order() {
     let codes: Vec<i16> = m.topics.iter().map(|t| t.error_code.0).collect();
     assert_eq!(codes, vec![0, 10, 0]);
     let (_, m) = h.call(&MetadataRequest::default());
-    let names: Vec<_> = m.unwrap().topics.iter().map(|t| (t.topic.clone().unwrap().to_string(), t.partitions.len())).collect();
+    let names: Vec<_> = m
+        .unwrap()
+        .topics
+        .iter()
+        .map(|t| (t.topic.clone().unwrap().to_string(), t.partitions.len()))
+        .collect();
     assert_eq!(names, vec![("a".to_string(), 1), ("b".to_string(), 2)]);
 }
 
@@ -260,14 +297,20 @@ fn list_offsets_rules() {
     let p = ask(&mut h, -1, 5, -1);
     assert_eq!((p.offset, p.offsets.clone()), (2, vec![2]));
     let p = ask(&mut h, -2, 5, -1);
-    assert_eq!((p.offset, p.timestamp, p.offsets.clone()), (0, 0, vec![0, 1]));
+    assert_eq!(
+        (p.offset, p.timestamp, p.offsets.clone()),
+        (0, 0, vec![0, 1])
+    );
     let p = ask(&mut h, 0, 1, -1);
     assert_eq!((p.offset, p.offsets.clone()), (0, vec![0]));
     let t1 = h.cluster.wall_clock_ms();
     let p = ask(&mut h, t1, 5, -1);
     assert_eq!((p.offset, p.timestamp), (1, t1));
     let p = ask(&mut h, t1 + 3_600_000, 5, -1);
-    assert_eq!((p.error_code, p.offset, p.timestamp), (ErrorCode(11), 2, t1 + 3_600_000));
+    assert_eq!(
+        (p.error_code, p.offset, p.timestamp),
+        (ErrorCode(11), 2, t1 + 3_600_000)
+    );
     assert_eq!(ask(&mut h, -1, 0, -1).error_code, ErrorCode(3));
     assert_eq!(ask(&mut h, -1, 0, 4).error_code, ErrorCode(9));
 }
@@ -290,7 +333,10 @@ fn groups_over_the_wire() {
         generation_id: 1,
         member_id: a.member_id.clone(),
     });
-    assert_eq!((hd.error_code, sy.unwrap().error_code), (ErrorCode(19), ErrorCode(19)));
+    assert_eq!(
+        (hd.error_code, sy.unwrap().error_code),
+        (ErrorCode(19), ErrorCode(19))
+    );
     let (hd, _) = h.call(&HeartbeatRequest {
         group_id: s("g"),
         generation_id: 2,
@@ -320,9 +366,15 @@ fn restart_recovers_logs_with_leader_zero() {
     h.conn = h.connect(1);
     let (_, r) = h.call(&produce("t", 0, b"b", 1));
     let r = r.unwrap();
-    assert_eq!((part(&r).error_code, part(&r).base_offset), (ErrorCode(9), -1));
+    assert_eq!(
+        (part(&r).error_code, part(&r).base_offset),
+        (ErrorCode(9), -1)
+    );
     let (_, f) = h.call(&fetch("t", 0, 0, 10));
-    assert_eq!(f.unwrap().responses[0].partitions[0].error_code, ErrorCode(9));
+    assert_eq!(
+        f.unwrap().responses[0].partitions[0].error_code,
+        ErrorCode(9)
+    );
     let (_, m) = h.call(&MetadataRequest::default());
     assert_eq!(m.unwrap().topics[0].partitions[0].leader_id, 0);
     let (_, of) = h.call(&OffsetFetchRequest {
@@ -343,13 +395,18 @@ fn restart_recovers_logs_with_leader_zero() {
 #[test]
 fn cluster_spreads_leaders_and_non_leaders_answer_9() {
     let now = std::time::Instant::now();
-    let mut c = stellflow_sim::SimCluster::new(stellflow_sim::ClusterConfig::with_brokers(3), now, 7);
+    let mut c =
+        stellflow_sim::SimCluster::new(stellflow_sim::ClusterConfig::with_brokers(3), now, 7);
     c.create_topic("t", 3, 2).unwrap();
     let mut h = Harness::new(c, now);
     let (_, m) = h.call(&MetadataRequest::default());
     let m = m.unwrap();
     // Broker 1 holds partitions 0 (leader) and 2 (follower of 3); it lists itself and broker 3.
-    let leaders: Vec<(i32, i32)> = m.topics[0].partitions.iter().map(|p| (p.partition, p.leader_id)).collect();
+    let leaders: Vec<(i32, i32)> = m.topics[0]
+        .partitions
+        .iter()
+        .map(|p| (p.partition, p.leader_id))
+        .collect();
     assert_eq!(leaders, vec![(0, 1), (2, 3)]);
     let ids: Vec<i32> = m.brokers.iter().map(|b| b.broker_id).collect();
     assert_eq!(ids, vec![1, 3]);
@@ -370,9 +427,13 @@ fn cluster_spreads_leaders_and_non_leaders_answer_9() {
     let c2 = h.connect(2);
     let (_, r) = h.call_on(c2, &produce("t", 0, b"z", 1));
     let r = r.unwrap();
-    assert_eq!((part(&r).base_offset, part(&r).current_leader_epoch), (2, 1));
+    assert_eq!(
+        (part(&r).base_offset, part(&r).current_leader_epoch),
+        (2, 1)
+    );
     // Cluster-wide view lists everything.
-    h.cluster.set_metadata_view(stellflow_sim::MetadataView::ClusterWide);
+    h.cluster
+        .set_metadata_view(stellflow_sim::MetadataView::ClusterWide);
     let (_, m) = h.call(&MetadataRequest::default());
     let m = m.unwrap();
     assert_eq!((m.brokers.len(), m.topics[0].partitions.len()), (3, 3));
@@ -414,7 +475,10 @@ fn reordering_is_seeded() {
             all.extend_from_slice(&h.frame(&ApiVersionsRequest::default()).1);
         }
         let frames = h.send_raw_on(h.conn, &all);
-        frames.iter().map(|f| i32::from_be_bytes([f[0], f[1], f[2], f[3]])).collect::<Vec<_>>()
+        frames
+            .iter()
+            .map(|f| i32::from_be_bytes([f[0], f[1], f[2], f[3]]))
+            .collect::<Vec<_>>()
     };
     let a = run(3);
     assert_eq!(a, run(3));

@@ -36,10 +36,12 @@ pub(super) fn api_versions() -> Reply {
 }
 
 pub(super) fn decommission(broker_id: i32) -> Reply {
-    ok(ResponseBody::DecommissionBroker(DecommissionBrokerResponse {
-        error_code: ErrorCode::NONE,
-        message: Some(format!("decommission plan accepted for brokerId={broker_id}").into()),
-    }))
+    ok(ResponseBody::DecommissionBroker(
+        DecommissionBrokerResponse {
+            error_code: ErrorCode::NONE,
+            message: Some(format!("decommission plan accepted for brokerId={broker_id}").into()),
+        },
+    ))
 }
 
 fn name(t: &TopicName) -> Option<StrBytes> {
@@ -128,7 +130,10 @@ pub fn metadata_body(
 }
 
 /// Builds the DescribeCluster/HealthCheck answer from a cache and a broker count.
-pub fn cluster_status_body(cache: &MetadataCache, broker_count: usize) -> Option<ClusterStatusResponse> {
+pub fn cluster_status_body(
+    cache: &MetadataCache,
+    broker_count: usize,
+) -> Option<ClusterStatusResponse> {
     if cache.has_null_topic() {
         return None;
     }

@@ -21,8 +21,13 @@ impl Broker {
                     .partitions
                     .iter()
                     .map(|p| {
-                        self.offsets
-                            .commit(group, s(&t.topic), p.partition, p.offset, s(&p.metadata));
+                        self.offsets.commit(
+                            group,
+                            s(&t.topic),
+                            p.partition,
+                            p.offset,
+                            s(&p.metadata),
+                        );
                         OffsetCommitPartitionResponse {
                             partition: p.partition,
                             error_code: ErrorCode::NONE,
@@ -85,12 +90,11 @@ impl Broker {
     }
 
     pub(super) fn sync_group(&mut self, ctx: &mut Ctx<'_>, r: &SyncGroupRequest) -> Reply {
-        let code = ErrorCode(self.groups.sync(
-            ctx.now,
-            s(&r.group_id),
-            r.generation_id,
-            s(&r.member_id),
-        ));
+        let code =
+            ErrorCode(
+                self.groups
+                    .sync(ctx.now, s(&r.group_id), r.generation_id, s(&r.member_id)),
+            );
         Reply::Body(
             code,
             ResponseBody::SyncGroup(SyncGroupResponse {
@@ -113,7 +117,11 @@ impl Broker {
         )
     }
 
-    pub(super) fn init_producer_id(&mut self, client_id: Option<&str>, r: &InitProducerIdRequest) -> Reply {
+    pub(super) fn init_producer_id(
+        &mut self,
+        client_id: Option<&str>,
+        r: &InitProducerIdRequest,
+    ) -> Reply {
         let id = self.pids.id_for(s(&r.transactional_id), client_id);
         ok(ResponseBody::InitProducerId(InitProducerIdResponse {
             error_code: ErrorCode::NONE,
@@ -141,11 +149,19 @@ impl Broker {
         let o = self
             .producers
             .begin(s(&r.transactional_id), r.producer_id, r.producer_epoch);
-        Self::txn_reply(o.error_code, r.producer_id, r.producer_epoch, o.state, false)
+        Self::txn_reply(
+            o.error_code,
+            r.producer_id,
+            r.producer_epoch,
+            o.state,
+            false,
+        )
     }
 
     pub(super) fn end_transaction(&mut self, r: &EndTransactionRequest) -> Reply {
-        let o = self.producers.end(r.producer_id, r.producer_epoch, r.commit);
+        let o = self
+            .producers
+            .end(r.producer_id, r.producer_epoch, r.commit);
         Self::txn_reply(o.error_code, r.producer_id, r.producer_epoch, o.state, true)
     }
 }

@@ -19,7 +19,12 @@ fn empty_fetch(partition: i32, code: ErrorCode) -> FetchPartitionResponse {
 }
 
 impl Broker {
-    fn fetch_partition(&mut self, replica_id: i32, topic: &TopicName, p: &FetchPartition) -> FetchPartitionResponse {
+    fn fetch_partition(
+        &mut self,
+        replica_id: i32,
+        topic: &TopicName,
+        p: &FetchPartition,
+    ) -> FetchPartitionResponse {
         let key = (topic.clone(), p.partition);
         let me = self.id();
         let meta = self.metadata.get(topic, p.partition).cloned();
@@ -91,7 +96,12 @@ impl Broker {
         }))
     }
 
-    fn list_partition(&self, now_ms: i64, topic: &TopicName, p: &ListOffsetsPartition) -> ListOffsetsPartitionResponse {
+    fn list_partition(
+        &self,
+        now_ms: i64,
+        topic: &TopicName,
+        p: &ListOffsetsPartition,
+    ) -> ListOffsetsPartitionResponse {
         let out = |code: ErrorCode, epoch: i32, ts: i64, offset: i64, offsets: Vec<i64>| {
             ListOffsetsPartitionResponse {
                 partition: p.partition,
@@ -127,7 +137,13 @@ impl Broker {
             -1 => out(ErrorCode::NONE, epoch, now_ms, end, vec![end]),
             -2 => out(ErrorCode::NONE, epoch, 0, start, run(start)),
             ts => match log.and_then(|l| l.find_by_time(ts)) {
-                Some(e) => out(ErrorCode::NONE, epoch, e.append_time_ms, e.offset, run(e.offset)),
+                Some(e) => out(
+                    ErrorCode::NONE,
+                    epoch,
+                    e.append_time_ms,
+                    e.offset,
+                    run(e.offset),
+                ),
                 None => out(ErrorCode::OFFSET_OUT_OF_RANGE, epoch, ts, end, Vec::new()),
             },
         }

@@ -173,15 +173,18 @@ impl Broker {
         let me = self.id();
         if meta.leader == me || meta.replicas.contains(&me) {
             let cfg = self.config.log.clone();
-            let log = self.logs.entry(key.clone()).or_insert_with(|| PartitionLog::new(cfg));
+            let log = self
+                .logs
+                .entry(key.clone())
+                .or_insert_with(|| PartitionLog::new(cfg));
             if meta.leader_epoch > log.leader_epoch() {
                 log.set_leader_epoch(meta.leader_epoch);
             }
         }
-        if meta.leader != me {
-            if let Some(addr) = leader_address {
-                self.known_brokers.insert(meta.leader, addr);
-            }
+        if meta.leader != me
+            && let Some(addr) = leader_address
+        {
+            self.known_brokers.insert(meta.leader, addr);
         }
         self.metadata.set(key.0, partition, meta);
     }
@@ -204,7 +207,9 @@ impl Broker {
 
     fn ensure_log(&mut self, key: &(TopicName, i32)) -> &mut PartitionLog {
         let cfg = self.config.log.clone();
-        self.logs.entry(key.clone()).or_insert_with(|| PartitionLog::new(cfg))
+        self.logs
+            .entry(key.clone())
+            .or_insert_with(|| PartitionLog::new(cfg))
     }
 
     /// Handles one request. `body` is the raw body; `header` the decoded request header.
@@ -250,7 +255,9 @@ impl Broker {
             RequestBody::CreateTopic(r) => self.create_topic(&r),
             RequestBody::DeleteTopic(r) => self.delete_topic(&r),
             RequestBody::AlterPartition(r) => self.alter_partition(&r),
-            RequestBody::DescribeCluster(_) | RequestBody::HealthCheck(_) => self.cluster_status(ctx),
+            RequestBody::DescribeCluster(_) | RequestBody::HealthCheck(_) => {
+                self.cluster_status(ctx)
+            }
             RequestBody::DecommissionBroker(r) => admin::decommission(r.broker_id),
             _ => Reply::HeaderOnly(ErrorCode::UNKNOWN_SERVER_ERROR),
         }
@@ -260,4 +267,3 @@ impl Broker {
 fn ok(body: ResponseBody) -> Reply {
     Reply::Body(ErrorCode::NONE, body)
 }
-

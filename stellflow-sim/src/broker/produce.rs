@@ -60,7 +60,13 @@ impl ProduceJob {
     }
 }
 
-fn result(partition: i32, code: ErrorCode, base_offset: i64, epoch: i32, log_start: i64) -> ProducePartitionResponse {
+fn result(
+    partition: i32,
+    code: ErrorCode,
+    base_offset: i64,
+    epoch: i32,
+    log_start: i64,
+) -> ProducePartitionResponse {
     ProducePartitionResponse {
         partition,
         error_code: code,
@@ -86,7 +92,11 @@ impl Broker {
     pub(super) fn run_produce(&mut self, ctx: &mut Ctx<'_>, mut job: Box<ProduceJob>) -> Reply {
         if !job.started {
             job.started = true;
-            let tid = job.request.transactional_id.as_ref().map(|s| s.as_str().to_owned());
+            let tid = job
+                .request
+                .transactional_id
+                .as_ref()
+                .map(|s| s.as_str().to_owned());
             self.pids.id_for(tid.as_deref(), job.client_id.as_deref());
         }
         if let Some(w) = job.wait.take() {
@@ -98,10 +108,7 @@ impl Broker {
                 }
             }
         }
-        loop {
-            let Some(t) = job.request.topic_data.get(job.topic_index) else {
-                break;
-            };
+        while let Some(t) = job.request.topic_data.get(job.topic_index) {
             if job.partition_index == 0 && job.responses.len() == job.topic_index {
                 job.responses.push(ProduceTopicResponse {
                     topic: t.topic.clone(),
@@ -114,7 +121,11 @@ impl Broker {
                 continue;
             };
             let topic: TopicName = t.topic.as_ref().map(|s| s.as_str().to_owned());
-            let tid = job.request.transactional_id.as_ref().map(|s| s.as_str().to_owned());
+            let tid = job
+                .request
+                .transactional_id
+                .as_ref()
+                .map(|s| s.as_str().to_owned());
             let key = producer_key(tid.as_deref(), job.client_id.as_deref()).map(str::to_owned);
             let step = self.produce_partition(
                 ctx,
@@ -153,7 +164,13 @@ impl Broker {
             return Some(result(w.key.1, ErrorCode::NONE, w.offset, epoch, start));
         }
         if now >= w.deadline {
-            return Some(result(w.key.1, ErrorCode::BROKER_NOT_AVAILABLE, w.offset, epoch, start));
+            return Some(result(
+                w.key.1,
+                ErrorCode::BROKER_NOT_AVAILABLE,
+                w.offset,
+                epoch,
+                start,
+            ));
         }
         None
     }
@@ -194,7 +211,8 @@ impl Broker {
         let key = (topic.clone(), partition);
         match self.metadata.get(&topic, partition) {
             None => {
-                self.metadata.set(topic.clone(), partition, PartitionMeta::solo(me));
+                self.metadata
+                    .set(topic.clone(), partition, PartitionMeta::solo(me));
                 if topic.as_deref().is_some_and(|t| t.contains('\0')) {
                     // The server registers the metadata, then fails creating the log.
                     return Step::Exception;
@@ -203,7 +221,13 @@ impl Broker {
             Some(m) if m.leader != me => {
                 let epoch = m.leader_epoch;
                 let start = self.logs.get(&key).map_or(0, |l| l.log_start());
-                return Step::Done(result(partition, ErrorCode::NOT_LEADER_OR_FOLLOWER, -1, epoch, start));
+                return Step::Done(result(
+                    partition,
+                    ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                    -1,
+                    epoch,
+                    start,
+                ));
             }
             Some(_) => {}
         }
@@ -224,7 +248,13 @@ impl Broker {
             return Step::Done(result(partition, ErrorCode::NONE, offset, epoch, start));
         }
         if req.timeout_ms <= 0 {
-            return Step::Done(result(partition, ErrorCode::BROKER_NOT_AVAILABLE, offset, epoch, start));
+            return Step::Done(result(
+                partition,
+                ErrorCode::BROKER_NOT_AVAILABLE,
+                offset,
+                epoch,
+                start,
+            ));
         }
         let timeout = Duration::from_millis(u64::try_from(req.timeout_ms).unwrap_or(0));
         Step::Wait(Wait {

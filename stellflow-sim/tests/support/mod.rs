@@ -73,7 +73,11 @@ impl Harness {
         (self.corr, buf)
     }
 
-    pub fn call_on<R: Request>(&mut self, conn: ConnId, req: &R) -> (ResponseHeader, Option<R::Response>) {
+    pub fn call_on<R: Request>(
+        &mut self,
+        conn: ConnId,
+        req: &R,
+    ) -> (ResponseHeader, Option<R::Response>) {
         let (corr, buf) = self.frame(req);
         let frames = self.send_raw_on(conn, &buf);
         let f = frames
