@@ -670,18 +670,28 @@ impl SimCluster {
     }
 
     fn controller_meta(&self, topic: &str, partition: i32) -> Result<PartitionMeta, SimError> {
+        self.controller_meta_excluding(topic, partition, None)
+            .ok_or_else(|| SimError::UnknownPartition(topic.to_owned(), partition))
+    }
+
+    /// The assignment with the highest epoch among live brokers' caches, preferring entries
+    /// that name a real leader (a restarted broker reports leader 0).
+    fn controller_meta_excluding(&self, topic: &str, partition: i32, skip: Option<i32>) -> Option<PartitionMeta> {
         let t = Some(topic.to_owned());
         let mut best: Option<PartitionMeta> = None;
-        for n in self.nodes.values() {
+        for (id, n) in &self.nodes {
+            if Some(*id) == skip || !n.alive {
+                continue;
+            }
             if let Some(m) = n.broker.metadata().get(&t, partition)
-                && best
-                    .as_ref()
-                    .is_none_or(|b| m.leader_epoch > b.leader_epoch)
+                && (best.as_ref().is_none_or(|b| {
+                    (m.leader != 0, m.leader_epoch) > (b.leader != 0, b.leader_epoch)
+                }))
             {
                 best = Some(m.clone());
             }
         }
-        best.ok_or_else(|| SimError::UnknownPartition(topic.to_owned(), partition))
+        best
     }
 
     /// Controller call: makes `new_leader` the leader (epoch + 1) and pushes the assignment to
@@ -697,7 +707,7 @@ impl SimCluster {
         }
         let mut meta = self.controller_meta(topic, partition)?;
         meta.leader = new_leader;
-        meta.leader_epoch += 1;
+        meta.leader_epoch = meta.leader_epoch.saturating_add(1);
         if !meta.replicas.contains(&new_leader) {
             meta.replicas.push(new_leader);
         }
@@ -775,29 +785,38 @@ impl SimCluster {
         Ok(())
     }
 
-    /// The documented workaround after a restart: for every partition of `broker` whose
-    /// leader is 0, set leader = this broker, its current epoch, replicas = ISR = [broker].
+    /// Re-asserts leadership after a restart. For every partition of `broker` that reports
+    /// leader 0: if another live broker still holds a real assignment for it (a multi-broker
+    /// cluster), the controller pushes that assignment again; otherwise the documented
+    /// single-broker workaround is applied (an AlterPartition with leader = this broker, the
+    /// current epoch, replicas = ISR = [broker]).
     pub fn reassert_leadership(&mut self, broker: i32) -> Result<(), SimError> {
-        let n = self
-            .nodes
-            .get_mut(&broker)
-            .ok_or(SimError::UnknownBroker(broker))?;
-        let stale: Vec<(TopicName, i32, PartitionMeta)> = n
+        let n = self.nodes.get(&broker).ok_or(SimError::UnknownBroker(broker))?;
+        let stale: Vec<(String, i32, PartitionMeta)> = n
             .broker
             .metadata()
             .iter()
             .filter(|(_, _, m)| m.leader == 0)
-            .map(|(t, p, m)| (t.clone(), p, m.clone()))
+            .map(|(t, p, m)| (t.clone().unwrap_or_else(|| "null".to_owned()), p, m.clone()))
             .collect();
         for (t, p, m) in stale {
-            let meta = PartitionMeta {
-                leader: broker,
-                leader_epoch: m.leader_epoch,
-                replicas: vec![broker],
-                isr: vec![broker],
-            };
-            n.broker
-                .apply_assignment(t.as_deref().unwrap_or("null"), p, meta, None);
+            match self
+                .controller_meta_excluding(&t, p, Some(broker))
+                .filter(|c| c.leader != 0)
+            {
+                Some(assignment) => self.push_assignment(&t, p, &assignment),
+                None => {
+                    let meta = PartitionMeta {
+                        leader: broker,
+                        leader_epoch: m.leader_epoch,
+                        replicas: vec![broker],
+                        isr: vec![broker],
+                    };
+                    if let Some(n) = self.nodes.get_mut(&broker) {
+                        n.broker.apply_assignment(&t, p, meta, None);
+                    }
+                }
+            }
         }
         self.settle();
         Ok(())

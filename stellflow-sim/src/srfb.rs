@@ -130,14 +130,12 @@ pub fn inspect(blob: &[u8]) -> Result<BlobView, SrfbError> {
         return Err(SrfbError::Crc);
     }
     let plain_len = if compression == 1 {
-        let mut out = Vec::new();
-        // Bound the decompressed size by the declared length (plus one to detect overruns).
+        // Count the decompressed bytes without keeping them, bounded by the declared length
+        // plus one (enough to detect an overrun), so a gzip bomb costs time, not memory.
         let limit = uncompressed_length as u64 + 1;
-        GzDecoder::new(payload)
-            .take(limit)
-            .read_to_end(&mut out)
-            .map_err(|_| SrfbError::Gzip)?;
-        out.len()
+        let mut reader = GzDecoder::new(payload).take(limit);
+        let n = std::io::copy(&mut reader, &mut std::io::sink()).map_err(|_| SrfbError::Gzip)?;
+        usize::try_from(n).unwrap_or(usize::MAX)
     } else {
         payload.len()
     };

@@ -485,3 +485,76 @@ fn reordering_is_seeded() {
     assert_eq!(a.len(), 20);
     assert_ne!(a, (1..=20).collect::<Vec<_>>());
 }
+
+#[test]
+fn replica_fetch_moves_the_high_watermark() {
+    let mut h = Harness::single();
+    for b in [b"a", b"b", b"c", b"d", b"e", b"f", b"g"] {
+        h.call(&produce("t", 0, b, 1));
+    }
+    h.call(&AlterPartitionRequest {
+        topic: s("t"),
+        partition_count: 0,
+        partition: 0,
+        leader_id: 1,
+        leader_epoch: 0,
+        replica_nodes: vec![1, 2],
+        isr_nodes: vec![1, 2],
+    });
+    let (_, f) = h.call(&fetch("t", 0, 0, 1));
+    assert_eq!(f.unwrap().responses[0].partitions[0].high_watermark, 0);
+    let mut req = fetch("t", 0, 3, 1 << 20);
+    req.replica_id = 2;
+    let (_, f) = h.call(&req);
+    let p = &f.unwrap().responses[0].partitions[0];
+    assert_eq!(p.high_watermark, 7);
+    let recs = p.records.clone().unwrap();
+    // count, then per entry offset, appendTime, epoch, length, blob.
+    assert_eq!(&recs[..4], &4i32.to_be_bytes());
+    assert_eq!(&recs[4..12], &3i64.to_be_bytes());
+    assert_eq!(recs.len(), 4 + 4 * (8 + 8 + 4 + 4 + 1));
+}
+
+#[test]
+fn multi_broker_restart_and_reassert() {
+    let now = std::time::Instant::now();
+    let mut c =
+        stellflow_sim::SimCluster::new(stellflow_sim::ClusterConfig::with_brokers(2), now, 7);
+    c.create_topic("t", 1, 2).unwrap();
+    let mut h = Harness::new(c, now);
+    h.call(&produce("t", 0, b"a", -1));
+    h.cluster.restart(1, h.now).unwrap();
+    h.conn = h.connect(1);
+    let (_, r) = h.call(&produce("t", 0, b"b", 1));
+    assert_eq!(part(&r.unwrap()).error_code, ErrorCode(9));
+    h.cluster.reassert_leadership(1).unwrap();
+    let (_, r) = h.call(&produce("t", 0, b"b", -1));
+    let r = r.unwrap();
+    assert_eq!(
+        (part(&r).error_code, part(&r).base_offset),
+        (ErrorCode::NONE, 1)
+    );
+    let (_, m) = h.call(&MetadataRequest::default());
+    let m = m.unwrap();
+    assert_eq!(m.topics[0].partitions[0].replica_nodes, vec![1, 2]);
+}
+
+#[test]
+fn crash_refuses_connects_and_log_start_knob() {
+    let mut h = Harness::single();
+    for b in [b"a", b"b", b"c"] {
+        h.call(&produce("t", 0, b, 1));
+    }
+    h.cluster.advance_log_start("t", 0, 2).unwrap();
+    let (_, f) = h.call(&fetch("t", 0, 0, 1));
+    let p = &f.unwrap().responses[0].partitions[0];
+    assert_eq!(
+        (p.log_start_offset, p.records.as_deref()),
+        (2, Some(&b"c"[..]))
+    );
+    h.cluster.crash(1, h.now).unwrap();
+    assert!(matches!(
+        h.cluster.connect(1, h.now),
+        Err(stellflow_sim::SimError::BrokerDown(1))
+    ));
+}
