@@ -1,7 +1,116 @@
 //! The sans-IO Stellflow client: a pure state machine that takes bytes and time in and gives
 //! bytes, connect requests, timer deadlines and events out.
 //!
-//! WIP docs: replaced below.
+//! The core never reads the clock, never asks the OS for randomness, never spawns a thread and
+//! never touches a socket (DESIGN §2). Time comes in as `now` on every input; randomness (backoff
+//! jitter, the default client id) comes from the seed given to [`Client::new`]. Runtime crates
+//! (tokio, smol, blocking) and tests drive it.
+//!
+//! # The contract
+//!
+//! | inputs | outputs |
+//! | --- | --- |
+//! | [`Client::handle_connected`]`(conn, now)` | [`Client::poll_connect`] → [`ConnectRequest`]: open a socket, report back |
+//! | [`Client::handle_input`]`(conn, now, &mut BytesMut)` | [`Client::poll_close`] → [`ConnId`]: drop that socket |
+//! | [`Client::handle_disconnected`]`(conn, now, reason)` | [`Client::poll_transmit`]`(now, &mut BytesMut)` → [`ConnId`]: bytes appended to your buffer go to that connection |
+//! | [`Client::handle_timeout`]`(now)` (spurious calls are no-ops) | [`Client::poll_timeout`] → `Instant`: the only scheduling hint |
+//! | commands: admin ops ([`Client::admin`] and its shortcuts), raw [`Client::request`], [`Client::refresh_metadata`], [`Client::close`] | [`Client::poll_event`] → [`Event`]: admin results, raw responses, connections, metadata |
+//!
+//! **The drain rule** (from str0m/quinn): after every input or command, call `poll_connect`,
+//! `poll_close`, `poll_transmit` (until it returns `None`) and `poll_event` (until `None`), and
+//! repeat that pass until a whole pass yields nothing. Then sleep until the earliest of: socket
+//! readiness, a new command, or `poll_timeout()`; call `handle_timeout(now)` when that instant
+//! has passed. Inputs may come in any order and at any time; a `ConnId` the core no longer
+//! knows (an old socket) is ignored.
+//!
+//! `handle_input` takes every byte out of the buffer you pass (it keeps an incomplete frame
+//! itself), so one read buffer can serve every connection.
+//!
+//! # What the core does
+//!
+//! * **Connections** ([`conn`], [`net`]): one per broker address, opened on demand, reconnected
+//!   with exponential backoff and seeded jitter ([`backoff`], [`rng`]). Every connection first
+//!   negotiates versions with ApiVersions ([`negotiate`]); other requests wait in the broker's
+//!   queue until then.
+//! * **In flight** ([`inflight`], [`timers`]): responses are matched by correlation id (never
+//!   FIFO: the server reorders), at most `max_in_flight_per_connection` per connection, a
+//!   deadline per request; a late answer is counted and dropped; a disconnect fails what was in
+//!   flight with a retriable error; an oversize frame closes the connection with an
+//!   [`Event::ConnectionError`].
+//! * **Metadata** ([`metadata`], [`refresh`]): every broker's own view, merged (DESIGN §3.10),
+//!   refreshed on leader errors and disconnects with backoff, at most one round at a time, and at
+//!   least every `metadata_max_age`.
+//! * **Admin** ([`admin`]) and **raw requests**, with typed results and client-side topic-name
+//!   validation ([`topic`]).
+//! * **Counters** ([`metrics`]) for the DESIGN §6 metrics, with no metrics dependency.
+//!
+//! # A complete minimal driver
+//!
+//! This one moves bytes between the client and the in-process simulated broker; a socket
+//! driver (`examples/driver.rs`) has the same shape with `TcpStream`s in place of the sim.
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use std::collections::HashMap;
+//! use std::time::{Duration, Instant};
+//! use stellflow_sansio::{AdminResponse, Client, ClientConfig, DisconnectReason, Event, Target};
+//! use stellflow_sim::SimCluster;
+//!
+//! let mut now = Instant::now();
+//! let mut broker = SimCluster::single(now, 1); // advertises broker-1:9092
+//! let mut client = Client::new(ClientConfig::new("broker-1:9092").unwrap(), now, 42).unwrap();
+//! let mut links = HashMap::new(); // client ConnId -> sim ConnId
+//! let mut buf = BytesMut::new();
+//! let mut asked = None;
+//!
+//! 'run: for _ in 0..1000 {
+//!     if asked.is_none() && !client.metadata().brokers.is_empty() {
+//!         asked = Some(client.describe_cluster(now, Target::Any).unwrap());
+//!     }
+//!     // Drain every output until a whole pass yields nothing.
+//!     loop {
+//!         let mut progress = false;
+//!         while let Some(req) = client.poll_connect() {
+//!             progress = true;
+//!             match broker.connect_addr(&req.address.to_string(), now) {
+//!                 Ok(sim_conn) => {
+//!                     links.insert(req.conn, sim_conn);
+//!                     client.handle_connected(req.conn, now);
+//!                 }
+//!                 Err(e) => client.handle_disconnected(
+//!                     req.conn, now, DisconnectReason::ConnectFailed(e.to_string())),
+//!             }
+//!         }
+//!         while let Some(conn) = client.poll_close() {
+//!             progress = true;
+//!             if let Some(s) = links.remove(&conn) { broker.disconnect(s); }
+//!         }
+//!         while let Some(conn) = client.poll_transmit(now, &mut buf) {
+//!             progress = true;
+//!             broker.handle_input(links[&conn], now, &mut buf); // "the network"
+//!             buf.clear();
+//!         }
+//!         while let Some((sim_conn, bytes)) = broker.poll_transmit() {
+//!             progress = true;
+//!             let conn = *links.iter().find(|(_, s)| **s == sim_conn).unwrap().0;
+//!             client.handle_input(conn, now, &mut BytesMut::from(&bytes[..]));
+//!         }
+//!         while let Some(event) = client.poll_event() {
+//!             progress = true;
+//!             if let Event::Admin { id, result: Ok(AdminResponse::Cluster(c)) } = event {
+//!                 assert_eq!(Some(id), asked);
+//!                 assert_eq!(c.broker_count, 1);
+//!                 break 'run;
+//!             }
+//!         }
+//!         if !progress { break; }
+//!     }
+//!     // Sleep until the next deadline (virtual time here), then fire timers.
+//!     now = client.poll_timeout().unwrap_or(now + Duration::from_millis(10)).max(now);
+//!     client.handle_timeout(now);
+//! }
+//! assert!(asked.is_some());
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod admin;

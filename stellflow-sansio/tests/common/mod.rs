@@ -17,8 +17,8 @@ pub struct World {
     pub events: Vec<Event>,
     /// Connection attempts the client made, with the instant.
     pub attempts: Vec<(Instant, String)>,
-    to_sim: HashMap<ConnId, stellflow_sim::ConnId>,
-    to_client: HashMap<stellflow_sim::ConnId, ConnId>,
+    pub to_sim: HashMap<ConnId, stellflow_sim::ConnId>,
+    pub to_client: HashMap<stellflow_sim::ConnId, ConnId>,
     buf: BytesMut,
 }
 

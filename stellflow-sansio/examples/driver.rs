@@ -1,0 +1,157 @@
+//! A complete minimal driver for the sans-IO core on blocking `std::net` sockets.
+//!
+//! It follows the drain rule from the crate docs: after every input or command, drain
+//! `poll_connect`, `poll_close`, `poll_transmit` and `poll_event` until a whole pass yields
+//! nothing, then wait for socket readiness, a new command or `poll_timeout()`.
+//!
+//! Run it against the loopback simulated broker (default) or a real one:
+//!
+//! ```sh
+//! cargo run -p stellflow-sansio --example driver
+//! cargo run -p stellflow-sansio --example driver -- 127.0.0.1:9092
+//! ```
+//!
+//! This is the only place in the crate that touches sockets and the clock: the core itself never
+//! does. Real adapters (tokio, smol, blocking) live in the runtime crates.
+
+use bytes::BytesMut;
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+use stellflow_sansio::{
+    AdminResponse, Client, ClientConfig, ConnId, DisconnectReason, Event, Target,
+};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let server = match std::env::args().nth(1) {
+        Some(_) => None,
+        None => Some(stellflow_sim::serve("127.0.0.1:0")?),
+    };
+    let bootstrap = match (&server, std::env::args().nth(1)) {
+        (_, Some(addr)) => addr,
+        (Some(s), None) => s.local_addr().to_string(),
+        (None, None) => unreachable!(),
+    };
+
+    let mut client = Client::new(ClientConfig::new(&bootstrap)?, Instant::now(), 0x5eed)?;
+    let mut sockets: HashMap<ConnId, TcpStream> = HashMap::new();
+    let mut out = BytesMut::with_capacity(64 * 1024);
+    let mut inbuf = BytesMut::with_capacity(64 * 1024);
+    let mut scratch = vec![0u8; 64 * 1024];
+
+    let mut pending = None;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let now = Instant::now();
+        // A command: once metadata is known, ask the cluster to describe itself.
+        if pending.is_none() && !client.metadata().brokers.is_empty() {
+            pending = Some(client.describe_cluster(now, Target::Any)?);
+        }
+
+        // Drain every output until a whole pass yields nothing.
+        loop {
+            let mut progress = false;
+            while let Some(req) = client.poll_connect() {
+                progress = true;
+                match TcpStream::connect(req.address.to_string()) {
+                    Ok(s) => {
+                        s.set_nonblocking(true)?;
+                        s.set_nodelay(true)?;
+                        sockets.insert(req.conn, s);
+                        client.handle_connected(req.conn, Instant::now());
+                    }
+                    Err(e) => client.handle_disconnected(
+                        req.conn,
+                        Instant::now(),
+                        DisconnectReason::ConnectFailed(e.to_string()),
+                    ),
+                }
+            }
+            while let Some(conn) = client.poll_close() {
+                progress = true;
+                sockets.remove(&conn);
+            }
+            loop {
+                out.clear();
+                let Some(conn) = client.poll_transmit(Instant::now(), &mut out) else {
+                    break;
+                };
+                progress = true;
+                if let Some(s) = sockets.get_mut(&conn) {
+                    // A blocking write of the whole buffer keeps the example short.
+                    s.set_nonblocking(false)?;
+                    let r = s.write_all(&out);
+                    s.set_nonblocking(true)?;
+                    if let Err(e) = r {
+                        sockets.remove(&conn);
+                        client.handle_disconnected(
+                            conn,
+                            Instant::now(),
+                            DisconnectReason::Io(e.to_string()),
+                        );
+                    }
+                }
+            }
+            while let Some(event) = client.poll_event() {
+                progress = true;
+                match event {
+                    Event::Admin { id, result } if Some(id) == pending => {
+                        match result {
+                            Ok(AdminResponse::Cluster(c)) => println!(
+                                "cluster {:?}: {} broker(s), {} topic(s) as seen by {}",
+                                c.cluster_id, c.broker_count, c.topic_count, c.address
+                            ),
+                            other => println!("describe_cluster: {other:?}"),
+                        }
+                        client.close(Instant::now());
+                        return Ok(());
+                    }
+                    other => println!("event: {other:?}"),
+                }
+            }
+            if !progress {
+                break;
+            }
+        }
+
+        // Wait: poll each socket briefly (a real driver uses epoll/kqueue or an async runtime),
+        // and fire timers when due.
+        let mut got_input = false;
+        let conns: Vec<ConnId> = sockets.keys().copied().collect();
+        for conn in conns {
+            let Some(s) = sockets.get_mut(&conn) else {
+                continue;
+            };
+            match s.read(&mut scratch) {
+                Ok(0) => {
+                    sockets.remove(&conn);
+                    client.handle_disconnected(conn, Instant::now(), DisconnectReason::PeerClosed);
+                }
+                Ok(n) => {
+                    got_input = true;
+                    inbuf.extend_from_slice(&scratch[..n]);
+                    client.handle_input(conn, Instant::now(), &mut inbuf);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e) => {
+                    sockets.remove(&conn);
+                    client.handle_disconnected(
+                        conn,
+                        Instant::now(),
+                        DisconnectReason::Io(e.to_string()),
+                    );
+                }
+            }
+        }
+        if let Some(at) = client.poll_timeout() {
+            if at <= Instant::now() {
+                client.handle_timeout(Instant::now());
+            }
+        }
+        if !got_input {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    Err("no answer within 10 s".into())
+}
