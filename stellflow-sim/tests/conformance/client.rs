@@ -1,12 +1,16 @@
 //! A deliberately small raw client: one TCP connection, frames in and out, read timeouts, and
 //! detection of "closed without a response". It knows nothing about Stellflow semantics beyond
-//! the frame length prefix and the two header layouts (PROTOCOL.md §1.2, §2.1, §2.2).
+//! the frame length prefix and the two header layouts (PROTOCOL.md §1.2, §2.1, §2.2). Frames are
+//! written and read by hand so that malformed, oversize and pipelined input can be sent and a
+//! close can be told apart from a timeout.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
-use stellflow_proto::wire::{Reader, put_nstring};
+use stellflow_proto::ApiKey;
+use stellflow_proto::header::{RequestHeader, ResponseHeader};
+use stellflow_proto::wire::{Reader, Wire};
 
 use super::CaseResult;
 
@@ -37,22 +41,14 @@ impl<'a> Hdr<'a> {
     }
 }
 
-/// Appends the 14-field request header (PROTOCOL.md §2.1).
+/// Appends the 14-field request header (PROTOCOL.md §2.1), encoded by the typed
+/// `stellflow_proto::header::RequestHeader`; every optional string is null.
 pub fn put_request_header(buf: &mut BytesMut, h: &Hdr<'_>) {
-    buf.put_i16(h.api_key);
-    buf.put_i16(h.api_version);
-    buf.put_i16(h.header_version);
-    buf.put_i32(h.correlation_id);
-    put_nstring(buf, h.client_id);
-    put_nstring(buf, None); // traceId
-    put_nstring(buf, None); // spanId
-    buf.put_i8(0); // traceFlags
-    put_nstring(buf, None); // tenantId
-    put_nstring(buf, None); // quotaKey
-    put_nstring(buf, None); // authContextId
-    buf.put_i8(0); // trafficClass
-    put_nstring(buf, None); // trafficTag
-    buf.put_i16(h.flags);
+    let mut header = RequestHeader::new(ApiKey(h.api_key), h.correlation_id, h.client_id);
+    header.api_version = h.api_version;
+    header.header_version = h.header_version;
+    header.flags = h.flags;
+    header.encode(buf);
 }
 
 /// A complete request frame: length prefix (excluding itself), header, body.
@@ -270,15 +266,14 @@ impl Conn {
         if !self.read_exact_or_closed(&mut payload)? {
             return Err("connection closed in the middle of a response frame".into());
         }
-        let mut payload = Bytes::from(payload);
-        let mut r = Reader::new(payload.split_to(12));
-        let err = |e: stellflow_proto::DecodeError| e.to_string();
+        let mut r = Reader::new(Bytes::from(payload));
+        let header = ResponseHeader::decode(&mut r).map_err(|e| e.to_string())?;
         Ok(ReadOutcome::Frame(Resp {
-            correlation_id: r.i32().map_err(err)?,
-            header_version: r.i16().map_err(err)?,
-            error_code: r.i16().map_err(err)?,
-            throttle_time_ms: r.i32().map_err(err)?,
-            body: payload,
+            correlation_id: header.correlation_id,
+            header_version: header.header_version,
+            error_code: header.error_code.0,
+            throttle_time_ms: header.throttle_time_ms,
+            body: r.into_rest(),
             frame_length,
         }))
     }

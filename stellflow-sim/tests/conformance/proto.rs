@@ -1,10 +1,11 @@
-//! Request bodies and response parsers for the v0 layouts of PROTOCOL.md §3, written out field by
-//! field from the document (on top of the `stellflow_proto::wire` primitives) so that the suite
-//! checks the broker against the specification and not against a codec that might share its
-//! bugs. Parsers are strict: every response must be consumed exactly, with no bytes left over.
+//! Request bodies and response parsers for the v0 layouts of PROTOCOL.md §3, on top of the typed
+//! messages of `stellflow-proto` (record data and deliberately malformed input are built from
+//! the wire primitives). Parsers are strict: every response body must be consumed exactly, with
+//! no bytes left over, and they return plain structs the cases compare as a whole.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use stellflow_proto::wire::{Reader, put_nbytes, put_nstring};
+use stellflow_proto::messages as m;
+use stellflow_proto::wire::{NString, StrBytes, Wire};
 
 use super::client::Resp;
 
@@ -30,41 +31,40 @@ pub const HEALTH_CHECK: i16 = 54;
 pub const DECOMMISSION_BROKER: i16 = 55;
 
 // ---------------------------------------------------------------------------------------------
-// Request bodies
+// Request bodies: the typed v0 messages of `stellflow_proto::messages`, encoded to bytes. Only
+// deliberately odd bodies (raw counts, raw bool bytes) are patched or built from primitives.
 // ---------------------------------------------------------------------------------------------
 
-fn s(buf: &mut BytesMut, v: Option<&str>) {
-    put_nstring(buf, v);
+fn ns(v: Option<&str>) -> NString {
+    v.map(StrBytes::from)
 }
 
 /// ApiVersions request (§3.1); also the DescribeCluster/HealthCheck request layout (§3.15).
 pub fn api_versions_req(name: Option<&str>, version: Option<&str>, features: &[&str]) -> Bytes {
-    let mut b = BytesMut::new();
-    s(&mut b, name);
-    s(&mut b, version);
-    b.put_i32(features.len() as i32);
-    for f in features {
-        s(&mut b, Some(f));
+    m::ApiVersionsRequest {
+        client_software_name: ns(name),
+        client_software_version: ns(version),
+        supported_features: features.iter().map(|f| ns(Some(f))).collect(),
     }
-    b.freeze()
+    .to_bytes()
 }
 
-/// The minimal ApiVersions-shaped body `ff ff ff ff 00 00 00 00` (§3.15).
+/// The minimal ApiVersions-shaped body `ff ff ff ff 00 00 00 00` (§3.15), as a typed
+/// DescribeCluster request (HealthCheck has the same layout).
 pub fn minimal_api_versions_req() -> Bytes {
-    api_versions_req(None, None, &[])
+    m::DescribeClusterRequest::default().to_bytes()
 }
 
 /// Metadata request (§3.2) for the named topics (empty = all topics).
 pub fn metadata_req(topics: &[&str]) -> Bytes {
-    let mut b = BytesMut::new();
-    b.put_i32(topics.len() as i32);
-    for t in topics {
-        s(&mut b, Some(t));
+    m::MetadataRequest {
+        topics: topics
+            .iter()
+            .map(|t| m::MetadataRequestTopic { topic: ns(Some(t)) })
+            .collect(),
+        ..Default::default()
     }
-    b.put_u8(0);
-    b.put_u8(0);
-    b.put_u8(0);
-    b.freeze()
+    .to_bytes()
 }
 
 /// Metadata request with a raw (possibly negative) topic count and no topics.
@@ -87,20 +87,25 @@ pub fn produce_req(
     timeout_ms: i32,
     topics: &[(&str, Vec<ProducePart<'_>>)],
 ) -> Bytes {
-    let mut b = BytesMut::new();
-    s(&mut b, transactional_id);
-    b.put_i16(acks);
-    b.put_i32(timeout_ms);
-    b.put_i32(topics.len() as i32);
-    for (t, parts) in topics {
-        s(&mut b, Some(t));
-        b.put_i32(parts.len() as i32);
-        for (p, rec) in parts {
-            b.put_i32(*p);
-            put_nbytes(&mut b, *rec);
-        }
+    m::ProduceRequest {
+        transactional_id: ns(transactional_id),
+        acks,
+        timeout_ms,
+        topic_data: topics
+            .iter()
+            .map(|(t, parts)| m::ProduceTopicData {
+                topic: ns(Some(t)),
+                partitions: parts
+                    .iter()
+                    .map(|(p, rec)| m::ProducePartitionData {
+                        partition: *p,
+                        records: rec.map(Bytes::copy_from_slice),
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
-    b.freeze()
+    .to_bytes()
 }
 
 /// A Produce request with a single blob.
@@ -145,26 +150,31 @@ impl Default for FetchOpts {
 
 /// Fetch request (§3.4), always with `replicaId -1`.
 pub fn fetch_req(opts: FetchOpts, topics: &[(&str, Vec<FetchPart>)]) -> Bytes {
-    let mut b = BytesMut::new();
-    b.put_i32(-1);
-    b.put_i32(opts.max_wait_ms);
-    b.put_i32(opts.min_bytes);
-    b.put_i32(opts.max_bytes);
-    b.put_i8(opts.isolation_level);
-    b.put_i32(opts.session_id);
-    b.put_i32(topics.len() as i32);
-    for (t, parts) in topics {
-        s(&mut b, Some(t));
-        b.put_i32(parts.len() as i32);
-        for p in parts {
-            b.put_i32(p.partition);
-            b.put_i32(-1); // currentLeaderEpoch
-            b.put_i64(p.fetch_offset);
-            b.put_i64(-1); // logStartOffset
-            b.put_i32(p.partition_max_bytes);
-        }
+    m::FetchRequest {
+        replica_id: -1,
+        max_wait_ms: opts.max_wait_ms,
+        min_bytes: opts.min_bytes,
+        max_bytes: opts.max_bytes,
+        isolation_level: opts.isolation_level,
+        session_id: opts.session_id,
+        topic_partitions: topics
+            .iter()
+            .map(|(t, parts)| m::FetchTopic {
+                topic: ns(Some(t)),
+                partitions: parts
+                    .iter()
+                    .map(|p| m::FetchPartition {
+                        partition: p.partition,
+                        current_leader_epoch: -1,
+                        fetch_offset: p.fetch_offset,
+                        log_start_offset: -1,
+                        partition_max_bytes: p.partition_max_bytes,
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
-    b.freeze()
+    .to_bytes()
 }
 
 /// A Fetch of one partition entry.
@@ -193,21 +203,26 @@ pub struct LoPart {
 
 /// ListOffsets request (§3.5).
 pub fn list_offsets_req(topics: &[(&str, Vec<LoPart>)]) -> Bytes {
-    let mut b = BytesMut::new();
-    b.put_i32(-1);
-    b.put_i8(0);
-    b.put_i32(topics.len() as i32);
-    for (t, parts) in topics {
-        s(&mut b, Some(t));
-        b.put_i32(parts.len() as i32);
-        for p in parts {
-            b.put_i32(p.partition);
-            b.put_i32(p.current_leader_epoch);
-            b.put_i64(p.timestamp);
-            b.put_i32(p.max_num_offsets);
-        }
+    m::ListOffsetsRequest {
+        replica_id: -1,
+        isolation_level: 0,
+        topics: topics
+            .iter()
+            .map(|(t, parts)| m::ListOffsetsTopic {
+                topic: ns(Some(t)),
+                partitions: parts
+                    .iter()
+                    .map(|p| m::ListOffsetsPartition {
+                        partition: p.partition,
+                        current_leader_epoch: p.current_leader_epoch,
+                        timestamp: p.timestamp,
+                        max_num_offsets: p.max_num_offsets,
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
-    b.freeze()
+    .to_bytes()
 }
 
 /// ListOffsets of one partition, no epoch check.
@@ -228,90 +243,118 @@ pub type CommitPart<'a> = (i32, i64, Option<&'a str>);
 
 /// OffsetCommit request (§3.6).
 pub fn offset_commit_req(group: &str, topics: &[(&str, Vec<CommitPart<'_>>)]) -> Bytes {
-    let mut b = BytesMut::new();
-    s(&mut b, Some(group));
-    b.put_i32(topics.len() as i32);
-    for (t, parts) in topics {
-        s(&mut b, Some(t));
-        b.put_i32(parts.len() as i32);
-        for (p, o, m) in parts {
-            b.put_i32(*p);
-            b.put_i64(*o);
-            s(&mut b, *m);
-        }
+    m::OffsetCommitRequest {
+        group_id: ns(Some(group)),
+        topics: topics
+            .iter()
+            .map(|(t, parts)| m::OffsetCommitTopic {
+                topic: ns(Some(t)),
+                partitions: parts
+                    .iter()
+                    .map(|(p, o, md)| m::OffsetCommitPartition {
+                        partition: *p,
+                        offset: *o,
+                        metadata: ns(*md),
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
-    b.freeze()
+    .to_bytes()
 }
 
 /// OffsetFetch request (§3.7).
 pub fn offset_fetch_req(group: &str, topics: &[(&str, Vec<i32>)]) -> Bytes {
-    let mut b = BytesMut::new();
-    s(&mut b, Some(group));
-    b.put_i32(topics.len() as i32);
-    for (t, parts) in topics {
-        s(&mut b, Some(t));
-        b.put_i32(parts.len() as i32);
-        for p in parts {
-            b.put_i32(*p);
-        }
+    m::OffsetFetchRequest {
+        group_id: ns(Some(group)),
+        topics: topics
+            .iter()
+            .map(|(t, parts)| m::OffsetFetchTopic {
+                topic: ns(Some(t)),
+                partitions: parts
+                    .iter()
+                    .map(|p| m::OffsetFetchPartition { partition: *p })
+                    .collect(),
+            })
+            .collect(),
     }
-    b.freeze()
+    .to_bytes()
 }
 
 /// FindCoordinator request (§3.8).
 pub fn find_coordinator_req(key: Option<&str>, key_type: i8) -> Bytes {
-    let mut b = BytesMut::new();
-    s(&mut b, key);
-    b.put_i8(key_type);
-    b.freeze()
+    m::FindCoordinatorRequest {
+        key: ns(key),
+        key_type,
+    }
+    .to_bytes()
 }
 
 /// JoinGroup request (§3.9).
 pub fn join_group_req(group: &str, member: Option<&str>, session_timeout_ms: i32) -> Bytes {
-    let mut b = BytesMut::new();
-    s(&mut b, Some(group));
-    s(&mut b, member);
-    b.put_i32(session_timeout_ms);
-    b.freeze()
+    m::JoinGroupRequest {
+        group_id: ns(Some(group)),
+        member_id: ns(member),
+        session_timeout_ms,
+    }
+    .to_bytes()
 }
 
-/// SyncGroup and Heartbeat requests (§3.10, §3.11) share this layout.
-pub fn group_member_req(group: &str, generation: i32, member: Option<&str>) -> Bytes {
-    let mut b = BytesMut::new();
-    s(&mut b, Some(group));
-    b.put_i32(generation);
-    s(&mut b, member);
-    b.freeze()
+/// SyncGroup request (§3.10).
+pub fn sync_group_req(group: &str, generation: i32, member: Option<&str>) -> Bytes {
+    m::SyncGroupRequest {
+        group_id: ns(Some(group)),
+        generation_id: generation,
+        member_id: ns(member),
+    }
+    .to_bytes()
+}
+
+/// Heartbeat request (§3.11).
+pub fn heartbeat_req(group: &str, generation: i32, member: Option<&str>) -> Bytes {
+    m::HeartbeatRequest {
+        group_id: ns(Some(group)),
+        generation_id: generation,
+        member_id: ns(member),
+    }
+    .to_bytes()
 }
 
 /// InitProducerId request (§3.12).
 pub fn init_producer_id_req(transactional_id: Option<&str>) -> Bytes {
-    let mut b = BytesMut::new();
-    s(&mut b, transactional_id);
-    b.freeze()
+    m::InitProducerIdRequest {
+        transactional_id: ns(transactional_id),
+    }
+    .to_bytes()
 }
 
 /// BeginTransaction request (§3.13).
 pub fn begin_txn_req(transactional_id: Option<&str>, producer_id: i64, epoch: i16) -> Bytes {
-    let mut b = BytesMut::new();
-    s(&mut b, transactional_id);
-    b.put_i64(producer_id);
-    b.put_i16(epoch);
-    b.freeze()
+    m::BeginTransactionRequest {
+        transactional_id: ns(transactional_id),
+        producer_id,
+        producer_epoch: epoch,
+    }
+    .to_bytes()
 }
 
-/// EndTransaction request (§3.13); `commit` is the raw bool byte.
+/// EndTransaction request (§3.13); `commit` is the raw bool byte (any non-zero is commit).
 pub fn end_txn_req(
     transactional_id: Option<&str>,
     producer_id: i64,
     epoch: i16,
     commit: u8,
 ) -> Bytes {
-    let mut b = BytesMut::new();
-    s(&mut b, transactional_id);
-    b.put_i64(producer_id);
-    b.put_i16(epoch);
-    b.put_u8(commit);
+    let typed = m::EndTransactionRequest {
+        transactional_id: ns(transactional_id),
+        producer_id,
+        producer_epoch: epoch,
+        commit: commit != 0,
+    }
+    .to_bytes();
+    let mut b = BytesMut::from(&typed[..]);
+    let last = b.len() - 1;
+    b[last] = commit; // the bool is the last byte; keep the raw value (0x02, 0xff…)
     b.freeze()
 }
 
@@ -325,124 +368,54 @@ pub fn topic_admin_req(
     replicas: &[i32],
     isr: &[i32],
 ) -> Bytes {
-    let mut b = BytesMut::new();
-    s(&mut b, Some(topic));
-    b.put_i32(partition_count);
-    b.put_i32(partition);
-    b.put_i32(leader_id);
-    b.put_i32(leader_epoch);
-    b.put_i32(replicas.len() as i32);
-    for r in replicas {
-        b.put_i32(*r);
+    m::AlterPartitionRequest {
+        topic: ns(Some(topic)),
+        partition_count,
+        partition,
+        leader_id,
+        leader_epoch,
+        replica_nodes: replicas.to_vec(),
+        isr_nodes: isr.to_vec(),
     }
-    b.put_i32(isr.len() as i32);
-    for r in isr {
-        b.put_i32(*r);
-    }
-    b.freeze()
+    .to_bytes()
 }
 
 /// CreateTopic request as the Go SDK sends it.
 pub fn create_topic_req(topic: &str, partitions: i32) -> Bytes {
-    topic_admin_req(topic, partitions, -1, -1, -1, &[], &[])
+    m::CreateTopicRequest::new(topic, partitions).to_bytes()
 }
 
 /// DeleteTopic request.
 pub fn delete_topic_req(topic: &str) -> Bytes {
-    topic_admin_req(topic, 0, -1, -1, -1, &[], &[])
+    m::DeleteTopicRequest::new(topic).to_bytes()
 }
 
 /// DecommissionBroker request (§3.16).
 pub fn decommission_req(broker_id: i32) -> Bytes {
-    let mut b = BytesMut::new();
-    b.put_i32(broker_id);
-    b.freeze()
+    m::DecommissionBrokerRequest { broker_id }.to_bytes()
 }
 
 // ---------------------------------------------------------------------------------------------
-// Response parsing
+// Response parsing: typed decoding, plus the strictness a conformance check needs — the body
+// must be consumed exactly (no bytes left over after the v0 layout) and the few values the
+// typed layer normalises (bool bytes) are checked on the raw bytes where a case needs them.
 // ---------------------------------------------------------------------------------------------
 
-/// A strict cursor: decode errors become strings naming the field.
-pub struct P {
-    r: Reader,
-    what: &'static str,
+/// Decodes a whole response body as `T`, failing on decode errors and leftover bytes.
+pub fn strict<T: Wire>(resp: &Resp, what: &str) -> Result<T, String> {
+    let mut r = resp.reader();
+    let v = T::decode(&mut r).map_err(|e| format!("{what} response: cannot decode: {e}"))?;
+    if r.remaining() != 0 {
+        return Err(format!(
+            "{what} response: {} bytes left over after the v0 layout",
+            r.remaining()
+        ));
+    }
+    Ok(v)
 }
 
-impl P {
-    pub fn new(resp: &Resp, what: &'static str) -> P {
-        P {
-            r: resp.reader(),
-            what,
-        }
-    }
-
-    fn e(&self, field: &str, e: stellflow_proto::DecodeError) -> String {
-        format!("{} response: cannot decode {field}: {e}", self.what)
-    }
-
-    pub fn i8(&mut self, f: &str) -> Result<i8, String> {
-        self.r.i8().map_err(|e| self.e(f, e))
-    }
-    pub fn i16(&mut self, f: &str) -> Result<i16, String> {
-        self.r.i16().map_err(|e| self.e(f, e))
-    }
-    pub fn i32(&mut self, f: &str) -> Result<i32, String> {
-        self.r.i32().map_err(|e| self.e(f, e))
-    }
-    pub fn i64(&mut self, f: &str) -> Result<i64, String> {
-        self.r.i64().map_err(|e| self.e(f, e))
-    }
-    pub fn s(&mut self, f: &str) -> Result<Option<String>, String> {
-        self.r
-            .nstring()
-            .map(|o| o.map(|s| s.as_str().to_owned()))
-            .map_err(|e| self.e(f, e))
-    }
-    pub fn bytes(&mut self, f: &str) -> Result<Option<Bytes>, String> {
-        self.r.nbytes().map_err(|e| self.e(f, e))
-    }
-    /// An array count as the server writes it: never negative.
-    pub fn count(&mut self, f: &str) -> Result<usize, String> {
-        let n = self.i32(f)?;
-        if n < 0 {
-            return Err(format!(
-                "{} response: negative count {n} for {f}",
-                self.what
-            ));
-        }
-        if n as usize > self.r.remaining() {
-            return Err(format!(
-                "{} response: count {n} for {f} exceeds the {} bytes left",
-                self.what,
-                self.r.remaining()
-            ));
-        }
-        Ok(n as usize)
-    }
-    pub fn arr<T>(
-        &mut self,
-        f: &str,
-        mut item: impl FnMut(&mut P) -> Result<T, String>,
-    ) -> Result<Vec<T>, String> {
-        let n = self.count(f)?;
-        let mut v = Vec::with_capacity(n);
-        for _ in 0..n {
-            v.push(item(self)?);
-        }
-        Ok(v)
-    }
-    /// The response must be fully consumed.
-    pub fn end(self) -> Result<(), String> {
-        if self.r.remaining() != 0 {
-            return Err(format!(
-                "{} response: {} bytes left over after the v0 layout",
-                self.what,
-                self.r.remaining()
-            ));
-        }
-        Ok(())
-    }
+fn os(v: NString) -> Option<String> {
+    v.map(|s| s.as_str().to_owned())
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -454,19 +427,16 @@ pub struct ApiVersionsResp {
 }
 
 pub fn parse_api_versions(resp: &Resp) -> Result<ApiVersionsResp, String> {
-    let mut p = P::new(resp, "ApiVersions");
-    let apis = p.arr("apiVersions", |p| {
-        Ok((p.i16("apiKey")?, p.i16("minVersion")?, p.i16("maxVersion")?))
-    })?;
-    let name = p.s("brokerSoftwareName")?;
-    let version = p.s("brokerSoftwareVersion")?;
-    let features = p.arr("supportedFeatures", |p| p.s("feature"))?;
-    p.end()?;
+    let v: m::ApiVersionsResponse = strict(resp, "ApiVersions")?;
     Ok(ApiVersionsResp {
-        apis,
-        name,
-        version,
-        features,
+        apis: v
+            .api_versions
+            .iter()
+            .map(|a| (a.api_key.0, a.min_version, a.max_version))
+            .collect(),
+        name: os(v.broker_software_name),
+        version: os(v.broker_software_version),
+        features: v.supported_features.into_iter().map(os).collect(),
     })
 }
 
@@ -493,6 +463,7 @@ pub struct PartMd {
 pub struct TopicMd {
     pub error: i16,
     pub name: Option<String>,
+    /// The raw `isInternal` byte.
     pub internal: i8,
     pub partitions: Vec<PartMd>,
     pub auth_ops: i32,
@@ -513,49 +484,73 @@ impl MetadataResp {
     }
 }
 
-fn i32s(p: &mut P, f: &str) -> Result<Vec<i32>, String> {
-    p.arr(f, |p| p.i32(f))
+/// The raw `isInternal` bytes of a Metadata response, in topic order (the typed decoder reads
+/// any non-zero byte as true; the server writes exactly 0 or 1).
+fn metadata_internal_bytes(resp: &Resp, v: &m::MetadataResponse) -> Result<Vec<i8>, String> {
+    let mut r = resp.reader();
+    let err = |e: stellflow_proto::DecodeError| format!("Metadata response: {e}");
+    r.nstring().map_err(err)?;
+    r.i32().map_err(err)?;
+    let n = r.array_len(m::MetadataBroker::MIN_SIZE).map_err(err)?;
+    for _ in 0..n {
+        m::MetadataBroker::decode(&mut r).map_err(err)?;
+    }
+    r.array_len(m::MetadataTopic::MIN_SIZE).map_err(err)?;
+    let mut out = Vec::with_capacity(v.topics.len());
+    for _ in 0..v.topics.len() {
+        r.i16().map_err(err)?;
+        r.nstring().map_err(err)?;
+        out.push(r.i8().map_err(err)?);
+        let n = r.array_len(m::MetadataPartition::MIN_SIZE).map_err(err)?;
+        for _ in 0..n {
+            m::MetadataPartition::decode(&mut r).map_err(err)?;
+        }
+        r.i32().map_err(err)?;
+    }
+    Ok(out)
 }
 
 pub fn parse_metadata(resp: &Resp) -> Result<MetadataResp, String> {
-    let mut p = P::new(resp, "Metadata");
-    let cluster_id = p.s("clusterId")?;
-    let controller_id = p.i32("controllerId")?;
-    let brokers = p.arr("brokers", |p| {
-        Ok(BrokerMd {
-            id: p.i32("brokerId")?,
-            host: p.s("host")?,
-            port: p.i32("port")?,
-            rack: p.s("rack")?,
-        })
-    })?;
-    let topics = p.arr("topics", |p| {
-        Ok(TopicMd {
-            error: p.i16("errorCode")?,
-            name: p.s("topic")?,
-            internal: p.i8("isInternal")?,
-            partitions: p.arr("partitions", |p| {
-                Ok(PartMd {
-                    error: p.i16("errorCode")?,
-                    partition: p.i32("partition")?,
-                    leader: p.i32("leaderId")?,
-                    epoch: p.i32("leaderEpoch")?,
-                    replicas: i32s(p, "replicaNodes")?,
-                    isr: i32s(p, "isrNodes")?,
-                    offline: i32s(p, "offlineReplicaNodes")?,
-                })
-            })?,
-            auth_ops: p.i32("topicAuthorizedOperations")?,
-        })
-    })?;
-    let cluster_auth_ops = p.i32("clusterAuthorizedOperations")?;
-    p.end()?;
+    let v: m::MetadataResponse = strict(resp, "Metadata")?;
+    let internal = metadata_internal_bytes(resp, &v)?;
     Ok(MetadataResp {
-        cluster_id,
-        controller_id,
-        brokers,
-        topics,
-        cluster_auth_ops,
+        cluster_id: os(v.cluster_id),
+        controller_id: v.controller_id,
+        brokers: v
+            .brokers
+            .into_iter()
+            .map(|b| BrokerMd {
+                id: b.broker_id,
+                host: os(b.host),
+                port: b.port,
+                rack: os(b.rack),
+            })
+            .collect(),
+        topics: v
+            .topics
+            .into_iter()
+            .zip(internal)
+            .map(|(t, internal)| TopicMd {
+                error: t.error_code.0,
+                name: os(t.topic),
+                internal,
+                partitions: t
+                    .partitions
+                    .into_iter()
+                    .map(|p| PartMd {
+                        error: p.error_code.0,
+                        partition: p.partition,
+                        leader: p.leader_id,
+                        epoch: p.leader_epoch,
+                        replicas: p.replica_nodes,
+                        isr: p.isr_nodes,
+                        offline: p.offline_replica_nodes,
+                    })
+                    .collect(),
+                auth_ops: t.topic_authorized_operations,
+            })
+            .collect(),
+        cluster_auth_ops: v.cluster_authorized_operations,
     })
 }
 
@@ -572,24 +567,25 @@ pub struct ProducePartResp {
 pub type ProduceResp = Vec<(Option<String>, Vec<ProducePartResp>)>;
 
 pub fn parse_produce(resp: &Resp) -> Result<ProduceResp, String> {
-    let mut p = P::new(resp, "Produce");
-    let v = p.arr("responses", |p| {
-        Ok((
-            p.s("topic")?,
-            p.arr("partitions", |p| {
-                Ok(ProducePartResp {
-                    partition: p.i32("partition")?,
-                    error: p.i16("errorCode")?,
-                    base_offset: p.i64("baseOffset")?,
-                    leader_epoch: p.i32("currentLeaderEpoch")?,
-                    log_append_time: p.i64("logAppendTimeMs")?,
-                    log_start: p.i64("logStartOffset")?,
+    let v: m::ProduceResponse = strict(resp, "Produce")?;
+    Ok(v.responses
+        .into_iter()
+        .map(|t| {
+            let parts = t
+                .partitions
+                .into_iter()
+                .map(|p| ProducePartResp {
+                    partition: p.partition,
+                    error: p.error_code.0,
+                    base_offset: p.base_offset,
+                    leader_epoch: p.current_leader_epoch,
+                    log_append_time: p.log_append_time_ms,
+                    log_start: p.log_start_offset,
                 })
-            })?,
-        ))
-    })?;
-    p.end()?;
-    Ok(v)
+                .collect();
+            (os(t.topic), parts)
+        })
+        .collect())
 }
 
 /// The single partition answer of a one-blob Produce.
@@ -628,28 +624,34 @@ pub struct FetchResp {
 }
 
 pub fn parse_fetch(resp: &Resp) -> Result<FetchResp, String> {
-    let mut p = P::new(resp, "Fetch");
-    let session_id = p.i32("sessionId")?;
-    let topics = p.arr("responses", |p| {
-        Ok((
-            p.s("topic")?,
-            p.arr("partitions", |p| {
-                Ok(FetchPartResp {
-                    partition: p.i32("partition")?,
-                    error: p.i16("errorCode")?,
-                    high_watermark: p.i64("highWatermark")?,
-                    log_start: p.i64("logStartOffset")?,
-                    last_stable: p.i64("lastStableOffset")?,
-                    aborted: p.arr("abortedTransactions", |p| {
-                        Ok((p.i64("producerId")?, p.i64("firstOffset")?))
-                    })?,
-                    records: p.bytes("records")?,
-                })
-            })?,
-        ))
-    })?;
-    p.end()?;
-    Ok(FetchResp { session_id, topics })
+    let v: m::FetchResponse = strict(resp, "Fetch")?;
+    Ok(FetchResp {
+        session_id: v.session_id,
+        topics: v
+            .responses
+            .into_iter()
+            .map(|t| {
+                let parts = t
+                    .partitions
+                    .into_iter()
+                    .map(|p| FetchPartResp {
+                        partition: p.partition,
+                        error: p.error_code.0,
+                        high_watermark: p.high_watermark,
+                        log_start: p.log_start_offset,
+                        last_stable: p.last_stable_offset,
+                        aborted: p
+                            .aborted_transactions
+                            .iter()
+                            .map(|a| (a.producer_id, a.first_offset))
+                            .collect(),
+                        records: p.records,
+                    })
+                    .collect();
+                (os(t.topic), parts)
+            })
+            .collect(),
+    })
 }
 
 /// The partition answers of a Fetch for one topic, flattened.
@@ -674,24 +676,25 @@ pub struct LoPartResp {
 pub type ListOffsetsResp = Vec<(Option<String>, Vec<LoPartResp>)>;
 
 pub fn parse_list_offsets(resp: &Resp) -> Result<ListOffsetsResp, String> {
-    let mut p = P::new(resp, "ListOffsets");
-    let v = p.arr("topics", |p| {
-        Ok((
-            p.s("topic")?,
-            p.arr("partitions", |p| {
-                Ok(LoPartResp {
-                    partition: p.i32("partition")?,
-                    error: p.i16("errorCode")?,
-                    leader_epoch: p.i32("leaderEpoch")?,
-                    timestamp: p.i64("timestamp")?,
-                    offset: p.i64("offset")?,
-                    offsets: p.arr("offsets", |p| p.i64("offset"))?,
+    let v: m::ListOffsetsResponse = strict(resp, "ListOffsets")?;
+    Ok(v.topics
+        .into_iter()
+        .map(|t| {
+            let parts = t
+                .partitions
+                .into_iter()
+                .map(|p| LoPartResp {
+                    partition: p.partition,
+                    error: p.error_code.0,
+                    leader_epoch: p.leader_epoch,
+                    timestamp: p.timestamp,
+                    offset: p.offset,
+                    offsets: p.offsets,
                 })
-            })?,
-        ))
-    })?;
-    p.end()?;
-    Ok(v)
+                .collect();
+            (os(t.topic), parts)
+        })
+        .collect())
 }
 
 /// The flattened partition answers of a ListOffsets.
@@ -708,17 +711,18 @@ pub fn parse_list_offsets_parts(resp: &Resp) -> Result<Vec<LoPartResp>, String> 
 pub type OffsetCommitResp = Vec<(Option<String>, Vec<(i32, i16)>)>;
 
 pub fn parse_offset_commit(resp: &Resp) -> Result<OffsetCommitResp, String> {
-    let mut p = P::new(resp, "OffsetCommit");
-    let v = p.arr("topics", |p| {
-        Ok((
-            p.s("topic")?,
-            p.arr("partitions", |p| {
-                Ok((p.i32("partition")?, p.i16("errorCode")?))
-            })?,
-        ))
-    })?;
-    p.end()?;
-    Ok(v)
+    let v: m::OffsetCommitResponse = strict(resp, "OffsetCommit")?;
+    Ok(v.topics
+        .into_iter()
+        .map(|t| {
+            let parts = t
+                .partitions
+                .iter()
+                .map(|p| (p.partition, p.error_code.0))
+                .collect();
+            (os(t.topic), parts)
+        })
+        .collect())
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -732,22 +736,23 @@ pub struct OffsetFetchPart {
 pub type OffsetFetchResp = Vec<(Option<String>, Vec<OffsetFetchPart>)>;
 
 pub fn parse_offset_fetch(resp: &Resp) -> Result<OffsetFetchResp, String> {
-    let mut p = P::new(resp, "OffsetFetch");
-    let v = p.arr("topics", |p| {
-        Ok((
-            p.s("topic")?,
-            p.arr("partitions", |p| {
-                Ok(OffsetFetchPart {
-                    partition: p.i32("partition")?,
-                    offset: p.i64("offset")?,
-                    metadata: p.s("metadata")?,
-                    error: p.i16("errorCode")?,
+    let v: m::OffsetFetchResponse = strict(resp, "OffsetFetch")?;
+    Ok(v.topics
+        .into_iter()
+        .map(|t| {
+            let parts = t
+                .partitions
+                .into_iter()
+                .map(|p| OffsetFetchPart {
+                    partition: p.partition,
+                    offset: p.offset,
+                    metadata: os(p.metadata),
+                    error: p.error_code.0,
                 })
-            })?,
-        ))
-    })?;
-    p.end()?;
-    Ok(v)
+                .collect();
+            (os(t.topic), parts)
+        })
+        .collect())
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -759,15 +764,13 @@ pub struct FindCoordinatorResp {
 }
 
 pub fn parse_find_coordinator(resp: &Resp) -> Result<FindCoordinatorResp, String> {
-    let mut p = P::new(resp, "FindCoordinator");
-    let v = FindCoordinatorResp {
-        error: p.i16("errorCode")?,
-        node_id: p.i32("nodeId")?,
-        host: p.s("host")?,
-        port: p.i32("port")?,
-    };
-    p.end()?;
-    Ok(v)
+    let v: m::FindCoordinatorResponse = strict(resp, "FindCoordinator")?;
+    Ok(FindCoordinatorResp {
+        error: v.error_code.0,
+        node_id: v.node_id,
+        host: os(v.host),
+        port: v.port,
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -779,15 +782,36 @@ pub struct JoinGroupResp {
 }
 
 pub fn parse_join_group(resp: &Resp) -> Result<JoinGroupResp, String> {
-    let mut p = P::new(resp, "JoinGroup");
-    let v = JoinGroupResp {
-        error: p.i16("errorCode")?,
-        generation: p.i32("generationId")?,
-        member_id: p.s("memberId")?,
-        leader_id: p.s("leaderId")?,
-    };
-    p.end()?;
-    Ok(v)
+    let v: m::JoinGroupResponse = strict(resp, "JoinGroup")?;
+    Ok(JoinGroupResp {
+        error: v.error_code.0,
+        generation: v.generation_id,
+        member_id: os(v.member_id),
+        leader_id: os(v.leader_id),
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncGroupResp {
+    pub error: i16,
+    pub assignments: Vec<(Option<String>, i32)>,
+}
+
+pub fn parse_sync_group(resp: &Resp) -> Result<SyncGroupResp, String> {
+    let v: m::SyncGroupResponse = strict(resp, "SyncGroup")?;
+    Ok(SyncGroupResp {
+        error: v.error_code.0,
+        assignments: v
+            .assignments
+            .into_iter()
+            .map(|a| (os(a.topic), a.partition))
+            .collect(),
+    })
+}
+
+pub fn parse_heartbeat(resp: &Resp) -> Result<i16, String> {
+    let v: m::HeartbeatResponse = strict(resp, "Heartbeat")?;
+    Ok(v.error_code.0)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -801,14 +825,12 @@ pub fn parse_init_pid(resp: &Resp) -> Result<InitPidResp, String> {
     if resp.error_code != 0 {
         return Err(format!("InitProducerId: header error {}", resp.error_code));
     }
-    let mut p = P::new(resp, "InitProducerId");
-    let v = InitPidResp {
-        error: p.i16("errorCode")?,
-        producer_id: p.i64("producerId")?,
-        epoch: p.i16("producerEpoch")?,
-    };
-    p.end()?;
-    Ok(v)
+    let v: m::InitProducerIdResponse = strict(resp, "InitProducerId")?;
+    Ok(InitPidResp {
+        error: v.error_code.0,
+        producer_id: v.producer_id,
+        epoch: v.producer_epoch,
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -820,15 +842,13 @@ pub struct TxnResp {
 }
 
 pub fn parse_txn(resp: &Resp) -> Result<TxnResp, String> {
-    let mut p = P::new(resp, "Begin/EndTransaction");
-    let v = TxnResp {
-        error: p.i16("errorCode")?,
-        producer_id: p.i64("producerId")?,
-        epoch: p.i16("producerEpoch")?,
-        state: p.s("transactionState")?,
-    };
-    p.end()?;
-    Ok(v)
+    let v: m::TransactionResponse = strict(resp, "Begin/EndTransaction")?;
+    Ok(TxnResp {
+        error: v.error_code.0,
+        producer_id: v.producer_id,
+        epoch: v.producer_epoch,
+        state: os(v.transaction_state),
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -846,19 +866,15 @@ pub fn parse_topic_admin(resp: &Resp) -> Result<TopicAdminResp, String> {
             resp.body.len()
         ));
     }
-    let mut p = P::new(resp, "topic admin");
-    let v = TopicAdminResp {
-        topic: p.s("topic")?,
-        results: p.arr("partitions", |p| {
-            Ok((
-                p.i32("partition")?,
-                p.i16("errorCode")?,
-                p.i32("leaderEpoch")?,
-            ))
-        })?,
-    };
-    p.end()?;
-    Ok(v)
+    let v: m::TopicAdminResponse = strict(resp, "topic admin")?;
+    Ok(TopicAdminResp {
+        topic: os(v.topic),
+        results: v
+            .partitions
+            .iter()
+            .map(|p| (p.partition, p.error_code.0, p.leader_epoch))
+            .collect(),
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -871,16 +887,20 @@ pub struct ClusterResp {
 }
 
 pub fn parse_cluster(resp: &Resp) -> Result<ClusterResp, String> {
-    let mut p = P::new(resp, "DescribeCluster/HealthCheck");
-    let v = ClusterResp {
-        error: p.i16("errorCode")?,
-        cluster_id: p.s("clusterId")?,
-        brokers: p.i32("brokerCount")?,
-        topics: p.i32("topicCount")?,
-        partitions: p.i32("partitionCount")?,
-    };
-    p.end()?;
-    Ok(v)
+    let v: m::ClusterStatusResponse = strict(resp, "DescribeCluster/HealthCheck")?;
+    Ok(ClusterResp {
+        error: v.error_code.0,
+        cluster_id: os(v.cluster_id),
+        brokers: v.broker_count,
+        topics: v.topic_count,
+        partitions: v.partition_count,
+    })
+}
+
+/// DecommissionBroker response: `(errorCode, message)`.
+pub fn parse_decommission(resp: &Resp) -> Result<(i16, Option<String>), String> {
+    let v: m::DecommissionBrokerResponse = strict(resp, "DecommissionBroker")?;
+    Ok((v.error_code.0, os(v.message)))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -465,10 +465,7 @@ fn decommission(ctx: &Ctx) -> CaseResult {
     for id in [1, -9, 12345] {
         let r = c.call(DECOMMISSION_BROKER, &decommission_req(id))?;
         r.expect_ok_body(0)?;
-        let mut p = proto::P::new(&r, "DecommissionBroker");
-        let err = p.i16("errorCode")?;
-        let msg = p.s("message")?;
-        p.end()?;
+        let (err, msg) = parse_decommission(&r)?;
         ensure_eq!(
             (err, msg),
             (

@@ -254,7 +254,7 @@ fn sync(
     generation: i32,
     member: Option<&str>,
 ) -> Result<client::Resp, String> {
-    c.call(SYNC_GROUP, &group_member_req(g, generation, member))
+    c.call(SYNC_GROUP, &sync_group_req(g, generation, member))
 }
 
 fn expect_sync(r: &client::Resp, error: i16, what: &str) -> CaseResult {
@@ -270,6 +270,14 @@ fn expect_sync(r: &client::Resp, error: i16, what: &str) -> CaseResult {
         r.body.to_vec(),
         body,
         "{what}: 6-byte body {{errorCode, empty assignments}}"
+    );
+    ensure_eq!(
+        parse_sync_group(r)?,
+        SyncGroupResp {
+            error,
+            assignments: vec![],
+        },
+        "{what}: decoded body"
     );
     Ok(())
 }
@@ -297,9 +305,9 @@ fn sync_group(ctx: &Ctx) -> CaseResult {
 }
 
 fn hb(c: &mut Conn, g: &str, generation: i32, member: Option<&str>) -> Result<i16, String> {
-    let r = c.call(HEARTBEAT, &group_member_req(g, generation, member))?;
+    let r = c.call(HEARTBEAT, &heartbeat_req(g, generation, member))?;
     ensure_eq!(r.body.len(), 2, "Heartbeat body is the 2-byte errorCode");
-    let body = i16::from_be_bytes([r.body[0], r.body[1]]);
+    let body = parse_heartbeat(&r)?;
     ensure_eq!(
         r.error_code,
         body,
