@@ -144,10 +144,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
-        if let Some(at) = client.poll_timeout() {
-            if at <= Instant::now() {
-                client.handle_timeout(Instant::now());
-            }
+        if let Some(at) = client.poll_timeout()
+            && at <= Instant::now()
+        {
+            client.handle_timeout(Instant::now());
         }
         if !got_input {
             std::thread::sleep(Duration::from_millis(1));
