@@ -129,6 +129,8 @@ pub struct FetchPart {
 /// Fetch request knobs (§3.4).
 #[derive(Debug, Clone, Copy)]
 pub struct FetchOpts {
+    /// −1 for clients; ≥ 0 plays a follower (§4.7).
+    pub replica_id: i32,
     pub max_wait_ms: i32,
     pub min_bytes: i32,
     pub max_bytes: i32,
@@ -139,6 +141,7 @@ pub struct FetchOpts {
 impl Default for FetchOpts {
     fn default() -> Self {
         FetchOpts {
+            replica_id: -1,
             max_wait_ms: 500,
             min_bytes: 1,
             max_bytes: 64 << 20,
@@ -148,10 +151,10 @@ impl Default for FetchOpts {
     }
 }
 
-/// Fetch request (§3.4), always with `replicaId -1`.
+/// Fetch request (§3.4).
 pub fn fetch_req(opts: FetchOpts, topics: &[(&str, Vec<FetchPart>)]) -> Bytes {
     m::FetchRequest {
-        replica_id: -1,
+        replica_id: opts.replica_id,
         max_wait_ms: opts.max_wait_ms,
         min_bytes: opts.min_bytes,
         max_bytes: opts.max_bytes,

@@ -45,6 +45,21 @@ pub fn cases() -> Vec<Case> {
             run: acks_all_timeout,
         },
         Case {
+            name: "acks_all_timeout_not_recorded_for_idempotence",
+            section: "3.3.2, 8 item 12",
+            run: acks_all_timeout_idempotent,
+        },
+        Case {
+            name: "fetch_with_replica_id_is_follower_path_moves_hw",
+            section: "4.7, 8 item 24",
+            run: replica_fetch,
+        },
+        Case {
+            name: "create_topic_over_higher_epoch_header_only_1_partial",
+            section: "3.14",
+            run: create_over_higher_epoch,
+        },
+        Case {
             name: "describe_cluster_health_check_need_api_versions_body",
             section: "3.15",
             run: describe_cluster,
@@ -417,6 +432,165 @@ fn acks_all_timeout(ctx: &Ctx) -> CaseResult {
         (p.error, p.base_offset),
         (0, 3),
         "acks=-1 with a single ISR member"
+    );
+    delete_topic(&mut c, &t)
+}
+
+/// A throwaway topic whose only partition has a never-fetching second ISR member.
+fn with_laggard(ctx: &Ctx, c: &mut Conn) -> Result<(String, i32, i32), String> {
+    let t = ctx.name("t");
+    let me = self_broker(c, &t)?.id;
+    let laggard = if me == 2 { 3 } else { 2 };
+    create_topic(c, &t, 1)?;
+    let r = alter(c, &t, 0, me, 0, &[me, laggard], &[me, laggard])?;
+    ensure_eq!(
+        parse_topic_admin(&r)?.results,
+        vec![(0, 0, 0)],
+        "add a never-fetching ISR member"
+    );
+    Ok((t, me, laggard))
+}
+
+fn acks_all_timeout_idempotent(ctx: &Ctx) -> CaseResult {
+    let key = ctx.name("k");
+    let mut c = ctx.conn()?.with_client_id(Some(&key));
+    let pid = init_pid(&mut c, None)?;
+    let (t, _, _) = with_laggard(ctx, &mut c)?;
+    let batch = Srfb::new(pid, 0, 0, 1, b"idempotent").encode();
+    let send = |c: &mut Conn, acks: i16| -> Result<ProducePartResp, String> {
+        let body = produce_req(None, acks, 0, &[(&t, vec![(0, Some(&batch[..]))])]);
+        parse_produce_one(&c.call(PRODUCE, &body)?)
+    };
+    let p = send(&mut c, -1)?;
+    ensure_eq!((p.error, p.base_offset), (7, 0), "acks=-1 timeout");
+    // The 7 was not recorded: the same sequence is appended again.
+    let p = send(&mut c, -1)?;
+    ensure_eq!(
+        (p.error, p.base_offset),
+        (7, 1),
+        "retry after 7 appends a second copy"
+    );
+    let p = send(&mut c, 1)?;
+    ensure_eq!(
+        (p.error, p.base_offset),
+        (0, 2),
+        "acks=1: appended and recorded"
+    );
+    let p = send(&mut c, 1)?;
+    ensure_eq!(
+        (p.error, p.base_offset),
+        (0, 2),
+        "now a recognised duplicate"
+    );
+    ensure_eq!(log_end(&mut c, &t, 0)?, 3, "log end");
+    delete_topic(&mut c, &t)
+}
+
+fn replica_fetch(ctx: &Ctx) -> CaseResult {
+    let mut c = ctx.conn()?;
+    let (t, _, laggard) = with_laggard(ctx, &mut c)?;
+    let blobs: [&[u8]; 3] = [b"r0", b"r-one", b"r-two!"];
+    for (i, b) in blobs.iter().enumerate() {
+        ensure_eq!(produce_ok(&mut c, &t, 0, b)?, i as i64, "offset");
+    }
+    ensure_eq!(
+        fetch(&mut c, &t, 0, 0, 1000)?.high_watermark,
+        0,
+        "HW held by the laggard"
+    );
+    let opts = FetchOpts {
+        replica_id: laggard,
+        ..FetchOpts::default()
+    };
+    let part = FetchPart {
+        partition: 0,
+        fetch_offset: 1,
+        partition_max_bytes: 1 << 20,
+    };
+    let r = c.call(FETCH, &fetch_req(opts, &[(&t, vec![part])]))?;
+    let v = parse_fetch_parts(&r)?;
+    ensure_eq!(v[0].error, 0, "replica Fetch errorCode");
+    // Replica payload: count, then {offset, appendTime, leaderEpoch, length, blob} per entry.
+    let rec = records(&v[0])?;
+    let mut rd = stellflow_proto::Reader::new(bytes::Bytes::from(rec));
+    let e = |e: stellflow_proto::DecodeError| format!("replica payload: {e}");
+    ensure_eq!(rd.i32().map_err(e)?, 2, "replica payload entry count");
+    for (off, blob) in [(1i64, blobs[1]), (2, blobs[2])] {
+        ensure_eq!(rd.i64().map_err(e)?, off, "entry offset");
+        let append = rd.i64().map_err(e)?;
+        ensure!(append > 1_600_000_000_000, "entry appendTime {append}");
+        ensure_eq!(rd.i32().map_err(e)?, 0, "entry leaderEpoch");
+        let len = rd.i32().map_err(e)?;
+        ensure_eq!(len as usize, blob.len(), "entry length");
+        ensure_eq!(
+            rd.take("blob", blob.len()).map_err(e)?.to_vec(),
+            blob.to_vec(),
+            "entry blob"
+        );
+    }
+    ensure_eq!(rd.remaining(), 0, "bytes after the replica entries");
+    // The follower's position (just after the last entry) moved the HW to the log end.
+    let f = fetch(&mut c, &t, 0, 0, 1)?;
+    ensure_eq!(
+        (f.high_watermark, f.last_stable),
+        (3, 3),
+        "HW after the replica Fetch"
+    );
+    delete_topic(&mut c, &t)
+}
+
+fn create_over_higher_epoch(ctx: &Ctx) -> CaseResult {
+    let mut c = ctx.conn()?;
+    let t = ctx.name("t");
+    let me = self_broker(&mut c, &t)?.id;
+    create_topic(&mut c, &t, 1)?;
+    let r = alter(&mut c, &t, 0, me, 3, &[me], &[me])?;
+    ensure_eq!(
+        parse_topic_admin(&r)?.results,
+        vec![(0, 0, 3)],
+        "raise epoch to 3"
+    );
+    c.call(CREATE_TOPIC, &create_topic_req(&t, 1))?
+        .expect_header_only(1)?;
+    // Partly applied: metadata back at epoch 0, the log keeps epoch 3.
+    let md = metadata(&mut c, &[&t])?;
+    let p = &md.topic(&t).ok_or("topic missing")?.partitions[0];
+    ensure_eq!(
+        (p.leader, p.epoch),
+        (me, 0),
+        "Metadata after the failed CreateTopic"
+    );
+    let r = c.call(
+        LIST_OFFSETS,
+        &list_offsets_req(&[(
+            &t,
+            vec![
+                LoPart {
+                    partition: 0,
+                    current_leader_epoch: 0,
+                    timestamp: -1,
+                    max_num_offsets: 1,
+                },
+                LoPart {
+                    partition: 0,
+                    current_leader_epoch: 3,
+                    timestamp: -1,
+                    max_num_offsets: 1,
+                },
+            ],
+        )]),
+    )?;
+    let v = parse_list_offsets_parts(&r)?;
+    ensure_eq!(
+        (v[0].error, v[1].error),
+        (0, 9),
+        "ListOffsets epoch check uses the metadata epoch 0"
+    );
+    let p = produce_raw(&mut c, &t, 0, b"x")?;
+    ensure_eq!(
+        (p.error, p.base_offset, p.leader_epoch),
+        (0, 0, 3),
+        "Produce reports the log's epoch"
     );
     delete_topic(&mut c, &t)
 }

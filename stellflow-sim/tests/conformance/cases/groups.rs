@@ -42,6 +42,11 @@ pub fn cases() -> Vec<Case> {
             run: lazy_expiry,
         },
         Case {
+            name: "heartbeat_refreshes_liveness_sync_group_does_not",
+            section: "3.10, 3.11",
+            run: liveness,
+        },
+        Case {
             name: "join_evicting_expired_leader_moves_leadership",
             section: "3.9",
             run: eviction_leadership,
@@ -365,6 +370,43 @@ fn lazy_expiry(ctx: &Ctx) -> CaseResult {
         &sync(&mut c, &g, a.generation, m)?,
         19,
         "SyncGroup evicting the member",
+    )?;
+    expect_sync(
+        &sync(&mut c, &g, a.generation, m)?,
+        1,
+        "SyncGroup after eviction",
+    )?;
+    Ok(())
+}
+
+fn liveness(ctx: &Ctx) -> CaseResult {
+    let mut c = ctx.conn()?;
+    // Heartbeats every 150 ms keep a 400 ms session alive well past 400 ms.
+    let g = ctx.name("hb");
+    let a = join(&mut c, &g, None, 400)?;
+    for i in 0..5 {
+        std::thread::sleep(Duration::from_millis(150));
+        ensure_eq!(
+            hb(&mut c, &g, a.generation, a.member_id.as_deref())?,
+            0,
+            "Heartbeat {i} within the session"
+        );
+    }
+    // SyncGroup does not refresh: 0 at ~200 ms, then 19 once expired (~500 ms), then 1.
+    let g = ctx.name("sync");
+    let a = join(&mut c, &g, None, 400)?;
+    let m = a.member_id.as_deref();
+    std::thread::sleep(Duration::from_millis(200));
+    expect_sync(
+        &sync(&mut c, &g, a.generation, m)?,
+        0,
+        "SyncGroup at ~200 ms",
+    )?;
+    std::thread::sleep(Duration::from_millis(300));
+    expect_sync(
+        &sync(&mut c, &g, a.generation, m)?,
+        19,
+        "SyncGroup at ~500 ms (session 400 ms, not refreshed by SyncGroup)",
     )?;
     expect_sync(
         &sync(&mut c, &g, a.generation, m)?,
