@@ -149,3 +149,17 @@ fn gzip_bomb_is_bounded() {
         }
     );
 }
+
+#[test]
+fn incremental_crc_matches_over_large_batches() {
+    for (n, len) in [(3000usize, 37usize), (200, 1500), (40, 70_000)] {
+        let mut b = BatchBuilder::with_capacity(BatchParams::default(), Envelope::V1, 16);
+        for i in 0..n {
+            let v = vec![(i % 251) as u8; len + i % 13];
+            b.append_with_headers(i as i64, Some(&v[..3]), Some(&v), [("k", Some(&v[..1]))])
+                .unwrap();
+        }
+        let blob = b.finish().unwrap();
+        assert_eq!(blob_records(blob).filter(Result::is_ok).count(), n);
+    }
+}
