@@ -30,6 +30,7 @@ pub struct Client {
     pub(crate) last_now: Instant,
     pub(crate) client_id: String,
     pub(crate) closed: bool,
+    pub(crate) consumer: crate::consumer::Consumer,
 }
 
 impl Client {
@@ -47,6 +48,11 @@ impl Client {
         };
         let net_rng = Rng::new(rng.next_u64());
         let net = Net::new(&config, &client_id, net_rng);
+        let consumer = crate::consumer::Consumer::new(
+            config.consumer.clone(),
+            config.bootstrap.first().cloned(),
+            config.max_response_frame,
+        );
         let refresher = Refresher::new(
             now,
             config.metadata_max_age,
@@ -66,6 +72,7 @@ impl Client {
             last_now: now,
             client_id,
             closed: false,
+            consumer,
         };
         c.process(now);
         Ok(c)
@@ -153,10 +160,8 @@ impl Client {
         } else {
             self.refresher.deadline(self.last_now)
         };
-        match (net, refresh) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let consumer = self.consumer_deadline();
+        [net, refresh, consumer].into_iter().flatten().min()
     }
 
     /// The next outcome: connection changes, metadata updates, admin and raw results.
@@ -238,6 +243,7 @@ impl Client {
                 progressed = true;
                 self.start_refresh(now);
             }
+            progressed |= self.consumer_drive(now);
             if !progressed {
                 break;
             }
@@ -273,6 +279,7 @@ impl Client {
                 });
             }
             Origin::Admin(op) => self.on_admin_completion(now, op, c),
+            Origin::Consumer(op) => self.on_consumer_completion(now, op, c),
         }
     }
 

@@ -173,6 +173,8 @@ pub struct ClientConfig {
     pub software_name: String,
     /// `clientSoftwareVersion` sent in ApiVersions.
     pub software_version: String,
+    /// Consumer settings (group, reset policy, commits, fetch sizing).
+    pub consumer: crate::consumer::ConsumerConfig,
 }
 
 impl ClientConfig {
@@ -192,6 +194,7 @@ impl ClientConfig {
             metadata_refresh_backoff_max: Duration::from_secs(5),
             software_name: "stellflow-rs".to_owned(),
             software_version: env!("CARGO_PKG_VERSION").to_owned(),
+            consumer: crate::consumer::ConsumerConfig::default(),
         })
     }
 

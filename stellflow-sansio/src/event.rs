@@ -89,4 +89,7 @@ pub enum Event {
         /// The raw answer.
         result: Result<RawResponse, RequestError>,
     },
+    /// A consumer notification (rebalances, positions, commits, group state). Records
+    /// themselves come from [`crate::Client::poll_record`].
+    Consumer(crate::consumer::ConsumerEvent),
 }

@@ -118,6 +118,7 @@ pub mod backoff;
 pub mod client;
 pub mod config;
 pub mod conn;
+pub mod consumer;
 pub mod error;
 pub mod event;
 pub mod inflight;
@@ -138,6 +139,10 @@ pub use admin::{
 };
 pub use client::Client;
 pub use config::{BrokerAddress, ClientConfig, HeaderFields, parse_bootstrap};
+pub use consumer::{
+    CommitId, CommitKind, ConsumerConfig, ConsumerError, ConsumerEvent, ConsumerRecord,
+    LogStartAction, OffsetReset, Position, SeekTo, TopicPartition,
+};
 pub use error::{AdminError, ConfigError, ConnectionError, InvalidTopicName, RequestError};
 pub use event::{DisconnectReason, Event};
 pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo};

@@ -1,0 +1,291 @@
+//! The consumer's commands and outputs on [`Client`], and its hooks into the client's loop.
+
+use super::positions::Start;
+use super::{
+    CommitId, CommitKind, Consumer, ConsumerError, ConsumerRecord, Ctx, Op, Position, SeekTo,
+    TopicPartition,
+};
+use crate::client::Client;
+use crate::net::Completion;
+use crate::topic::validate_topic_name;
+use std::time::Instant;
+
+impl Client {
+    fn consumer_ctx(&mut self) -> (&mut Consumer, Ctx<'_>) {
+        let Client {
+            consumer,
+            net,
+            metadata,
+            refresher,
+            events,
+            rng,
+            ..
+        } = self;
+        (
+            consumer,
+            Ctx {
+                net,
+                metadata,
+                refresher,
+                events,
+                rng,
+            },
+        )
+    }
+
+    fn consumer_command(&mut self, now: Instant) -> Result<(), ConsumerError> {
+        self.last_now = now;
+        if self.closed || self.consumer.closing || self.consumer.closed {
+            return Err(ConsumerError::Closed);
+        }
+        Ok(())
+    }
+
+    /// Consumes exactly `partitions` (manual assignment; replaces any subscription). Each
+    /// starts at its committed position when `consumer.group_id` is set, else at the reset
+    /// policy. Revoked and assigned partitions are reported as events.
+    pub fn assign(&mut self, now: Instant, partitions: &[TopicPartition]) -> Result<(), ConsumerError> {
+        self.consumer_command(now)?;
+        for tp in partitions {
+            validate_topic_name(&tp.topic)?;
+        }
+        self.consumer.group.subscription.clear();
+        let (c, mut ctx) = self.consumer_ctx();
+        c.apply_assignment(now, partitions.to_vec(), &mut ctx);
+        self.process(now);
+        Ok(())
+    }
+
+    /// Subscribes to `topics` as a member of `consumer.group_id`: joins the group and consumes
+    /// the partitions SyncGroup assigns — every partition of the topics when the server
+    /// assigns none (always, today).
+    pub fn subscribe(&mut self, now: Instant, topics: &[&str]) -> Result<(), ConsumerError> {
+        self.consumer_command(now)?;
+        if self.consumer.config.group_id.is_none() {
+            return Err(ConsumerError::NoGroup);
+        }
+        for t in topics {
+            validate_topic_name(t)?;
+        }
+        let g = &mut self.consumer.group;
+        g.subscription = topics.iter().map(|t| (*t).to_owned()).collect();
+        if g.member == super::group::Member::Idle {
+            self.refresher.request(false);
+        }
+        self.process(now);
+        Ok(())
+    }
+
+    /// The partitions currently assigned.
+    pub fn assignment(&self) -> Vec<TopicPartition> {
+        self.consumer.parts.keys().cloned().collect()
+    }
+
+    /// Moves `tp` (buffered records are dropped). A [`Position`] may point inside a blob.
+    pub fn seek(&mut self, now: Instant, tp: &TopicPartition, to: SeekTo) -> Result<(), ConsumerError> {
+        self.consumer_command(now)?;
+        if !self.consumer.parts.contains_key(tp) {
+            return Err(ConsumerError::NotAssigned(tp.clone()));
+        }
+        match to {
+            SeekTo::Position(p) => self.consumer.reposition(tp, p),
+            SeekTo::Beginning => self
+                .consumer
+                .restart(tp, Start::NeedsReset(super::OffsetReset::Earliest)),
+            SeekTo::End => self
+                .consumer
+                .restart(tp, Start::NeedsReset(super::OffsetReset::Latest)),
+            SeekTo::Committed => self.consumer.restart(tp, Start::Unknown),
+        }
+        self.process(now);
+        Ok(())
+    }
+
+    /// The position of `tp`: the next record [`Client::poll_record`] delivers from it.
+    /// `None` while the start position is being resolved or the partition is not assigned.
+    pub fn position(&self, tp: &TopicPartition) -> Option<Position> {
+        self.consumer.position(tp)
+    }
+
+    /// The last committed position of `tp` this consumer knows (read at start or written by
+    /// one of its commits).
+    pub fn committed(&self, tp: &TopicPartition) -> Option<Position> {
+        self.consumer.parts.get(tp).and_then(|p| p.committed)
+    }
+
+    /// Stops fetching and delivering `tp`; buffered records are kept for [`Client::resume`].
+    pub fn pause(&mut self, tp: &TopicPartition) -> Result<(), ConsumerError> {
+        if !self.consumer.parts.contains_key(tp) {
+            return Err(ConsumerError::NotAssigned(tp.clone()));
+        }
+        self.consumer.set_paused(tp, true);
+        Ok(())
+    }
+
+    /// Resumes a paused partition.
+    pub fn resume(&mut self, tp: &TopicPartition) -> Result<(), ConsumerError> {
+        if !self.consumer.parts.contains_key(tp) {
+            return Err(ConsumerError::NotAssigned(tp.clone()));
+        }
+        self.consumer.set_paused(tp, false);
+        Ok(())
+    }
+
+    /// High watermark − position of `tp`, with the watermark from the latest fetch.
+    pub fn lag(&self, tp: &TopicPartition) -> Option<i64> {
+        self.consumer.lag(tp)
+    }
+
+    /// Fetched bytes waiting for delivery (bounded by `consumer.max_buffered_bytes`).
+    pub fn buffered_bytes(&self) -> usize {
+        self.consumer.buffered
+    }
+
+    /// The group member id and generation, once joined.
+    pub fn group_member(&self) -> Option<(&str, i32)> {
+        let g = &self.consumer.group;
+        g.member_id().map(|m| (m, g.generation()))
+    }
+
+    /// The next record, decoded from fetched bytes without copying its key, value or
+    /// headers; `None` when nothing is buffered. Records of one partition come in order.
+    pub fn poll_record(&mut self) -> Option<ConsumerRecord> {
+        let Client {
+            consumer,
+            events,
+            net,
+            ..
+        } = self;
+        consumer.poll_record(events, &mut net.counters)
+    }
+
+    /// Commits the positions of every assigned partition (the first undelivered record,
+    /// mid-blob included), retrying retriable failures until `consumer.rebalance_timeout`.
+    /// The outcome is [`super::ConsumerEvent::CommitCompleted`] with the returned id.
+    pub fn commit(&mut self, now: Instant) -> Result<CommitId, ConsumerError> {
+        let positions = self.consumer.positions();
+        self.commit_with(now, positions, CommitKind::Sync)
+    }
+
+    /// Like [`Client::commit`], without retries.
+    pub fn commit_async(&mut self, now: Instant) -> Result<CommitId, ConsumerError> {
+        let positions = self.consumer.positions();
+        self.commit_with(now, positions, CommitKind::Async)
+    }
+
+    /// Commits explicit positions (e.g. [`ConsumerRecord::next_position`] of the last
+    /// processed record), retried like [`Client::commit`].
+    pub fn commit_positions(
+        &mut self,
+        now: Instant,
+        positions: Vec<(TopicPartition, Position)>,
+    ) -> Result<CommitId, ConsumerError> {
+        self.commit_with(now, positions, CommitKind::Sync)
+    }
+
+    fn commit_with(
+        &mut self,
+        now: Instant,
+        positions: Vec<(TopicPartition, Position)>,
+        kind: CommitKind,
+    ) -> Result<CommitId, ConsumerError> {
+        self.consumer_command(now)?;
+        if self.consumer.config.group_id.is_none() {
+            return Err(ConsumerError::NoGroup);
+        }
+        let (c, mut ctx) = self.consumer_ctx();
+        let id = c.start_commit(now, positions, kind, &mut ctx);
+        self.process(now);
+        Ok(id)
+    }
+
+    /// Stops consuming: no more fetches or heartbeats; with auto-commit on, the positions are
+    /// committed first (there is no LeaveGroup: the member expires after its session).
+    /// [`super::ConsumerEvent::Closed`] follows; then close the client with [`Client::close`].
+    pub fn close_consumer(&mut self, now: Instant) {
+        self.last_now = now;
+        if self.consumer.closing || self.consumer.closed {
+            return;
+        }
+        self.consumer.closing = true;
+        let positions: Vec<(TopicPartition, Position)> = self
+            .consumer
+            .positions()
+            .into_iter()
+            .filter(|(tp, pos)| {
+                self.consumer
+                    .parts
+                    .get(tp)
+                    .is_some_and(|p| p.committed != Some(*pos))
+            })
+            .collect();
+        let commit = self.consumer.config.enable_auto_commit
+            && self.consumer.config.group_id.is_some()
+            && !positions.is_empty()
+            && !self.closed;
+        let (c, mut ctx) = self.consumer_ctx();
+        if commit {
+            c.start_commit(now, positions, CommitKind::Close, &mut ctx);
+        } else {
+            c.finish_close(&mut ctx);
+        }
+        self.process(now);
+    }
+
+    /// One consumer pass inside [`Client::process`]; whether it sent anything.
+    pub(crate) fn consumer_drive(&mut self, now: Instant) -> bool {
+        if !self.consumer.active() {
+            return false;
+        }
+        let closed = self.closed;
+        let (c, mut ctx) = self.consumer_ctx();
+        if closed {
+            c.fail_commits(&mut ctx);
+            return false;
+        }
+        let mut sent = c.drive_group(now, &mut ctx);
+        sent |= c.resolve_starts(now, &mut ctx);
+        sent |= c.send_fetches(now, &mut ctx);
+        sent
+    }
+
+    /// The consumer's earliest deadline, for [`Client::poll_timeout`].
+    pub(crate) fn consumer_deadline(&self) -> Option<Instant> {
+        let c = &self.consumer;
+        if self.closed || !c.active() {
+            return None;
+        }
+        let mut d = c.group.deadline(&c.config, c.config.group_id.is_some());
+        let mut take = |t: Option<Instant>| {
+            if let Some(t) = t {
+                d = Some(d.map_or(t, |x: Instant| x.min(t)));
+            }
+        };
+        if c.fetch_wake && !c.closing && c.buffered < c.config.max_buffered_bytes {
+            take(Some(self.last_now));
+        }
+        for p in c.parts.values() {
+            match p.start {
+                Start::Ready if !p.paused && !p.in_flight && !c.closing => {
+                    if c.buffered < c.config.max_buffered_bytes {
+                        take(p.not_before.filter(|t| *t > self.last_now));
+                    }
+                }
+                Start::Unknown | Start::NeedsReset(_) => take(p.retry_at),
+                _ => {}
+            }
+        }
+        d
+    }
+
+    /// Routes a consumer request's outcome.
+    pub(crate) fn on_consumer_completion(&mut self, now: Instant, op: Op, c: Completion) {
+        let (consumer, mut ctx) = self.consumer_ctx();
+        match op {
+            Op::Fetch => consumer.on_fetch(now, c.seq, c.result, &mut ctx),
+            Op::ListOffsets => consumer.on_list_offsets(now, c.seq, c.result, &mut ctx),
+            Op::OffsetFetch => consumer.on_offset_fetch(now, c.seq, c.result, &mut ctx),
+            _ => consumer.on_group(now, op, c.seq, c.result, &mut ctx),
+        }
+    }
+}

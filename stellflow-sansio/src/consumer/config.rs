@@ -1,0 +1,108 @@
+//! Consumer settings ([`ConsumerConfig`]), part of [`crate::ClientConfig::consumer`].
+
+use crate::config::BrokerAddress;
+use std::time::Duration;
+
+/// What to do when a partition has no usable position: nothing committed, or the position fell
+/// below the log start (retention deleted it; the server clamps silently, PROTOCOL.md §3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OffsetReset {
+    /// Start at the log start (ListOffsets EARLIEST).
+    Earliest,
+    /// Start at the log end: only blobs written from now on (ListOffsets LATEST). The
+    /// reference SDKs' default.
+    #[default]
+    Latest,
+    /// Do not move: raise [`crate::ConsumerEvent::NoPosition`] and wait for a
+    /// [`crate::Client::seek`].
+    None,
+}
+
+/// Consumer settings. Defaults follow the Kafka clients where the server allows it.
+///
+/// ```
+/// use stellflow_sansio::{ClientConfig, OffsetReset};
+/// let mut config = ClientConfig::new("127.0.0.1:9092").unwrap();
+/// config.consumer.group_id = Some("billing".into());
+/// config.consumer.auto_offset_reset = OffsetReset::Earliest;
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ConsumerConfig {
+    /// The group: needed for [`crate::Client::subscribe`] and for committed offsets (commits
+    /// and OffsetFetch go to the group's coordinator). `None`: manual assignment without
+    /// commits.
+    pub group_id: Option<String>,
+    /// The broker asked for the coordinator (FindCoordinator). Every broker names itself and
+    /// keeps its own group state and offsets (PROTOCOL.md §3.8), so all members of a group must
+    /// ask the same one. Default: the first bootstrap address.
+    pub coordinator_bootstrap: Option<BrokerAddress>,
+    /// Where to start without a committed offset, or after the log start passed the position.
+    pub auto_offset_reset: OffsetReset,
+    /// Commit delivered positions every [`auto_commit_interval`](Self::auto_commit_interval),
+    /// before partitions are revoked, and on [`crate::Client::close_consumer`]. Default true.
+    pub enable_auto_commit: bool,
+    /// Default 5 s.
+    pub auto_commit_interval: Duration,
+    /// `sessionTimeoutMs` of JoinGroup: the member expires without a Heartbeat for this long.
+    /// Also the time without a successful heartbeat after which the client rejoins on its own.
+    /// Default 45 s.
+    pub session_timeout: Duration,
+    /// Heartbeat period. Default 3 s.
+    pub heartbeat_interval: Duration,
+    /// Deadline of JoinGroup and SyncGroup (the protocol has no rebalance timeout field; the
+    /// server answers at once). Default 30 s.
+    pub rebalance_timeout: Duration,
+    /// First delay before rejoining after 19 (fenced), 1 (unknown member) or a lost
+    /// coordinator; doubles while it keeps happening. Default 100 ms.
+    pub rejoin_backoff: Duration,
+    /// Largest rejoin delay: caps the rejoin rate (DESIGN §3.7). Default 10 s.
+    pub rejoin_backoff_max: Duration,
+    /// Rejoins within [`thrash_window`](Self::thrash_window) that raise
+    /// [`crate::ConsumerEvent::GroupThrashing`]. Default 5.
+    pub thrash_threshold: usize,
+    /// Default 60 s.
+    pub thrash_window: Duration,
+    /// Byte budget of one Fetch request (all its partitions). Capped by the response frame
+    /// limit. Default 50 MiB.
+    pub fetch_max_bytes: usize,
+    /// Most entries (blobs) asked per partition in one Fetch. Default 256.
+    pub max_entries_per_partition: usize,
+    /// Prefetch bound: no Fetch is sent while this many blob bytes wait for delivery.
+    /// Default 64 MiB.
+    pub max_buffered_bytes: usize,
+    /// `maxWaitMs` sent in Fetch (ignored by today's server, honoured by one with long-poll).
+    /// Default 500 ms.
+    pub fetch_max_wait: Duration,
+    /// First client-side delay after an empty fetch of a partition; doubles while fetches stay
+    /// empty. Default 5 ms.
+    pub fetch_backoff: Duration,
+    /// Largest empty-fetch delay. Default 500 ms.
+    pub fetch_backoff_max: Duration,
+}
+
+impl Default for ConsumerConfig {
+    fn default() -> Self {
+        ConsumerConfig {
+            group_id: None,
+            coordinator_bootstrap: None,
+            auto_offset_reset: OffsetReset::Latest,
+            enable_auto_commit: true,
+            auto_commit_interval: Duration::from_secs(5),
+            session_timeout: Duration::from_secs(45),
+            heartbeat_interval: Duration::from_secs(3),
+            rebalance_timeout: Duration::from_secs(30),
+            rejoin_backoff: Duration::from_millis(100),
+            rejoin_backoff_max: Duration::from_secs(10),
+            thrash_threshold: 5,
+            thrash_window: Duration::from_secs(60),
+            fetch_max_bytes: 50 * 1024 * 1024,
+            max_entries_per_partition: 256,
+            max_buffered_bytes: 64 * 1024 * 1024,
+            fetch_max_wait: Duration::from_millis(500),
+            fetch_backoff: Duration::from_millis(5),
+            fetch_backoff_max: Duration::from_millis(500),
+        }
+    }
+}

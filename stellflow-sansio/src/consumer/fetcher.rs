@@ -1,0 +1,325 @@
+//! Fetching: one Fetch per leader broker for its fetchable partitions, each blob asked for
+//! with its own entry (PROTOCOL.md §3.4 exact method), entries sized from blob sizes seen so
+//! the answer fits the frame limit, prefetch bounded by buffered bytes, and client-side
+//! adaptive backoff on empty fetches (the server never waits).
+
+use super::offset_model::{self, EntryVerdict, Position};
+use super::positions::{ReadyBlob, Start};
+use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, TopicPartition};
+use crate::error::RequestError;
+use crate::net::{Origin, Reply};
+use crate::request::{RequestOptions, Target};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use stellflow_proto::messages::{FetchPartition, FetchRequest, FetchResponse, FetchTopic, RequestBody};
+use stellflow_proto::{ErrorClass, ErrorCode, Reader, Wire};
+
+/// Response-frame bytes reserved for headers and per-entry overhead.
+const FRAME_SLACK: usize = 256 * 1024;
+/// Size assumed for a partition whose blobs were never seen, when packing a request.
+const UNKNOWN_BLOB_GUESS: usize = 1024 * 1024;
+
+/// One partition's entries in a Fetch request.
+#[derive(Debug, Clone)]
+pub struct LayoutPart {
+    partition: i32,
+    first: i64,
+    count: usize,
+    epoch: u64,
+}
+
+/// What a Fetch in flight asked for, in request order.
+#[derive(Debug, Clone)]
+pub struct FetchLayout {
+    pub(crate) broker: i32,
+    topics: Vec<(Arc<str>, Vec<LayoutPart>)>,
+}
+
+impl Consumer {
+    /// Sends a Fetch to every leader broker without one in flight that leads a fetchable
+    /// partition. Returns whether anything was sent.
+    pub(crate) fn send_fetches(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+        self.fetch_wake = false;
+        if self.closing || self.closed || self.buffered >= self.config.max_buffered_bytes {
+            return false;
+        }
+        let room = self.config.max_buffered_bytes - self.buffered;
+        let frame_budget = self.max_frame.saturating_sub(FRAME_SLACK).max(1);
+        let budget = self.config.fetch_max_bytes.min(frame_budget).min(room).max(1);
+        let mut by_broker: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
+        let mut refresh = false;
+        let cluster = ctx.metadata.cluster();
+        for (tp, p) in self.parts.iter_mut() {
+            if !p.fetchable(now) {
+                continue;
+            }
+            match cluster.partition(&tp.topic, tp.partition).map(|i| i.leader()) {
+                Some(Ok(leader)) => {
+                    if !self.fetching.contains(&leader) {
+                        by_broker.entry(leader).or_default().push(tp.clone());
+                    }
+                }
+                _ => {
+                    refresh = true;
+                    p.not_before = Some(now + self.config.fetch_backoff_max);
+                }
+            }
+        }
+        if refresh {
+            ctx.refresher.request(false);
+        }
+        let mut sent = false;
+        for (broker, tps) in by_broker {
+            let per = budget / tps.len().max(1);
+            let mut topics: Vec<(Arc<str>, Vec<LayoutPart>)> = Vec::new();
+            let mut estimate = 0usize;
+            for tp in tps {
+                let Some(p) = self.parts.get_mut(&tp) else {
+                    continue;
+                };
+                let count = offset_model::entries_for(
+                    per,
+                    p.blob_size,
+                    self.config.max_entries_per_partition,
+                );
+                let size = count * p.blob_size.unwrap_or(UNKNOWN_BLOB_GUESS);
+                if estimate > 0 && estimate + size > budget {
+                    continue;
+                }
+                estimate += size;
+                p.in_flight = true;
+                let part = LayoutPart {
+                    partition: tp.partition,
+                    first: p.fetch_next,
+                    count,
+                    epoch: p.epoch,
+                };
+                match topics.iter_mut().find(|(t, _)| *t == tp.topic) {
+                    Some((_, v)) => v.push(part),
+                    None => topics.push((tp.topic.clone(), vec![part])),
+                }
+            }
+            if topics.is_empty() {
+                continue;
+            }
+            let body = FetchRequest {
+                replica_id: -1,
+                max_wait_ms: i32::try_from(self.config.fetch_max_wait.as_millis())
+                    .unwrap_or(i32::MAX),
+                min_bytes: 1,
+                max_bytes: i32::try_from(budget).unwrap_or(i32::MAX),
+                isolation_level: 0,
+                session_id: 0,
+                topic_partitions: topics
+                    .iter()
+                    .map(|(t, parts)| FetchTopic {
+                        topic: Some(t.as_ref().into()),
+                        partitions: parts
+                            .iter()
+                            .flat_map(|lp| {
+                                offset_model::fetch_entries(lp.first, lp.count).map(
+                                    |(fetch_offset, max)| FetchPartition {
+                                        partition: lp.partition,
+                                        current_leader_epoch: -1,
+                                        fetch_offset,
+                                        log_start_offset: -1,
+                                        partition_max_bytes: max,
+                                    },
+                                )
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            };
+            let seq = ctx.net.submit(
+                now,
+                Target::Broker(broker),
+                RequestBody::Fetch(body),
+                None,
+                Origin::Consumer(Op::Fetch),
+                &RequestOptions::default(),
+            );
+            self.fetching.insert(broker);
+            self.fetches.insert(seq, FetchLayout { broker, topics });
+            sent = true;
+        }
+        sent
+    }
+
+    /// A Fetch answered (or failed).
+    pub(crate) fn on_fetch(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        result: Result<Reply, RequestError>,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let Some(layout) = self.fetches.remove(&seq) else {
+            return;
+        };
+        self.fetching.remove(&layout.broker);
+        self.fetch_wake = true;
+        let decoded = match &result {
+            Ok(reply) => reply
+                .body
+                .clone()
+                .and_then(|b| FetchResponse::decode(&mut Reader::new(b)).ok()),
+            Err(_) => None,
+        };
+        let Some(resp) = decoded else {
+            // Request failed: back off every partition; after a transport failure (maybe an
+            // oversize answer) ask one blob at a time until sizes are known again.
+            let transport = result.is_err();
+            for (topic, parts) in &layout.topics {
+                for lp in parts {
+                    let tp = TopicPartition {
+                        topic: topic.clone(),
+                        partition: lp.partition,
+                    };
+                    if let Some(p) = self.parts.get_mut(&tp)
+                        && p.epoch == lp.epoch
+                    {
+                        p.in_flight = false;
+                        p.not_before = Some(now + self.config.fetch_backoff_max);
+                        if transport {
+                            p.blob_size = None;
+                        }
+                    }
+                }
+            }
+            return;
+        };
+        let mut topics = resp.responses.into_iter();
+        for (topic, parts) in layout.topics {
+            let answered = topics.next();
+            let mut entries = answered.map(|t| t.partitions).unwrap_or_default().into_iter();
+            for lp in parts {
+                let tp = TopicPartition {
+                    topic: topic.clone(),
+                    partition: lp.partition,
+                };
+                let mine: Vec<_> = entries.by_ref().take(lp.count).collect();
+                self.apply_entries(now, &tp, &lp, mine, ctx);
+            }
+        }
+    }
+
+    fn apply_entries(
+        &mut self,
+        now: Instant,
+        tp: &TopicPartition,
+        lp: &LayoutPart,
+        entries: Vec<stellflow_proto::messages::FetchPartitionResponse>,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let policy = self.config.auto_offset_reset;
+        let (min_backoff, max_backoff) = (self.config.fetch_backoff, self.config.fetch_backoff_max);
+        let Some(p) = self.parts.get_mut(tp) else {
+            return;
+        };
+        if p.epoch != lp.epoch {
+            return;
+        }
+        p.in_flight = false;
+        let mut blobs = Vec::new();
+        let mut restart_latest = false;
+        let mut errored = false;
+        for (i, e) in entries.into_iter().enumerate() {
+            if e.partition != tp.partition {
+                break;
+            }
+            if e.error_code != ErrorCode::NONE {
+                if e.error_code.class() == ErrorClass::RefreshMetadataAndRetry {
+                    ctx.refresher.request(false);
+                } else {
+                    ctx.emit(ConsumerEvent::FetchError {
+                        partition: tp.clone(),
+                        code: e.error_code,
+                    });
+                }
+                errored = true;
+                break;
+            }
+            p.high_watermark = Some(e.high_watermark);
+            p.log_start = Some(e.log_start_offset);
+            let fetch_offset = lp.first.saturating_add(i as i64);
+            let records = e.records.unwrap_or_default();
+            let mut verdict = offset_model::classify(
+                p.fetch_next,
+                fetch_offset,
+                e.log_start_offset,
+                records.is_empty(),
+            );
+            if let EntryVerdict::BelowLogStart { log_start } = verdict {
+                let position = p.fetch_next;
+                let action = match policy {
+                    OffsetReset::Earliest => LogStartAction::MovedToLogStart,
+                    OffsetReset::Latest => LogStartAction::MovedToEnd,
+                    _ => LogStartAction::Stopped,
+                };
+                ctx.emit(ConsumerEvent::LogStartMoved {
+                    partition: tp.clone(),
+                    position,
+                    log_start,
+                    action,
+                });
+                match action {
+                    LogStartAction::MovedToLogStart => {
+                        if p.delivered.offset == p.fetch_next {
+                            p.delivered = Position::blob(log_start);
+                        }
+                        p.fetch_next = log_start;
+                        verdict = offset_model::classify(
+                            p.fetch_next,
+                            fetch_offset,
+                            e.log_start_offset,
+                            records.is_empty(),
+                        );
+                    }
+                    LogStartAction::MovedToEnd => {
+                        restart_latest = true;
+                        break;
+                    }
+                    _ => {
+                        p.start = Start::Stopped;
+                        break;
+                    }
+                }
+            }
+            match verdict {
+                EntryVerdict::Deliver(offset) => {
+                    let skip = if offset == p.delivered.offset {
+                        p.delivered.index
+                    } else {
+                        0
+                    };
+                    p.saw_blob(records.len());
+                    p.fetch_next = offset_model::next_after(offset);
+                    blobs.push(ReadyBlob::new(tp.clone(), offset, p.epoch, skip, records));
+                }
+                EntryVerdict::Duplicate => {}
+                _ => break,
+            }
+        }
+        if errored {
+            p.not_before = Some(now + max_backoff);
+        } else if blobs.is_empty() {
+            p.empty_backoff = if p.empty_backoff.is_zero() {
+                min_backoff
+            } else {
+                (p.empty_backoff * 2).min(max_backoff)
+            };
+            p.not_before = Some(now + p.empty_backoff);
+        } else {
+            p.empty_backoff = Duration::ZERO;
+            p.not_before = None;
+        }
+        for b in blobs {
+            self.push_blob(b);
+        }
+        if restart_latest {
+            self.restart(tp, Start::NeedsReset(OffsetReset::Latest));
+        }
+    }
+}

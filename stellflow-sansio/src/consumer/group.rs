@@ -1,0 +1,676 @@
+//! Groups and commits: FindCoordinator (then host:port, never the nodeId), JoinGroup,
+//! SyncGroup (a non-empty assignment wins, else every partition of the subscribed topics),
+//! heartbeats on a timer, rejoin with capped backoff after 19, 1 or a lost coordinator, a
+//! thrash warning, auto-commit, and commits that resume mid-blob (DESIGN §3.1, §3.7).
+
+use super::offset_model::{self, Position};
+use super::start::by_topic;
+use super::{
+    CommitId, CommitKind, Consumer, ConsumerConfig, ConsumerError, ConsumerEvent, Ctx, Op,
+    TopicPartition,
+};
+use crate::backoff::Backoff;
+use crate::config::BrokerAddress;
+use crate::error::RequestError;
+use crate::net::{Origin, Reply};
+use crate::request::{RequestOptions, Target};
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+use stellflow_proto::messages::{
+    FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
+    JoinGroupRequest, JoinGroupResponse, OffsetCommitPartition, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetCommitTopic, RequestBody, SyncGroupRequest, SyncGroupResponse,
+};
+use stellflow_proto::{ErrorCode, Reader, Wire};
+
+/// The member's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Member {
+    /// Not joining (no subscription).
+    Idle,
+    /// JoinGroup in flight.
+    Joining,
+    /// SyncGroup in flight.
+    Syncing,
+    /// Joined; heartbeating.
+    Stable,
+    /// Waiting to (re)join at this instant.
+    Waiting(Instant),
+}
+
+/// A commit on its way.
+#[derive(Debug, Clone)]
+pub struct CommitReq {
+    id: CommitId,
+    kind: CommitKind,
+    positions: Vec<(TopicPartition, Position)>,
+    deadline: Instant,
+}
+
+/// Group and coordinator state.
+#[derive(Debug)]
+pub struct Group {
+    bootstrap: Option<BrokerAddress>,
+    /// The coordinator's address, once found.
+    pub(crate) coordinator: Option<BrokerAddress>,
+    pub(crate) want_coordinator: bool,
+    find_in_flight: bool,
+    find_retry_at: Option<Instant>,
+    pub(crate) subscription: Vec<String>,
+    pub(crate) member: Member,
+    member_id: Option<String>,
+    generation: i32,
+    join_seq: Option<u64>,
+    sync_seq: Option<u64>,
+    hb_seq: Option<u64>,
+    next_heartbeat: Option<Instant>,
+    last_ok: Option<Instant>,
+    stable_since: Option<Instant>,
+    backoff: Backoff,
+    joins: VecDeque<Instant>,
+    thrash_warned: Option<Instant>,
+    pub(crate) server_assignment: bool,
+    is_leader: bool,
+    next_auto_commit: Option<Instant>,
+    pending: VecDeque<CommitReq>,
+    in_flight: HashMap<u64, CommitReq>,
+    next_commit: u64,
+}
+
+impl Group {
+    /// Group state for `config`; FindCoordinator goes to `bootstrap` (or the configured one).
+    pub fn new(config: &ConsumerConfig, bootstrap: Option<BrokerAddress>) -> Self {
+        Group {
+            bootstrap: config.coordinator_bootstrap.clone().or(bootstrap),
+            coordinator: None,
+            want_coordinator: false,
+            find_in_flight: false,
+            find_retry_at: None,
+            subscription: Vec::new(),
+            member: Member::Idle,
+            member_id: None,
+            generation: -1,
+            join_seq: None,
+            sync_seq: None,
+            hb_seq: None,
+            next_heartbeat: None,
+            last_ok: None,
+            stable_since: None,
+            backoff: Backoff::new(config.rejoin_backoff, config.rejoin_backoff_max, 0.2),
+            joins: VecDeque::new(),
+            thrash_warned: None,
+            server_assignment: false,
+            is_leader: false,
+            next_auto_commit: None,
+            pending: VecDeque::new(),
+            in_flight: HashMap::new(),
+            next_commit: 0,
+        }
+    }
+
+    /// Whether the group needs driving (subscribed, or commits outstanding).
+    pub fn active(&self) -> bool {
+        !self.subscription.is_empty() || !self.pending.is_empty() || !self.in_flight.is_empty()
+    }
+
+    /// The member id, once joined.
+    pub fn member_id(&self) -> Option<&str> {
+        self.member_id.as_deref()
+    }
+
+    /// The generation, once joined (−1 before).
+    pub fn generation(&self) -> i32 {
+        self.generation
+    }
+
+    /// Forgets the coordinator after a transport failure; it is looked up again.
+    pub(crate) fn lost_coordinator(&mut self, now: Instant) {
+        self.coordinator = None;
+        self.find_retry_at = Some(now + self.backoff_base());
+    }
+
+    fn backoff_base(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(100)
+    }
+
+    pub(crate) fn alloc_commit(&mut self) -> CommitId {
+        self.next_commit += 1;
+        CommitId(self.next_commit)
+    }
+
+    /// The earliest group deadline.
+    pub(crate) fn deadline(&self, config: &ConsumerConfig, has_group: bool) -> Option<Instant> {
+        if !has_group {
+            return None;
+        }
+        let mut d: Vec<Option<Instant>> = vec![self.next_auto_commit.filter(|_| config.enable_auto_commit)];
+        if self.coordinator.is_none() && !self.find_in_flight {
+            d.push(self.find_retry_at);
+        }
+        match self.member {
+            Member::Waiting(t) => d.push(Some(t)),
+            Member::Stable => {
+                if self.hb_seq.is_none() {
+                    d.push(self.next_heartbeat);
+                }
+                d.push(self.last_ok.map(|t| t + config.session_timeout));
+            }
+            _ => {}
+        }
+        d.into_iter().flatten().min()
+    }
+}
+
+impl Consumer {
+    /// Runs the group: coordinator lookup, joins, heartbeats, auto-commit, queued commits.
+    pub(crate) fn drive_group(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+        let Some(group_id) = self.config.group_id.clone() else {
+            return false;
+        };
+        let mut sent = false;
+        let g = &mut self.group;
+        if g.next_auto_commit.is_none() {
+            g.next_auto_commit = Some(now + self.config.auto_commit_interval);
+        }
+        let subscribed = !g.subscription.is_empty() && !self.closing;
+        if g.coordinator.is_none()
+            && !g.find_in_flight
+            && g.find_retry_at.is_none_or(|t| t <= now)
+            && (subscribed || g.want_coordinator || !g.pending.is_empty())
+        {
+            let target = g.bootstrap.clone().map_or(Target::Any, Target::Address);
+            ctx.net.submit(
+                now,
+                target,
+                RequestBody::FindCoordinator(FindCoordinatorRequest {
+                    key: Some(group_id.as_str().into()),
+                    key_type: 0,
+                }),
+                None,
+                Origin::Consumer(Op::FindCoordinator),
+                &RequestOptions::default(),
+            );
+            ctx.net.counters.group_operations += 1;
+            g.find_in_flight = true;
+            sent = true;
+        }
+        let Some(coordinator) = g.coordinator.clone() else {
+            return sent;
+        };
+        g.want_coordinator = false;
+        // Queued commits.
+        while let Some(c) = self.group.pending.pop_front() {
+            self.send_commit(now, &group_id, &coordinator, c, ctx);
+            sent = true;
+        }
+        if self.closing {
+            return sent;
+        }
+        let rebalance = RequestOptions {
+            timeout: Some(self.config.rebalance_timeout),
+            ..RequestOptions::default()
+        };
+        let g = &mut self.group;
+        if subscribed {
+            let join_now = match g.member {
+                Member::Idle => true,
+                Member::Waiting(t) => t <= now,
+                _ => false,
+            };
+            if join_now {
+                let seq = ctx.net.submit(
+                    now,
+                    Target::Address(coordinator.clone()),
+                    RequestBody::JoinGroup(JoinGroupRequest {
+                        group_id: Some(group_id.as_str().into()),
+                        member_id: g.member_id.as_deref().map(Into::into),
+                        session_timeout_ms: i32::try_from(self.config.session_timeout.as_millis())
+                            .unwrap_or(i32::MAX),
+                    }),
+                    None,
+                    Origin::Consumer(Op::Join),
+                    &rebalance,
+                );
+                ctx.net.counters.group_operations += 1;
+                g.join_seq = Some(seq);
+                g.member = Member::Joining;
+                g.joins.push_back(now);
+                while g.joins.front().is_some_and(|t| *t + self.config.thrash_window < now) {
+                    g.joins.pop_front();
+                }
+                if g.joins.len() >= self.config.thrash_threshold
+                    && g.thrash_warned.is_none_or(|t| t + self.config.thrash_window < now)
+                {
+                    g.thrash_warned = Some(now);
+                    ctx.emit(ConsumerEvent::GroupThrashing {
+                        rejoins: g.joins.len(),
+                        window: self.config.thrash_window,
+                    });
+                }
+                sent = true;
+            }
+            if g.member == Member::Stable {
+                if g.last_ok.is_some_and(|t| t + self.config.session_timeout <= now) {
+                    self.rejoin(now, "no successful heartbeat within the session timeout", false, ctx);
+                } else if g.hb_seq.is_none() && g.next_heartbeat.is_some_and(|t| t <= now) {
+                    let seq = ctx.net.submit(
+                        now,
+                        Target::Address(coordinator.clone()),
+                        RequestBody::Heartbeat(HeartbeatRequest {
+                            group_id: Some(group_id.as_str().into()),
+                            generation_id: g.generation,
+                            member_id: g.member_id.as_deref().map(Into::into),
+                        }),
+                        None,
+                        Origin::Consumer(Op::Heartbeat),
+                        &RequestOptions {
+                            timeout: Some(self.config.heartbeat_interval.max(
+                                self.config.session_timeout / 2,
+                            )),
+                            ..RequestOptions::default()
+                        },
+                    );
+                    ctx.net.counters.group_operations += 1;
+                    g.hb_seq = Some(seq);
+                    g.next_heartbeat = Some(now + self.config.heartbeat_interval);
+                    sent = true;
+                }
+                if !self.group.server_assignment {
+                    let wanted = self.subscribed_partitions(ctx);
+                    let differs = wanted.len() != self.parts.len()
+                        || wanted.iter().any(|tp| !self.parts.contains_key(tp));
+                    if differs && !wanted.is_empty() {
+                        self.apply_assignment(now, wanted, ctx);
+                    }
+                }
+            }
+        }
+        // Auto-commit.
+        if self.config.enable_auto_commit
+            && self.group.next_auto_commit.is_some_and(|t| t <= now)
+        {
+            self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
+            let changed: Vec<(TopicPartition, Position)> = self
+                .positions()
+                .into_iter()
+                .filter(|(tp, pos)| self.parts.get(tp).is_some_and(|p| p.committed != Some(*pos)))
+                .collect();
+            if !changed.is_empty() {
+                self.start_commit(now, changed, CommitKind::Auto, ctx);
+                sent = true;
+            }
+        }
+        sent
+    }
+
+    /// Every partition of the subscribed topics, from metadata.
+    pub(crate) fn subscribed_partitions(&self, ctx: &mut Ctx<'_>) -> Vec<TopicPartition> {
+        let cluster = ctx.metadata.cluster();
+        let mut out = Vec::new();
+        let mut missing = false;
+        for t in &self.group.subscription {
+            match cluster.topics.get(t) {
+                Some(info) => out.extend(info.partitions.keys().map(|p| TopicPartition::new(t, *p))),
+                None => missing = true,
+            }
+        }
+        if missing {
+            ctx.refresher.request(false);
+        }
+        out
+    }
+
+    /// Replaces the assignment: commits and revokes what goes, then assigns what comes.
+    pub(crate) fn apply_assignment(
+        &mut self,
+        now: Instant,
+        wanted: Vec<TopicPartition>,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let revoking: Vec<TopicPartition> = self
+            .parts
+            .keys()
+            .filter(|tp| !wanted.contains(tp))
+            .cloned()
+            .collect();
+        if !revoking.is_empty() {
+            if self.config.enable_auto_commit && self.config.group_id.is_some() {
+                let positions: Vec<(TopicPartition, Position)> = revoking
+                    .iter()
+                    .filter_map(|tp| {
+                        let pos = self.position(tp)?;
+                        (self.parts.get(tp)?.committed != Some(pos)).then(|| (tp.clone(), pos))
+                    })
+                    .collect();
+                if !positions.is_empty() {
+                    self.start_commit(now, positions, CommitKind::Revocation, ctx);
+                }
+            }
+            ctx.emit(ConsumerEvent::PartitionsRevoked(revoking));
+        }
+        let (_, added) = self.set_assignment(&wanted);
+        if !added.is_empty() {
+            ctx.emit(ConsumerEvent::PartitionsAssigned(added));
+        }
+        self.fetch_wake = true;
+    }
+
+    fn rejoin(&mut self, now: Instant, reason: &str, forget_member: bool, ctx: &mut Ctx<'_>) {
+        let g = &mut self.group;
+        if forget_member {
+            g.member_id = None;
+        }
+        g.join_seq = None;
+        g.sync_seq = None;
+        g.hb_seq = None;
+        g.next_heartbeat = None;
+        g.last_ok = None;
+        g.stable_since = None;
+        let delay = g.backoff.next_delay(ctx.rng);
+        g.member = Member::Waiting(now + delay);
+        ctx.emit(ConsumerEvent::GroupRejoining {
+            reason: reason.to_owned(),
+            retry_in: delay,
+        });
+    }
+
+    /// Queues a commit of `positions`; its outcome is a [`ConsumerEvent::CommitCompleted`].
+    pub(crate) fn start_commit(
+        &mut self,
+        now: Instant,
+        positions: Vec<(TopicPartition, Position)>,
+        kind: CommitKind,
+        ctx: &mut Ctx<'_>,
+    ) -> CommitId {
+        let id = self.group.alloc_commit();
+        let req = CommitReq {
+            id,
+            kind,
+            positions,
+            deadline: now + self.config.rebalance_timeout,
+        };
+        if req.positions.is_empty() {
+            self.finish_commit(req, Ok(()), ctx);
+            return id;
+        }
+        match (self.group.coordinator.clone(), self.config.group_id.clone()) {
+            (Some(addr), Some(group)) => self.send_commit(now, &group, &addr, req, ctx),
+            (None, Some(_)) => self.group.pending.push_back(req),
+            (_, None) => self.finish_commit(req, Err(ConsumerError::NoGroup), ctx),
+        }
+        id
+    }
+
+    fn send_commit(
+        &mut self,
+        now: Instant,
+        group: &str,
+        coordinator: &BrokerAddress,
+        req: CommitReq,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let topics = by_topic(req.positions.iter().cloned())
+            .into_iter()
+            .map(|(tp, parts)| OffsetCommitTopic {
+                topic: Some(tp.topic.as_ref().into()),
+                partitions: parts
+                    .into_iter()
+                    .map(|(partition, pos)| {
+                        let (offset, metadata) = offset_model::commit_form(pos);
+                        OffsetCommitPartition {
+                            partition,
+                            offset,
+                            metadata: Some(metadata.into()),
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        let seq = ctx.net.submit(
+            now,
+            Target::Address(coordinator.clone()),
+            RequestBody::OffsetCommit(OffsetCommitRequest {
+                group_id: Some(group.into()),
+                topics,
+            }),
+            None,
+            Origin::Consumer(Op::Commit(req.id.0)),
+            &RequestOptions::default(),
+        );
+        self.group.in_flight.insert(seq, req);
+    }
+
+    fn finish_commit(&mut self, req: CommitReq, result: Result<(), ConsumerError>, ctx: &mut Ctx<'_>) {
+        if result.is_ok() {
+            for (tp, pos) in &req.positions {
+                if let Some(p) = self.parts.get_mut(tp) {
+                    p.committed = Some(*pos);
+                }
+            }
+            ctx.net.counters.offset_commits += 1;
+        }
+        let close = req.kind == CommitKind::Close;
+        ctx.emit(ConsumerEvent::CommitCompleted {
+            id: req.id,
+            kind: req.kind,
+            result: result.map(|()| req.positions),
+        });
+        if close {
+            self.finish_close(ctx);
+        }
+    }
+
+    /// Marks the consumer closed and says so.
+    pub(crate) fn finish_close(&mut self, ctx: &mut Ctx<'_>) {
+        if !self.closed {
+            self.closed = true;
+            ctx.emit(ConsumerEvent::Closed);
+        }
+    }
+
+    /// Fails every queued and in-flight commit (the client is closing).
+    pub(crate) fn fail_commits(&mut self, ctx: &mut Ctx<'_>) {
+        let pending: Vec<CommitReq> = self.group.pending.drain(..).collect();
+        for c in pending {
+            self.finish_commit(c, Err(ConsumerError::Closed), ctx);
+        }
+    }
+
+    /// A group or commit request answered.
+    pub(crate) fn on_group(
+        &mut self,
+        now: Instant,
+        op: Op,
+        seq: u64,
+        result: Result<Reply, RequestError>,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let transport = result.as_ref().err().cloned();
+        let body = result.ok().and_then(|r| r.body);
+        match op {
+            Op::FindCoordinator => {
+                self.group.find_in_flight = false;
+                let resp = body.and_then(|b| FindCoordinatorResponse::decode(&mut Reader::new(b)).ok());
+                match resp {
+                    Some(r) if r.error_code == ErrorCode::NONE => {
+                        let host = r.host.map(|h| h.to_string()).unwrap_or_default();
+                        match u16::try_from(r.port) {
+                            Ok(port) if !host.is_empty() && port != 0 => {
+                                self.group.coordinator = Some(BrokerAddress::new(host, port));
+                                self.group.backoff.reset();
+                            }
+                            _ => self.group.lost_coordinator(now),
+                        }
+                    }
+                    _ => self.group.lost_coordinator(now),
+                }
+            }
+            Op::Join => {
+                if self.group.join_seq != Some(seq) {
+                    return;
+                }
+                self.group.join_seq = None;
+                let resp = body.and_then(|b| JoinGroupResponse::decode(&mut Reader::new(b)).ok());
+                match resp {
+                    Some(r) if r.error_code == ErrorCode::NONE => {
+                        let g = &mut self.group;
+                        g.member_id = r.member_id.map(|m| m.to_string());
+                        g.generation = r.generation_id;
+                        let leader = r.leader_id.map(|l| l.to_string());
+                        let group_id = self.config.group_id.clone().unwrap_or_default();
+                        if let Some(addr) = g.coordinator.clone() {
+                            let seq = ctx.net.submit(
+                                now,
+                                Target::Address(addr),
+                                RequestBody::SyncGroup(SyncGroupRequest {
+                                    group_id: Some(group_id.as_str().into()),
+                                    generation_id: g.generation,
+                                    member_id: g.member_id.as_deref().map(Into::into),
+                                }),
+                                None,
+                                Origin::Consumer(Op::Sync),
+                                &RequestOptions {
+                                    timeout: Some(self.config.rebalance_timeout),
+                                    ..RequestOptions::default()
+                                },
+                            );
+                            ctx.net.counters.group_operations += 1;
+                            g.sync_seq = Some(seq);
+                            g.member = Member::Syncing;
+                            g.is_leader = leader.is_some() && leader == g.member_id;
+                        } else {
+                            self.rejoin(now, "coordinator lost during the join", false, ctx);
+                        }
+                    }
+                    Some(r) => {
+                        let reason = format!("JoinGroup answered {:?}", r.error_code);
+                        self.rejoin(now, &reason, r.error_code == ErrorCode(1), ctx);
+                    }
+                    None => {
+                        if transport.is_some() {
+                            self.group.lost_coordinator(now);
+                        }
+                        self.rejoin(now, "JoinGroup failed", false, ctx);
+                    }
+                }
+            }
+            Op::Sync => {
+                if self.group.sync_seq != Some(seq) {
+                    return;
+                }
+                self.group.sync_seq = None;
+                let resp = body.and_then(|b| SyncGroupResponse::decode(&mut Reader::new(b)).ok());
+                match resp {
+                    Some(r) if r.error_code == ErrorCode::NONE => {
+                        let server: Vec<TopicPartition> = r
+                            .assignments
+                            .iter()
+                            .filter_map(|a| {
+                                a.topic.as_ref().map(|t| TopicPartition::new(t, a.partition))
+                            })
+                            .collect();
+                        self.group.server_assignment = !server.is_empty();
+                        let wanted = if server.is_empty() {
+                            self.subscribed_partitions(ctx)
+                        } else {
+                            server
+                        };
+                        let g = &mut self.group;
+                        g.member = Member::Stable;
+                        g.last_ok = Some(now);
+                        g.stable_since = Some(now);
+                        g.next_heartbeat = Some(now + self.config.heartbeat_interval);
+                        let member_id = g.member_id.clone().unwrap_or_default();
+                        ctx.emit(ConsumerEvent::GroupJoined {
+                            generation: g.generation,
+                            member_id,
+                            leader: g.is_leader,
+                            server_assignment: g.server_assignment,
+                        });
+                        self.apply_assignment(now, wanted, ctx);
+                    }
+                    Some(r) => {
+                        let reason = format!("SyncGroup answered {:?}", r.error_code);
+                        self.rejoin(now, &reason, r.error_code == ErrorCode(1), ctx);
+                    }
+                    None => {
+                        if transport.is_some() {
+                            self.group.lost_coordinator(now);
+                        }
+                        self.rejoin(now, "SyncGroup failed", false, ctx);
+                    }
+                }
+            }
+            Op::Heartbeat => {
+                if self.group.hb_seq != Some(seq) {
+                    return;
+                }
+                self.group.hb_seq = None;
+                let resp = body.and_then(|b| HeartbeatResponse::decode(&mut Reader::new(b)).ok());
+                match resp {
+                    Some(r) if r.error_code == ErrorCode::NONE => {
+                        let g = &mut self.group;
+                        g.last_ok = Some(now);
+                        if g.stable_since.is_some_and(|t| t + self.config.thrash_window <= now) {
+                            g.backoff.reset();
+                        }
+                    }
+                    Some(r) if r.error_code == ErrorCode(19) => {
+                        self.rejoin(now, "fenced (19): the generation moved", false, ctx);
+                    }
+                    Some(r) if r.error_code == ErrorCode(1) => {
+                        self.rejoin(now, "unknown member (1): the session expired", true, ctx);
+                    }
+                    Some(r) => {
+                        let reason = format!("Heartbeat answered {:?}", r.error_code);
+                        self.rejoin(now, &reason, false, ctx);
+                    }
+                    None => {
+                        if transport.is_some() {
+                            self.group.lost_coordinator(now);
+                        }
+                        self.rejoin(now, "Heartbeat failed (coordinator unreachable)", false, ctx);
+                    }
+                }
+            }
+            Op::Commit(_) => {
+                let Some(req) = self.group.in_flight.remove(&seq) else {
+                    return;
+                };
+                let resp = body.and_then(|b| OffsetCommitResponse::decode(&mut Reader::new(b)).ok());
+                let outcome = match (resp, transport) {
+                    (Some(r), _) => {
+                        match r
+                            .topics
+                            .iter()
+                            .flat_map(|t| t.partitions.iter())
+                            .find(|p| p.error_code != ErrorCode::NONE)
+                        {
+                            Some(p) => Err(ConsumerError::Broker {
+                                what: "OffsetCommit",
+                                code: p.error_code,
+                            }),
+                            None => Ok(()),
+                        }
+                    }
+                    (None, Some(e)) => {
+                        self.group.lost_coordinator(now);
+                        Err(ConsumerError::Request(e))
+                    }
+                    (None, None) => Err(ConsumerError::Decode("OffsetCommit")),
+                };
+                let retry = outcome.as_ref().is_err_and(|e| match e {
+                    ConsumerError::Request(r) => r.is_retriable(),
+                    _ => false,
+                }) && matches!(req.kind, CommitKind::Sync | CommitKind::Close | CommitKind::Revocation)
+                    && now < req.deadline;
+                if retry {
+                    self.group.pending.push_back(req);
+                } else {
+                    self.finish_commit(req, outcome, ctx);
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! The consumer: assignment and groups on timers, positions, fetching without server
+//! long-poll, exact resumable commits (DESIGN §3.1, §3.6, §3.7).
+//!
+//! * [`offset_model`] — the one module that knows how offsets and blobs relate.
+//! * [`positions`] — per-partition state and the delivery queue (lazy, zero-copy decoding).
+//! * [`fetcher`] — one Fetch per leader broker, one entry per blob, empty-fetch backoff.
+//! * [`group`] — coordinator, JoinGroup/SyncGroup/Heartbeat, rebalances, commits.
+//!
+//! # Delivery
+//!
+//! Records are pulled with [`crate::Client::poll_record`] (one at a time, no allocation) — not
+//! through [`crate::Client::poll_event`], which carries the consumer's notifications as
+//! [`crate::Event::Consumer`]. Fetched blobs wait undecoded in a queue bounded by
+//! [`ConsumerConfig::max_buffered_bytes`]; each record is decoded when it is polled, and its
+//! key, value and headers are slices of the fetched response (never copied). Add
+//! `poll_record` to the drain rule: after draining, take records until `None`; taking them
+//! frees buffer space, and the next [`crate::Client::poll_timeout`] then asks for an
+//! immediate `handle_timeout` so that fetching resumes.
+
+pub mod config;
+pub mod fetcher;
+pub mod group;
+pub mod offset_model;
+pub mod positions;
+
+mod api;
+mod start;
+
+pub use config::{ConsumerConfig, OffsetReset};
+pub use offset_model::Position;
+
+use crate::error::RequestError;
+use bytes::Bytes;
+use std::sync::Arc;
+use std::time::Duration;
+use stellflow_proto::ErrorCode;
+use stellflow_proto::record::{BatchError, BlobFormat, Headers};
+
+/// A topic and partition.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TopicPartition {
+    /// The topic (shared, cheap to clone).
+    pub topic: Arc<str>,
+    /// The partition id.
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    /// A topic partition.
+    pub fn new(topic: &str, partition: i32) -> Self {
+        TopicPartition {
+            topic: Arc::from(topic),
+            partition,
+        }
+    }
+}
+
+impl std::fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// One consumed record. `key`, `value` and `headers` are slices of the fetched bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerRecord {
+    /// The topic.
+    pub topic: Arc<str>,
+    /// The partition.
+    pub partition: i32,
+    /// The offset of the blob that holds the record (one offset per produced blob).
+    pub offset: i64,
+    /// The record's index in its blob, counted across all batches of the blob.
+    pub index: u32,
+    /// The record timestamp (producer time, milliseconds since the epoch).
+    pub timestamp: i64,
+    /// The key, `None` when null.
+    pub key: Option<Bytes>,
+    /// The value, `None` when null.
+    pub value: Option<Bytes>,
+    /// The headers, split lazily.
+    pub headers: Headers,
+    /// The format of the blob it came from.
+    pub format: BlobFormat,
+}
+
+impl ConsumerRecord {
+    /// The position right after this record: commit it (with
+    /// [`crate::Client::commit_positions`]) once the record is processed.
+    pub fn next_position(&self) -> Position {
+        Position::new(self.offset, self.index.saturating_add(1))
+    }
+}
+
+/// Identifies a commit; its outcome is [`ConsumerEvent::CommitCompleted`] with the same id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CommitId(pub u64);
+
+/// What a seek moves a partition to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SeekTo {
+    /// An exact position (blob offset and in-blob index).
+    Position(Position),
+    /// The log start (ListOffsets EARLIEST).
+    Beginning,
+    /// The log end (ListOffsets LATEST).
+    End,
+    /// The committed position of the group (or the reset policy when there is none).
+    Committed,
+}
+
+/// What the consumer did when a partition's position fell below the log start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LogStartAction {
+    /// Continued at the log start.
+    MovedToLogStart,
+    /// Asked for the log end.
+    MovedToEnd,
+    /// Stopped the partition until a seek ([`OffsetReset::None`]).
+    Stopped,
+}
+
+/// Why a commit ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CommitKind {
+    /// [`crate::Client::commit`] / [`crate::Client::commit_positions`] (retried until the
+    /// request timeout).
+    Sync,
+    /// [`crate::Client::commit_async`] (not retried).
+    Async,
+    /// The auto-commit timer.
+    Auto,
+    /// Before partitions were revoked.
+    Revocation,
+    /// [`crate::Client::close_consumer`].
+    Close,
+}
+
+/// A notification from the consumer, inside [`crate::Event::Consumer`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConsumerEvent {
+    /// Partitions taken away (group rebalance or a new [`crate::Client::assign`]); their
+    /// positions were committed first when auto-commit is on. Always before the matching
+    /// [`ConsumerEvent::PartitionsAssigned`].
+    PartitionsRevoked(Vec<TopicPartition>),
+    /// Partitions given to this consumer.
+    PartitionsAssigned(Vec<TopicPartition>),
+    /// A partition has a starting position (committed, reset or sought).
+    PositionResolved {
+        /// The partition.
+        partition: TopicPartition,
+        /// Where it starts.
+        position: Position,
+        /// Whether it came from a committed offset.
+        committed: bool,
+    },
+    /// No committed offset and [`OffsetReset::None`]: the partition waits for a seek.
+    NoPosition(TopicPartition),
+    /// The position was below the log start (deleted data); the server clamps silently, so
+    /// this is detected from the returned `logStartOffset`.
+    LogStartMoved {
+        /// The partition.
+        partition: TopicPartition,
+        /// The position that no longer exists.
+        position: i64,
+        /// The log start now.
+        log_start: i64,
+        /// What the reset policy did.
+        action: LogStartAction,
+    },
+    /// A blob could not be decoded: its remaining records are skipped and consumption goes on
+    /// with the next blob. Seek back to retry it.
+    CorruptBlob {
+        /// The partition.
+        partition: TopicPartition,
+        /// The blob's offset.
+        offset: i64,
+        /// What is wrong with it.
+        error: BatchError,
+    },
+    /// A partition-level fetch error that is not a leadership change (those refresh metadata
+    /// silently).
+    FetchError {
+        /// The partition.
+        partition: TopicPartition,
+        /// The broker's code.
+        code: ErrorCode,
+    },
+    /// A commit finished.
+    CommitCompleted {
+        /// The id the command returned (automatic commits get their own).
+        id: CommitId,
+        /// Why it was sent.
+        kind: CommitKind,
+        /// The committed positions, or why not.
+        result: Result<Vec<(TopicPartition, Position)>, ConsumerError>,
+    },
+    /// Joined the group (after JoinGroup and SyncGroup).
+    GroupJoined {
+        /// The generation.
+        generation: i32,
+        /// This member's id.
+        member_id: String,
+        /// Whether the coordinator named this member leader.
+        leader: bool,
+        /// Whether the coordinator handed out the assignment (never today: then every
+        /// partition of the subscribed topics is assigned locally).
+        server_assignment: bool,
+    },
+    /// The membership is lost or moved; the consumer rejoins after `retry_in` and keeps
+    /// consuming its partitions meanwhile.
+    GroupRejoining {
+        /// Why.
+        reason: String,
+        /// The delay before the next JoinGroup.
+        retry_in: Duration,
+    },
+    /// The group keeps rebalancing (today's server fences every other member on each
+    /// JoinGroup: two members never converge, PROTOCOL.md §3.11). The rejoin rate stays
+    /// capped; prefer manual assignment with committed offsets on this server.
+    GroupThrashing {
+        /// Rejoins counted within the window.
+        rejoins: usize,
+        /// The window.
+        window: Duration,
+    },
+    /// [`crate::Client::close_consumer`] finished (final commit done or failed); the client
+    /// may be closed now.
+    Closed,
+}
+
+/// Consumer errors, each saying what the caller can do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConsumerError {
+    /// The partition is not assigned to this consumer: assign or subscribe first.
+    #[error("{0} is not assigned to this consumer; assign it or subscribe to its topic first")]
+    NotAssigned(TopicPartition),
+    /// Commits and subscriptions need `ClientConfig::consumer.group_id`.
+    #[error("no group id configured; set ClientConfig::consumer.group_id to commit or subscribe")]
+    NoGroup,
+    /// A topic name the server would misuse.
+    #[error(transparent)]
+    InvalidTopic(#[from] crate::error::InvalidTopicName),
+    /// The request failed; retriable ones may be retried.
+    #[error("consumer request failed: {0}")]
+    Request(#[from] RequestError),
+    /// The broker answered with an error code.
+    #[error("the broker answered {code:?} for {what}")]
+    Broker {
+        /// What was asked.
+        what: &'static str,
+        /// The code.
+        code: ErrorCode,
+    },
+    /// The answer could not be decoded (a broker bug or a version mismatch).
+    #[error("undecodable {0} answer")]
+    Decode(&'static str),
+    /// The consumer (or the client) is closed: create a new client.
+    #[error("the consumer is closed")]
+    Closed,
+}
+
+pub(crate) use positions::Consumer;
+
+/// What consumer code may touch of the client while it runs.
+pub(crate) struct Ctx<'a> {
+    pub net: &'a mut crate::net::Net,
+    pub metadata: &'a crate::metadata::MetadataCache,
+    pub refresher: &'a mut crate::refresh::Refresher,
+    pub events: &'a mut std::collections::VecDeque<crate::event::Event>,
+    pub rng: &'a mut crate::rng::Rng,
+}
+
+impl Ctx<'_> {
+    pub(crate) fn emit(&mut self, e: ConsumerEvent) {
+        self.events.push_back(crate::event::Event::Consumer(e));
+    }
+}
+
+/// What a consumer request is for; carried in [`crate::net::Origin::Consumer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// A Fetch.
+    Fetch,
+    /// ListOffsets for a reset.
+    ListOffsets,
+    /// OffsetFetch for start positions.
+    OffsetFetch,
+    /// OffsetCommit of a commit.
+    Commit(u64),
+    /// FindCoordinator.
+    FindCoordinator,
+    /// JoinGroup.
+    Join,
+    /// SyncGroup.
+    Sync,
+    /// Heartbeat.
+    Heartbeat,
+}

@@ -1,0 +1,406 @@
+//! Per-partition state (start resolution, positions, pause, fetch bookkeeping) and the
+//! delivery queue: fetched blobs wait undecoded and are decoded record by record when polled.
+
+use super::fetcher::FetchLayout;
+use super::group::Group;
+use super::offset_model::{self, Position};
+use super::{ConsumerConfig, ConsumerEvent, ConsumerRecord, OffsetReset, TopicPartition};
+use crate::event::Event;
+use crate::metrics::Counters;
+use bytes::Bytes;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+use stellflow_proto::record::{BatchError, BlobRecord, BlobRecords, blob_records};
+
+/// How far a partition is in finding its starting position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Nothing asked yet: OffsetFetch with a group, else the reset policy.
+    Unknown,
+    /// OffsetFetch in flight.
+    AwaitCommitted,
+    /// ListOffsets needed for this policy (Earliest or Latest).
+    NeedsReset(OffsetReset),
+    /// ListOffsets in flight.
+    AwaitReset,
+    /// Positioned: fetching.
+    Ready,
+    /// No position and no policy: waits for a seek.
+    Stopped,
+}
+
+/// The state of one assigned partition.
+#[derive(Debug)]
+pub struct PartState {
+    /// Start resolution.
+    pub start: Start,
+    /// The next record to deliver, not counting progress inside the blob being delivered.
+    pub delivered: Position,
+    /// The next blob offset to fetch (every blob below is delivered or buffered).
+    pub fetch_next: i64,
+    /// Changes on every seek or reset: answers for an older epoch are dropped.
+    pub epoch: u64,
+    /// Paused by the user: no fetching, no delivery.
+    pub paused: bool,
+    /// A Fetch including this partition is in flight.
+    pub in_flight: bool,
+    /// Not fetched before this instant (empty-fetch or error backoff).
+    pub not_before: Option<Instant>,
+    /// The current empty-fetch backoff (zero after data).
+    pub empty_backoff: Duration,
+    /// The largest recent blob size, for sizing the number of entries.
+    pub blob_size: Option<usize>,
+    /// High watermark from the latest fetch.
+    pub high_watermark: Option<i64>,
+    /// Log start from the latest fetch.
+    pub log_start: Option<i64>,
+    /// The last committed position known (read or written by this consumer).
+    pub committed: Option<Position>,
+    /// Blobs held back while paused, in order.
+    pub parked: VecDeque<ReadyBlob>,
+    /// Start resolution is retried no earlier than this.
+    pub retry_at: Option<Instant>,
+}
+
+impl PartState {
+    fn new(epoch: u64) -> Self {
+        PartState {
+            start: Start::Unknown,
+            delivered: Position::default(),
+            fetch_next: 0,
+            epoch,
+            paused: false,
+            in_flight: false,
+            not_before: None,
+            empty_backoff: Duration::ZERO,
+            blob_size: None,
+            high_watermark: None,
+            log_start: None,
+            committed: None,
+            parked: VecDeque::new(),
+            retry_at: None,
+        }
+    }
+
+    /// Fetchable now (positioned, not paused, nothing in flight, not backing off).
+    pub fn fetchable(&self, now: Instant) -> bool {
+        self.start == Start::Ready
+            && !self.paused
+            && !self.in_flight
+            && self.not_before.is_none_or(|t| t <= now)
+    }
+
+    /// Records a blob size seen (the max decays slowly so one big blob does not shrink
+    /// fetches forever).
+    pub fn saw_blob(&mut self, size: usize) {
+        let decayed = self.blob_size.map_or(0, |s| s - s / 16);
+        self.blob_size = Some(size.max(decayed).max(1));
+    }
+}
+
+/// A fetched blob waiting for delivery.
+#[derive(Debug)]
+pub struct ReadyBlob {
+    pub(crate) tp: TopicPartition,
+    pub(crate) offset: i64,
+    pub(crate) epoch: u64,
+    pub(crate) size: usize,
+    /// Records below this index were delivered before (mid-blob resume or seek).
+    pub(crate) skip: u32,
+    records: BlobRecords,
+    next: Option<Result<BlobRecord, BatchError>>,
+}
+
+impl ReadyBlob {
+    pub(crate) fn new(tp: TopicPartition, offset: i64, epoch: u64, skip: u32, blob: Bytes) -> Self {
+        let size = blob.len();
+        let mut records = blob_records(blob);
+        let next = records.next();
+        ReadyBlob {
+            tp,
+            offset,
+            epoch,
+            size,
+            skip,
+            records,
+            next,
+        }
+    }
+
+    /// The index of the next record to deliver.
+    fn progress(&self) -> u32 {
+        let next = match &self.next {
+            Some(Ok(r)) => r.index_in_blob,
+            _ => self.records.next_index(),
+        };
+        next.max(self.skip)
+    }
+}
+
+/// The whole consumer state, owned by the [`crate::Client`].
+#[derive(Debug)]
+pub struct Consumer {
+    pub(crate) config: ConsumerConfig,
+    pub(crate) parts: BTreeMap<TopicPartition, PartState>,
+    pub(crate) ready: VecDeque<ReadyBlob>,
+    pub(crate) buffered: usize,
+    pub(crate) fetch_wake: bool,
+    pub(crate) fetches: HashMap<u64, FetchLayout>,
+    pub(crate) fetching: HashSet<i32>,
+    pub(crate) resets: HashMap<u64, Vec<(TopicPartition, u64, OffsetReset)>>,
+    pub(crate) offset_fetches: HashMap<u64, Vec<(TopicPartition, u64)>>,
+    pub(crate) group: Group,
+    pub(crate) next_epoch: u64,
+    pub(crate) max_frame: usize,
+    /// `close_consumer` was called.
+    pub(crate) closing: bool,
+    /// Fully closed: nothing more happens.
+    pub(crate) closed: bool,
+}
+
+impl Consumer {
+    /// A consumer with no assignment.
+    pub fn new(config: ConsumerConfig, bootstrap: Option<crate::BrokerAddress>, max_frame: usize) -> Self {
+        let group = Group::new(&config, bootstrap);
+        Consumer {
+            config,
+            parts: BTreeMap::new(),
+            ready: VecDeque::new(),
+            buffered: 0,
+            fetch_wake: false,
+            fetches: HashMap::new(),
+            fetching: HashSet::new(),
+            resets: HashMap::new(),
+            offset_fetches: HashMap::new(),
+            group,
+            next_epoch: 1,
+            max_frame,
+            closing: false,
+            closed: false,
+        }
+    }
+
+    /// Whether the consumer has anything to do.
+    pub fn active(&self) -> bool {
+        !self.closed && (!self.parts.is_empty() || self.group.active())
+    }
+
+    pub(crate) fn bump_epoch(&mut self) -> u64 {
+        self.next_epoch += 1;
+        self.next_epoch
+    }
+
+    /// Replaces the assignment; returns (revoked, added).
+    pub(crate) fn set_assignment(
+        &mut self,
+        wanted: &[TopicPartition],
+    ) -> (Vec<TopicPartition>, Vec<TopicPartition>) {
+        let wanted_set: HashSet<&TopicPartition> = wanted.iter().collect();
+        let revoked: Vec<TopicPartition> = self
+            .parts
+            .keys()
+            .filter(|tp| !wanted_set.contains(tp))
+            .cloned()
+            .collect();
+        for tp in &revoked {
+            self.remove_partition(tp);
+        }
+        let mut added = Vec::new();
+        for tp in wanted {
+            if !self.parts.contains_key(tp) {
+                let e = self.bump_epoch();
+                self.parts.insert(tp.clone(), PartState::new(e));
+                added.push(tp.clone());
+            }
+        }
+        (revoked, added)
+    }
+
+    fn remove_partition(&mut self, tp: &TopicPartition) {
+        if let Some(p) = self.parts.remove(tp) {
+            self.buffered = self
+                .buffered
+                .saturating_sub(p.parked.iter().map(|b| b.size).sum());
+        }
+        self.drop_ready(tp);
+    }
+
+    /// Drops every queued blob of `tp`.
+    pub(crate) fn drop_ready(&mut self, tp: &TopicPartition) {
+        let mut freed = 0;
+        self.ready.retain(|b| {
+            let keep = b.tp != *tp;
+            if !keep {
+                freed += b.size;
+            }
+            keep
+        });
+        if let Some(p) = self.parts.get_mut(tp) {
+            freed += p.parked.drain(..).map(|b| b.size).sum::<usize>();
+        }
+        self.release(freed);
+    }
+
+    fn release(&mut self, bytes: usize) {
+        let was_full = self.buffered >= self.config.max_buffered_bytes;
+        self.buffered = self.buffered.saturating_sub(bytes);
+        if was_full && self.buffered < self.config.max_buffered_bytes {
+            self.fetch_wake = true;
+        }
+    }
+
+    /// Moves `tp` to `position`: drops what was fetched, invalidates fetches in flight.
+    pub(crate) fn reposition(&mut self, tp: &TopicPartition, position: Position) {
+        self.drop_ready(tp);
+        let e = self.bump_epoch();
+        if let Some(p) = self.parts.get_mut(tp) {
+            p.epoch = e;
+            p.delivered = position;
+            p.fetch_next = position.offset;
+            p.start = Start::Ready;
+            p.in_flight = false;
+            p.not_before = None;
+            p.empty_backoff = Duration::ZERO;
+            self.fetch_wake = true;
+        }
+    }
+
+    /// Sets `tp` back to start resolution `start` (seek to beginning/end/committed).
+    pub(crate) fn restart(&mut self, tp: &TopicPartition, start: Start) {
+        self.drop_ready(tp);
+        let e = self.bump_epoch();
+        if let Some(p) = self.parts.get_mut(tp) {
+            p.epoch = e;
+            p.start = start;
+            p.in_flight = false;
+            p.retry_at = None;
+        }
+    }
+
+    /// The position of `tp`, counting records delivered from a partly consumed blob.
+    pub fn position(&self, tp: &TopicPartition) -> Option<Position> {
+        let p = self.parts.get(tp)?;
+        if !matches!(p.start, Start::Ready) {
+            return None;
+        }
+        let front = if p.paused {
+            p.parked.front()
+        } else {
+            self.ready.iter().find(|b| b.tp == *tp)
+        };
+        match front {
+            Some(b) if b.offset == p.delivered.offset && b.epoch == p.epoch => {
+                Some(Position::new(b.offset, b.progress()))
+            }
+            _ => Some(p.delivered),
+        }
+    }
+
+    /// Every positioned partition with its position.
+    pub fn positions(&self) -> Vec<(TopicPartition, Position)> {
+        self.parts
+            .keys()
+            .filter_map(|tp| self.position(tp).map(|p| (tp.clone(), p)))
+            .collect()
+    }
+
+    /// Pauses or resumes `tp`; its buffered blobs are held aside meanwhile.
+    pub(crate) fn set_paused(&mut self, tp: &TopicPartition, paused: bool) {
+        let Some(p) = self.parts.get_mut(tp) else {
+            return;
+        };
+        if p.paused == paused {
+            return;
+        }
+        p.paused = paused;
+        if paused {
+            let (mine, rest): (VecDeque<ReadyBlob>, VecDeque<ReadyBlob>) =
+                std::mem::take(&mut self.ready)
+                    .into_iter()
+                    .partition(|b| b.tp == *tp);
+            self.ready = rest;
+            p.parked = mine;
+        } else {
+            self.ready.extend(p.parked.drain(..));
+            self.fetch_wake = true;
+        }
+    }
+
+    /// Queues a fetched blob for delivery.
+    pub(crate) fn push_blob(&mut self, blob: ReadyBlob) {
+        self.buffered += blob.size;
+        match self.parts.get_mut(&blob.tp) {
+            Some(p) if p.paused => p.parked.push_back(blob),
+            _ => self.ready.push_back(blob),
+        }
+    }
+
+    /// The next record, decoded from the front blob; `None` when nothing is buffered.
+    pub fn poll_record(
+        &mut self,
+        events: &mut VecDeque<Event>,
+        counters: &mut Counters,
+    ) -> Option<ConsumerRecord> {
+        loop {
+            let front = self.ready.front_mut()?;
+            match front.next.take() {
+                None => self.finish_front(),
+                Some(Err(error)) => {
+                    events.push_back(Event::Consumer(ConsumerEvent::CorruptBlob {
+                        partition: front.tp.clone(),
+                        offset: front.offset,
+                        error,
+                    }));
+                    self.finish_front();
+                }
+                Some(Ok(r)) => {
+                    front.next = front.records.next();
+                    let done = front.next.is_none();
+                    if r.index_in_blob < front.skip {
+                        if done {
+                            self.finish_front();
+                        }
+                        continue;
+                    }
+                    let rec = r.record;
+                    let out = ConsumerRecord {
+                        topic: front.tp.topic.clone(),
+                        partition: front.tp.partition,
+                        offset: front.offset,
+                        index: r.index_in_blob,
+                        timestamp: rec.timestamp,
+                        key: rec.key,
+                        value: rec.value,
+                        headers: rec.headers,
+                        format: r.format,
+                    };
+                    if done {
+                        self.finish_front();
+                    }
+                    counters.consumer_records += 1;
+                    return Some(out);
+                }
+            }
+        }
+    }
+
+    fn finish_front(&mut self) {
+        let Some(b) = self.ready.pop_front() else {
+            return;
+        };
+        if let Some(p) = self.parts.get_mut(&b.tp)
+            && p.epoch == b.epoch
+            && b.offset >= p.delivered.offset
+        {
+            p.delivered = Position::blob(offset_model::next_after(b.offset));
+        }
+        self.release(b.size);
+    }
+
+    /// Lag of `tp`: high watermark − position, from the latest fetch.
+    pub fn lag(&self, tp: &TopicPartition) -> Option<i64> {
+        let hw = self.parts.get(tp)?.high_watermark?;
+        let pos = self.position(tp)?;
+        Some((hw - pos.offset).max(0))
+    }
+}

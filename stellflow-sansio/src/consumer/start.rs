@@ -1,0 +1,305 @@
+//! Start positions: the committed offset (OffsetFetch on the coordinator), else the reset
+//! policy (ListOffsets on the leader), else a stop until the user seeks.
+
+use super::offset_model::{self, Position};
+use super::positions::Start;
+use super::{Consumer, ConsumerEvent, Ctx, OffsetReset, Op, TopicPartition};
+use crate::error::RequestError;
+use crate::net::{Origin, Reply};
+use crate::request::{RequestOptions, Target};
+use std::collections::BTreeMap;
+use std::time::Instant;
+use stellflow_proto::messages::{
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopic,
+    OffsetFetchPartition, OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic, RequestBody,
+};
+use stellflow_proto::{ErrorClass, ErrorCode, Reader, Wire};
+
+/// Groups `(topic, partition)` pairs into per-topic lists, keeping first-seen topic order.
+pub(crate) fn by_topic<T>(items: impl IntoIterator<Item = (TopicPartition, T)>) -> Vec<(TopicPartition, Vec<(i32, T)>)> {
+    let mut out: Vec<(TopicPartition, Vec<(i32, T)>)> = Vec::new();
+    for (tp, t) in items {
+        match out.iter_mut().find(|(k, _)| k.topic == tp.topic) {
+            Some((_, v)) => v.push((tp.partition, t)),
+            None => {
+                let p = tp.partition;
+                out.push((tp, vec![(p, t)]));
+            }
+        }
+    }
+    out
+}
+
+impl Consumer {
+    fn policy_start(&self, tp: &TopicPartition, ctx: &mut Ctx<'_>) -> Start {
+        match self.config.auto_offset_reset {
+            OffsetReset::Earliest => Start::NeedsReset(OffsetReset::Earliest),
+            OffsetReset::Latest => Start::NeedsReset(OffsetReset::Latest),
+            _ => {
+                ctx.emit(ConsumerEvent::NoPosition(tp.clone()));
+                Start::Stopped
+            }
+        }
+    }
+
+    /// Asks for committed offsets and reset offsets of partitions without a position.
+    pub(crate) fn resolve_starts(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+        if self.closing || self.closed {
+            return false;
+        }
+        let mut sent = false;
+        let has_group = self.config.group_id.is_some();
+        let coordinator = self.group.coordinator.clone();
+        let mut unknown = Vec::new();
+        for (tp, p) in &self.parts {
+            if p.start == Start::Unknown && p.retry_at.is_none_or(|t| t <= now) {
+                unknown.push(tp.clone());
+            }
+        }
+        let mut ask = Vec::new();
+        for tp in unknown {
+            let start = if has_group {
+                if coordinator.is_none() {
+                    self.group.want_coordinator = true;
+                    continue;
+                }
+                Start::AwaitCommitted
+            } else {
+                self.policy_start(&tp, ctx)
+            };
+            if let Some(p) = self.parts.get_mut(&tp) {
+                p.start = start;
+                if start == Start::AwaitCommitted {
+                    ask.push((tp.clone(), p.epoch));
+                }
+            }
+        }
+        if let (false, Some(addr), Some(group)) =
+            (ask.is_empty(), coordinator, self.config.group_id.clone())
+        {
+            let topics = by_topic(ask.iter().cloned())
+                .into_iter()
+                .map(|(tp, parts)| OffsetFetchTopic {
+                    topic: Some(tp.topic.as_ref().into()),
+                    partitions: parts
+                        .into_iter()
+                        .map(|(partition, _)| OffsetFetchPartition { partition })
+                        .collect(),
+                })
+                .collect();
+            let body = RequestBody::OffsetFetch(OffsetFetchRequest {
+                group_id: Some(group.as_str().into()),
+                topics,
+            });
+            let seq = ctx.net.submit(
+                now,
+                Target::Address(addr),
+                body,
+                None,
+                Origin::Consumer(Op::OffsetFetch),
+                &RequestOptions::default(),
+            );
+            // The answer comes in request order: by topic, then partition.
+            let order = by_topic(ask)
+                .into_iter()
+                .flat_map(|(tp, parts)| {
+                    parts
+                        .into_iter()
+                        .map(move |(partition, epoch)| (TopicPartition { topic: tp.topic.clone(), partition }, epoch))
+                })
+                .collect();
+            self.offset_fetches.insert(seq, order);
+            sent = true;
+        }
+        // Resets through ListOffsets on each leader.
+        let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, u64, OffsetReset)>> = BTreeMap::new();
+        let cluster = ctx.metadata.cluster();
+        let mut refresh = false;
+        for (tp, p) in self.parts.iter_mut() {
+            let Start::NeedsReset(policy) = p.start else {
+                continue;
+            };
+            if p.retry_at.is_some_and(|t| t > now) {
+                continue;
+            }
+            match cluster.partition(&tp.topic, tp.partition).map(|i| i.leader()) {
+                Some(Ok(leader)) => {
+                    p.start = Start::AwaitReset;
+                    by_leader.entry(leader).or_default().push((tp.clone(), p.epoch, policy));
+                }
+                _ => {
+                    refresh = true;
+                    p.retry_at = Some(now + self.config.fetch_backoff_max);
+                }
+            }
+        }
+        if refresh {
+            ctx.refresher.request(false);
+        }
+        for (leader, list) in by_leader {
+            let grouped = by_topic(list.into_iter().map(|(tp, e, pol)| (tp, (e, pol))));
+            let topics = grouped
+                .iter()
+                .map(|(tp, parts)| ListOffsetsTopic {
+                    topic: Some(tp.topic.as_ref().into()),
+                    partitions: parts
+                        .iter()
+                        .map(|(partition, (_, pol))| ListOffsetsPartition {
+                            partition: *partition,
+                            current_leader_epoch: -1,
+                            timestamp: if *pol == OffsetReset::Earliest { -2 } else { -1 },
+                            max_num_offsets: 1,
+                        })
+                        .collect(),
+                })
+                .collect();
+            let seq = ctx.net.submit(
+                now,
+                Target::Broker(leader),
+                RequestBody::ListOffsets(ListOffsetsRequest {
+                    replica_id: -1,
+                    isolation_level: 0,
+                    topics,
+                }),
+                None,
+                Origin::Consumer(Op::ListOffsets),
+                &RequestOptions::default(),
+            );
+            let order = grouped
+                .into_iter()
+                .flat_map(|(tp, parts)| {
+                    parts.into_iter().map(move |(partition, (e, pol))| {
+                        (TopicPartition { topic: tp.topic.clone(), partition }, e, pol)
+                    })
+                })
+                .collect();
+            self.resets.insert(seq, order);
+            sent = true;
+        }
+        sent
+    }
+
+    /// An OffsetFetch answered.
+    pub(crate) fn on_offset_fetch(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        result: Result<Reply, RequestError>,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let Some(order) = self.offset_fetches.remove(&seq) else {
+            return;
+        };
+        if result.is_err() {
+            self.group.lost_coordinator(now);
+        }
+        let resp = result
+            .ok()
+            .and_then(|r| r.body)
+            .and_then(|b| OffsetFetchResponse::decode(&mut Reader::new(b)).ok());
+        let answers: Vec<(i64, Option<String>, ErrorCode)> = resp
+            .map(|r| {
+                r.topics
+                    .into_iter()
+                    .flat_map(|t| t.partitions)
+                    .map(|p| (p.offset, p.metadata.map(|m| m.to_string()), p.error_code))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut answers = answers.into_iter();
+        for (tp, epoch) in order {
+            let answer = answers.next();
+            let Some(p) = self.parts.get(&tp) else {
+                continue;
+            };
+            if p.epoch != epoch || p.start != Start::AwaitCommitted {
+                continue;
+            }
+            match answer {
+                Some((offset, metadata, code)) if code == ErrorCode::NONE => {
+                    match offset_model::resume_from(offset, metadata.as_deref()) {
+                        Some(pos) => {
+                            self.reposition(&tp, pos);
+                            if let Some(p) = self.parts.get_mut(&tp) {
+                                p.committed = Some(pos);
+                            }
+                            ctx.emit(ConsumerEvent::PositionResolved {
+                                partition: tp,
+                                position: pos,
+                                committed: true,
+                            });
+                        }
+                        None => {
+                            let s = self.policy_start(&tp, ctx);
+                            if let Some(p) = self.parts.get_mut(&tp) {
+                                p.start = s;
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    if let Some(p) = self.parts.get_mut(&tp) {
+                        p.start = Start::Unknown;
+                        p.retry_at = Some(now + self.config.rejoin_backoff);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A ListOffsets (reset) answered.
+    pub(crate) fn on_list_offsets(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        result: Result<Reply, RequestError>,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let Some(order) = self.resets.remove(&seq) else {
+            return;
+        };
+        let resp = result
+            .ok()
+            .and_then(|r| r.body)
+            .and_then(|b| ListOffsetsResponse::decode(&mut Reader::new(b)).ok());
+        let answers: Vec<(i64, ErrorCode)> = resp
+            .map(|r| {
+                r.topics
+                    .into_iter()
+                    .flat_map(|t| t.partitions)
+                    .map(|p| (p.offset, p.error_code))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut answers = answers.into_iter();
+        for (tp, epoch, policy) in order {
+            let answer = answers.next();
+            let Some(p) = self.parts.get_mut(&tp) else {
+                continue;
+            };
+            if p.epoch != epoch || p.start != Start::AwaitReset {
+                continue;
+            }
+            match answer {
+                Some((offset, code)) if code == ErrorCode::NONE && offset >= 0 => {
+                    let pos = Position::blob(offset);
+                    self.reposition(&tp, pos);
+                    ctx.emit(ConsumerEvent::PositionResolved {
+                        partition: tp,
+                        position: pos,
+                        committed: false,
+                    });
+                }
+                other => {
+                    if let Some((_, code)) = other
+                        && code.class() == ErrorClass::RefreshMetadataAndRetry
+                    {
+                        ctx.refresher.request(false);
+                    }
+                    p.start = Start::NeedsReset(policy);
+                    p.retry_at = Some(now + self.config.fetch_backoff_max);
+                }
+            }
+        }
+    }
+}
