@@ -676,7 +676,12 @@ impl SimCluster {
 
     /// The assignment with the highest epoch among live brokers' caches, preferring entries
     /// that name a real leader (a restarted broker reports leader 0).
-    fn controller_meta_excluding(&self, topic: &str, partition: i32, skip: Option<i32>) -> Option<PartitionMeta> {
+    fn controller_meta_excluding(
+        &self,
+        topic: &str,
+        partition: i32,
+        skip: Option<i32>,
+    ) -> Option<PartitionMeta> {
         let t = Some(topic.to_owned());
         let mut best: Option<PartitionMeta> = None;
         for (id, n) in &self.nodes {
@@ -791,7 +796,10 @@ impl SimCluster {
     /// single-broker workaround is applied (an AlterPartition with leader = this broker, the
     /// current epoch, replicas = ISR = [broker]).
     pub fn reassert_leadership(&mut self, broker: i32) -> Result<(), SimError> {
-        let n = self.nodes.get(&broker).ok_or(SimError::UnknownBroker(broker))?;
+        let n = self
+            .nodes
+            .get(&broker)
+            .ok_or(SimError::UnknownBroker(broker))?;
         let stale: Vec<(String, i32, PartitionMeta)> = n
             .broker
             .metadata()

@@ -6,6 +6,9 @@ use crate::metadata::{EMPTY_PLACEHOLDER, MetadataCache, PartitionMeta, TopicName
 use stellflow_proto::messages::*;
 use stellflow_proto::{ApiKey, ErrorCode, StrBytes};
 
+/// The most partitions one CreateTopic may create in the sim (more ⇒ header-only `1`).
+pub const MAX_CREATE_PARTITIONS: i32 = 100_000;
+
 /// The broker software name ApiVersions reports.
 pub const BROKER_SOFTWARE_NAME: &str = "stellflow-broker";
 /// The broker software version ApiVersions reports.
@@ -188,6 +191,11 @@ impl Broker {
                 topic: r.topic.clone(),
                 partitions: vec![admin_result(-1, ErrorCode::INVALID_REQUEST, 0)],
             }));
+        }
+        if r.partition_count > MAX_CREATE_PARTITIONS {
+            // Deviation: the real server would try to create them all (and likely fail with a
+            // handler exception); the sim refuses up front to keep its memory bounded.
+            return Reply::HeaderOnly(ErrorCode::UNKNOWN_SERVER_ERROR);
         }
         let me = self.id();
         let mut results = Vec::new();
