@@ -30,6 +30,7 @@ pub struct Client {
     pub(crate) last_now: Instant,
     pub(crate) client_id: String,
     pub(crate) closed: bool,
+    pub(crate) producer: crate::producer::Producer,
     pub(crate) consumer: crate::consumer::Consumer,
 }
 
@@ -48,6 +49,11 @@ impl Client {
         };
         let net_rng = Rng::new(rng.next_u64());
         let net = Net::new(&config, &client_id, net_rng);
+        let producer = crate::producer::Producer::new(
+            config.producer.clone(),
+            config.request_timeout,
+            seed ^ 0x5052_4f44_5543_4552,
+        );
         let consumer = crate::consumer::Consumer::new(
             config.consumer.clone(),
             config.bootstrap.first().cloned(),
@@ -72,6 +78,7 @@ impl Client {
             last_now: now,
             client_id,
             closed: false,
+            producer,
             consumer,
         };
         c.process(now);
@@ -127,6 +134,7 @@ impl Client {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.last_now = now;
         self.net.handle_timeout(now);
+        self.producer.handle_timeout(now);
         self.process(now);
     }
 
@@ -154,7 +162,10 @@ impl Client {
 
     /// The earliest instant at which [`Client::handle_timeout`] must be called.
     pub fn poll_timeout(&mut self) -> Option<Instant> {
-        let net = self.net.poll_timeout();
+        let net = [self.net.poll_timeout(), self.producer.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
         let refresh = if self.closed {
             None
         } else {
@@ -166,7 +177,9 @@ impl Client {
 
     /// The next outcome: connection changes, metadata updates, admin and raw results.
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        self.events
+            .pop_front()
+            .or_else(|| self.producer.poll_event())
     }
 
     // ---- commands --------------------------------------------------------------------------
@@ -218,6 +231,7 @@ impl Client {
         self.last_now = now;
         self.closed = true;
         self.net.close_all(now);
+        self.producer.abort(crate::producer::DeliveryError::Closed);
         self.process(now);
     }
 
@@ -243,6 +257,7 @@ impl Client {
                 progressed = true;
                 self.start_refresh(now);
             }
+            progressed |= self.producer_drive(now);
             progressed |= self.consumer_drive(now);
             if !progressed {
                 break;
@@ -279,6 +294,7 @@ impl Client {
                 });
             }
             Origin::Admin(op) => self.on_admin_completion(now, op, c),
+            Origin::Producer => self.producer.on_completion(now, &mut self.net, c),
             Origin::Consumer(op) => self.on_consumer_completion(now, op, c),
         }
     }

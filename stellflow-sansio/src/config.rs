@@ -173,6 +173,8 @@ pub struct ClientConfig {
     pub software_name: String,
     /// `clientSoftwareVersion` sent in ApiVersions.
     pub software_version: String,
+    /// Producer settings (acks, batching, retries, idempotence, partitioners).
+    pub producer: crate::producer::ProducerConfig,
     /// Consumer settings (group, reset policy, commits, fetch sizing).
     pub consumer: crate::consumer::ConsumerConfig,
 }
@@ -194,6 +196,7 @@ impl ClientConfig {
             metadata_refresh_backoff_max: Duration::from_secs(5),
             software_name: "stellflow-rs".to_owned(),
             software_version: env!("CARGO_PKG_VERSION").to_owned(),
+            producer: crate::producer::ProducerConfig::default(),
             consumer: crate::consumer::ConsumerConfig::default(),
         })
     }
@@ -221,6 +224,7 @@ impl ClientConfig {
                 reason: "must be positive",
             });
         }
+        self.producer.validate()?;
         Ok(())
     }
 }

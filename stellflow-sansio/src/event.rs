@@ -89,6 +89,24 @@ pub enum Event {
         /// The raw answer.
         result: Result<RawResponse, RequestError>,
     },
+    /// The outcome of one [`crate::Client::produce`] (exactly one per accepted record).
+    Produced {
+        /// The id `produce` returned.
+        id: crate::producer::ProduceId,
+        /// Where the record was written, or why it was not.
+        result: Result<crate::producer::RecordMetadata, crate::producer::DeliveryError>,
+    },
+    /// Every record produced before the [`crate::Client::flush`] with this id has its outcome.
+    Flushed {
+        /// The id `flush` returned.
+        id: crate::producer::FlushId,
+    },
+    /// The producer finished closing ([`crate::Client::close_producer`] or the client's
+    /// `close`): nothing more will be sent.
+    ProducerClosed {
+        /// Records that failed with [`crate::producer::DeliveryError::Closed`].
+        failed: u64,
+    },
     /// A consumer notification (rebalances, positions, commits, group state). Records
     /// themselves come from [`crate::Client::poll_record`].
     Consumer(crate::consumer::ConsumerEvent),

@@ -126,6 +126,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod negotiate;
 pub mod net;
+pub mod producer;
 pub mod refresh;
 pub mod request;
 pub mod rng;
@@ -148,6 +149,10 @@ pub use event::{DisconnectReason, Event};
 pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo};
 pub use metrics::Counters;
 pub use net::ConnectRequest;
+pub use producer::{
+    Acks, BatchFormat, DeliveryError, FlushId, ProduceError, ProduceId, ProducerConfig,
+    ProducerRecord, RecordMetadata,
+};
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
 pub use stellflow_proto;
 pub use topic::validate_topic_name;

@@ -83,6 +83,14 @@ pub struct Counters {
     pub bytes_received: u64,
     /// `stellflow.producer.records` (maintained by the producer).
     pub producer_records: u64,
+    /// Producer records that failed (any [`crate::producer::DeliveryError`] after sending).
+    pub producer_record_errors: u64,
+    /// Batches (blobs) the producer sent, retries included.
+    pub producer_batches: u64,
+    /// Batch retries.
+    pub producer_retries: u64,
+    /// Idempotent-producer epoch bumps (recoveries from lost broker state).
+    pub producer_epoch_bumps: u64,
     /// `stellflow.consumer.records` (maintained by the consumer).
     pub consumer_records: u64,
     /// `stellflow.consumer.offset.commits` (maintained by the consumer).

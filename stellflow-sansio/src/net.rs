@@ -41,6 +41,8 @@ pub enum Origin {
     Admin(u64),
     /// A raw request.
     Raw,
+    /// The producer (Produce and InitProducerId).
+    Producer,
     /// The consumer (fetches, offsets, group, commits).
     Consumer(crate::consumer::Op),
 }

@@ -1,0 +1,595 @@
+//! The accumulator: per-partition batches filled record by record, bounded by `batch_size`
+//! per batch and `buffer_memory` overall, closed when full or when the sender takes them.
+//!
+//! Records are copied straight into the batch's buffer ([`BatchBuilder`]); per record the
+//! accumulator keeps only its id and timestamp in a recycled vector, so the hot path does not
+//! allocate. Buffers of delivered batches are recycled too.
+
+use super::idempotence::Stamp;
+use super::partitioner::KeylessPartitioner;
+use super::types::{DeliveryError, ProduceError, ProduceId, ProducerRecord};
+use super::{Pending, Producer};
+use crate::metadata::MetadataCache;
+use crate::topic::validate_topic_name;
+use bytes::{Bytes, BytesMut};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
+use stellflow_proto::StrBytes;
+use stellflow_proto::record::{BatchBuilder, BatchParams, HeaderRef, record_size};
+
+/// Bytes a batch adds around its records: the SRFB envelope (37) and the v1 header (57).
+pub(crate) const BATCH_OVERHEAD: usize = 37 + 57;
+
+/// One record's bookkeeping inside a batch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Slot {
+    pub id: u64,
+    pub timestamp: i64,
+}
+
+/// One batch: open (a builder) or closed (a finished blob).
+#[derive(Debug)]
+pub(crate) struct Batch {
+    /// Increases with every batch of the producer: retries go back in this order.
+    pub serial: u64,
+    pub builder: Option<BatchBuilder>,
+    pub blob: Bytes,
+    pub slots: Vec<Slot>,
+    /// Bytes counted against `buffer_memory`.
+    pub bytes: usize,
+    pub created: Instant,
+    pub deadline: Instant,
+    pub attempts: u32,
+    /// Consecutive 21 answers (lost producer state) for this batch.
+    pub lost_state: u32,
+    pub retry_at: Option<Instant>,
+    pub stamp: Stamp,
+    pub last_error: Option<DeliveryError>,
+    /// Outcomes already reported (acks = 0).
+    pub reported: bool,
+}
+
+impl Batch {
+    pub fn size(&self) -> usize {
+        match &self.builder {
+            Some(b) => b.encoded_size(),
+            None => self.blob.len(),
+        }
+    }
+
+    pub fn first_id(&self) -> u64 {
+        self.slots.first().map_or(u64::MAX, |s| s.id)
+    }
+
+    pub fn count(&self) -> i32 {
+        i32::try_from(self.slots.len()).unwrap_or(i32::MAX)
+    }
+}
+
+/// One partition's batches.
+#[derive(Debug, Default)]
+pub(crate) struct PartState {
+    /// The batch being filled.
+    pub open: Option<Batch>,
+    /// Closed batches waiting to be sent (retries first, in serial order).
+    pub queue: VecDeque<Batch>,
+    /// Produce requests in flight for this partition.
+    pub in_flight: usize,
+    /// The leader, from the latest metadata.
+    pub leader: Option<i32>,
+    /// Idempotence: the next sequence the broker expects (advances on success only).
+    pub next_seq: i32,
+    /// The epoch `next_seq` belongs to.
+    pub seq_epoch: i16,
+    /// Records in closed, unacknowledged batches (to guess the next batch's sequence).
+    pub pipeline: i64,
+}
+
+/// One topic's partitions and partitioner state.
+#[derive(Debug)]
+pub(crate) struct TopicState {
+    pub name: Arc<str>,
+    pub wire_name: StrBytes,
+    pub parts: Vec<PartState>,
+    /// Partition count from metadata; 0 while unknown.
+    pub count: i32,
+    /// Sticky partitioner: the partition and the serial of the batch it sticks to.
+    pub sticky: Option<(i32, Option<u64>)>,
+    pub rr: u32,
+    /// Records of this topic waiting for metadata.
+    pub pending: usize,
+}
+
+impl TopicState {
+    fn new(name: &str) -> Self {
+        TopicState {
+            name: Arc::from(name),
+            wire_name: StrBytes::from(name),
+            parts: Vec::new(),
+            count: 0,
+            sticky: None,
+            rr: 0,
+            pending: 0,
+        }
+    }
+}
+
+impl Producer {
+    /// Finds or registers a topic (validating its name once).
+    pub(crate) fn topic_index(&mut self, name: &str) -> Result<usize, ProduceError> {
+        if let Some(t) = self.topics.get(self.last_topic)
+            && &*t.name == name
+        {
+            return Ok(self.last_topic);
+        }
+        let idx = match self.topic_ids.get(name) {
+            Some(i) => *i,
+            None => {
+                validate_topic_name(name)?;
+                let i = self.topics.len();
+                self.topics.push(TopicState::new(name));
+                self.topic_ids.insert(name.to_owned(), i);
+                self.meta_gen = u64::MAX; // pick up its partitions at the next sync
+                i
+            }
+        };
+        self.last_topic = idx;
+        Ok(idx)
+    }
+
+    /// Refreshes partition counts and leaders when the metadata changed, and places records
+    /// that were waiting for it.
+    pub(crate) fn sync_metadata(&mut self, now: Instant, meta: &MetadataCache) {
+        if meta.generation() == self.meta_gen {
+            return;
+        }
+        self.meta_gen = meta.generation();
+        self.dirty = true;
+        let cluster = meta.cluster();
+        for t in &mut self.topics {
+            let Some(info) = cluster.topics.get(&*t.name) else {
+                for p in &mut t.parts {
+                    p.leader = None;
+                }
+                continue;
+            };
+            let count = info
+                .partitions
+                .keys()
+                .next_back()
+                .map_or(0, |p| p.saturating_add(1).max(0));
+            if count > t.count {
+                t.count = count;
+                t.parts
+                    .resize_with(usize::try_from(count).unwrap_or(0), PartState::default);
+            }
+            for (i, p) in t.parts.iter_mut().enumerate() {
+                p.leader = i32::try_from(i)
+                    .ok()
+                    .and_then(|i| info.partitions.get(&i))
+                    .and_then(|pi| pi.leader().ok());
+            }
+        }
+        if !self.pending.is_empty() {
+            let pending = std::mem::take(&mut self.pending);
+            for r in pending {
+                self.place_pending(now, r);
+            }
+        }
+    }
+
+    /// The produce hot path (see [`crate::Client::produce`]).
+    pub(crate) fn produce(
+        &mut self,
+        now: Instant,
+        rec: &ProducerRecord<'_>,
+        meta: &MetadataCache,
+    ) -> Result<ProduceId, ProduceError> {
+        if self.closing.is_some() || self.closed {
+            return Err(ProduceError::Closed);
+        }
+        if self.fenced() {
+            return Err(ProduceError::Fenced);
+        }
+        self.sync_metadata(now, meta);
+        let ti = self.topic_index(rec.topic)?;
+        let size = record_size(rec.key, rec.value, rec.headers.iter());
+        let max = self.cfg.max_request_size.saturating_sub(BATCH_OVERHEAD + 512);
+        if size > max || size > self.cfg.buffer_memory {
+            return Err(ProduceError::RecordTooLarge {
+                size,
+                max: max.min(self.cfg.buffer_memory),
+            });
+        }
+        if self.buffered + size > self.cfg.buffer_memory {
+            return Err(ProduceError::BufferFull {
+                buffered: self.buffered,
+                needed: size,
+                limit: self.cfg.buffer_memory,
+            });
+        }
+        let timestamp = rec.timestamp.unwrap_or_else(|| self.wall_ms(now));
+        let (count, waiting) = match self.topics.get(ti) {
+            Some(t) => (t.count, t.pending > 0),
+            None => (0, false),
+        };
+        if count == 0 || waiting {
+            // Unknown topic (or records ahead of this one still wait): keep an owned copy
+            // until metadata names its partitions. Cold path.
+            if let (Some(p), true) = (rec.partition, count > 0)
+                && (p < 0 || p >= count)
+            {
+                return Err(self.invalid_partition(ti, p, count));
+            }
+            let id = self.alloc_id();
+            self.buffered += size;
+            self.want_refresh = true;
+            if let Some(t) = self.topics.get_mut(ti) {
+                t.pending += 1;
+            }
+            self.pending.push_back(Pending {
+                id,
+                topic: ti,
+                partition: rec.partition,
+                key: rec.key.map(Bytes::copy_from_slice),
+                value: rec.value.map(Bytes::copy_from_slice),
+                headers: rec
+                    .headers
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), v.map(Bytes::copy_from_slice)))
+                    .collect(),
+                timestamp,
+                size,
+                deadline: now + self.cfg.delivery_timeout,
+            });
+            return Ok(ProduceId(id));
+        }
+        let p = self.choose_partition(ti, rec.partition, rec.key, size)?;
+        let id = self.alloc_id();
+        self.append(
+            now,
+            ti,
+            p,
+            Slot { id, timestamp },
+            rec.key,
+            rec.value,
+            rec.headers,
+            size,
+        );
+        Ok(ProduceId(id))
+    }
+
+    fn alloc_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn invalid_partition(&self, ti: usize, partition: i32, count: i32) -> ProduceError {
+        ProduceError::InvalidPartition {
+            topic: self
+                .topics
+                .get(ti)
+                .map(|t| t.name.to_string())
+                .unwrap_or_default(),
+            partition,
+            count,
+        }
+    }
+
+    /// Places a record that waited for metadata (its id is already handed out).
+    fn place_pending(&mut self, now: Instant, r: Pending) {
+        let count = self.topics.get(r.topic).map_or(0, |t| t.count);
+        if count == 0 {
+            self.pending.push_back(r);
+            return;
+        }
+        if let Some(t) = self.topics.get_mut(r.topic) {
+            t.pending = t.pending.saturating_sub(1);
+        }
+        if let Some(p) = r.partition
+            && (p < 0 || p >= count)
+        {
+            self.buffered = self.buffered.saturating_sub(r.size);
+            let err = DeliveryError::Broker {
+                code: stellflow_proto::ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+            };
+            self.emit_failure(r.id, err);
+            return;
+        }
+        let key = r.key.as_deref();
+        let p = match self.choose_partition(r.topic, r.partition, key, r.size) {
+            Ok(p) => p,
+            Err(_) => 0,
+        };
+        self.buffered = self.buffered.saturating_sub(r.size);
+        let slot = Slot {
+            id: r.id,
+            timestamp: r.timestamp,
+        };
+        let _ = now;
+        self.append(
+            now,
+            r.topic,
+            p,
+            slot,
+            key,
+            r.value.as_deref(),
+            &r.headers,
+            r.size,
+        );
+    }
+
+    /// Chooses the partition of a record whose topic's partition count is known.
+    fn choose_partition(
+        &mut self,
+        ti: usize,
+        explicit: Option<i32>,
+        key: Option<&[u8]>,
+        size: usize,
+    ) -> Result<i32, ProduceError> {
+        let batch_size = self.cfg.batch_size;
+        let Some(t) = self.topics.get_mut(ti) else {
+            return Ok(0);
+        };
+        let n = t.count.max(1);
+        if let Some(p) = explicit {
+            if p < 0 || p >= t.count {
+                let count = t.count;
+                return Err(self.invalid_partition(ti, p, count));
+            }
+            return Ok(p);
+        }
+        let key = key.filter(|k| !k.is_empty());
+        if let Some(c) = &mut self.custom {
+            return Ok(c.partition(&t.name, key, n).rem_euclid(n));
+        }
+        if let Some(k) = key {
+            return Ok(self.cfg.keyed.partition(k, n));
+        }
+        match self.cfg.keyless {
+            KeylessPartitioner::RoundRobin => {
+                let p = (t.rr % n as u32) as i32;
+                t.rr = t.rr.wrapping_add(1);
+                Ok(p)
+            }
+            _ => {
+                if let Some((p, serial)) = t.sticky
+                    && let Some(ps) = usize::try_from(p).ok().and_then(|i| t.parts.get(i))
+                {
+                    let keep = match (&ps.open, serial) {
+                        (Some(b), s) => {
+                            s.is_none_or(|s| s == b.serial)
+                                && (b.slots.is_empty() || b.size() + size <= batch_size)
+                        }
+                        (None, None) => true,
+                        (None, Some(_)) => false,
+                    };
+                    if keep {
+                        return Ok(p);
+                    }
+                }
+                // A new sticky partition: random, preferring one with a leader and not the
+                // previous one.
+                let prev = t.sticky.map(|(p, _)| p);
+                let start = self.rng.below(n as u64) as i32;
+                let mut choice = start;
+                for k in 0..n {
+                    let p = (start + k) % n;
+                    let has_leader = usize::try_from(p)
+                        .ok()
+                        .and_then(|i| t.parts.get(i))
+                        .is_some_and(|ps| ps.leader.is_some());
+                    if has_leader && (Some(p) != prev || n == 1) {
+                        choice = p;
+                        break;
+                    }
+                }
+                t.sticky = Some((choice, None));
+                Ok(choice)
+            }
+        }
+    }
+
+    /// Appends one record to partition `p`'s open batch, opening or closing batches as needed.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn append<H: HeaderRef>(
+        &mut self,
+        now: Instant,
+        ti: usize,
+        p: i32,
+        slot: Slot,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[H],
+        size: usize,
+    ) {
+        let batch_size = self.cfg.batch_size;
+        let pi = usize::try_from(p).unwrap_or(0);
+        // Close the open batch if the record does not fit.
+        let full = self
+            .part(ti, pi)
+            .and_then(|ps| ps.open.as_ref())
+            .is_some_and(|b| !b.slots.is_empty() && b.size() + size > batch_size);
+        if full {
+            self.close_open(ti, pi);
+        }
+        if self.part(ti, pi).is_some_and(|ps| ps.open.is_none()) {
+            let batch = self.new_batch(now, ti, pi, slot.timestamp, size);
+            if let Some(ps) = self.part_mut(ti, pi) {
+                ps.open = Some(batch);
+            }
+        }
+        let mut failed = None;
+        let mut now_full = false;
+        let mut serial = None;
+        if let Some(ps) = self.part_mut(ti, pi)
+            && let Some(b) = &mut ps.open
+            && let Some(builder) = &mut b.builder
+        {
+            match builder.append_with_headers(slot.timestamp, key, value, headers.iter()) {
+                Ok(()) => {
+                    b.slots.push(slot);
+                    b.bytes += size;
+                    now_full = builder.encoded_size() + size > batch_size;
+                    serial = Some(b.serial);
+                }
+                Err(e) => failed = Some(DeliveryError::Encode(e.to_string())),
+            }
+        }
+        if let Some(e) = failed {
+            self.emit_failure(slot.id, e);
+            return;
+        }
+        self.buffered += size;
+        if let Some(t) = self.topics.get_mut(ti)
+            && let Some((sp, s @ None)) = &mut t.sticky
+            && *sp == p
+        {
+            *s = serial;
+        }
+        if now_full || self.cfg.linger.is_zero() || slot.id < self.flush_upto {
+            if now_full {
+                self.close_open(ti, pi);
+            }
+            self.dirty = true;
+        }
+    }
+
+    pub(crate) fn part(&self, ti: usize, pi: usize) -> Option<&PartState> {
+        self.topics.get(ti).and_then(|t| t.parts.get(pi))
+    }
+
+    pub(crate) fn part_mut(&mut self, ti: usize, pi: usize) -> Option<&mut PartState> {
+        self.topics.get_mut(ti).and_then(|t| t.parts.get_mut(pi))
+    }
+
+    fn new_batch(
+        &mut self,
+        now: Instant,
+        ti: usize,
+        pi: usize,
+        timestamp: i64,
+        first: usize,
+    ) -> Batch {
+        self.next_serial += 1;
+        let stamp = self.guess_stamp(ti, pi);
+        let envelope = self.envelope;
+        let params = BatchParams {
+            base_timestamp: timestamp,
+            producer_id: stamp.producer_id,
+            producer_epoch: stamp.epoch,
+            base_sequence: stamp.sequence,
+            ..BatchParams::default()
+        };
+        let want = self.cfg.batch_size.max(first) + BATCH_OVERHEAD + 64;
+        let buf = match self.buffers.pop() {
+            Some(mut b) if b.capacity() >= want => {
+                b.clear();
+                b
+            }
+            _ => BytesMut::with_capacity(want),
+        };
+        let builder =
+            BatchBuilder::in_buffer(buf, params, envelope).with_gzip_level(self.cfg.gzip_level);
+        Batch {
+            serial: self.next_serial,
+            builder: Some(builder),
+            blob: Bytes::new(),
+            slots: self.slot_vecs.pop().unwrap_or_default(),
+            bytes: 0,
+            created: now,
+            deadline: now + self.cfg.delivery_timeout,
+            attempts: 0,
+            lost_state: 0,
+            retry_at: None,
+            stamp,
+            last_error: None,
+            reported: false,
+        }
+    }
+
+    /// The stamp a new batch of partition `pi` will most likely be sent with.
+    fn guess_stamp(&self, ti: usize, pi: usize) -> Stamp {
+        let Some((producer_id, epoch)) = self.idem.as_ref().and_then(|i| i.current()) else {
+            return if self.idem.is_some() {
+                Stamp {
+                    producer_id: -1,
+                    epoch: -1,
+                    sequence: -1,
+                }
+            } else {
+                Stamp::NONE
+            };
+        };
+        let sequence = match self.part(ti, pi) {
+            Some(ps) if ps.seq_epoch == epoch => {
+                i32::try_from(i64::from(ps.next_seq) + ps.pipeline).unwrap_or(0)
+            }
+            _ => 0,
+        };
+        Stamp {
+            producer_id,
+            epoch,
+            sequence,
+        }
+    }
+
+    /// Closes partition `pi`'s open batch: finishes its blob and queues it.
+    pub(crate) fn close_open(&mut self, ti: usize, pi: usize) {
+        let Some(mut batch) = self.part_mut(ti, pi).and_then(|ps| ps.open.take()) else {
+            return;
+        };
+        if let Some(t) = self.topics.get_mut(ti)
+            && let Some((p, _)) = t.sticky
+            && usize::try_from(p).ok() == Some(pi)
+        {
+            t.sticky = None;
+        }
+        self.dirty = true;
+        if batch.slots.is_empty() {
+            self.recycle(batch);
+            return;
+        }
+        match batch.builder.take().map(BatchBuilder::finish_into) {
+            Some(Ok(buf)) => {
+                batch.blob = buf.freeze();
+                let count = i64::from(batch.count());
+                if let Some(ps) = self.part_mut(ti, pi) {
+                    ps.pipeline += count;
+                    ps.queue.push_back(batch);
+                }
+            }
+            Some(Err(e)) => {
+                let err = DeliveryError::Encode(e.to_string());
+                self.fail_batch(ti, pi, batch, err, false);
+            }
+            None => {}
+        }
+    }
+
+    /// Returns a finished batch's memory to the pools.
+    pub(crate) fn recycle(&mut self, mut batch: Batch) {
+        self.buffered = self.buffered.saturating_sub(batch.bytes);
+        let mut slots = std::mem::take(&mut batch.slots);
+        if self.slot_vecs.len() < 64 {
+            slots.clear();
+            self.slot_vecs.push(slots);
+        }
+        let blob = std::mem::take(&mut batch.blob);
+        let buf = match batch.builder.take() {
+            Some(b) => b.finish_into().ok(),
+            None => blob.try_into_mut().ok(),
+        };
+        if let Some(buf) = buf
+            && buf.capacity() >= self.cfg.batch_size
+            && self.buffers.len() < self.max_pooled_buffers()
+        {
+            self.buffers.push(buf);
+        }
+    }
+
+    fn max_pooled_buffers(&self) -> usize {
+        (self.cfg.buffer_memory / self.cfg.batch_size.max(1)).clamp(1, 64)
+    }
+}

@@ -1,0 +1,89 @@
+//! The producer's commands on [`Client`]. The logic lives in the producer modules; these are
+//! thin delegations that keep the drain rule (every command runs what became possible).
+
+use super::{FlushId, Partitioner, ProduceError, ProduceId, ProducerRecord};
+use crate::client::Client;
+use std::time::{Duration, Instant};
+
+impl Client {
+    /// Queues one record for sending and returns its id at once; its outcome comes later as
+    /// exactly one [`crate::Event::Produced`]. The record's bytes are copied into its
+    /// partition's batch, so the caller keeps ownership.
+    ///
+    /// Errors mean the record was not queued and no event will follow:
+    /// [`ProduceError::BufferFull`] (poll events and try again — adapters wait up to their
+    /// maximum block time), [`ProduceError::RecordTooLarge`], an invalid topic name or
+    /// partition, or a closed producer.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use stellflow_sansio::{Client, ClientConfig};
+    /// use stellflow_sansio::producer::ProducerRecord;
+    /// let now = Instant::now();
+    /// let mut client = Client::new(ClientConfig::new("broker-1:9092").unwrap(), now, 1).unwrap();
+    /// let id = client.produce(now, &ProducerRecord::new("orders", b"hello")).unwrap();
+    /// # let _ = id;
+    /// ```
+    pub fn produce(
+        &mut self,
+        now: Instant,
+        record: &ProducerRecord<'_>,
+    ) -> Result<ProduceId, ProduceError> {
+        self.last_now = now;
+        if self.closed {
+            return Err(ProduceError::Closed);
+        }
+        let r = self.producer.produce(now, record, &self.metadata);
+        if self.producer.needs_attention() {
+            self.process(now);
+        }
+        r
+    }
+
+    /// Sends every batch at once (ignoring linger) and reports [`crate::Event::Flushed`] with
+    /// the returned id when every record produced before this call has its outcome.
+    pub fn flush(&mut self, now: Instant) -> FlushId {
+        self.last_now = now;
+        let id = self.producer.flush(now);
+        self.process(now);
+        id
+    }
+
+    /// Closes the producer gracefully: `produce` fails with [`ProduceError::Closed`] from now
+    /// on, everything buffered is sent at once, and whatever has no outcome `timeout` from now
+    /// fails with [`crate::producer::DeliveryError::Closed`]. Ends with
+    /// [`crate::Event::ProducerClosed`]. (The client's [`Client::close`] closes at once.)
+    pub fn close_producer(&mut self, now: Instant, timeout: Duration) {
+        self.last_now = now;
+        self.producer.close(now, timeout);
+        self.process(now);
+    }
+
+    /// Replaces the partitioner for records without an explicit partition.
+    pub fn set_partitioner(&mut self, partitioner: Box<dyn Partitioner>) {
+        self.producer.set_partitioner(partitioner);
+    }
+
+    /// Tells the core the wall-clock time: `unix_ms` (ms since the Unix epoch) at `now`.
+    /// Records without a timestamp get `unix_ms + (their now − now)`; without this call they
+    /// get −1. The core never reads a clock itself.
+    pub fn set_wall_clock(&mut self, now: Instant, unix_ms: i64) {
+        self.producer.set_wall_clock(now, unix_ms);
+    }
+
+    /// Bytes of records the producer holds (waiting, in flight or being retried), the figure
+    /// bounded by `buffer_memory`.
+    pub fn producer_buffered_bytes(&self) -> usize {
+        self.producer.buffered()
+    }
+
+    /// The producer's part of [`Client::process`]: runs its sender and passes on its wish for a
+    /// metadata refresh. Returns whether it submitted requests.
+    pub(crate) fn producer_drive(&mut self, now: Instant) -> bool {
+        let sent = self.producer.process(now, &mut self.net, &self.metadata);
+        if self.producer.take_refresh_wish() && !self.closed {
+            self.refresher.request(false);
+        }
+        sent
+    }
+}

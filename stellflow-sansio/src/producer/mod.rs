@@ -1,0 +1,453 @@
+//! The producer: partitioners, the accumulator, the sender and idempotence (DESIGN §3.1–3.5,
+//! §3.12; PROTOCOL.md §3.3, §3.12).
+//!
+//! Use it through [`crate::Client`]:
+//!
+//! * [`crate::Client::produce`]`(now, &record)` copies the record into its partition's batch and
+//!   returns a [`ProduceId`] at once — or a [`ProduceError`] (buffer full, record too large,
+//!   bad topic or partition, closed) and then nothing else happens;
+//! * every `Ok` gets exactly one [`crate::Event::Produced`] with a [`RecordMetadata`] (the
+//!   blob's offset plus the record's index in it) or a [`DeliveryError`];
+//! * [`crate::Client::flush`] ends with [`crate::Event::Flushed`] once every record produced
+//!   before it has its outcome; [`crate::Client::close_producer`] flushes with a deadline, fails
+//!   what remains, and ends with [`crate::Event::ProducerClosed`].
+//!
+//! Settings live in [`ProducerConfig`] (`ClientConfig::producer`).
+//!
+//! Internals: [`partitioner`] (Java/Go-compatible hashes, sticky, round robin),
+//! `accumulator` (per-partition batches), `sender` (requests per leader, retries) and
+//! [`idempotence`] (producer id, sequences, epoch-bump recovery).
+
+mod accumulator;
+mod api;
+pub mod idempotence;
+pub mod partitioner;
+mod sender;
+mod types;
+
+pub use partitioner::{KeyedPartitioner, KeylessPartitioner, Partitioner, fnv1a32, java_hash};
+pub use types::{
+    Acks, BatchFormat, DeliveryError, FlushId, ProduceError, ProduceId, ProducerConfig,
+    ProducerRecord, RecordHeader, RecordMetadata,
+};
+
+use crate::event::Event;
+use crate::metadata::MetadataCache;
+use crate::net::Net;
+use crate::rng::Rng;
+use accumulator::{Batch, TopicState};
+use bytes::{Bytes, BytesMut};
+use idempotence::{Idempotence, PidState};
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+use stellflow_proto::record::Envelope;
+
+/// A record waiting for its topic's metadata (owned copy; cold path).
+#[derive(Debug)]
+struct Pending {
+    id: u64,
+    topic: usize,
+    partition: Option<i32>,
+    key: Option<Bytes>,
+    value: Option<Bytes>,
+    headers: Vec<(String, Option<Bytes>)>,
+    timestamp: i64,
+    size: usize,
+    deadline: Instant,
+}
+
+/// A batch inside a Produce request, with its position in the request.
+#[derive(Debug)]
+struct Sent {
+    topic: usize,
+    part: usize,
+    tpos: usize,
+    ppos: usize,
+    batch: Batch,
+}
+
+/// A request of the producer in flight.
+#[derive(Debug)]
+enum Flight {
+    Produce(Vec<Sent>),
+    InitPid,
+}
+
+/// The producer state inside the [`crate::Client`].
+#[derive(Debug)]
+pub(crate) struct Producer {
+    cfg: ProducerConfig,
+    envelope: Envelope,
+    request_timeout: Duration,
+    topics: Vec<TopicState>,
+    topic_ids: HashMap<String, usize>,
+    last_topic: usize,
+    custom: Option<Box<dyn Partitioner>>,
+    rng: Rng,
+    next_id: u64,
+    next_serial: u64,
+    next_flush: u64,
+    buffered: usize,
+    pending: VecDeque<Pending>,
+    inflight: HashMap<u64, Flight>,
+    idem: Option<Idempotence>,
+    flushes: VecDeque<(u64, u64)>,
+    /// Records with an id below this are sent without waiting for linger (flush/close).
+    flush_upto: u64,
+    closing: Option<Instant>,
+    closed: bool,
+    wall: Option<(Instant, i64)>,
+    buffers: Vec<BytesMut>,
+    slot_vecs: Vec<Vec<accumulator::Slot>>,
+    picks: Vec<(i32, usize, usize)>,
+    events: VecDeque<Event>,
+    /// Something may be sendable: run the sender at the next `process`.
+    dirty: bool,
+    /// Ask the client for a metadata refresh.
+    want_refresh: bool,
+    meta_gen: u64,
+}
+
+impl Producer {
+    /// A producer for `cfg` (already validated); `request_timeout` is the client's.
+    pub(crate) fn new(cfg: ProducerConfig, request_timeout: Duration, seed: u64) -> Self {
+        let envelope = match cfg.effective_format() {
+            BatchFormat::V1 => Envelope::V1,
+            BatchFormat::Native(c) => Envelope::Srfb(c),
+        };
+        // A Produce with acks=-1 may legitimately take `ack_timeout` at the broker.
+        let request_timeout = request_timeout.max(cfg.ack_timeout + Duration::from_secs(5));
+        Producer {
+            idem: cfg.idempotence.then(Idempotence::default),
+            envelope,
+            request_timeout,
+            cfg,
+            topics: Vec::new(),
+            topic_ids: HashMap::new(),
+            last_topic: usize::MAX,
+            custom: None,
+            rng: Rng::new(seed),
+            next_id: 0,
+            next_serial: 0,
+            next_flush: 0,
+            buffered: 0,
+            pending: VecDeque::new(),
+            inflight: HashMap::new(),
+            flushes: VecDeque::new(),
+            flush_upto: 0,
+            closing: None,
+            closed: false,
+            wall: None,
+            buffers: Vec::new(),
+            slot_vecs: Vec::new(),
+            picks: Vec::new(),
+            events: VecDeque::new(),
+            dirty: false,
+            want_refresh: false,
+            meta_gen: u64::MAX,
+        }
+    }
+
+    /// Installs a custom partitioner.
+    pub(crate) fn set_partitioner(&mut self, p: Box<dyn Partitioner>) {
+        self.custom = Some(p);
+    }
+
+    /// Anchors the wall clock: `unix_ms` is the time at `now`.
+    pub(crate) fn set_wall_clock(&mut self, now: Instant, unix_ms: i64) {
+        self.wall = Some((now, unix_ms));
+    }
+
+    fn wall_ms(&self, now: Instant) -> i64 {
+        match self.wall {
+            Some((at, ms)) => {
+                let d = now.saturating_duration_since(at).as_millis();
+                ms.saturating_add(i64::try_from(d).unwrap_or(i64::MAX))
+            }
+            None => -1,
+        }
+    }
+
+    /// Bytes of records held now.
+    pub(crate) fn buffered(&self) -> usize {
+        self.buffered
+    }
+
+    fn fenced(&self) -> bool {
+        self.idem
+            .as_ref()
+            .is_some_and(|i| i.pid == PidState::Fenced)
+    }
+
+    fn has_records(&self) -> bool {
+        self.buffered > 0
+    }
+
+    /// Next event of the producer.
+    pub(crate) fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Whether `process` has something to do after a `produce`.
+    pub(crate) fn needs_attention(&self) -> bool {
+        self.dirty || self.want_refresh
+    }
+
+    /// Whether the producer wants a metadata refresh (clears the wish).
+    pub(crate) fn take_refresh_wish(&mut self) -> bool {
+        std::mem::take(&mut self.want_refresh)
+    }
+
+    /// Runs the sender if something may be sendable; returns whether requests were submitted.
+    pub(crate) fn process(&mut self, now: Instant, net: &mut Net, meta: &MetadataCache) -> bool {
+        self.sync_metadata(now, meta);
+        let mut sent = false;
+        if self.dirty && !self.closed {
+            self.dirty = false;
+            sent = self.drain(now, net);
+        }
+        if !self.flushes.is_empty() || self.closing.is_some() {
+            self.check_flushes(now);
+        }
+        sent
+    }
+
+    /// Fires due deadlines: delivery timeouts, linger, retries, the close deadline.
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        self.dirty = true;
+        self.expire(now);
+        if let Some(deadline) = self.closing
+            && deadline <= now
+        {
+            self.abort(crate::producer::DeliveryError::Closed);
+        }
+    }
+
+    /// The earliest instant at which something is due.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        let mut best: Option<Instant> = None;
+        let mut at = |t: Instant| best = Some(best.map_or(t, |b| b.min(t)));
+        if self.closed {
+            return None;
+        }
+        if let Some(c) = self.closing {
+            at(c);
+        }
+        if let Some(p) = self.pending.front() {
+            at(p.deadline);
+        }
+        let sending = match &self.idem {
+            None => true,
+            Some(i) => match i.pid {
+                PidState::Ready { .. } => true,
+                PidState::Needed(Some(t)) => {
+                    if self.has_records() {
+                        at(t);
+                    }
+                    false
+                }
+                _ => false,
+            },
+        };
+        let max_in_flight = self.cfg.max_in_flight_per_partition;
+        for t in &self.topics {
+            for ps in &t.parts {
+                let oldest = ps.queue.front().or(ps.open.as_ref());
+                if let Some(b) = oldest
+                    && !b.slots.is_empty()
+                {
+                    at(b.deadline);
+                }
+                if !sending || ps.leader.is_none() || ps.in_flight >= max_in_flight {
+                    continue;
+                }
+                match ps.queue.front() {
+                    Some(b) => {
+                        if let Some(r) = b.retry_at {
+                            at(r);
+                        }
+                    }
+                    None => {
+                        if let Some(b) = &ps.open
+                            && !b.slots.is_empty()
+                        {
+                            at(b.created + self.cfg.linger);
+                        }
+                    }
+                }
+            }
+        }
+        best
+    }
+
+    /// Fails everything whose delivery timeout passed and that is not in flight.
+    fn expire(&mut self, now: Instant) {
+        let after = self.cfg.delivery_timeout;
+        while self.pending.front().is_some_and(|p| p.deadline <= now) {
+            if let Some(p) = self.pending.pop_front() {
+                self.buffered = self.buffered.saturating_sub(p.size);
+                let topic = self
+                    .topics
+                    .get_mut(p.topic)
+                    .map(|t| {
+                        t.pending = t.pending.saturating_sub(1);
+                        t.name.to_string()
+                    })
+                    .unwrap_or_default();
+                let known = self.topics.get(p.topic).is_some_and(|t| t.count > 0);
+                let err = if known {
+                    DeliveryError::Timeout { after, last: None }
+                } else {
+                    DeliveryError::UnknownTopic { topic }
+                };
+                self.emit_failure(p.id, err);
+            }
+        }
+        for ti in 0..self.topics.len() {
+            let parts = self.topics.get(ti).map_or(0, |t| t.parts.len());
+            for pi in 0..parts {
+                loop {
+                    let Some(ps) = self.part_mut(ti, pi) else {
+                        break;
+                    };
+                    if !ps.queue.front().is_some_and(|b| b.deadline <= now) {
+                        break;
+                    }
+                    let Some(b) = ps.queue.pop_front() else {
+                        break;
+                    };
+                    let last = b.last_error.clone().map(Box::new);
+                    self.fail_batch(ti, pi, b, DeliveryError::Timeout { after, last }, true);
+                }
+                let expired = self
+                    .part(ti, pi)
+                    .and_then(|ps| ps.open.as_ref())
+                    .is_some_and(|b| !b.slots.is_empty() && b.deadline <= now);
+                if expired
+                    && let Some(b) = self.part_mut(ti, pi).and_then(|ps| ps.open.take())
+                {
+                    self.fail_batch(ti, pi, b, DeliveryError::Timeout { after, last: None }, false);
+                }
+            }
+        }
+    }
+
+    /// Starts a flush; [`Event::Flushed`] follows once every record produced so far has its
+    /// outcome.
+    pub(crate) fn flush(&mut self, now: Instant) -> FlushId {
+        self.next_flush += 1;
+        let id = self.next_flush;
+        let upto = self.next_id + 1;
+        self.flush_upto = self.flush_upto.max(upto);
+        self.flushes.push_back((id, upto));
+        self.dirty = true;
+        self.check_flushes(now);
+        FlushId(id)
+    }
+
+    /// Stops accepting records, flushes, and fails what remains at `deadline`.
+    pub(crate) fn close(&mut self, now: Instant, timeout: Duration) {
+        if self.closed || self.closing.is_some() {
+            return;
+        }
+        self.closing = Some(now + timeout);
+        self.flush_upto = self.next_id + 1;
+        self.dirty = true;
+        self.check_flushes(now);
+    }
+
+    fn check_flushes(&mut self, _now: Instant) {
+        let min = self.min_outstanding();
+        while let Some(&(id, upto)) = self.flushes.front() {
+            if min < upto {
+                break;
+            }
+            self.flushes.pop_front();
+            self.events.push_back(Event::Flushed { id: FlushId(id) });
+        }
+        if self.closing.is_some() && min == u64::MAX {
+            self.closing = None;
+            self.closed = true;
+            self.events.push_back(Event::ProducerClosed { failed: 0 });
+        }
+    }
+
+    /// The smallest id of a record without an outcome (`u64::MAX` if none).
+    fn min_outstanding(&self) -> u64 {
+        let mut min = self.pending.front().map_or(u64::MAX, |p| p.id);
+        for t in &self.topics {
+            for ps in &t.parts {
+                if let Some(b) = &ps.open {
+                    min = min.min(b.first_id());
+                }
+                for b in &ps.queue {
+                    min = min.min(b.first_id());
+                }
+            }
+        }
+        for f in self.inflight.values() {
+            if let Flight::Produce(sent) = f {
+                for s in sent {
+                    if !s.batch.reported {
+                        min = min.min(s.batch.first_id());
+                    }
+                }
+            }
+        }
+        min
+    }
+
+    /// Fails every record without an outcome with `error` and forgets the requests in flight
+    /// (their answers are ignored). Used by close (deadline passed) and the client's `close`.
+    pub(crate) fn abort(&mut self, error: DeliveryError) {
+        let mut failed = 0u64;
+        while let Some(p) = self.pending.pop_front() {
+            failed += 1;
+            self.emit_failure(p.id, error.clone());
+        }
+        for ti in 0..self.topics.len() {
+            let parts = self.topics.get(ti).map_or(0, |t| t.parts.len());
+            for pi in 0..parts {
+                let Some(ps) = self.part_mut(ti, pi) else {
+                    continue;
+                };
+                let open = ps.open.take();
+                let queued: Vec<Batch> = ps.queue.drain(..).collect();
+                ps.in_flight = 0;
+                for b in queued {
+                    failed += b.slots.len() as u64;
+                    self.fail_batch(ti, pi, b, error.clone(), true);
+                }
+                if let Some(b) = open {
+                    failed += b.slots.len() as u64;
+                    self.fail_batch(ti, pi, b, error.clone(), false);
+                }
+            }
+        }
+        let inflight: Vec<Flight> = self.inflight.drain().map(|(_, f)| f).collect();
+        for f in inflight {
+            if let Flight::Produce(sent) = f {
+                for s in sent {
+                    if !s.batch.reported {
+                        failed += s.batch.slots.len() as u64;
+                    }
+                    self.fail_batch(s.topic, s.part, s.batch, error.clone(), true);
+                }
+            }
+        }
+        if let Some(i) = &mut self.idem
+            && i.pid == PidState::Requested
+        {
+            i.pid = PidState::Needed(None);
+        }
+        self.buffered = 0;
+        while let Some((id, _)) = self.flushes.pop_front() {
+            self.events.push_back(Event::Flushed { id: FlushId(id) });
+        }
+        let was_closing = self.closing.take().is_some();
+        self.closed = true;
+        if was_closing || self.next_id > 0 {
+            self.events.push_back(Event::ProducerClosed { failed });
+        }
+    }
+}

@@ -1,0 +1,600 @@
+//! The sender: drains ready batches per leader broker into Produce requests and turns the
+//! answers into outcomes, retries, metadata refreshes and idempotence recovery.
+//!
+//! * A batch is ready when it is full, its linger expired, a flush or close asks for it, or it
+//!   waits for a retry whose backoff has passed; it goes out only while its partition has fewer
+//!   than `max_in_flight_per_partition` requests in flight (1 by default) and its leader is
+//!   known.
+//! * All ready batches for one leader go into one request (several partitions, one blob each),
+//!   split only at `max_request_size`.
+//! * A retried batch goes back to the front of its partition's queue, so records of a
+//!   partition are never reordered (with the default of one request in flight).
+
+use super::accumulator::Batch;
+use super::idempotence::{PidState, Stamp, restamp};
+use super::types::{Acks, DeliveryError, RecordMetadata};
+use super::{Flight, Producer, Sent};
+use crate::error::RequestError;
+use crate::event::Event;
+use crate::net::{Completion, Net, Origin};
+use crate::request::{RequestOptions, Target};
+use std::time::{Duration, Instant};
+use stellflow_proto::messages::{
+    InitProducerIdRequest, InitProducerIdResponse, ProducePartitionData, ProducePartitionResponse,
+    ProduceRequest, ProduceResponse, ProduceTopicData, RequestBody,
+};
+use stellflow_proto::{ApiKey, ErrorClass, ErrorCode, Reader, Wire};
+
+/// What to do with a batch after its answer.
+enum Verdict {
+    Written(i64),
+    NotReplicated(i64),
+    Retry { refresh: bool, error: DeliveryError },
+    LostState,
+    Fail(DeliveryError),
+}
+
+impl Producer {
+    /// Sends every ready batch whose leader is known.
+    pub(crate) fn drain(&mut self, now: Instant, net: &mut Net) -> bool {
+        let stamp_base = match &self.idem {
+            None => None,
+            Some(i) => match i.pid {
+                PidState::Ready { producer_id, epoch } => Some((producer_id, epoch)),
+                PidState::Fenced => None,
+                _ => {
+                    if self.has_records() {
+                        self.request_pid(now, net);
+                    }
+                    return false;
+                }
+            },
+        };
+        if self.idem.is_some() && stamp_base.is_none() {
+            return false; // fenced: batches wait for their delivery timeout or close
+        }
+        let mut picks = std::mem::take(&mut self.picks);
+        picks.clear();
+        let linger = self.cfg.linger;
+        let max_in_flight = self.cfg.max_in_flight_per_partition;
+        let flush_upto = self.flush_upto;
+        let closing = self.closing.is_some();
+        for (ti, t) in self.topics.iter().enumerate() {
+            for (pi, ps) in t.parts.iter().enumerate() {
+                if ps.in_flight >= max_in_flight {
+                    continue;
+                }
+                let ready = match ps.queue.front() {
+                    Some(b) => b.retry_at.is_none_or(|r| r <= now),
+                    None => ps.open.as_ref().is_some_and(|b| {
+                        !b.slots.is_empty()
+                            && (b.created + linger <= now || b.first_id() < flush_upto || closing)
+                    }),
+                };
+                if !ready {
+                    continue;
+                }
+                match ps.leader {
+                    Some(l) => picks.push((l, ti, pi)),
+                    None => self.want_refresh = true,
+                }
+            }
+        }
+        if picks.is_empty() {
+            self.picks = picks;
+            return false;
+        }
+        picks.sort_unstable();
+        let max_size = self.cfg.max_request_size;
+        let mut i = 0;
+        while let Some(&(leader, _, _)) = picks.get(i) {
+            let mut topic_data: Vec<ProduceTopicData> = Vec::new();
+            let mut sent: Vec<Sent> = Vec::new();
+            let mut size = 0usize;
+            while let Some(&(l, ti, pi)) = picks.get(i) {
+                if l != leader {
+                    break;
+                }
+                let est = self.ready_size(ti, pi);
+                if !sent.is_empty() && size + est > max_size {
+                    break;
+                }
+                i += 1;
+                let Some(batch) = self.take_ready(ti, pi, stamp_base) else {
+                    continue;
+                };
+                size += batch.blob.len();
+                let Some(t) = self.topics.get(ti) else {
+                    continue;
+                };
+                let same_topic = sent.last().is_some_and(|s| s.topic == ti);
+                if !same_topic {
+                    topic_data.push(ProduceTopicData {
+                        topic: Some(t.wire_name.clone()),
+                        partitions: Vec::new(),
+                    });
+                }
+                let tpos = topic_data.len() - 1;
+                let Some(td) = topic_data.last_mut() else {
+                    continue;
+                };
+                td.partitions.push(ProducePartitionData {
+                    partition: i32::try_from(pi).unwrap_or(0),
+                    records: Some(batch.blob.clone()),
+                });
+                sent.push(Sent {
+                    topic: ti,
+                    part: pi,
+                    tpos,
+                    ppos: td.partitions.len() - 1,
+                    batch,
+                });
+            }
+            if !sent.is_empty() {
+                self.submit(now, net, leader, topic_data, sent);
+            }
+        }
+        self.picks = picks;
+        // Another batch of the same partition may be ready behind the one just sent.
+        if max_in_flight > 1 {
+            self.dirty = true;
+        }
+        true
+    }
+
+    fn ready_size(&self, ti: usize, pi: usize) -> usize {
+        self.part(ti, pi).map_or(0, |ps| match ps.queue.front() {
+            Some(b) => b.size(),
+            None => ps.open.as_ref().map_or(0, Batch::size),
+        })
+    }
+
+    /// Takes the partition's next batch to send, stamped for idempotence.
+    fn take_ready(&mut self, ti: usize, pi: usize, base: Option<(i64, i16)>) -> Option<Batch> {
+        if self.part(ti, pi).is_some_and(|ps| ps.queue.is_empty()) {
+            self.close_open(ti, pi);
+        }
+        let gzip = self.cfg.gzip_level;
+        let ps = self.part_mut(ti, pi)?;
+        let mut batch = ps.queue.pop_front()?;
+        ps.in_flight += 1;
+        let Some((producer_id, epoch)) = base else {
+            return Some(batch);
+        };
+        if ps.seq_epoch != epoch {
+            ps.seq_epoch = epoch;
+            ps.next_seq = 0;
+        }
+        let want = Stamp {
+            producer_id,
+            epoch,
+            sequence: ps.next_seq,
+        };
+        if batch.stamp != want {
+            match restamp(&batch.blob, want, gzip) {
+                Ok(blob) => {
+                    batch.blob = blob;
+                    batch.stamp = want;
+                }
+                Err(e) => {
+                    ps.in_flight -= 1;
+                    self.fail_batch(ti, pi, batch, DeliveryError::Encode(e.to_string()), true);
+                    return None;
+                }
+            }
+        }
+        Some(batch)
+    }
+
+    fn submit(
+        &mut self,
+        now: Instant,
+        net: &mut Net,
+        leader: i32,
+        topic_data: Vec<ProduceTopicData>,
+        mut sent: Vec<Sent>,
+    ) {
+        let acks = self.cfg.acks;
+        let req = ProduceRequest {
+            transactional_id: None,
+            acks: acks.wire(),
+            timeout_ms: i32::try_from(self.cfg.ack_timeout.as_millis()).unwrap_or(i32::MAX),
+            topic_data,
+        };
+        let opts = RequestOptions {
+            trace: None,
+            timeout: Some(self.request_timeout),
+        };
+        let seq = net.submit(
+            now,
+            Target::Broker(leader),
+            RequestBody::Produce(req),
+            None,
+            Origin::Producer,
+            &opts,
+        );
+        net.counters.producer_batches += sent.len() as u64;
+        if acks == Acks::None {
+            for s in &mut sent {
+                let Some(t) = self.topics.get(s.topic) else {
+                    continue;
+                };
+                let topic = t.name.clone();
+                let partition = i32::try_from(s.part).unwrap_or(0);
+                for (index, slot) in s.batch.slots.iter().enumerate() {
+                    self.events.push_back(Event::Produced {
+                        id: super::ProduceId(slot.id),
+                        result: Ok(RecordMetadata {
+                            topic: topic.clone(),
+                            partition,
+                            offset: None,
+                            index: index as u32,
+                            timestamp: slot.timestamp,
+                        }),
+                    });
+                }
+                net.counters.producer_records += s.batch.slots.len() as u64;
+                s.batch.reported = true;
+            }
+        }
+        self.inflight.insert(seq, Flight::Produce(sent));
+    }
+
+    /// Asks for a producer id (idempotence), unless one is on its way.
+    pub(crate) fn request_pid(&mut self, now: Instant, net: &mut Net) {
+        let Some(idem) = &mut self.idem else {
+            return;
+        };
+        match idem.pid {
+            PidState::Needed(at) if at.is_none_or(|t| t <= now) => {}
+            _ => return,
+        }
+        idem.pid = PidState::Requested;
+        let seq = net.submit(
+            now,
+            Target::Any,
+            RequestBody::InitProducerId(InitProducerIdRequest {
+                transactional_id: None,
+            }),
+            None,
+            Origin::Producer,
+            &RequestOptions::default(),
+        );
+        self.inflight.insert(seq, Flight::InitPid);
+    }
+
+    /// A request of the producer completed.
+    pub(crate) fn on_completion(&mut self, now: Instant, net: &mut Net, c: Completion) {
+        let Some(flight) = self.inflight.remove(&c.seq) else {
+            return; // aborted (close) or unknown
+        };
+        self.dirty = true;
+        match flight {
+            Flight::InitPid => self.on_pid(now, c),
+            Flight::Produce(sent) => self.on_produce(now, net, c, sent),
+        }
+    }
+
+    fn on_pid(&mut self, now: Instant, c: Completion) {
+        let parsed = match c.result {
+            Ok(reply) => reply.body.and_then(|b| {
+                InitProducerIdResponse::decode(&mut Reader::new(b))
+                    .ok()
+                    .filter(|r| r.error_code == ErrorCode::NONE && r.producer_id >= 0)
+            }),
+            Err(_) => None,
+        };
+        let backoff = self.retry_delay(self.idem.as_ref().map_or(1, |i| i.init_failures + 1));
+        let Some(idem) = &mut self.idem else {
+            return;
+        };
+        match parsed {
+            Some(r) => {
+                idem.init_failures = 0;
+                idem.pid = PidState::Ready {
+                    producer_id: r.producer_id,
+                    epoch: r.producer_epoch.max(0),
+                };
+            }
+            None => {
+                idem.init_failures += 1;
+                idem.pid = PidState::Needed(Some(now + backoff));
+            }
+        }
+    }
+
+    fn on_produce(&mut self, now: Instant, net: &mut Net, c: Completion, sent: Vec<Sent>) {
+        let parsed: Result<ProduceResponse, RequestError> = match c.result {
+            Ok(reply) => match reply.body {
+                Some(b) => ProduceResponse::decode(&mut Reader::new(b)).map_err(|error| {
+                    RequestError::Decode {
+                        api_key: ApiKey::PRODUCE,
+                        error,
+                    }
+                }),
+                None => Err(RequestError::Broker {
+                    api_key: ApiKey::PRODUCE,
+                    code: reply.header.error_code,
+                    address: net
+                        .address(reply.slot)
+                        .cloned()
+                        .unwrap_or_else(|| crate::config::BrokerAddress::new("", 0)),
+                }),
+            },
+            Err(e) => Err(e),
+        };
+        for s in sent {
+            if let Some(ps) = self.part_mut(s.topic, s.part) {
+                ps.in_flight = ps.in_flight.saturating_sub(1);
+            }
+            if s.batch.reported {
+                // acks = 0: outcomes went out when it was sent; the answer is discarded.
+                self.release(s.topic, s.part, s.batch);
+                continue;
+            }
+            let verdict = match &parsed {
+                Ok(r) => match r
+                    .responses
+                    .get(s.tpos)
+                    .and_then(|t| t.partitions.get(s.ppos))
+                {
+                    Some(pr) => self.classify(pr, &s.batch),
+                    None => Verdict::Retry {
+                        refresh: false,
+                        error: DeliveryError::Request(RequestError::Decode {
+                            api_key: ApiKey::PRODUCE,
+                            error: stellflow_proto::DecodeError::invalid(
+                                "ProduceResponse",
+                                "a partition of the request is missing from the answer",
+                            ),
+                        }),
+                    },
+                },
+                Err(e) if matches!(e, RequestError::Broker { code, .. } if *code == ErrorCode::UNKNOWN_SERVER_ERROR) => {
+                    // Header-only 1: the request may have been partly applied. Not retried
+                    // (a retry could duplicate); the caller decides.
+                    Verdict::Fail(DeliveryError::Request(e.clone()))
+                }
+                Err(e) if e.is_retriable() => Verdict::Retry {
+                    refresh: e.wants_metadata_refresh(),
+                    error: DeliveryError::Request(e.clone()),
+                },
+                Err(e) => Verdict::Fail(DeliveryError::Request(e.clone())),
+            };
+            self.apply(now, net, s.topic, s.part, s.batch, verdict);
+        }
+    }
+
+    fn classify(&self, pr: &ProducePartitionResponse, batch: &Batch) -> Verdict {
+        let code = pr.error_code;
+        let idempotent = self.idem.is_some();
+        match code {
+            ErrorCode::NONE => Verdict::Written(pr.base_offset),
+            // Never sent by today's server; the server table says "treat as success".
+            ErrorCode::DUPLICATE_SEQUENCE if pr.base_offset >= 0 => {
+                Verdict::Written(pr.base_offset)
+            }
+            ErrorCode::BROKER_NOT_AVAILABLE
+                if self.cfg.acks == Acks::All && pr.base_offset >= 0 =>
+            {
+                Verdict::NotReplicated(pr.base_offset)
+            }
+            ErrorCode::OUT_OF_ORDER_SEQUENCE if idempotent => Verdict::LostState,
+            ErrorCode::FENCED_INSTANCE_ID if idempotent => {
+                let current = self
+                    .idem
+                    .as_ref()
+                    .and_then(|i| i.current())
+                    .map_or(i16::MIN, |(_, e)| e);
+                if batch.stamp.epoch < current {
+                    // Our own epoch bump overtook this batch: resend it with the new epoch.
+                    Verdict::Retry {
+                        refresh: false,
+                        error: DeliveryError::Broker { code },
+                    }
+                } else {
+                    Verdict::Fail(DeliveryError::Fenced)
+                }
+            }
+            _ => match code.class() {
+                ErrorClass::RefreshMetadataAndRetry => Verdict::Retry {
+                    refresh: true,
+                    error: DeliveryError::Broker { code },
+                },
+                ErrorClass::RetryAfterBackoff => Verdict::Retry {
+                    refresh: false,
+                    error: DeliveryError::Broker { code },
+                },
+                _ => Verdict::Fail(DeliveryError::Broker { code }),
+            },
+        }
+    }
+
+    fn apply(
+        &mut self,
+        now: Instant,
+        net: &mut Net,
+        ti: usize,
+        pi: usize,
+        mut batch: Batch,
+        verdict: Verdict,
+    ) {
+        match verdict {
+            Verdict::Written(offset) => {
+                let count = batch.count();
+                if let Some(ps) = self.part_mut(ti, pi)
+                    && batch.stamp.sequence >= 0
+                    && batch.stamp.epoch == ps.seq_epoch
+                {
+                    ps.next_seq = batch.stamp.sequence.wrapping_add(count);
+                }
+                net.counters.producer_records += batch.slots.len() as u64;
+                self.succeed_batch(ti, pi, batch, Some(offset));
+            }
+            Verdict::NotReplicated(offset) => {
+                net.counters.producer_record_errors += batch.slots.len() as u64;
+                let topic_part = (ti, pi);
+                let errors: Vec<(u64, DeliveryError)> = batch
+                    .slots
+                    .iter()
+                    .enumerate()
+                    .map(|(index, s)| {
+                        (
+                            s.id,
+                            DeliveryError::NotReplicated {
+                                offset,
+                                index: index as u32,
+                            },
+                        )
+                    })
+                    .collect();
+                for (id, e) in errors {
+                    self.emit_failure(id, e);
+                }
+                self.release(topic_part.0, topic_part.1, batch);
+            }
+            Verdict::LostState => {
+                batch.lost_state += 1;
+                if batch.lost_state > 3 {
+                    let code = ErrorCode::OUT_OF_ORDER_SEQUENCE;
+                    net.counters.producer_record_errors += batch.slots.len() as u64;
+                    self.fail_batch(ti, pi, batch, DeliveryError::Broker { code }, true);
+                    return;
+                }
+                if let Some(idem) = &mut self.idem
+                    && idem.bump_from(batch.stamp.epoch)
+                {
+                    net.counters.producer_epoch_bumps += 1;
+                }
+                net.counters.producer_retries += 1;
+                batch.retry_at = Some(now);
+                batch.last_error = Some(DeliveryError::Broker {
+                    code: ErrorCode::OUT_OF_ORDER_SEQUENCE,
+                });
+                self.requeue(ti, pi, batch);
+            }
+            Verdict::Retry { refresh, error } => {
+                batch.attempts += 1;
+                if refresh {
+                    self.want_refresh = true;
+                }
+                if batch.attempts > self.cfg.retries {
+                    let attempts = batch.attempts;
+                    net.counters.producer_record_errors += batch.slots.len() as u64;
+                    let e = DeliveryError::RetriesExhausted {
+                        attempts,
+                        last: Box::new(error),
+                    };
+                    self.fail_batch(ti, pi, batch, e, true);
+                } else if now >= batch.deadline {
+                    net.counters.producer_record_errors += batch.slots.len() as u64;
+                    let e = DeliveryError::Timeout {
+                        after: self.cfg.delivery_timeout,
+                        last: Some(Box::new(error)),
+                    };
+                    self.fail_batch(ti, pi, batch, e, true);
+                } else {
+                    net.counters.producer_retries += 1;
+                    batch.retry_at = Some(now + self.retry_delay(batch.attempts));
+                    batch.last_error = Some(error);
+                    self.requeue(ti, pi, batch);
+                }
+            }
+            Verdict::Fail(e) => {
+                if e == DeliveryError::Fenced
+                    && let Some(idem) = &mut self.idem
+                {
+                    idem.pid = PidState::Fenced;
+                }
+                net.counters.producer_record_errors += batch.slots.len() as u64;
+                self.fail_batch(ti, pi, batch, e, true);
+            }
+        }
+    }
+
+    /// Puts a batch back in its partition's queue, before every later batch.
+    fn requeue(&mut self, ti: usize, pi: usize, batch: Batch) {
+        if let Some(ps) = self.part_mut(ti, pi) {
+            let pos = ps
+                .queue
+                .iter()
+                .position(|b| b.serial > batch.serial)
+                .unwrap_or(ps.queue.len());
+            ps.queue.insert(pos, batch);
+        }
+    }
+
+    /// Exponential retry delay with jitter for attempt `n` (1-based).
+    pub(crate) fn retry_delay(&mut self, n: u32) -> Duration {
+        let factor = 1u32.checked_shl(n.saturating_sub(1).min(20)).unwrap_or(u32::MAX);
+        let raw = self
+            .cfg
+            .retry_backoff
+            .saturating_mul(factor)
+            .min(self.cfg.retry_backoff_max.max(self.cfg.retry_backoff));
+        raw.mul_f64(0.8 + 0.4 * self.rng.next_f64())
+    }
+
+    /// Reports every record of a delivered batch and frees it.
+    fn succeed_batch(&mut self, ti: usize, pi: usize, batch: Batch, offset: Option<i64>) {
+        if let Some(t) = self.topics.get(ti) {
+            let topic = t.name.clone();
+            let partition = i32::try_from(pi).unwrap_or(0);
+            for (index, slot) in batch.slots.iter().enumerate() {
+                self.events.push_back(Event::Produced {
+                    id: super::ProduceId(slot.id),
+                    result: Ok(RecordMetadata {
+                        topic: topic.clone(),
+                        partition,
+                        offset,
+                        index: index as u32,
+                        timestamp: slot.timestamp,
+                    }),
+                });
+            }
+        }
+        self.release(ti, pi, batch);
+    }
+
+    /// Reports every record of a batch as failed and frees it. `closed` says whether the
+    /// batch had been counted in the partition's pipeline (closed batches).
+    pub(crate) fn fail_batch(
+        &mut self,
+        ti: usize,
+        pi: usize,
+        batch: Batch,
+        error: DeliveryError,
+        closed: bool,
+    ) {
+        if !batch.reported {
+            for s in &batch.slots {
+                self.events.push_back(Event::Produced {
+                    id: super::ProduceId(s.id),
+                    result: Err(error.clone()),
+                });
+            }
+        }
+        if closed {
+            self.release(ti, pi, batch);
+        } else {
+            self.recycle(batch);
+        }
+    }
+
+    /// Frees a closed batch (its records have their outcomes).
+    pub(crate) fn release(&mut self, ti: usize, pi: usize, batch: Batch) {
+        let count = i64::from(batch.count());
+        if let Some(ps) = self.part_mut(ti, pi) {
+            ps.pipeline = (ps.pipeline - count).max(0);
+        }
+        self.recycle(batch);
+    }
+
+    /// One failure event for a record that never reached a batch.
+    pub(crate) fn emit_failure(&mut self, id: u64, error: DeliveryError) {
+        self.events.push_back(Event::Produced {
+            id: super::ProduceId(id),
+            result: Err(error),
+        });
+    }
+}
