@@ -1,0 +1,479 @@
+//! Consumer against the simulated cluster in-process: exact delivery over blobs of both
+//! formats and several batches, segments, mid-blob commits, log-start jumps, groups.
+
+mod common;
+
+use bytes::{Bytes, BytesMut};
+use common::World;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use stellflow_proto::frame::{FrameDecoder, encode_request, split_response};
+use stellflow_proto::header::RequestHeader;
+use stellflow_proto::messages::{
+    JoinGroupRequest, ProducePartitionData, ProduceRequest, ProduceResponse, ProduceTopicData,
+    Request,
+};
+use stellflow_proto::record::{BatchBuilder, BatchParams, BlobFormat, Compression, Envelope};
+use stellflow_proto::wire::Wire;
+use stellflow_sansio::{
+    Client, ClientConfig, CommitKind, ConsumerEvent, Event, LogStartAction, OffsetReset, Position,
+    SeekTo, TopicPartition,
+};
+use stellflow_sim::{ClusterConfig, LogConfig};
+
+/// Sends one raw request straight to a sim broker (not through the client) and decodes it.
+fn raw_call<R: Request>(w: &mut World, broker: i32, req: &R) -> R::Response {
+    let conn = w.sim.connect(broker, w.now).expect("broker up");
+    let h = RequestHeader::new(R::API_KEY, 1, Some("test-producer"));
+    let mut buf = BytesMut::new();
+    encode_request(&mut buf, &h, req);
+    w.sim.handle_input(conn, w.now, &mut buf);
+    let mut out = BytesMut::new();
+    w.sim.poll_output(conn, &mut out);
+    w.sim.disconnect(conn);
+    let frame = FrameDecoder::new()
+        .decode(&mut out)
+        .expect("frame")
+        .expect("an answer");
+    let (_, body) = split_response(frame).expect("header");
+    <R::Response as Wire>::from_bytes(body.expect("body")).expect("decodes")
+}
+
+fn leader(w: &World, topic: &str, partition: i32) -> i32 {
+    let ids = w.sim.broker_ids();
+    let _ = topic;
+    ids[partition as usize % ids.len()]
+}
+
+/// Produces one raw blob; returns its offset.
+fn produce(w: &mut World, topic: &str, partition: i32, blob: Bytes) -> i64 {
+    let b = leader(w, topic, partition);
+    let r: ProduceResponse = raw_call(
+        w,
+        b,
+        &ProduceRequest {
+            transactional_id: None,
+            acks: 1,
+            timeout_ms: 1000,
+            topic_data: vec![ProduceTopicData {
+                topic: Some(topic.into()),
+                partitions: vec![ProducePartitionData {
+                    partition,
+                    records: Some(blob),
+                }],
+            }],
+        },
+    );
+    let p = &r.responses[0].partitions[0];
+    assert_eq!(p.error_code.0, 0, "produce failed");
+    p.base_offset
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    V1,
+    Srfb,
+    SrfbGzip,
+    MultiV1,
+}
+
+/// A blob of `values` in the given format; `MultiV1` splits them over up to three v1
+/// batches back to back (one offset).
+fn blob(kind: Kind, values: &[Vec<u8>]) -> Bytes {
+    let build = |env: Envelope, vals: &[Vec<u8>]| {
+        let mut b = BatchBuilder::with_capacity(BatchParams::default(), env, 1024);
+        for (i, v) in vals.iter().enumerate() {
+            let key = format!("k{i}");
+            b.append(1_700_000_000_000 + i as i64, Some(key.as_bytes()), Some(v))
+                .unwrap();
+        }
+        b.finish().unwrap()
+    };
+    match kind {
+        Kind::V1 => build(Envelope::V1, values),
+        Kind::Srfb => build(Envelope::Srfb(Compression::None), values),
+        Kind::SrfbGzip => build(Envelope::Srfb(Compression::Gzip), values),
+        Kind::MultiV1 => {
+            let third = values.len().div_ceil(3).max(1);
+            let mut all = BytesMut::new();
+            for chunk in values.chunks(third) {
+                all.extend_from_slice(&build(Envelope::V1, chunk));
+            }
+            all.freeze()
+        }
+    }
+}
+
+fn consumer_config(bootstrap: &str, group: Option<&str>) -> ClientConfig {
+    let mut c = common::config(bootstrap);
+    c.consumer.group_id = group.map(str::to_owned);
+    c.consumer.auto_offset_reset = OffsetReset::Earliest;
+    c
+}
+
+/// What each produced record should come back as: (offset, index) → value.
+type Expected = BTreeMap<TopicPartition, Vec<((i64, u32), Vec<u8>)>>;
+
+/// Produces `blobs` blobs per partition of varied size and format; returns the expectation.
+fn fill(w: &mut World, topic: &str, partitions: i32, blobs: usize, size: usize) -> Expected {
+    let kinds = [Kind::V1, Kind::Srfb, Kind::MultiV1, Kind::SrfbGzip];
+    let mut exp = Expected::new();
+    for p in 0..partitions {
+        for i in 0..blobs {
+            let n = 1 + (i * 7 + p as usize * 3) % 23;
+            let values: Vec<Vec<u8>> = (0..n)
+                .map(|j| {
+                    let mut v = format!("{topic}/{p}/{i}/{j}/").into_bytes();
+                    v.resize(v.len() + size, b'x');
+                    v
+                })
+                .collect();
+            let kind = kinds[(i + p as usize) % kinds.len()];
+            let off = produce(w, topic, p, blob(kind, &values));
+            let e = exp.entry(TopicPartition::new(topic, p)).or_default();
+            for (j, v) in values.into_iter().enumerate() {
+                e.push(((off, j as u32), v));
+            }
+        }
+    }
+    exp
+}
+
+/// Polls records until `pred` says stop or time runs out.
+fn drain(w: &mut World, max: Duration, mut until: impl FnMut(&Got) -> bool) -> Got {
+    let mut got = Got::new();
+    w.run_until(max, |w| {
+        while let Some(r) = w.client.poll_record() {
+            got.entry(TopicPartition::new(&r.topic, r.partition))
+                .or_default()
+                .push(((r.offset, r.index), r.value.clone().unwrap().to_vec(), r.format));
+            if until(&got) {
+                return true;
+            }
+        }
+        until(&got)
+    });
+    got
+}
+
+type Got = BTreeMap<TopicPartition, Vec<((i64, u32), Vec<u8>, BlobFormat)>>;
+
+fn count(g: &Got) -> usize {
+    g.values().map(Vec::len).sum()
+}
+
+fn assert_exact(exp: &Expected, got: &Got) {
+    for (tp, e) in exp {
+        let g: Vec<((i64, u32), Vec<u8>)> = got
+            .get(tp)
+            .map(|v| v.iter().map(|(p, v, _)| (*p, v.clone())).collect())
+            .unwrap_or_default();
+        assert_eq!(g.len(), e.len(), "{tp}: record count");
+        for (a, b) in g.iter().zip(e) {
+            assert_eq!(a.0, b.0, "{tp}: position");
+            assert_eq!(a.1, b.1, "{tp}: value at {:?}", a.0);
+        }
+    }
+}
+
+fn consumer_events(w: &mut World) -> Vec<ConsumerEvent> {
+    w.take(|e| matches!(e, Event::Consumer(_)))
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Consumer(c) => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn consumes_exactly_n_in_order_over_brokers_and_formats() {
+    let mut w = World::with(
+        ClusterConfig::with_brokers(3),
+        consumer_config("broker-1:9092,broker-2:9092,broker-3:9092", None),
+    );
+    w.sim.create_topic("orders", 3, 1).unwrap();
+    let exp = fill(&mut w, "orders", 3, 40, 20);
+    let n: usize = exp.values().map(Vec::len).sum();
+    w.bootstrap();
+    let tps: Vec<_> = (0..3).map(|p| TopicPartition::new("orders", p)).collect();
+    w.client.assign(w.now, &tps).unwrap();
+    let got = drain(&mut w, Duration::from_secs(60), |g| count(g) >= n);
+    if count(&got) != n {
+        let per: Vec<_> = got.iter().map(|(k, v)| (k.to_string(), v.len())).collect();
+        let tail: Vec<_> = w.events.iter().rev().take(15).collect();
+        panic!("{per:?} {:?} {:?} {tail:?}", w.client.metadata().topics.get("orders"), (0..3).map(|p| w.client.position(&TopicPartition::new("orders", p))).collect::<Vec<_>>());
+    }
+    assert_exact(&exp, &got);
+    // Both formats seen in one partition.
+    let formats: std::collections::HashSet<_> =
+        got[&tps[0]].iter().map(|(_, _, f)| *f).collect();
+    assert_eq!(formats.len(), 2);
+    // Nothing more arrives; positions are past the last blob; lag is zero.
+    let more = drain(&mut w, Duration::from_secs(2), |_| false);
+    assert_eq!(count(&more), 0);
+    for tp in &tps {
+        assert_eq!(w.client.position(tp), Some(Position::blob(40)));
+        assert_eq!(w.client.lag(tp), Some(0));
+    }
+    assert_eq!(w.client.counters().consumer_records, n as u64);
+}
+
+#[test]
+fn partition_over_many_small_segments_reads_back_exactly() {
+    let log = LogConfig {
+        segment_bytes: 4096,
+        retention_segments: 100_000,
+        ..LogConfig::default()
+    };
+    let mut w = World::with(
+        ClusterConfig::with_brokers(1).log_config(log),
+        consumer_config("broker-1:9092", None),
+    );
+    w.sim.create_topic("seg", 1, 1).unwrap();
+    let exp = fill(&mut w, "seg", 1, 120, 60);
+    let n: usize = exp.values().map(Vec::len).sum();
+    w.bootstrap();
+    w.client
+        .assign(w.now, &[TopicPartition::new("seg", 0)])
+        .unwrap();
+    let got = drain(&mut w, Duration::from_secs(60), |g| count(g) >= n);
+    assert_exact(&exp, &got);
+    let more = drain(&mut w, Duration::from_secs(1), |_| false);
+    assert_eq!(count(&more), 0, "no blob repeated");
+}
+
+fn replace_client(w: &mut World, config: ClientConfig) {
+    for (_, sc) in w.to_sim.drain() {
+        w.sim.disconnect(sc);
+    }
+    w.to_client.clear();
+    w.client = Client::new(config, w.now, 99).unwrap();
+    w.events.clear();
+    w.step();
+}
+
+#[test]
+fn mid_blob_commit_resumes_at_the_next_record() {
+    let mut cfg = consumer_config("broker-1:9092", Some("g1"));
+    cfg.consumer.enable_auto_commit = false;
+    let mut w = World::with(ClusterConfig::with_brokers(1), cfg.clone());
+    w.sim.create_topic("t", 1, 1).unwrap();
+    let exp = fill(&mut w, "t", 1, 10, 8);
+    let all = &exp[&TopicPartition::new("t", 0)];
+    w.bootstrap();
+    let tp = TopicPartition::new("t", 0);
+    w.client.assign(w.now, &[tp.clone()]).unwrap();
+    // Stop in the middle of a blob that holds several records.
+    let stop = all
+        .iter()
+        .position(|((o, i), _)| *i == 2 && all.iter().filter(|((o2, _), _)| o2 == o).count() > 4)
+        .expect("a big blob");
+    let got = drain(&mut w, Duration::from_secs(30), |g| count(g) > stop);
+    let last = got[&tp].last().unwrap().0;
+    assert_eq!(last, all[stop].0);
+    let pos = w.client.position(&tp).unwrap();
+    assert_eq!(pos, Position::new(last.0, last.1 + 1));
+    let id = w.client.commit(w.now).unwrap();
+    w.run_until(Duration::from_secs(10), |w| {
+        w.events.iter().any(|e| matches!(e, Event::Consumer(ConsumerEvent::CommitCompleted { id: i, .. }) if *i == id))
+    });
+    let ev = consumer_events(&mut w);
+    assert!(ev.iter().any(|e| matches!(e, ConsumerEvent::CommitCompleted { result: Ok(p), kind: CommitKind::Sync, .. } if p == &vec![(tp.clone(), pos)])), "{ev:?}");
+    assert_eq!(w.client.committed(&tp), Some(pos));
+    assert_eq!(w.client.counters().offset_commits, 1);
+
+    // A new consumer of the group gets exactly the rest.
+    replace_client(&mut w, cfg);
+    w.bootstrap();
+    w.client.assign(w.now, &[tp.clone()]).unwrap();
+    let rest = all.len() - stop - 1;
+    let got = drain(&mut w, Duration::from_secs(30), |g| count(g) >= rest);
+    let got_pos: Vec<_> = got[&tp].iter().map(|(p, _, _)| *p).collect();
+    let want: Vec<_> = all[stop + 1..].iter().map(|(p, _)| *p).collect();
+    assert_eq!(got_pos, want);
+    let more = drain(&mut w, Duration::from_secs(1), |_| false);
+    assert_eq!(count(&more), 0);
+}
+
+#[test]
+fn commit_on_close_and_fully_consumed_blob_commits_next_offset() {
+    let cfg = consumer_config("broker-1:9092", Some("g2"));
+    let mut w = World::with(ClusterConfig::with_brokers(1), cfg.clone());
+    w.sim.create_topic("t", 1, 1).unwrap();
+    let exp = fill(&mut w, "t", 1, 5, 8);
+    let tp = TopicPartition::new("t", 0);
+    let n = exp[&tp].len();
+    w.bootstrap();
+    w.client.assign(w.now, &[tp.clone()]).unwrap();
+    drain(&mut w, Duration::from_secs(30), |g| count(g) >= n);
+    w.client.close_consumer(w.now);
+    w.run_until(Duration::from_secs(10), |w| {
+        w.events.iter().any(|e| matches!(e, Event::Consumer(ConsumerEvent::Closed)))
+    });
+    let ev = consumer_events(&mut w);
+    assert!(ev.iter().any(|e| matches!(e, ConsumerEvent::CommitCompleted { kind: CommitKind::Close, result: Ok(p), .. } if p == &vec![(tp.clone(), Position::blob(5))])), "{ev:?}");
+    replace_client(&mut w, cfg);
+    w.bootstrap();
+    w.client.assign(w.now, &[tp.clone()]).unwrap();
+    w.run_until(Duration::from_secs(5), |w| w.client.position(&tp).is_some());
+    assert_eq!(w.client.position(&tp), Some(Position::blob(5)));
+}
+
+#[test]
+fn log_start_jump_moves_to_the_log_start() {
+    let mut w = World::with(
+        ClusterConfig::with_brokers(1),
+        consumer_config("broker-1:9092", None),
+    );
+    w.sim.create_topic("t", 1, 1).unwrap();
+    let exp = fill(&mut w, "t", 1, 10, 4);
+    let tp = TopicPartition::new("t", 0);
+    w.sim.advance_log_start("t", 0, 6).unwrap();
+    w.bootstrap();
+    w.client.assign(w.now, &[tp.clone()]).unwrap();
+    w.client
+        .seek(w.now, &tp, SeekTo::Position(Position::new(2, 1)))
+        .unwrap();
+    let want: Vec<_> = exp[&tp].iter().filter(|((o, _), _)| *o >= 6).map(|(p, _)| *p).collect();
+    let got = drain(&mut w, Duration::from_secs(30), |g| count(g) >= want.len());
+    let got_pos: Vec<_> = got[&tp].iter().map(|(p, _, _)| *p).collect();
+    assert_eq!(got_pos, want);
+    let ev = consumer_events(&mut w);
+    assert!(ev.iter().any(|e| matches!(e, ConsumerEvent::LogStartMoved { position: 2, log_start: 6, action: LogStartAction::MovedToLogStart, .. })), "{ev:?}");
+}
+
+#[test]
+fn seek_mid_blob_pause_resume_and_lag() {
+    let mut w = World::with(
+        ClusterConfig::with_brokers(1),
+        consumer_config("broker-1:9092", None),
+    );
+    w.sim.create_topic("t", 2, 1).unwrap();
+    let exp = fill(&mut w, "t", 2, 6, 4);
+    let (a, b) = (TopicPartition::new("t", 0), TopicPartition::new("t", 1));
+    w.bootstrap();
+    w.client.assign(w.now, &[a.clone(), b.clone()]).unwrap();
+    w.run_until(Duration::from_secs(5), |w| w.client.position(&a).is_some());
+    w.client.pause(&b).unwrap();
+    w.client
+        .seek(w.now, &a, SeekTo::Position(Position::new(3, 2)))
+        .unwrap();
+    let want: Vec<_> = exp[&a].iter().filter(|(p, _)| *p >= (3, 2)).map(|(p, _)| *p).collect();
+    let got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= want.len());
+    assert_eq!(got[&a].iter().map(|(p, _, _)| *p).collect::<Vec<_>>(), want);
+    assert!(!got.contains_key(&b), "paused partition delivered nothing");
+    let more = drain(&mut w, Duration::from_secs(1), |_| false);
+    assert_eq!(count(&more), 0);
+    w.client.resume(&b).unwrap();
+    let got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= exp[&b].len());
+    assert_eq!(got[&b].len(), exp[&b].len());
+    assert_eq!(w.client.lag(&b), Some(0));
+    assert!(w.client.pause(&TopicPartition::new("zz", 0)).is_err());
+}
+
+fn subscribed_world(group: &str) -> World {
+    let mut cfg = consumer_config("broker-1:9092", Some(group));
+    cfg.consumer.session_timeout = Duration::from_secs(10);
+    cfg.consumer.heartbeat_interval = Duration::from_secs(3);
+    let mut w = World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("s", 2, 1).unwrap();
+    w.bootstrap();
+    w.client.subscribe(w.now, &["s"]).unwrap();
+    let ok = w.run_until(Duration::from_secs(10), |w| {
+        w.events.iter().any(|e| matches!(e, Event::Consumer(ConsumerEvent::GroupJoined { .. })))
+    });
+    assert!(ok, "never joined: {:?}", w.events);
+    w
+}
+
+#[test]
+fn subscribe_assigns_all_partitions_and_heartbeats_keep_the_session_for_hours() {
+    let mut w = subscribed_world("hb");
+    let ev = consumer_events(&mut w);
+    assert!(ev.iter().any(|e| matches!(e, ConsumerEvent::PartitionsAssigned(p) if p.len() == 2)), "{ev:?}");
+    let (_, generation) = w.client.group_member().map(|(m, g)| (m.to_owned(), g)).unwrap();
+    let ops = w.client.counters().group_operations;
+    w.advance(Duration::from_secs(2 * 3600));
+    let ev = consumer_events(&mut w);
+    assert!(!ev.iter().any(|e| matches!(e, ConsumerEvent::GroupRejoining { .. })), "{ev:?}");
+    assert_eq!(w.client.group_member().unwrap().1, generation);
+    let hb = w.client.counters().group_operations - ops;
+    assert!((2300..2500).contains(&hb), "{hb} heartbeats in 2 h");
+    // Data produced now still arrives.
+    let off = produce(&mut w, "s", 1, blob(Kind::V1, &[b"late".to_vec()]));
+    let got = drain(&mut w, Duration::from_secs(5), |g| count(g) >= 1);
+    assert_eq!(got[&TopicPartition::new("s", 1)][0].0, (off, 0));
+}
+
+#[test]
+fn fenced_member_rejoins_and_keeps_consuming() {
+    let mut w = subscribed_world("fence");
+    let generation = w.client.group_member().unwrap().1;
+    // Another member joins: the generation moves and our next heartbeat gets 19.
+    let _ = raw_call(
+        &mut w,
+        1,
+        &JoinGroupRequest {
+            group_id: Some("fence".into()),
+            member_id: Some("intruder".into()),
+            session_timeout_ms: 1000,
+        },
+    );
+    let ok = w.run_until(Duration::from_secs(30), |w| {
+        w.client.group_member().is_some_and(|(_, g)| g > generation + 1)
+            && w.events.iter().filter(|e| matches!(e, Event::Consumer(ConsumerEvent::GroupJoined { .. }))).count() >= 2
+    });
+    assert!(ok, "{:?}", w.events);
+    let ev = consumer_events(&mut w);
+    assert!(ev.iter().any(|e| matches!(e, ConsumerEvent::GroupRejoining { reason, .. } if reason.contains("19"))), "{ev:?}");
+    let off = produce(&mut w, "s", 0, blob(Kind::Srfb, &[b"after".to_vec()]));
+    let got = drain(&mut w, Duration::from_secs(5), |g| count(g) >= 1);
+    assert_eq!(got[&TopicPartition::new("s", 0)][0].0, (off, 0));
+}
+
+#[test]
+fn thrashing_group_is_rate_capped_and_warned() {
+    let mut w = subscribed_world("thrash");
+    // A second member that rejoins every time it is fenced, like a naive client.
+    let start = w.now;
+    let mut intruder_gen = 0;
+    while w.now < start + Duration::from_secs(120) {
+        let r = raw_call(
+            &mut w,
+            1,
+            &JoinGroupRequest {
+                group_id: Some("thrash".into()),
+                member_id: Some("naive".into()),
+                session_timeout_ms: 30_000,
+            },
+        );
+        intruder_gen = r.generation_id;
+        w.advance(Duration::from_millis(500));
+    }
+    assert!(intruder_gen > 0);
+    let ev = consumer_events(&mut w);
+    let rejoins = ev.iter().filter(|e| matches!(e, ConsumerEvent::GroupRejoining { .. })).count();
+    assert!(ev.iter().any(|e| matches!(e, ConsumerEvent::GroupThrashing { .. })), "{ev:?}");
+    // Capped: far fewer than one rejoin per fencing (240 fencings).
+    assert!(rejoins < 60, "{rejoins} rejoins");
+}
+
+#[test]
+fn no_position_policy_waits_for_a_seek() {
+    let mut cfg = consumer_config("broker-1:9092", None);
+    cfg.consumer.auto_offset_reset = OffsetReset::None;
+    let mut w = World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("t", 1, 1).unwrap();
+    let exp = fill(&mut w, "t", 1, 3, 4);
+    let tp = TopicPartition::new("t", 0);
+    w.bootstrap();
+    w.client.assign(w.now, &[tp.clone()]).unwrap();
+    w.advance(Duration::from_secs(1));
+    assert!(consumer_events(&mut w).iter().any(|e| matches!(e, ConsumerEvent::NoPosition(_))));
+    assert_eq!(w.client.position(&tp), None);
+    w.client.seek(w.now, &tp, SeekTo::Beginning).unwrap();
+    let got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= exp[&tp].len());
+    assert_eq!(got[&tp].len(), exp[&tp].len());
+    let _ = Instant::now;
+}
