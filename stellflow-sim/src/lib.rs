@@ -39,6 +39,7 @@
 pub mod broker;
 pub mod cluster;
 pub mod config;
+pub mod dst;
 pub mod group;
 pub mod knobs;
 pub mod log;

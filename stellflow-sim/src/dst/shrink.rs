@@ -1,0 +1,94 @@
+//! Shrinking a failing plan: delta debugging (ddmin) over its faults, then smaller scenario
+//! numbers (fewer clients, brokers, partitions, commands, a shorter safety phase), keeping
+//! every change under which the run still breaks the same invariant.
+
+use super::plan::FaultPlan;
+use super::run::run_plan;
+
+/// Shrinks `plan`, which must fail with `invariant`, within `budget` runs. Returns the
+/// smallest failing plan found.
+pub fn shrink(plan: &FaultPlan, invariant: &str, budget: usize) -> FaultPlan {
+    let runs = std::cell::Cell::new(0usize);
+    let fails = |p: &FaultPlan| -> bool {
+        runs.set(runs.get() + 1);
+        run_plan(p)
+            .violations
+            .first()
+            .is_some_and(|v| v.invariant == invariant)
+    };
+    let mut best = plan.clone();
+    // ddmin over the faults.
+    let mut n = 2usize;
+    while best.faults.len() >= 2 && runs.get() < budget {
+        let chunk = best.faults.len().div_ceil(n);
+        let mut reduced = false;
+        for start in (0..best.faults.len()).step_by(chunk.max(1)) {
+            if runs.get() >= budget {
+                break;
+            }
+            let mut cand = best.clone();
+            let end = (start + chunk).min(cand.faults.len());
+            cand.faults.drain(start..end);
+            if fails(&cand) {
+                best = cand;
+                n = (n - 1).max(2);
+                reduced = true;
+                break;
+            }
+        }
+        if !reduced {
+            if n >= best.faults.len() {
+                break;
+            }
+            n = (n * 2).min(best.faults.len());
+        }
+    }
+    if best.faults.len() == 1 && runs.get() < budget {
+        let mut cand = best.clone();
+        cand.faults.clear();
+        if fails(&cand) {
+            best = cand;
+        }
+    }
+    // Smaller numbers.
+    type Knob = fn(&mut FaultPlan) -> bool;
+    let knobs: [Knob; 5] = [
+        |p| dec(&mut p.scenario.clients, 1),
+        |p| dec(&mut p.scenario.ops, 1),
+        |p| dec(&mut p.scenario.partitions, 1),
+        |p| {
+            let ok = dec(&mut p.scenario.brokers, 1);
+            p.scenario.replication = p.scenario.replication.min(p.scenario.brokers);
+            ok
+        },
+        |p| {
+            let min = p.faults.iter().map(|f| f.at_ms + 1).max().unwrap_or(1);
+            let half = (p.scenario.safety_ms / 2).max(min);
+            let changed = half < p.scenario.safety_ms;
+            p.scenario.safety_ms = half;
+            changed
+        },
+    ];
+    for knob in knobs {
+        loop {
+            if runs.get() >= budget {
+                return best;
+            }
+            let mut cand = best.clone();
+            if !knob(&mut cand) || !fails(&cand) {
+                break;
+            }
+            best = cand;
+        }
+    }
+    best
+}
+
+fn dec(v: &mut u32, min: u32) -> bool {
+    if *v > min {
+        *v = min.max(*v / 2).max(min);
+        true
+    } else {
+        false
+    }
+}
