@@ -1,0 +1,469 @@
+//! Producer integration tests against the simulated cluster, in process with virtual time.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::World;
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+use stellflow_proto::record::{blob_records, srfb::SrfbHeader};
+use stellflow_proto::{ApiKey, ErrorCode};
+use stellflow_sansio::producer::{
+    Acks, BatchFormat, DeliveryError, ProduceError, ProduceId, ProducerConfig, ProducerRecord,
+    RecordMetadata,
+};
+use stellflow_sansio::{ClientConfig, Event};
+use stellflow_sim::{ClusterConfig, Fault, FaultRule};
+
+fn world(brokers: usize, topic: &str, partitions: i32, rf: usize, p: ProducerConfig) -> World {
+    let bootstrap: Vec<String> = (1..=brokers).map(|i| format!("broker-{i}:9092")).collect();
+    let mut c: ClientConfig = common::config(&bootstrap.join(","));
+    c.producer = p;
+    let mut w = World::with(ClusterConfig::with_brokers(brokers), c);
+    w.sim.create_topic(topic, partitions, rf).unwrap();
+    w.bootstrap();
+    w.client.refresh_metadata(w.now);
+    let t = topic.to_owned();
+    assert!(w.run_until(Duration::from_secs(10), |w| {
+        w.client
+            .metadata()
+            .topics
+            .get(&t)
+            .is_some_and(|ti| ti.partitions.len() == partitions as usize)
+    }));
+    w
+}
+
+fn cfg() -> ProducerConfig {
+    ProducerConfig::default()
+}
+
+/// Produced outcomes taken out of the world's events, by id.
+fn outcomes(w: &mut World) -> HashMap<ProduceId, Result<RecordMetadata, DeliveryError>> {
+    let mut out = HashMap::new();
+    for e in w.take(|e| matches!(e, Event::Produced { .. })) {
+        if let Event::Produced { id, result } = e {
+            assert!(out.insert(id, result).is_none(), "two outcomes for {id:?}");
+        }
+    }
+    out
+}
+
+fn flush(w: &mut World) {
+    let id = w.client.flush(w.now);
+    let ok = w.run_until(Duration::from_secs(120), |w| {
+        w.events
+            .iter()
+            .any(|e| matches!(e, Event::Flushed { id: i } if *i == id))
+    });
+    assert!(ok, "flush never completed");
+}
+
+/// Every record of a partition's log on `broker`: (blob offset, index, value).
+fn log_values(w: &World, broker: i32, topic: &str, p: i32) -> Vec<(i64, u32, Vec<u8>)> {
+    let Some(log) = w.sim.broker(broker).and_then(|b| b.log(topic, p)) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in log.entries_from(0) {
+        for r in blob_records(e.blob.clone()) {
+            let r = r.unwrap();
+            out.push((
+                e.offset,
+                r.index_in_blob,
+                r.record.value.map(|v| v.to_vec()).unwrap_or_default(),
+            ));
+        }
+    }
+    out
+}
+
+fn leader(w: &World, topic: &str, p: i32) -> i32 {
+    w.client.metadata().partition(topic, p).unwrap().leader_id
+}
+
+/// Produces `n` keyed records (value = big-endian sequence number) and returns id → value.
+fn produce_n(w: &mut World, topic: &str, n: u32, keys: u32) -> BTreeMap<ProduceId, u32> {
+    let mut ids = BTreeMap::new();
+    for i in 0..n {
+        let key = format!("k{}", i % keys);
+        let value = i.to_be_bytes();
+        let rec = ProducerRecord::new(topic, &value).with_key(key.as_bytes());
+        let id = loop {
+            match w.client.produce(w.now, &rec) {
+                Ok(id) => break id,
+                Err(ProduceError::BufferFull { .. }) => w.tick(Duration::from_millis(5)),
+                Err(e) => panic!("{e}"),
+            }
+        };
+        ids.insert(id, i);
+        if i % 50 == 0 {
+            w.tick(Duration::from_millis(1));
+        }
+    }
+    ids
+}
+
+/// Checks that every record was delivered, that its reported position holds its value, and
+/// that each partition's log holds each value exactly once, in produce order.
+fn check_exact_in_order(w: &World, topic: &str, partitions: i32, out: &HashMap<ProduceId, Result<RecordMetadata, DeliveryError>>, ids: &BTreeMap<ProduceId, u32>) {
+    let mut logs = HashMap::new();
+    for p in 0..partitions {
+        logs.insert(p, log_values(w, leader(w, topic, p), topic, p));
+    }
+    let mut total = 0;
+    for (p, log) in &logs {
+        let values: Vec<u32> = log
+            .iter()
+            .map(|(_, _, v)| u32::from_be_bytes(v[..4].try_into().unwrap()))
+            .collect();
+        assert!(
+            values.windows(2).all(|w| w[0] < w[1]),
+            "partition {p} out of order or duplicated: {values:?}"
+        );
+        total += values.len();
+    }
+    assert_eq!(total, ids.len(), "records in the logs");
+    for (id, v) in ids {
+        let md = out
+            .get(id)
+            .unwrap_or_else(|| panic!("no outcome for {id:?}"))
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{id:?} failed: {e}"));
+        let off = md.offset.unwrap();
+        let log = &logs[&md.partition];
+        let hit = log
+            .iter()
+            .find(|(o, i, _)| *o == off && *i == md.index)
+            .expect("reported position exists");
+        assert_eq!(hit.2, v.to_be_bytes().to_vec());
+    }
+}
+
+#[test]
+fn delivers_everything_in_order_with_positions() {
+    let mut w = world(3, "orders", 6, 1, cfg());
+    let ids = produce_n(&mut w, "orders", 3000, 40);
+    flush(&mut w);
+    let out = outcomes(&mut w);
+    check_exact_in_order(&w, "orders", 6, &out, &ids);
+    let c = w.client.counters();
+    assert_eq!(c.producer_records, 3000);
+    // Big batches: far fewer blobs than records.
+    assert!(c.producer_batches < 300, "{} batches", c.producer_batches);
+}
+
+#[test]
+fn order_holds_under_errors_and_reordering() {
+    let mut p = cfg();
+    p.retry_backoff = Duration::from_millis(5);
+    p.linger = Duration::from_millis(2);
+    p.batch_size = 4 * 1024;
+    let mut w = world(3, "o", 4, 1, p);
+    w.sim.set_reordering(0.5, 0.5);
+    w.sim.inject_fault(FaultRule::random(
+        ApiKey::PRODUCE,
+        0.25,
+        Fault::PartitionError(ErrorCode::NOT_LEADER_OR_FOLLOWER),
+    ));
+    w.sim.inject_fault(FaultRule::random(ApiKey::PRODUCE, 0.05, Fault::CloseConnection));
+    w.sim.inject_fault(FaultRule::random(
+        ApiKey::PRODUCE,
+        0.05,
+        Fault::HeaderOnly(ErrorCode::THROTTLED),
+    ));
+    let ids = produce_n(&mut w, "o", 4000, 13);
+    flush(&mut w);
+    let out = outcomes(&mut w);
+    check_exact_in_order(&w, "o", 4, &out, &ids);
+    assert!(w.client.counters().producer_retries > 0);
+}
+
+#[test]
+fn keyed_records_land_where_the_java_sdk_puts_them() {
+    let mut w = world(1, "seven", 7, 1, cfg());
+    let keys: [&[u8]; 4] = [&[0x80], b"a", &[0xff, 0x01], &[0x80, 0x81, 0xfe, 0xff]];
+    let expected = [1, 2, 0, 4]; // floorMod(Arrays.hashCode(key), 7), derived by hand
+    let mut ids = Vec::new();
+    for k in keys {
+        ids.push(w.client.produce(w.now, &ProducerRecord::new("seven", b"v").with_key(k)).unwrap());
+    }
+    // An empty key is no key: it goes to the sticky partition, not hash("") = 1.
+    flush(&mut w);
+    let out = outcomes(&mut w);
+    for (id, want) in ids.iter().zip(expected) {
+        assert_eq!(out[id].as_ref().unwrap().partition, want);
+    }
+    let mut p = cfg();
+    p.keyed = stellflow_sansio::producer::KeyedPartitioner::Fnv1a;
+    let mut w = world(1, "four", 4, 1, p);
+    let id = w.client.produce(w.now, &ProducerRecord::new("four", b"v").with_key(&[0x80])).unwrap();
+    flush(&mut w);
+    assert_eq!(outcomes(&mut w)[&id].as_ref().unwrap().partition, 3);
+}
+
+#[test]
+fn sticky_keyless_records_share_one_batch() {
+    let mut w = world(1, "s", 8, 1, cfg());
+    let mut ids = Vec::new();
+    for i in 0..100u32 {
+        let v = i.to_be_bytes();
+        let mut rec = ProducerRecord::new("s", &v);
+        if i % 2 == 0 {
+            rec = rec.with_key(b""); // empty key = no key
+        }
+        ids.push(w.client.produce(w.now, &rec).unwrap());
+    }
+    flush(&mut w);
+    let out = outcomes(&mut w);
+    let parts: std::collections::BTreeSet<i32> =
+        ids.iter().map(|id| out[id].as_ref().unwrap().partition).collect();
+    assert_eq!(parts.len(), 1, "sticky: one partition until the batch closes");
+    let offsets: std::collections::BTreeSet<i64> = ids
+        .iter()
+        .map(|id| out[id].as_ref().unwrap().offset.unwrap())
+        .collect();
+    assert_eq!(offsets.len(), 1, "one blob");
+}
+
+#[test]
+fn a_batch_never_waits_past_linger() {
+    let mut p = cfg();
+    p.linger = Duration::from_millis(20);
+    let mut w = world(1, "l", 1, 1, p);
+    let t0 = w.now;
+    let id = w.client.produce(t0, &ProducerRecord::new("l", b"x")).unwrap();
+    w.step();
+    let deadline = w.client.poll_timeout().unwrap();
+    assert!(deadline <= t0 + Duration::from_millis(20), "poll_timeout past linger");
+    // Just before linger: nothing sent.
+    w.advance(Duration::from_millis(19));
+    assert!(log_values(&w, 1, "l", 0).is_empty());
+    assert!(outcomes(&mut w).is_empty());
+    // At linger: sent and acknowledged without any other input.
+    w.advance(Duration::from_millis(1));
+    assert_eq!(log_values(&w, 1, "l", 0).len(), 1);
+    let out = outcomes(&mut w);
+    assert_eq!(out[&id].as_ref().unwrap().offset, Some(0));
+    // A full batch goes at once, without waiting for linger.
+    let big = vec![7u8; 600 * 1024];
+    w.client.produce(w.now, &ProducerRecord::new("l", &big)).unwrap();
+    w.client.produce(w.now, &ProducerRecord::new("l", &big)).unwrap();
+    w.step();
+    // Each big record fills a batch: both went out (one after the other, one request in
+    // flight per partition) without any time passing.
+    assert_eq!(log_values(&w, 1, "l", 0).len(), 3, "full batches go out at once");
+}
+
+#[test]
+fn buffer_bound_refuses_at_once_and_recovers() {
+    let mut p = cfg();
+    p.batch_size = 16 * 1024;
+    p.buffer_memory = 64 * 1024;
+    let mut w = world(1, "b", 1, 1, p);
+    let v = [1u8; 1000];
+    let mut accepted = 0;
+    let err = loop {
+        match w.client.produce(w.now, &ProducerRecord::new("b", &v)) {
+            Ok(_) => accepted += 1,
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, ProduceError::BufferFull { limit: 65_536, .. }), "{err}");
+    assert!(accepted > 50 && accepted < 66, "{accepted}");
+    assert!(w.client.producer_buffered_bytes() <= 64 * 1024);
+    flush(&mut w);
+    assert_eq!(outcomes(&mut w).len(), accepted);
+    assert_eq!(w.client.producer_buffered_bytes(), 0);
+    assert!(w.client.produce(w.now, &ProducerRecord::new("b", &v)).is_ok());
+    let too_big = vec![0u8; 17 * 1024 * 1024];
+    assert!(matches!(
+        w.client.produce(w.now, &ProducerRecord::new("b", &too_big)),
+        Err(ProduceError::RecordTooLarge { .. })
+    ));
+    assert!(matches!(
+        w.client.produce(w.now, &ProducerRecord::new("../b", &v)),
+        Err(ProduceError::InvalidTopic(_))
+    ));
+    assert!(matches!(
+        w.client.produce(w.now, &ProducerRecord::new("b", &v).with_partition(1)),
+        Err(ProduceError::InvalidPartition { count: 1, .. })
+    ));
+}
+
+#[test]
+fn acks_zero_completes_without_offset_and_reads_the_answer() {
+    let mut p = cfg();
+    p.acks = Acks::None;
+    p.linger = Duration::ZERO;
+    let mut w = world(1, "z", 1, 1, p);
+    // Responses are delayed: outcomes must not wait for them.
+    w.sim.add_delay(stellflow_sim::DelayRule {
+        broker: None,
+        api_key: Some(ApiKey::PRODUCE),
+        delay: Duration::from_millis(500),
+    });
+    let id = w.client.produce(w.now, &ProducerRecord::new("z", b"fire")).unwrap();
+    w.step();
+    let out = outcomes(&mut w);
+    let md = out[&id].as_ref().unwrap();
+    assert_eq!(md.offset, None);
+    w.advance(Duration::from_secs(1));
+    assert_eq!(log_values(&w, 1, "z", 0).len(), 1);
+    assert_eq!(w.client.counters().unknown_correlation_ids, 0);
+    assert_eq!(w.client.producer_buffered_bytes(), 0, "the answer was read and the batch freed");
+}
+
+#[test]
+fn error_7_is_reported_with_its_offset_and_not_retried() {
+    let mut p = cfg();
+    p.ack_timeout = Duration::from_millis(100);
+    let mut w = world(2, "r", 1, 2, p);
+    let follower = 3 - leader(&w, "r", 0);
+    w.sim.pause_replication(follower, true).unwrap();
+    let id = w.client.produce(w.now, &ProducerRecord::new("r", b"x")).unwrap();
+    let id2 = w.client.produce(w.now, &ProducerRecord::new("r", b"y")).unwrap();
+    flush(&mut w);
+    let out = outcomes(&mut w);
+    let e = out[&id].as_ref().unwrap_err();
+    assert_eq!(*e, DeliveryError::NotReplicated { offset: 0, index: 0 });
+    assert_eq!(e.written_offset(), Some(0));
+    assert_eq!(out[&id2].as_ref().unwrap_err().written_offset(), Some(0));
+    let log = log_values(&w, leader(&w, "r", 0), "r", 0);
+    assert_eq!(log.len(), 2, "written once, never retried: {log:?}");
+}
+
+#[test]
+fn idempotent_retries_are_deduplicated() {
+    let mut p = cfg();
+    p.idempotence = true;
+    p.retry_backoff = Duration::from_millis(10);
+    let mut c = common::config("broker-1:9092");
+    c.request_timeout = Duration::from_millis(500);
+    c.producer = p;
+    c.header.client_id = Some("idem-1".into());
+    let mut w = World::with(ClusterConfig::with_brokers(1), c);
+    w.sim.create_topic("i", 2, 1).unwrap();
+    w.bootstrap();
+    // The broker executes the next three Produce requests but their answers are lost: the
+    // client times out and resends the same bytes; the broker recognises the duplicates.
+    w.sim.inject_fault(FaultRule::next(ApiKey::PRODUCE, 3, Fault::DropResponse));
+    let ids = produce_n(&mut w, "i", 500, 7);
+    flush(&mut w);
+    let out = outcomes(&mut w);
+    check_exact_in_order(&w, "i", 2, &out, &ids);
+    assert!(w.client.counters().producer_retries >= 1);
+    for p in 0..2 {
+        let log = w.sim.broker(1).unwrap().log("i", p).unwrap();
+        for e in log.entries_from(0) {
+            let h = SrfbHeader::parse(&e.blob).unwrap();
+            assert!(h.producer_id >= 0 && h.base_sequence >= 0, "idempotent SRFB blobs");
+        }
+    }
+}
+
+#[test]
+fn idempotent_producer_recovers_after_broker_restart_without_duplicates() {
+    let mut p = cfg();
+    p.idempotence = true;
+    p.format = BatchFormat::Native(stellflow_proto::record::Compression::Gzip);
+    p.retry_backoff = Duration::from_millis(10);
+    let mut c = common::config("broker-1:9092");
+    c.producer = p;
+    c.header.client_id = Some("idem-2".into());
+    let mut w = World::with(ClusterConfig::with_brokers(1), c);
+    w.sim.create_topic("r", 1, 1).unwrap();
+    w.bootstrap();
+    let mut ids = produce_n(&mut w, "r", 200, 1);
+    flush(&mut w);
+    // The broker restarts: it forgets producer state (and leadership until re-asserted).
+    w.sim.restart(1, w.now).unwrap();
+    w.sim.reassert_leadership(1).unwrap();
+    w.step();
+    for i in 200..400u32 {
+        let v = i.to_be_bytes();
+        let id = w.client.produce(w.now, &ProducerRecord::new("r", &v).with_key(b"k0")).unwrap();
+        ids.insert(id, i);
+    }
+    flush(&mut w);
+    let out = outcomes(&mut w);
+    check_exact_in_order(&w, "r", 1, &out, &ids);
+    assert!(w.client.counters().producer_epoch_bumps >= 1, "recovered by bumping the epoch");
+}
+
+#[test]
+fn leader_move_mid_stream() {
+    let mut p = cfg();
+    p.linger = Duration::from_millis(1);
+    p.batch_size = 2048;
+    p.retry_backoff = Duration::from_millis(5);
+    let mut w = world(2, "m", 2, 2, p);
+    let mut ids = produce_n(&mut w, "m", 500, 5);
+    let old = leader(&w, "m", 0);
+    w.sim.move_leader("m", 0, 3 - old).unwrap();
+    w.sim.move_leader("m", 1, 3 - leader(&w, "m", 1)).unwrap();
+    let more = produce_n(&mut w, "m", 500, 5);
+    ids.extend(more.into_iter().map(|(id, v)| (id, v + 500)));
+    flush(&mut w);
+    let out = outcomes(&mut w);
+    assert!(out.values().all(Result::is_ok));
+    assert_ne!(leader(&w, "m", 0), old, "the client followed the move");
+    // Offsets per partition increase with produce order.
+    let mut last: HashMap<i32, (i64, u32)> = HashMap::new();
+    for id in ids.keys() {
+        let md = out[id].as_ref().unwrap();
+        let pos = (md.offset.unwrap(), md.index);
+        if let Some(prev) = last.insert(md.partition, pos) {
+            assert!(prev < pos, "reordered: {prev:?} then {pos:?}");
+        }
+    }
+}
+
+#[test]
+fn unknown_topic_fails_after_the_delivery_timeout() {
+    let mut p = cfg();
+    p.delivery_timeout = Duration::from_secs(2);
+    let mut w = world(1, "known", 1, 1, p);
+    let id = w.client.produce(w.now, &ProducerRecord::new("nowhere", b"x")).unwrap();
+    w.advance(Duration::from_secs(3));
+    let out = outcomes(&mut w);
+    assert!(matches!(out[&id], Err(DeliveryError::UnknownTopic { .. })), "{:?}", out[&id]);
+}
+
+#[test]
+fn topic_created_after_the_first_record_is_produced_to() {
+    let mut w = world(1, "known", 1, 1, cfg());
+    let id = w.client.produce(w.now, &ProducerRecord::new("later", b"x")).unwrap();
+    w.advance(Duration::from_millis(50));
+    w.sim.create_topic("later", 3, 1).unwrap();
+    w.client.refresh_metadata(w.now);
+    flush(&mut w);
+    let out = outcomes(&mut w);
+    assert_eq!(out[&id].as_ref().unwrap().offset, Some(0));
+}
+
+#[test]
+fn close_producer_flushes_then_fails_the_rest_at_the_deadline() {
+    let mut w = world(1, "c", 1, 1, cfg());
+    let a = w.client.produce(w.now, &ProducerRecord::new("c", b"a")).unwrap();
+    w.client.close_producer(w.now, Duration::from_secs(1));
+    assert!(matches!(
+        w.client.produce(w.now, &ProducerRecord::new("c", b"b")),
+        Err(ProduceError::Closed)
+    ));
+    w.step();
+    let closed = w.take(|e| matches!(e, Event::ProducerClosed { .. }));
+    assert_eq!(closed, vec![Event::ProducerClosed { failed: 0 }]);
+    assert!(outcomes(&mut w)[&a].is_ok());
+
+    // Unreachable leader: the deadline fails what is left.
+    let mut w = world(1, "c", 1, 1, cfg());
+    w.sim.crash(1, w.now).unwrap();
+    w.step();
+    let b = w.client.produce(w.now, &ProducerRecord::new("c", b"b")).unwrap();
+    w.client.close_producer(w.now, Duration::from_secs(1));
+    w.advance(Duration::from_secs(2));
+    assert_eq!(outcomes(&mut w)[&b], Err(DeliveryError::Closed));
+    let closed = w.take(|e| matches!(e, Event::ProducerClosed { .. }));
+    assert_eq!(closed, vec![Event::ProducerClosed { failed: 1 }]);
+}
