@@ -8,6 +8,9 @@
 //!
 //! A failing seed prints its plan, the violation and a shrunk plan that still fails.
 
+#[path = "simulation/regressions.rs"]
+mod regressions;
+
 use std::collections::BTreeSet;
 use std::time::Instant;
 use stellflow_sim::dst::{FaultKind, FaultPlan, RunReport, run_plan, shrink};

@@ -12,8 +12,13 @@ use std::fmt;
 pub enum FaultKind {
     /// A connection is reset (both sides learn it), usually mid-frame.
     Reset,
-    /// A connection goes half-open: the broker side is gone, the client is never told.
+    /// A connection goes half-open: the broker side is gone without a FIN; the client learns
+    /// it from the RST its next write provokes.
     HalfOpen,
+    /// A connection turns into a silent black hole (no FIN, no RST, ever): only the client's
+    /// own timeouts can notice. Not generated from seeds (see the `simulation` test's known
+    /// bug); available to [`crate::dst::World::apply`] and plan codes.
+    BlackHole,
     /// A broker is cut off from every client for a while (bytes are held, connects fail).
     Partition,
     /// A broker crashes and restarts later on its data (leadership is then re-asserted).
@@ -35,7 +40,7 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    /// Every kind, for coverage checks.
+    /// Every kind [`FaultPlan::from_seed`] generates, for coverage checks.
     pub const ALL: [FaultKind; 11] = [
         FaultKind::Reset,
         FaultKind::HalfOpen,
@@ -61,8 +66,13 @@ pub enum FaultAction {
         /// Selector among open links.
         link: u32,
     },
-    /// Makes the `link`-th open connection half-open.
+    /// Makes the `link`-th open connection half-open (an RST answers the next write).
     HalfOpen {
+        /// Selector among open links.
+        link: u32,
+    },
+    /// Makes the `link`-th open connection a silent black hole.
+    BlackHole {
         /// Selector among open links.
         link: u32,
     },
@@ -146,6 +156,7 @@ impl FaultAction {
         match self {
             FaultAction::Reset { .. } => FaultKind::Reset,
             FaultAction::HalfOpen { .. } => FaultKind::HalfOpen,
+            FaultAction::BlackHole { .. } => FaultKind::BlackHole,
             FaultAction::Partition { .. } => FaultKind::Partition,
             FaultAction::Crash { .. } => FaultKind::Crash,
             FaultAction::MoveLeader { .. } => FaultKind::MoveLeader,
@@ -163,6 +174,7 @@ impl FaultAction {
         match *self {
             FaultAction::Reset { link } => ("reset", vec![link.into()]),
             FaultAction::HalfOpen { link } => ("halfopen", vec![link.into()]),
+            FaultAction::BlackHole { link } => ("blackhole", vec![link.into()]),
             FaultAction::Partition { broker, for_ms } => {
                 ("partition", vec![broker.into(), for_ms.into()])
             }
@@ -209,6 +221,7 @@ impl FaultAction {
         Some(match name {
             "reset" => FaultAction::Reset { link: u(0)? },
             "halfopen" => FaultAction::HalfOpen { link: u(0)? },
+            "blackhole" => FaultAction::BlackHole { link: u(0)? },
             "partition" => FaultAction::Partition {
                 broker: i32_(0)?,
                 for_ms: u(1)?,
@@ -476,6 +489,9 @@ fn random_action(rng: &mut SimRng, kind: FaultKind, s: &Scenario) -> FaultAction
             link: rng.below(16) as u32,
         },
         FaultKind::HalfOpen => FaultAction::HalfOpen {
+            link: rng.below(16) as u32,
+        },
+        FaultKind::BlackHole => FaultAction::BlackHole {
             link: rng.below(16) as u32,
         },
         FaultKind::Partition => FaultAction::Partition { broker, for_ms },

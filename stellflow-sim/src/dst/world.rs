@@ -55,6 +55,10 @@ struct Link {
     up: Pipe,
     down: Pipe,
     half_open: bool,
+    /// Silent black hole: no RST ever comes back (only with [`FaultAction::BlackHole`]).
+    black_hole: bool,
+    /// An RST is on its way back (a write hit a half-open connection).
+    rst: bool,
     obs: LinkObserver,
 }
 
@@ -261,7 +265,12 @@ impl World {
             }
             FaultAction::HalfOpen { link } => {
                 if let Some(key) = self.pick_link(link) {
-                    self.half_open(key);
+                    self.half_open(key, false);
+                }
+            }
+            FaultAction::BlackHole { link } => {
+                if let Some(key) = self.pick_link(link) {
+                    self.half_open(key, true);
                 }
             }
             FaultAction::Partition { broker, for_ms } => {
@@ -441,13 +450,16 @@ impl World {
         }
     }
 
-    /// The broker side of a connection vanishes; the client is never told.
-    fn half_open(&mut self, key: (usize, u64)) {
+    /// The broker side of a connection vanishes without a FIN. The client learns it only when
+    /// it writes (the broker host answers with an RST one round trip later) — or, for a
+    /// `black_hole`, never.
+    fn half_open(&mut self, key: (usize, u64), black_hole: bool) {
         let Some(link) = self.links.get_mut(&key) else {
             return;
         };
         self.stats.half_opens += 1;
         link.half_open = true;
+        link.black_hole = black_hole;
         link.up.clear();
         link.down.clear();
         if let Some(sim) = link.sim.take() {
@@ -649,6 +661,10 @@ impl World {
             self.stats.requests += link.obs.requests - before;
             if !link.half_open {
                 link.up.push(&mut self.rng, &self.net, now, &self.buf);
+            } else if !link.black_hole && !link.rst {
+                link.rst = true;
+                link.down
+                    .push_fin(&mut self.rng, &self.net, now + self.net.latency);
             }
         }
         while let Some(e) = slot.client.poll_event() {
@@ -776,6 +792,8 @@ impl World {
                             up: Pipe::new(now),
                             down: Pipe::new(now),
                             half_open: false,
+                            black_hole: false,
+                            rst: false,
                             obs: LinkObserver::default(),
                         },
                     );
