@@ -77,7 +77,10 @@ impl Driver {
             let mut progress = false;
             while let Some(cr) = self.client.poll_connect() {
                 progress = true;
-                let sc = self.sim.connect_addr(&cr.address.to_string(), self.now).unwrap();
+                let sc = self
+                    .sim
+                    .connect_addr(&cr.address.to_string(), self.now)
+                    .unwrap();
                 self.links.insert(cr.conn, sc);
                 self.back.insert(sc, cr.conn);
                 self.client.handle_connected(cr.conn, self.now);
@@ -194,7 +197,10 @@ fn main() {
         d.now += Duration::from_millis(10);
         d.client.handle_timeout(d.now);
     }
-    assert!(d.client.metadata().topics.contains_key(TOPIC), "no metadata");
+    assert!(
+        d.client.metadata().topics.contains_key(TOPIC),
+        "no metadata"
+    );
 
     let value = [0x5au8; 100];
     let mut keys = [[0u8; 8]; 1024];
@@ -231,7 +237,11 @@ fn main() {
     let elapsed = t.elapsed();
     let allocs = ALLOCATIONS.load(Ordering::Relaxed) - allocs_before;
     assert_eq!(d.failed, 0);
-    assert_eq!(d.delivered - delivered_before, records, "every record acknowledged");
+    assert_eq!(
+        d.delivered - delivered_before,
+        records,
+        "every record acknowledged"
+    );
     let rate = records as f64 / elapsed.as_secs_f64();
     let c = d.client.counters();
     eprintln!(

@@ -106,7 +106,13 @@ fn produce_n(w: &mut World, topic: &str, n: u32, keys: u32) -> BTreeMap<ProduceI
 
 /// Checks that every record was delivered, that its reported position holds its value, and
 /// that each partition's log holds each value exactly once, in produce order.
-fn check_exact_in_order(w: &World, topic: &str, partitions: i32, out: &HashMap<ProduceId, Result<RecordMetadata, DeliveryError>>, ids: &BTreeMap<ProduceId, u32>) {
+fn check_exact_in_order(
+    w: &World,
+    topic: &str,
+    partitions: i32,
+    out: &HashMap<ProduceId, Result<RecordMetadata, DeliveryError>>,
+    ids: &BTreeMap<ProduceId, u32>,
+) {
     let mut logs = HashMap::new();
     for p in 0..partitions {
         logs.insert(p, log_values(w, leader(w, topic, p), topic, p));
@@ -166,7 +172,11 @@ fn order_holds_under_errors_and_reordering() {
         0.25,
         Fault::PartitionError(ErrorCode::NOT_LEADER_OR_FOLLOWER),
     ));
-    w.sim.inject_fault(FaultRule::random(ApiKey::PRODUCE, 0.05, Fault::CloseConnection));
+    w.sim.inject_fault(FaultRule::random(
+        ApiKey::PRODUCE,
+        0.05,
+        Fault::CloseConnection,
+    ));
     w.sim.inject_fault(FaultRule::random(
         ApiKey::PRODUCE,
         0.05,
@@ -186,7 +196,11 @@ fn keyed_records_land_where_the_java_sdk_puts_them() {
     let expected = [1, 2, 0, 4]; // floorMod(Arrays.hashCode(key), 7), derived by hand
     let mut ids = Vec::new();
     for k in keys {
-        ids.push(w.client.produce(w.now, &ProducerRecord::new("seven", b"v").with_key(k)).unwrap());
+        ids.push(
+            w.client
+                .produce(w.now, &ProducerRecord::new("seven", b"v").with_key(k))
+                .unwrap(),
+        );
     }
     // An empty key is no key: it goes to the sticky partition, not hash("") = 1.
     flush(&mut w);
@@ -197,7 +211,10 @@ fn keyed_records_land_where_the_java_sdk_puts_them() {
     let mut p = cfg();
     p.keyed = stellflow_sansio::producer::KeyedPartitioner::Fnv1a;
     let mut w = world(1, "four", 4, 1, p);
-    let id = w.client.produce(w.now, &ProducerRecord::new("four", b"v").with_key(&[0x80])).unwrap();
+    let id = w
+        .client
+        .produce(w.now, &ProducerRecord::new("four", b"v").with_key(&[0x80]))
+        .unwrap();
     flush(&mut w);
     assert_eq!(outcomes(&mut w)[&id].as_ref().unwrap().partition, 3);
 }
@@ -216,9 +233,15 @@ fn sticky_keyless_records_share_one_batch() {
     }
     flush(&mut w);
     let out = outcomes(&mut w);
-    let parts: std::collections::BTreeSet<i32> =
-        ids.iter().map(|id| out[id].as_ref().unwrap().partition).collect();
-    assert_eq!(parts.len(), 1, "sticky: one partition until the batch closes");
+    let parts: std::collections::BTreeSet<i32> = ids
+        .iter()
+        .map(|id| out[id].as_ref().unwrap().partition)
+        .collect();
+    assert_eq!(
+        parts.len(),
+        1,
+        "sticky: one partition until the batch closes"
+    );
     let offsets: std::collections::BTreeSet<i64> = ids
         .iter()
         .map(|id| out[id].as_ref().unwrap().offset.unwrap())
@@ -232,10 +255,16 @@ fn a_batch_never_waits_past_linger() {
     p.linger = Duration::from_millis(20);
     let mut w = world(1, "l", 1, 1, p);
     let t0 = w.now;
-    let id = w.client.produce(t0, &ProducerRecord::new("l", b"x")).unwrap();
+    let id = w
+        .client
+        .produce(t0, &ProducerRecord::new("l", b"x"))
+        .unwrap();
     w.step();
     let deadline = w.client.poll_timeout().unwrap();
-    assert!(deadline <= t0 + Duration::from_millis(20), "poll_timeout past linger");
+    assert!(
+        deadline <= t0 + Duration::from_millis(20),
+        "poll_timeout past linger"
+    );
     // Just before linger: nothing sent.
     w.advance(Duration::from_millis(19));
     assert!(log_values(&w, 1, "l", 0).is_empty());
@@ -247,12 +276,20 @@ fn a_batch_never_waits_past_linger() {
     assert_eq!(out[&id].as_ref().unwrap().offset, Some(0));
     // A full batch goes at once, without waiting for linger.
     let big = vec![7u8; 600 * 1024];
-    w.client.produce(w.now, &ProducerRecord::new("l", &big)).unwrap();
-    w.client.produce(w.now, &ProducerRecord::new("l", &big)).unwrap();
+    w.client
+        .produce(w.now, &ProducerRecord::new("l", &big))
+        .unwrap();
+    w.client
+        .produce(w.now, &ProducerRecord::new("l", &big))
+        .unwrap();
     w.step();
     // Each big record fills a batch: both went out (one after the other, one request in
     // flight per partition) without any time passing.
-    assert_eq!(log_values(&w, 1, "l", 0).len(), 3, "full batches go out at once");
+    assert_eq!(
+        log_values(&w, 1, "l", 0).len(),
+        3,
+        "full batches go out at once"
+    );
 }
 
 #[test]
@@ -269,13 +306,20 @@ fn buffer_bound_refuses_at_once_and_recovers() {
             Err(e) => break e,
         }
     };
-    assert!(matches!(err, ProduceError::BufferFull { limit: 65_536, .. }), "{err}");
+    assert!(
+        matches!(err, ProduceError::BufferFull { limit: 65_536, .. }),
+        "{err}"
+    );
     assert!(accepted > 50 && accepted < 66, "{accepted}");
     assert!(w.client.producer_buffered_bytes() <= 64 * 1024);
     flush(&mut w);
     assert_eq!(outcomes(&mut w).len(), accepted);
     assert_eq!(w.client.producer_buffered_bytes(), 0);
-    assert!(w.client.produce(w.now, &ProducerRecord::new("b", &v)).is_ok());
+    assert!(
+        w.client
+            .produce(w.now, &ProducerRecord::new("b", &v))
+            .is_ok()
+    );
     let too_big = vec![0u8; 17 * 1024 * 1024];
     assert!(matches!(
         w.client.produce(w.now, &ProducerRecord::new("b", &too_big)),
@@ -286,7 +330,8 @@ fn buffer_bound_refuses_at_once_and_recovers() {
         Err(ProduceError::InvalidTopic(_))
     ));
     assert!(matches!(
-        w.client.produce(w.now, &ProducerRecord::new("b", &v).with_partition(1)),
+        w.client
+            .produce(w.now, &ProducerRecord::new("b", &v).with_partition(1)),
         Err(ProduceError::InvalidPartition { count: 1, .. })
     ));
 }
@@ -303,7 +348,10 @@ fn acks_zero_completes_without_offset_and_reads_the_answer() {
         api_key: Some(ApiKey::PRODUCE),
         delay: Duration::from_millis(500),
     });
-    let id = w.client.produce(w.now, &ProducerRecord::new("z", b"fire")).unwrap();
+    let id = w
+        .client
+        .produce(w.now, &ProducerRecord::new("z", b"fire"))
+        .unwrap();
     w.step();
     let out = outcomes(&mut w);
     let md = out[&id].as_ref().unwrap();
@@ -311,7 +359,11 @@ fn acks_zero_completes_without_offset_and_reads_the_answer() {
     w.advance(Duration::from_secs(1));
     assert_eq!(log_values(&w, 1, "z", 0).len(), 1);
     assert_eq!(w.client.counters().unknown_correlation_ids, 0);
-    assert_eq!(w.client.producer_buffered_bytes(), 0, "the answer was read and the batch freed");
+    assert_eq!(
+        w.client.producer_buffered_bytes(),
+        0,
+        "the answer was read and the batch freed"
+    );
 }
 
 #[test]
@@ -321,12 +373,24 @@ fn error_7_is_reported_with_its_offset_and_not_retried() {
     let mut w = world(2, "r", 1, 2, p);
     let follower = 3 - leader(&w, "r", 0);
     w.sim.pause_replication(follower, true).unwrap();
-    let id = w.client.produce(w.now, &ProducerRecord::new("r", b"x")).unwrap();
-    let id2 = w.client.produce(w.now, &ProducerRecord::new("r", b"y")).unwrap();
+    let id = w
+        .client
+        .produce(w.now, &ProducerRecord::new("r", b"x"))
+        .unwrap();
+    let id2 = w
+        .client
+        .produce(w.now, &ProducerRecord::new("r", b"y"))
+        .unwrap();
     flush(&mut w);
     let out = outcomes(&mut w);
     let e = out[&id].as_ref().unwrap_err();
-    assert_eq!(*e, DeliveryError::NotReplicated { offset: 0, index: 0 });
+    assert_eq!(
+        *e,
+        DeliveryError::NotReplicated {
+            offset: 0,
+            index: 0
+        }
+    );
     assert_eq!(e.written_offset(), Some(0));
     assert_eq!(out[&id2].as_ref().unwrap_err().written_offset(), Some(0));
     let log = log_values(&w, leader(&w, "r", 0), "r", 0);
@@ -347,7 +411,8 @@ fn idempotent_retries_are_deduplicated() {
     w.bootstrap();
     // The broker executes the next three Produce requests but their answers are lost: the
     // client times out and resends the same bytes; the broker recognises the duplicates.
-    w.sim.inject_fault(FaultRule::next(ApiKey::PRODUCE, 3, Fault::DropResponse));
+    w.sim
+        .inject_fault(FaultRule::next(ApiKey::PRODUCE, 3, Fault::DropResponse));
     let ids = produce_n(&mut w, "i", 500, 7);
     flush(&mut w);
     let out = outcomes(&mut w);
@@ -357,7 +422,10 @@ fn idempotent_retries_are_deduplicated() {
         let log = w.sim.broker(1).unwrap().log("i", p).unwrap();
         for e in log.entries_from(0) {
             let h = SrfbHeader::parse(&e.blob).unwrap();
-            assert!(h.producer_id >= 0 && h.base_sequence >= 0, "idempotent SRFB blobs");
+            assert!(
+                h.producer_id >= 0 && h.base_sequence >= 0,
+                "idempotent SRFB blobs"
+            );
         }
     }
 }
@@ -382,13 +450,19 @@ fn idempotent_producer_recovers_after_broker_restart_without_duplicates() {
     w.step();
     for i in 200..400u32 {
         let v = i.to_be_bytes();
-        let id = w.client.produce(w.now, &ProducerRecord::new("r", &v).with_key(b"k0")).unwrap();
+        let id = w
+            .client
+            .produce(w.now, &ProducerRecord::new("r", &v).with_key(b"k0"))
+            .unwrap();
         ids.insert(id, i);
     }
     flush(&mut w);
     let out = outcomes(&mut w);
     check_exact_in_order(&w, "r", 1, &out, &ids);
-    assert!(w.client.counters().producer_epoch_bumps >= 1, "recovered by bumping the epoch");
+    assert!(
+        w.client.counters().producer_epoch_bumps >= 1,
+        "recovered by bumping the epoch"
+    );
 }
 
 #[test]
@@ -424,16 +498,26 @@ fn unknown_topic_fails_after_the_delivery_timeout() {
     let mut p = cfg();
     p.delivery_timeout = Duration::from_secs(2);
     let mut w = world(1, "known", 1, 1, p);
-    let id = w.client.produce(w.now, &ProducerRecord::new("nowhere", b"x")).unwrap();
+    let id = w
+        .client
+        .produce(w.now, &ProducerRecord::new("nowhere", b"x"))
+        .unwrap();
     w.advance(Duration::from_secs(3));
     let out = outcomes(&mut w);
-    assert!(matches!(out[&id], Err(DeliveryError::UnknownTopic { .. })), "{:?}", out[&id]);
+    assert!(
+        matches!(out[&id], Err(DeliveryError::UnknownTopic { .. })),
+        "{:?}",
+        out[&id]
+    );
 }
 
 #[test]
 fn topic_created_after_the_first_record_is_produced_to() {
     let mut w = world(1, "known", 1, 1, cfg());
-    let id = w.client.produce(w.now, &ProducerRecord::new("later", b"x")).unwrap();
+    let id = w
+        .client
+        .produce(w.now, &ProducerRecord::new("later", b"x"))
+        .unwrap();
     w.advance(Duration::from_millis(50));
     w.sim.create_topic("later", 3, 1).unwrap();
     w.client.refresh_metadata(w.now);
@@ -445,7 +529,10 @@ fn topic_created_after_the_first_record_is_produced_to() {
 #[test]
 fn close_producer_flushes_then_fails_the_rest_at_the_deadline() {
     let mut w = world(1, "c", 1, 1, cfg());
-    let a = w.client.produce(w.now, &ProducerRecord::new("c", b"a")).unwrap();
+    let a = w
+        .client
+        .produce(w.now, &ProducerRecord::new("c", b"a"))
+        .unwrap();
     w.client.close_producer(w.now, Duration::from_secs(1));
     assert!(matches!(
         w.client.produce(w.now, &ProducerRecord::new("c", b"b")),
@@ -460,7 +547,10 @@ fn close_producer_flushes_then_fails_the_rest_at_the_deadline() {
     let mut w = world(1, "c", 1, 1, cfg());
     w.sim.crash(1, w.now).unwrap();
     w.step();
-    let b = w.client.produce(w.now, &ProducerRecord::new("c", b"b")).unwrap();
+    let b = w
+        .client
+        .produce(w.now, &ProducerRecord::new("c", b"b"))
+        .unwrap();
     w.client.close_producer(w.now, Duration::from_secs(1));
     w.advance(Duration::from_secs(2));
     assert_eq!(outcomes(&mut w)[&b], Err(DeliveryError::Closed));

@@ -195,7 +195,10 @@ impl Producer {
         self.sync_metadata(now, meta);
         let ti = self.topic_index(rec.topic)?;
         let size = record_size(rec.key, rec.value, rec.headers.iter());
-        let max = self.cfg.max_request_size.saturating_sub(BATCH_OVERHEAD + 512);
+        let max = self
+            .cfg
+            .max_request_size
+            .saturating_sub(BATCH_OVERHEAD + 512);
         if size > max || size > self.cfg.buffer_memory {
             return Err(ProduceError::RecordTooLarge {
                 size,
@@ -298,16 +301,14 @@ impl Producer {
             return;
         }
         let key = r.key.as_deref();
-        let p = match self.choose_partition(r.topic, r.partition, key, r.size) {
-            Ok(p) => p,
-            Err(_) => 0,
-        };
+        let p = self
+            .choose_partition(r.topic, r.partition, key, r.size)
+            .unwrap_or_default();
         self.buffered = self.buffered.saturating_sub(r.size);
         let slot = Slot {
             id: r.id,
             timestamp: r.timestamp,
         };
-        let _ = now;
         self.append(
             now,
             r.topic,

@@ -166,7 +166,10 @@ mod tests {
             let out = restamp(&blob(c), stamp, 1).unwrap();
             let checked = SrfbBatch::validate(out.clone()).unwrap();
             let h: SrfbHeader = *checked.header();
-            assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence), (3, 1, 0));
+            assert_eq!(
+                (h.producer_id, h.producer_epoch, h.base_sequence),
+                (3, 1, 0)
+            );
             assert_eq!(h.record_count, 2);
             assert_eq!(h.compression, c.code());
             let inner = V1Batch::parse(checked.content().clone()).unwrap();

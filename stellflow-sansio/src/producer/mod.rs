@@ -306,11 +306,8 @@ impl Producer {
         for ti in 0..self.topics.len() {
             let parts = self.topics.get(ti).map_or(0, |t| t.parts.len());
             for pi in 0..parts {
-                loop {
-                    let Some(ps) = self.part_mut(ti, pi) else {
-                        break;
-                    };
-                    if !ps.queue.front().is_some_and(|b| b.deadline <= now) {
+                while let Some(ps) = self.part_mut(ti, pi) {
+                    if ps.queue.front().is_none_or(|b| b.deadline > now) {
                         break;
                     }
                     let Some(b) = ps.queue.pop_front() else {
@@ -323,10 +320,14 @@ impl Producer {
                     .part(ti, pi)
                     .and_then(|ps| ps.open.as_ref())
                     .is_some_and(|b| !b.slots.is_empty() && b.deadline <= now);
-                if expired
-                    && let Some(b) = self.part_mut(ti, pi).and_then(|ps| ps.open.take())
-                {
-                    self.fail_batch(ti, pi, b, DeliveryError::Timeout { after, last: None }, false);
+                if expired && let Some(b) = self.part_mut(ti, pi).and_then(|ps| ps.open.take()) {
+                    self.fail_batch(
+                        ti,
+                        pi,
+                        b,
+                        DeliveryError::Timeout { after, last: None },
+                        false,
+                    );
                 }
             }
         }

@@ -55,8 +55,9 @@ pub enum KeylessPartitioner {
 /// `java.util.Arrays.hashCode(byte[])`: `31 * h + b` over signed bytes, starting at 1, with
 /// Java's wrapping 32-bit arithmetic.
 pub fn java_hash(key: &[u8]) -> i32 {
-    key.iter()
-        .fold(1i32, |h, &b| h.wrapping_mul(31).wrapping_add(i32::from(b as i8)))
+    key.iter().fold(1i32, |h, &b| {
+        h.wrapping_mul(31).wrapping_add(i32::from(b as i8))
+    })
 }
 
 /// FNV-1a, 32 bits (Go's `hash/fnv.New32a`).
@@ -95,10 +96,18 @@ mod tests {
     fn java_reference(key: &[u8]) -> i32 {
         let mut h: i64 = 1;
         for &b in key {
-            let signed = if b >= 0x80 { i64::from(b) - 256 } else { i64::from(b) };
+            let signed = if b >= 0x80 {
+                i64::from(b) - 256
+            } else {
+                i64::from(b)
+            };
             h = (31 * h + signed) & 0xffff_ffff;
         }
-        if h >= 1 << 31 { (h - (1 << 32)) as i32 } else { h as i32 }
+        if h >= 1 << 31 {
+            (h - (1 << 32)) as i32
+        } else {
+            h as i32
+        }
     }
 
     fn floor_mod(a: i32, n: i32) -> i32 {
@@ -108,7 +117,14 @@ mod tests {
 
     #[test]
     fn java_hash_matches_reference() {
-        let keys: [&[u8]; 6] = [b"", b"a", b"\x80", b"\xff\x01", b"key-1", &[0x80, 0x81, 0xfe, 0xff]];
+        let keys: [&[u8]; 6] = [
+            b"",
+            b"a",
+            b"\x80",
+            b"\xff\x01",
+            b"key-1",
+            &[0x80, 0x81, 0xfe, 0xff],
+        ];
         for k in keys {
             assert_eq!(java_hash(k), java_reference(k), "{k:?}");
             for n in [3, 4, 7] {
@@ -133,7 +149,10 @@ mod tests {
         let p = |k: &[u8], n| KeyedPartitioner::JavaHash.partition(k, n);
         assert_eq!([p(&[0x80], 3), p(&[0x80], 4), p(&[0x80], 7)], [2, 3, 1]);
         assert_eq!([p(b"a", 3), p(b"a", 4), p(b"a", 7)], [2, 0, 2]);
-        assert_eq!([p(&[0xff, 1], 3), p(&[0xff, 1], 4), p(&[0xff, 1], 7)], [1, 3, 0]);
+        assert_eq!(
+            [p(&[0xff, 1], 3), p(&[0xff, 1], 4), p(&[0xff, 1], 7)],
+            [1, 3, 0]
+        );
         let k4 = [0x80, 0x81, 0xfe, 0xff];
         assert_eq!(java_hash(&k4), -3_011_837);
         assert_eq!([p(&k4, 3), p(&k4, 4), p(&k4, 7)], [1, 3, 4]);

@@ -350,7 +350,8 @@ impl Producer {
                         }),
                     },
                 },
-                Err(e) if matches!(e, RequestError::Broker { code, .. } if *code == ErrorCode::UNKNOWN_SERVER_ERROR) => {
+                Err(e) if matches!(e, RequestError::Broker { code, .. } if *code == ErrorCode::UNKNOWN_SERVER_ERROR) =>
+                {
                     // Header-only 1: the request may have been partly applied. Not retried
                     // (a retry could duplicate); the caller decides.
                     Verdict::Fail(DeliveryError::Request(e.clone()))
@@ -526,7 +527,9 @@ impl Producer {
 
     /// Exponential retry delay with jitter for attempt `n` (1-based).
     pub(crate) fn retry_delay(&mut self, n: u32) -> Duration {
-        let factor = 1u32.checked_shl(n.saturating_sub(1).min(20)).unwrap_or(u32::MAX);
+        let factor = 1u32
+            .checked_shl(n.saturating_sub(1).min(20))
+            .unwrap_or(u32::MAX);
         let raw = self
             .cfg
             .retry_backoff

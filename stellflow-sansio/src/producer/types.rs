@@ -245,10 +245,16 @@ impl ProducerConfig {
             );
         }
         if self.idempotence && self.acks == Acks::None {
-            return bad("producer.acks", "idempotence needs acknowledgements (acks 1 or -1)");
+            return bad(
+                "producer.acks",
+                "idempotence needs acknowledgements (acks 1 or -1)",
+            );
         }
         if i32::try_from(self.ack_timeout.as_millis()).is_err() {
-            return bad("producer.ack_timeout", "must fit in a 32-bit millisecond count");
+            return bad(
+                "producer.ack_timeout",
+                "must fit in a 32-bit millisecond count",
+            );
         }
         Ok(())
     }
@@ -351,7 +357,9 @@ pub enum DeliveryError {
         last: Option<Box<DeliveryError>>,
     },
     /// The topic is unknown to every broker; create it (Metadata never creates topics).
-    #[error("topic {topic} is unknown to every broker within the delivery timeout; create it first")]
+    #[error(
+        "topic {topic} is unknown to every broker within the delivery timeout; create it first"
+    )]
     UnknownTopic {
         /// The topic.
         topic: String,
