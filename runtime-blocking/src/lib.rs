@@ -1,3 +1,333 @@
-//! Drives the Stellflow sans-IO client on blocking std::net.
+//! Drives the Stellflow sans-IO client ([`stellflow_sansio`]) on blocking `std::net`.
 //!
-//! Work in progress: see the project's issue tracker.
+//! One driver thread owns the core [`stellflow_sansio::Client`] and its sockets (a reader and a
+//! writer thread per connection; TCP_NODELAY, read and write timeouts) and follows the core's
+//! drain rule. [`Producer`], [`Consumer`] and [`Admin`] are cheap-to-clone, `Send + Sync`
+//! handles on it; they block the calling thread, never the driver. Dropping the last handle of
+//! a [`Client`] closes the producer (delivering what is buffered, up to
+//! [`Options::close_timeout`]) and the consumer (auto-commit), then every socket and thread.
+//! Nothing here knows the protocol: every
+//! decision is the core's. The threading design is described in the `driver` module.
+//!
+//! # Quickstart
+//!
+//! ```
+//! use std::time::Duration;
+//! use stellflow_blocking::{Client, ClientConfig, OffsetReset, ProducerRecord, Target, TopicPartition};
+//!
+//! # fn main() -> Result<(), stellflow_blocking::Error> {
+//! # let server = stellflow_sim::serve("127.0.0.1:0").unwrap();
+//! # let bootstrap = server.local_addr().to_string();
+//! let mut config = ClientConfig::new(&bootstrap)?;
+//! config.consumer.auto_offset_reset = OffsetReset::Earliest;
+//! let client = Client::connect(config)?;
+//!
+//! client.admin().create_topic("greetings", 1, Target::Any)?;
+//! let producer = client.producer();
+//! let meta = producer.send(ProducerRecord::new("greetings", b"hello"))?;
+//! assert_eq!(meta.partition, 0);
+//!
+//! let consumer = client.consumer();
+//! consumer.assign(&[TopicPartition::new("greetings", 0)])?;
+//! let mut got = Vec::new();
+//! while got.is_empty() {
+//!     got = consumer.poll(Duration::from_secs(5))?;
+//! }
+//! assert_eq!(got[0].value.as_deref(), Some(&b"hello"[..]));
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+
+mod admin;
+mod consumer;
+mod driver;
+mod producer;
+
+pub use admin::Admin;
+pub use consumer::Consumer;
+pub use producer::{AsRecord, Producer, Record};
+pub use stellflow_sansio::{
+    Acks, AdminError, AdminRequest, AdminResponse, BatchFormat, BrokerApiVersions, ClientConfig,
+    ClusterMetadata, ClusterStatus, CommitKind, ConfigError, ConsumerError, ConsumerEvent,
+    ConsumerRecord, DeliveryError, ListedOffset, OffsetReset, OffsetSpec, Position, ProduceError,
+    ProducerConfig, ProducerRecord, ReassertedPartition, RecordMetadata, RequestError,
+    RequestOptions, SeekTo, Target, TopicAdminResult, TopicDescription, TopicPartition,
+};
+
+use driver::{Msg, Shared, SocketOptions};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Everything that can go wrong, each variant saying what the caller can do.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration cannot work: fix the named setting.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// An admin command failed ([`AdminError::is_retriable`] says whether to try again).
+    #[error(transparent)]
+    Admin(#[from] AdminError),
+    /// The record was refused at once (bad topic or partition, too large, closed); nothing
+    /// was queued.
+    #[error(transparent)]
+    Produce(#[from] ProduceError),
+    /// The record was queued but not delivered.
+    #[error(transparent)]
+    Delivery(#[from] DeliveryError),
+    /// A consumer command or commit failed.
+    #[error(transparent)]
+    Consumer(#[from] ConsumerError),
+    /// A raw request failed ([`RequestError::is_retriable`] says whether to retry).
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    /// No buffer space within [`Options::max_block`]: the broker is slow or unreachable. Retry
+    /// later, or raise `producer.buffer_memory` or `max_block`.
+    #[error("producer buffer stayed full for {0:?} (max_block); the broker is slow or unreachable")]
+    BufferFull(Duration),
+    /// The client's driver has stopped (its last handle dropped): connect a new client.
+    #[error("the client driver has stopped; connect a new client")]
+    Shutdown,
+    /// No outcome within the time the caller allowed; the operation may still complete.
+    #[error("no outcome within {0:?}")]
+    Timeout(Duration),
+    /// The driver thread could not be started (the OS refused a thread).
+    #[error("cannot start the driver thread: {0}")]
+    Spawn(String),
+    /// The core answered with a result of another kind (a bug: please report it).
+    #[error("unexpected answer from the core: {0}")]
+    Unexpected(String),
+}
+
+/// A result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Adapter settings (the protocol settings live in [`ClientConfig`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// How long [`Producer::send`] and [`Producer::enqueue`] wait for buffer space before
+    /// failing with [`ProduceError::BufferFull`]. Default 60 s (Kafka's `max.block.ms`).
+    pub max_block: Duration,
+    /// TCP connect timeout per address. Default 10 s.
+    pub connect_timeout: Duration,
+    /// Socket write timeout: a write blocked this long fails the connection. Default 30 s.
+    pub write_timeout: Duration,
+    /// Socket read timeout: only how often an idle reader checks for shutdown (an idle
+    /// connection is not an error; request deadlines are the core's). Default 1 s.
+    pub read_timeout: Duration,
+    /// Most records one [`Consumer::poll`] returns. Default 500.
+    pub max_poll_records: usize,
+    /// How long dropping the last handle keeps delivering buffered records and committing
+    /// positions before it closes the sockets (the drop blocks meanwhile). Default 30 s.
+    pub close_timeout: Duration,
+    /// Seed of the core's random choices; `None` draws one from the OS.
+    pub seed: Option<u64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_block: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(30),
+            read_timeout: Duration::from_secs(1),
+            max_poll_records: 500,
+            close_timeout: Duration::from_secs(30),
+            seed: None,
+        }
+    }
+}
+
+/// An outcome that has not arrived yet (the blocking counterpart of a future): from
+/// [`Producer::enqueue`] and [`Consumer::commit_async`]. Dropping it does not cancel anything.
+#[derive(Debug)]
+pub struct Pending<T>(Receiver<Result<T>>);
+
+impl<T> Pending<T> {
+    /// Blocks until the outcome arrives.
+    pub fn wait(self) -> Result<T> {
+        self.0.recv().unwrap_or(Err(Error::Shutdown))
+    }
+
+    /// Blocks up to `timeout`; `None` when the outcome has not arrived by then.
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<T>> {
+        match self.0.recv_timeout(timeout) {
+            Ok(r) => Some(r),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => Some(Err(Error::Shutdown)),
+        }
+    }
+
+    /// The outcome if it has arrived, without blocking (it is handed out once; later calls
+    /// return `Some(Err(Error::Shutdown))`).
+    pub fn try_wait(&self) -> Option<Result<T>> {
+        match self.0.try_recv() {
+            Ok(r) => Some(r),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => Some(Err(Error::Shutdown)),
+        }
+    }
+}
+
+/// A reply channel and the [`Pending`] that waits on it.
+pub(crate) fn pending<T>() -> (driver::Reply<T>, Pending<T>) {
+    let (tx, rx) = mpsc::sync_channel(1);
+    (tx, Pending(rx))
+}
+
+/// Stops the driver when the last handle goes.
+struct Owner {
+    shared: Arc<Shared>,
+    options: Options,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        let _ = self.shared.tx.send(Msg::Shutdown);
+        let thread = self.thread.get_mut().ok().and_then(Option::take);
+        if let Some(t) = thread {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A connection to a Stellflow cluster: one driver thread and its sockets. Clone it freely;
+/// the driver stops when the last clone (and every handle made from it) is dropped.
+#[derive(Clone)]
+pub struct Client {
+    owner: Arc<Owner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Starts a driver for `config` with default [`Options`]. Returns at once: connections are
+    /// opened on demand (commands wait for them within the core's request timeout).
+    pub fn connect(config: ClientConfig) -> Result<Client> {
+        Client::connect_with(config, Options::default())
+    }
+
+    /// Starts a driver for `config` with adapter `options`.
+    pub fn connect_with(config: ClientConfig, options: Options) -> Result<Client> {
+        let now = Instant::now();
+        let seed = options.seed.unwrap_or_else(os_seed);
+        let mut core = stellflow_sansio::Client::new(config, now, seed)?;
+        if let Ok(d) = SystemTime::now().duration_since(UNIX_EPOCH) {
+            core.set_wall_clock(now, i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        }
+        let sockets = SocketOptions {
+            connect_timeout: options.connect_timeout,
+            read_timeout: options.read_timeout,
+            write_timeout: options.write_timeout,
+        };
+        let (tx, rx) = mpsc::channel();
+        let shared = Arc::new(Shared::new(
+            core,
+            sockets,
+            options.close_timeout,
+            tx.clone(),
+        ));
+        let driver = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("stellflow-driver".into())
+            .spawn(move || driver::run_driver(driver, rx))
+            .map_err(|e| Error::Spawn(e.to_string()))?;
+        // Let the driver open the bootstrap connections now.
+        let _ = tx.send(Msg::Wake);
+        let owner = Owner {
+            shared,
+            options,
+            thread: Mutex::new(Some(thread)),
+        };
+        Ok(Client {
+            owner: Arc::new(owner),
+        })
+    }
+
+    /// A producer handle on this client (all share the core's one producer).
+    pub fn producer(&self) -> Producer {
+        Producer::new(self.clone())
+    }
+
+    /// A consumer handle on this client (all share the core's one consumer).
+    pub fn consumer(&self) -> Consumer {
+        Consumer::new(self.clone())
+    }
+
+    /// An admin handle on this client.
+    pub fn admin(&self) -> Admin {
+        Admin::new(self.clone())
+    }
+
+    /// A snapshot of the merged cluster metadata (brokers, topics, leaders).
+    pub fn metadata(&self) -> ClusterMetadata {
+        self.shared().lock().client.metadata().clone()
+    }
+
+    /// Asks for a metadata refresh now (the outcome shows in [`Client::metadata`]).
+    pub fn refresh_metadata(&self) {
+        self.shared()
+            .command(|i, now| i.client.refresh_metadata(now));
+    }
+
+    /// The request/connection counters of the core (DESIGN §6 metrics).
+    pub fn counters(&self) -> stellflow_sansio::Counters {
+        self.shared().lock().client.counters().clone()
+    }
+
+    /// The last failed connection attempt (`"cannot connect to host:port: why"`), if the most
+    /// recent attempt failed: helps turn a timeout into a useful message.
+    pub fn connect_error(&self) -> Option<String> {
+        self.shared().lock().connect_error.clone()
+    }
+
+    /// Closes the core at once: pending sends and commands fail with a closed error and every
+    /// socket is closed. (Use [`Producer::close`] / [`Consumer::close`] first for a graceful
+    /// end; dropping the last handle does that, then stops the threads.)
+    pub fn close(&self) {
+        self.shared().command(|i, now| i.client.close(now));
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.owner.shared
+    }
+
+    pub(crate) fn options(&self) -> &Options {
+        &self.owner.options
+    }
+
+    /// Runs a command whose outcome arrives later through `reply`.
+    pub(crate) fn call<T, I>(
+        &self,
+        f: impl FnOnce(&mut driver::Inner, Instant, driver::Reply<T>) -> Result<I>,
+    ) -> Result<Pending<T>> {
+        let (tx, p) = pending();
+        self.shared().command(|i, now| {
+            if i.closed {
+                return Err(Error::Shutdown);
+            }
+            f(i, now, tx).map(|_| p)
+        })
+    }
+}
+
+/// A seed from the OS's randomness (std's hasher keys), so two clients never share one.
+fn os_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}

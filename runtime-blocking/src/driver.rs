@@ -1,0 +1,473 @@
+//! The driver thread, the connection threads, and the state they share with the handles.
+//!
+//! # Design
+//!
+//! `std::net` has no readiness multiplexing, so every connection gets two small threads:
+//!
+//! * a **reader** that connects (with a timeout), then reads into one reusable `BytesMut` and
+//!   sends each filled chunk to the driver as [`Msg::Input`] (the chunk is split off the same
+//!   allocation, never copied; the core slices responses out of it and the allocation is reused
+//!   once they are dropped);
+//! * a **writer** that writes the `Bytes` chunks the core encoded ([`Client::poll_transmit`]
+//!   appends into one buffer, the driver splits it off and hands it over without a copy).
+//!
+//! The [`Client`] lives in [`Inner`] behind one mutex. The **driver thread** waits on its channel
+//! (`recv_timeout` until `poll_timeout()`), applies socket events and timer expiries, and drains
+//! every output (the drain rule). **Handles** run commands under the same lock on the caller's
+//! thread (so a produced record is copied once, straight from the caller's slices into its
+//! batch), drain the outputs themselves, and wake the driver only when the core's next deadline
+//! moved earlier than the one the driver sleeps on. Waiters (sends, admin calls, flushes,
+//! commits) are one-shot channels resolved when the matching event is drained; the condvar
+//! [`Shared::changed`] is signalled after every driver pass for callers that wait for buffer
+//! space or records.
+
+use crate::Error;
+use bytes::{Bytes, BytesMut};
+use std::collections::{HashMap, VecDeque};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+use stellflow_sansio::{
+    AdminResponse, Client, CommitId, ConnId, ConnectRequest, ConsumerEvent, DisconnectReason,
+    Event, FlushId, Position, ProduceId, RecordMetadata, RequestId, TopicPartition,
+};
+
+/// Read chunk size; one chunk holds many small responses or a slice of a big one.
+const READ_CHUNK: usize = 256 * 1024;
+/// Consumer notifications kept for [`crate::Consumer::events`] (oldest dropped first).
+const MAX_EVENTS: usize = 1024;
+
+/// A one-shot reply channel.
+pub(crate) type Reply<T> = SyncSender<Result<T, Error>>;
+/// Committed positions.
+pub(crate) type Committed = Vec<(TopicPartition, Position)>;
+
+/// What the driver thread is told.
+pub(crate) enum Msg {
+    /// A socket connected; the stream is kept to shut it down.
+    Up(ConnId, TcpStream),
+    /// Bytes arrived.
+    Input(ConnId, BytesMut),
+    /// The socket failed or closed.
+    Down(ConnId, DisconnectReason),
+    /// A handle moved the core's next deadline earlier.
+    Wake,
+    /// The last handle is gone: close gracefully, then stop.
+    Shutdown,
+}
+
+/// Socket settings of the connection threads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SocketOptions {
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+    pub write_timeout: Duration,
+}
+
+struct Conn {
+    writer: Sender<Bytes>,
+    stream: Option<TcpStream>,
+}
+
+/// Everything behind the lock.
+pub(crate) struct Inner {
+    pub client: Client,
+    conns: HashMap<ConnId, Conn>,
+    out: BytesMut,
+    tx: Sender<Msg>,
+    sockets: SocketOptions,
+    stop: Arc<AtomicBool>,
+    /// The deadline the driver sleeps on (`None`: until a message).
+    sleeping_until: Option<Instant>,
+    pub closed: bool,
+    pub admin: HashMap<RequestId, Reply<AdminResponse>>,
+    pub produced: HashMap<ProduceId, Reply<RecordMetadata>>,
+    pub flushes: HashMap<FlushId, Reply<()>>,
+    pub commits: HashMap<CommitId, Reply<Committed>>,
+    pub producer_closed: Vec<Reply<u64>>,
+    pub consumer_closed: Vec<Reply<()>>,
+    pub producer_done: bool,
+    pub consumer_done: bool,
+    /// Set by the last handle's drop: the graceful close must end by then.
+    closing: Option<Instant>,
+    close_timeout: Duration,
+    pub events: VecDeque<ConsumerEvent>,
+    /// The last failed connection attempt, cleared by the next successful one.
+    pub connect_error: Option<String>,
+}
+
+/// The lock, the condvar and the driver's channel, shared by the driver and every handle.
+pub(crate) struct Shared {
+    pub inner: Mutex<Inner>,
+    /// Signalled after every driver pass (deliveries freed buffer space, records arrived).
+    pub changed: Condvar,
+    pub tx: Sender<Msg>,
+}
+
+impl Shared {
+    pub fn new(
+        client: Client,
+        sockets: SocketOptions,
+        close_timeout: Duration,
+        tx: Sender<Msg>,
+    ) -> Self {
+        let inner = Inner {
+            client,
+            conns: HashMap::new(),
+            out: BytesMut::with_capacity(64 * 1024),
+            tx: tx.clone(),
+            sockets,
+            stop: Arc::new(AtomicBool::new(false)),
+            sleeping_until: None,
+            closed: false,
+            admin: HashMap::new(),
+            produced: HashMap::new(),
+            flushes: HashMap::new(),
+            commits: HashMap::new(),
+            producer_closed: Vec::new(),
+            consumer_closed: Vec::new(),
+            producer_done: false,
+            consumer_done: false,
+            closing: None,
+            close_timeout,
+            events: VecDeque::new(),
+            connect_error: None,
+        };
+        Shared {
+            inner: Mutex::new(inner),
+            changed: Condvar::new(),
+            tx,
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs a command under the lock, then drains and wakes the driver if needed.
+    pub fn command<T>(&self, f: impl FnOnce(&mut Inner, Instant) -> T) -> T {
+        let mut g = self.lock();
+        let now = Instant::now();
+        let r = f(&mut g, now);
+        let wake = g.settle(now);
+        drop(g);
+        if wake {
+            let _ = self.tx.send(Msg::Wake);
+        }
+        r
+    }
+}
+
+impl Inner {
+    /// Drains after a command; whether the driver must wake to re-plan its sleep.
+    pub fn settle(&mut self, now: Instant) -> bool {
+        self.drain(now);
+        match (self.client.poll_timeout(), self.sleeping_until) {
+            (Some(t), Some(s)) => t < s,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+
+    /// The drain rule: every output until a whole pass yields nothing.
+    fn drain(&mut self, now: Instant) {
+        loop {
+            let mut progress = false;
+            while let Some(req) = self.client.poll_connect() {
+                progress = true;
+                self.open(req);
+            }
+            while let Some(conn) = self.client.poll_close() {
+                progress = true;
+                self.drop_conn(conn);
+            }
+            while let Some(conn) = self.client.poll_transmit(now, &mut self.out) {
+                progress = true;
+                let bytes = self.out.split().freeze();
+                if let Some(c) = self.conns.get(&conn) {
+                    // A dead writer reports the failure itself.
+                    let _ = c.writer.send(bytes);
+                }
+            }
+            while let Some(event) = self.client.poll_event() {
+                progress = true;
+                self.dispatch(event);
+            }
+            if !progress {
+                break;
+            }
+        }
+    }
+
+    fn dispatch(&mut self, event: Event) {
+        match event {
+            Event::Admin { id, result } => {
+                if let Some(tx) = self.admin.remove(&id) {
+                    let _ = tx.send(result.map_err(Error::from));
+                }
+            }
+            Event::Produced { id, result } => {
+                if let Some(tx) = self.produced.remove(&id) {
+                    let _ = tx.send(result.map_err(Error::from));
+                }
+            }
+            Event::Flushed { id } => {
+                if let Some(tx) = self.flushes.remove(&id) {
+                    let _ = tx.send(Ok(()));
+                }
+            }
+            Event::ProducerClosed { failed } => {
+                self.producer_done = true;
+                for tx in self.producer_closed.drain(..) {
+                    let _ = tx.send(Ok(failed));
+                }
+            }
+            Event::Connected { .. } => self.connect_error = None,
+            Event::Disconnected {
+                address,
+                reason: DisconnectReason::ConnectFailed(e),
+                ..
+            } => self.connect_error = Some(format!("cannot connect to {address}: {e}")),
+            Event::Consumer(e) => self.consumer_event(e),
+            _ => {}
+        }
+    }
+
+    fn consumer_event(&mut self, e: ConsumerEvent) {
+        match &e {
+            ConsumerEvent::CommitCompleted { id, result, .. } => {
+                if let Some(tx) = self.commits.remove(id) {
+                    let _ = tx.send(result.clone().map_err(Error::from));
+                }
+            }
+            ConsumerEvent::Closed => {
+                self.consumer_done = true;
+                for tx in self.consumer_closed.drain(..) {
+                    let _ = tx.send(Ok(()));
+                }
+            }
+            _ => {}
+        }
+        if self.events.len() == MAX_EVENTS {
+            self.events.pop_front();
+        }
+        self.events.push_back(e);
+    }
+
+    /// Starts the reader thread of a new connection (it connects, then spawns the writer).
+    fn open(&mut self, req: ConnectRequest) {
+        let (wtx, wrx) = std::sync::mpsc::channel();
+        let (tx, opts, stop) = (self.tx.clone(), self.sockets, self.stop.clone());
+        let address = req.address.to_string();
+        let conn = req.conn;
+        let spawned = std::thread::Builder::new()
+            .name(format!("stellflow-conn-{}", conn.0))
+            .spawn(move || run_conn(conn, &address, &tx, wrx, opts, &stop));
+        if let Err(e) = spawned {
+            let reason = DisconnectReason::ConnectFailed(format!("cannot spawn a thread: {e}"));
+            self.client
+                .handle_disconnected(conn, Instant::now(), reason);
+            return;
+        }
+        let stream = None;
+        self.conns.insert(
+            conn,
+            Conn {
+                writer: wtx,
+                stream,
+            },
+        );
+    }
+
+    fn drop_conn(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.remove(&conn)
+            && let Some(s) = c.stream
+        {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Applies one message from a connection thread.
+    fn apply(&mut self, msg: Msg, now: Instant) {
+        match msg {
+            Msg::Up(conn, stream) => match self.conns.get_mut(&conn) {
+                Some(c) => {
+                    c.stream = Some(stream);
+                    self.client.handle_connected(conn, now);
+                }
+                None => {
+                    let _ = stream.shutdown(Shutdown::Both);
+                }
+            },
+            Msg::Input(conn, mut chunk) => {
+                if self.conns.contains_key(&conn) {
+                    self.client.handle_input(conn, now, &mut chunk);
+                }
+            }
+            Msg::Down(conn, reason) => {
+                if self.conns.contains_key(&conn) {
+                    self.drop_conn(conn);
+                    self.client.handle_disconnected(conn, now, reason);
+                }
+            }
+            Msg::Shutdown if self.closing.is_none() => {
+                // Deliver what is buffered and commit, then close (see `run_driver`).
+                self.closing = Some(now + self.close_timeout);
+                if !self.producer_done {
+                    self.client.close_producer(now, self.close_timeout);
+                }
+                if !self.consumer_done {
+                    self.client.close_consumer(now);
+                }
+            }
+            Msg::Wake | Msg::Shutdown => {}
+        }
+    }
+
+    /// Closes the client, every socket, and fails every waiter with [`Error::Shutdown`].
+    fn shut_down(&mut self, now: Instant) {
+        self.client.close(now);
+        self.drain(now);
+        self.closed = true;
+        self.stop.store(true, Ordering::SeqCst);
+        let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+        for c in conns {
+            self.drop_conn(c);
+        }
+        // Dropping the reply senders fails the waiters with `Error::Shutdown`.
+        self.admin.clear();
+        self.produced.clear();
+        self.flushes.clear();
+        self.commits.clear();
+        self.producer_closed.clear();
+        self.consumer_closed.clear();
+    }
+}
+
+/// The driver thread: sleep until a message or the core's deadline, apply, drain, repeat.
+pub(crate) fn run_driver(shared: Arc<Shared>, rx: Receiver<Msg>) {
+    loop {
+        let until = shared.lock().sleeping_until;
+        let msg = match until {
+            None => rx.recv().unwrap_or(Msg::Shutdown),
+            Some(t) => match rx.recv_timeout(t.saturating_duration_since(Instant::now())) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => Msg::Wake,
+                Err(RecvTimeoutError::Disconnected) => Msg::Shutdown,
+            },
+        };
+        let mut g = shared.lock();
+        let now = Instant::now();
+        g.apply(msg, now);
+        // Apply whatever else is queued before draining once.
+        while let Ok(m) = rx.try_recv() {
+            g.apply(m, now);
+        }
+        if g.client.poll_timeout().is_some_and(|t| t <= now) {
+            g.client.handle_timeout(now);
+        }
+        g.drain(now);
+        g.sleeping_until = g.client.poll_timeout();
+        if let Some(end) = g.closing {
+            if now >= end || (g.producer_done && g.consumer_done) {
+                g.shut_down(now);
+                drop(g);
+                shared.changed.notify_all();
+                return;
+            }
+            g.sleeping_until = Some(g.sleeping_until.map_or(end, |t| t.min(end)));
+        }
+        drop(g);
+        shared.changed.notify_all();
+    }
+}
+
+fn connect(address: &str, timeout: Duration) -> std::io::Result<TcpStream> {
+    let mut last = None;
+    for a in address.to_socket_addrs()? {
+        match TcpStream::connect_timeout(&a, timeout) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::new(ErrorKind::NotFound, "no address resolved")))
+}
+
+/// One connection's reader thread: connect, start the writer, then read until EOF or error.
+fn run_conn(
+    conn: ConnId,
+    address: &str,
+    tx: &Sender<Msg>,
+    wrx: Receiver<Bytes>,
+    opts: SocketOptions,
+    stop: &AtomicBool,
+) {
+    let setup = connect(address, opts.connect_timeout).and_then(|s| {
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(opts.read_timeout))?;
+        s.set_write_timeout(Some(opts.write_timeout))?;
+        Ok((s.try_clone()?, s.try_clone()?, s))
+    });
+    let (mut reader, writer, kept) = match setup {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = tx.send(Msg::Down(
+                conn,
+                DisconnectReason::ConnectFailed(e.to_string()),
+            ));
+            return;
+        }
+    };
+    let wtx = tx.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("stellflow-write-{}", conn.0))
+        .spawn(move || run_writer(conn, writer, &wrx, &wtx));
+    if let Err(e) = spawned {
+        let _ = tx.send(Msg::Down(conn, DisconnectReason::Io(e.to_string())));
+        return;
+    }
+    if tx.send(Msg::Up(conn, kept)).is_err() {
+        return;
+    }
+    // `buf`'s length is zeroed free space: reads go into it and each filled prefix is split
+    // off (no copy). It is refilled once little is left, reusing the allocation when the core
+    // has dropped every slice of the earlier chunks.
+    let mut buf = BytesMut::new();
+    let reason = loop {
+        if buf.len() < READ_CHUNK / 16 {
+            buf.clear();
+            buf.reserve(READ_CHUNK);
+            buf.resize(buf.capacity(), 0);
+        }
+        match reader.read(&mut buf) {
+            Ok(0) => break DisconnectReason::PeerClosed,
+            Ok(n) => {
+                if tx.send(Msg::Input(conn, buf.split_to(n))).is_err() {
+                    return;
+                }
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => break DisconnectReason::Io(e.to_string()),
+        }
+    };
+    let _ = tx.send(Msg::Down(conn, reason));
+}
+
+/// One connection's writer thread: writes what the driver hands over, in order.
+fn run_writer(conn: ConnId, mut stream: TcpStream, rx: &Receiver<Bytes>, tx: &Sender<Msg>) {
+    while let Ok(bytes) = rx.recv() {
+        if let Err(e) = stream.write_all(&bytes) {
+            let _ = stream.shutdown(Shutdown::Both);
+            let _ = tx.send(Msg::Down(conn, DisconnectReason::Io(e.to_string())));
+            return;
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! [`Producer`]: blocking and enqueue-only sends, flush and close.
+
+use crate::{Admin, Client, Error, Pending, ProduceError, ProducerRecord, RecordMetadata, Result};
+use bytes::Bytes;
+use std::time::Instant;
+
+/// An owned record to send. Keys and values are [`Bytes`], so passing one in does not copy it;
+/// the core copies it once, into its partition's batch. (A borrowed
+/// [`ProducerRecord`] works as well: see [`AsRecord`].)
+///
+/// ```
+/// let r = stellflow_blocking::Record::new("orders", "payload").with_key("customer-7");
+/// assert_eq!(r.partition, None);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Record {
+    /// The topic.
+    pub topic: String,
+    /// An explicit partition; `None` lets the partitioner choose.
+    pub partition: Option<i32>,
+    /// The key (`None`: no key).
+    pub key: Option<Bytes>,
+    /// The value (`None`: a tombstone).
+    pub value: Option<Bytes>,
+    /// Headers: UTF-8 keys, optional values.
+    pub headers: Vec<(String, Option<Bytes>)>,
+    /// Milliseconds since the Unix epoch; `None` takes the current time.
+    pub timestamp: Option<i64>,
+}
+
+impl Record {
+    /// A record with a value and nothing else.
+    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>) -> Self {
+        Record {
+            topic: topic.into(),
+            value: Some(value.into()),
+            ..Record::default()
+        }
+    }
+
+    /// Sets the key.
+    pub fn with_key(mut self, key: impl Into<Bytes>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Sets an explicit partition.
+    pub fn with_partition(mut self, partition: i32) -> Self {
+        self.partition = Some(partition);
+        self
+    }
+
+    /// Adds a header.
+    pub fn with_header(mut self, key: impl Into<String>, value: impl Into<Bytes>) -> Self {
+        self.headers.push((key.into(), Some(value.into())));
+        self
+    }
+
+    /// Sets the timestamp (ms since the Unix epoch).
+    pub fn with_timestamp(mut self, timestamp: i64) -> Self {
+        self.timestamp = Some(timestamp);
+        self
+    }
+}
+
+/// Anything [`Producer::send`] accepts: an owned [`Record`] or a borrowed [`ProducerRecord`]
+/// (by value or by reference). Both are read in place, never copied before the batch.
+pub trait AsRecord {
+    /// Calls `f` with the record as the core's borrowed form.
+    fn with_record<T>(&self, f: impl FnMut(&ProducerRecord<'_>) -> T) -> T;
+}
+
+impl AsRecord for ProducerRecord<'_> {
+    fn with_record<T>(&self, mut f: impl FnMut(&ProducerRecord<'_>) -> T) -> T {
+        f(self)
+    }
+}
+
+impl AsRecord for Record {
+    fn with_record<T>(&self, mut f: impl FnMut(&ProducerRecord<'_>) -> T) -> T {
+        let headers: Vec<(&str, Option<&[u8]>)> = self
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_deref()))
+            .collect();
+        f(&ProducerRecord {
+            topic: &self.topic,
+            partition: self.partition,
+            key: self.key.as_deref(),
+            value: self.value.as_deref(),
+            headers: &headers,
+            timestamp: self.timestamp,
+        })
+    }
+}
+
+impl<R: AsRecord + ?Sized> AsRecord for &R {
+    fn with_record<T>(&self, f: impl FnMut(&ProducerRecord<'_>) -> T) -> T {
+        (**self).with_record(f)
+    }
+}
+
+/// Sends records. Cheap to clone; `Send + Sync`: any number of threads may send at once.
+///
+/// A record is copied once, from the caller's slices into its partition's batch, on the
+/// caller's thread.
+///
+/// ```no_run
+/// # fn main() -> Result<(), stellflow_blocking::Error> {
+/// use stellflow_blocking::{ClientConfig, Producer, ProducerRecord, Record};
+/// let producer = Producer::connect(ClientConfig::new("127.0.0.1:9092")?)?;
+/// let meta = producer.send(ProducerRecord::new("orders", b"one").with_key(b"k"))?;
+/// println!("written at {}-{} offset {:?} index {}", meta.topic, meta.partition, meta.offset, meta.index);
+/// let pending: Vec<_> = (0..100)
+///     .map(|i| producer.enqueue(Record::new("orders", format!("record {i}"))))
+///     .collect::<Result<_, _>>()?;
+/// producer.flush()?;
+/// for p in pending { p.wait()?; }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Producer {
+    client: Client,
+}
+
+impl Producer {
+    pub(crate) fn new(client: Client) -> Self {
+        Producer { client }
+    }
+
+    /// Starts a client of its own for `config` (see [`Client::connect`]).
+    pub fn connect(config: crate::ClientConfig) -> Result<Producer> {
+        Ok(Client::connect(config)?.producer())
+    }
+
+    /// An admin handle on the same client.
+    pub fn admin(&self) -> Admin {
+        self.client.admin()
+    }
+
+    /// The client this handle runs on.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Sends `record` and blocks until it is acknowledged (or fails). Waits for buffer space
+    /// up to [`crate::Options::max_block`].
+    pub fn send(&self, record: impl AsRecord) -> Result<RecordMetadata> {
+        self.enqueue(record)?.wait()
+    }
+
+    /// Queues `record` and returns at once with its [`Pending`] outcome (waiting only for
+    /// buffer space, up to [`crate::Options::max_block`]). Errors mean nothing was queued.
+    pub fn enqueue(&self, record: impl AsRecord) -> Result<Pending<RecordMetadata>> {
+        let max_block = self.client.options().max_block;
+        let deadline = Instant::now() + max_block;
+        let shared = self.client.shared();
+        let (tx, pending) = crate::pending();
+        let mut tx = Some(tx);
+        let mut g = shared.lock();
+        loop {
+            if g.closed {
+                return Err(Error::Shutdown);
+            }
+            let now = Instant::now();
+            let full = match record.with_record(|r| g.client.produce(now, r)) {
+                Ok(id) => {
+                    if let Some(tx) = tx.take() {
+                        g.produced.insert(id, tx);
+                    }
+                    true
+                }
+                Err(ProduceError::BufferFull { .. }) if now < deadline => false,
+                Err(ProduceError::BufferFull { .. }) => return Err(Error::BufferFull(max_block)),
+                Err(e) => return Err(e.into()),
+            };
+            let wake = g.settle(now);
+            if wake {
+                let _ = shared.tx.send(crate::Msg::Wake);
+            }
+            if full {
+                return Ok(pending);
+            }
+            // Deliveries free space; the driver signals after every pass.
+            g = shared
+                .changed
+                .wait_timeout(g, deadline.saturating_duration_since(now))
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Sends every buffered record at once and blocks until each record produced before this
+    /// call has its outcome.
+    pub fn flush(&self) -> Result<()> {
+        self.client
+            .call(|i, now, tx| {
+                let id = i.client.flush(now);
+                i.flushes.insert(id, tx);
+                Ok(())
+            })?
+            .wait()
+    }
+
+    /// Closes the producer gracefully: sends what is buffered, waits up to
+    /// [`crate::Options::close_timeout`] for the outcomes and fails the rest. Sending afterwards
+    /// fails with [`ProduceError::Closed`]; other handles of the client keep working.
+    pub fn close(&self) -> Result<()> {
+        let timeout = self.client.options().close_timeout;
+        let pending = self.client.call(|i, now, tx| {
+            if i.producer_done {
+                let _ = tx.send(Ok(0));
+            } else {
+                i.producer_closed.push(tx);
+                i.client.close_producer(now, timeout);
+            }
+            Ok(())
+        })?;
+        pending.wait().map(drop)
+    }
+}
