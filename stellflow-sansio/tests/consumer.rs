@@ -146,7 +146,11 @@ fn drain(w: &mut World, max: Duration, mut until: impl FnMut(&Got) -> bool) -> G
         while let Some(r) = w.client.poll_record() {
             got.entry(TopicPartition::new(&r.topic, r.partition))
                 .or_default()
-                .push(((r.offset, r.index), r.value.clone().unwrap().to_vec(), r.format));
+                .push((
+                    (r.offset, r.index),
+                    r.value.clone().unwrap().to_vec(),
+                    r.format,
+                ));
             if until(&got) {
                 return true;
             }
@@ -202,12 +206,17 @@ fn consumes_exactly_n_in_order_over_brokers_and_formats() {
     if count(&got) != n {
         let per: Vec<_> = got.iter().map(|(k, v)| (k.to_string(), v.len())).collect();
         let tail: Vec<_> = w.events.iter().rev().take(15).collect();
-        panic!("{per:?} {:?} {:?} {tail:?}", w.client.metadata().topics.get("orders"), (0..3).map(|p| w.client.position(&TopicPartition::new("orders", p))).collect::<Vec<_>>());
+        panic!(
+            "{per:?} {:?} {:?} {tail:?}",
+            w.client.metadata().topics.get("orders"),
+            (0..3)
+                .map(|p| w.client.position(&TopicPartition::new("orders", p)))
+                .collect::<Vec<_>>()
+        );
     }
     assert_exact(&exp, &got);
     // Both formats seen in one partition.
-    let formats: std::collections::HashSet<_> =
-        got[&tps[0]].iter().map(|(_, _, f)| *f).collect();
+    let formats: std::collections::HashSet<_> = got[&tps[0]].iter().map(|(_, _, f)| *f).collect();
     assert_eq!(formats.len(), 2);
     // Nothing more arrives; positions are past the last blob; lag is zero.
     let more = drain(&mut w, Duration::from_secs(2), |_| false);
@@ -309,7 +318,9 @@ fn commit_on_close_and_fully_consumed_blob_commits_next_offset() {
     drain(&mut w, Duration::from_secs(30), |g| count(g) >= n);
     w.client.close_consumer(w.now);
     w.run_until(Duration::from_secs(10), |w| {
-        w.events.iter().any(|e| matches!(e, Event::Consumer(ConsumerEvent::Closed)))
+        w.events
+            .iter()
+            .any(|e| matches!(e, Event::Consumer(ConsumerEvent::Closed)))
     });
     let ev = consumer_events(&mut w);
     assert!(ev.iter().any(|e| matches!(e, ConsumerEvent::CommitCompleted { kind: CommitKind::Close, result: Ok(p), .. } if p == &vec![(tp.clone(), Position::blob(5))])), "{ev:?}");
@@ -335,12 +346,27 @@ fn log_start_jump_moves_to_the_log_start() {
     w.client
         .seek(w.now, &tp, SeekTo::Position(Position::new(2, 1)))
         .unwrap();
-    let want: Vec<_> = exp[&tp].iter().filter(|((o, _), _)| *o >= 6).map(|(p, _)| *p).collect();
+    let want: Vec<_> = exp[&tp]
+        .iter()
+        .filter(|((o, _), _)| *o >= 6)
+        .map(|(p, _)| *p)
+        .collect();
     let got = drain(&mut w, Duration::from_secs(30), |g| count(g) >= want.len());
     let got_pos: Vec<_> = got[&tp].iter().map(|(p, _, _)| *p).collect();
     assert_eq!(got_pos, want);
     let ev = consumer_events(&mut w);
-    assert!(ev.iter().any(|e| matches!(e, ConsumerEvent::LogStartMoved { position: 2, log_start: 6, action: LogStartAction::MovedToLogStart, .. })), "{ev:?}");
+    assert!(
+        ev.iter().any(|e| matches!(
+            e,
+            ConsumerEvent::LogStartMoved {
+                position: 2,
+                log_start: 6,
+                action: LogStartAction::MovedToLogStart,
+                ..
+            }
+        )),
+        "{ev:?}"
+    );
 }
 
 #[test]
@@ -359,14 +385,20 @@ fn seek_mid_blob_pause_resume_and_lag() {
     w.client
         .seek(w.now, &a, SeekTo::Position(Position::new(3, 2)))
         .unwrap();
-    let want: Vec<_> = exp[&a].iter().filter(|(p, _)| *p >= (3, 2)).map(|(p, _)| *p).collect();
+    let want: Vec<_> = exp[&a]
+        .iter()
+        .filter(|(p, _)| *p >= (3, 2))
+        .map(|(p, _)| *p)
+        .collect();
     let got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= want.len());
     assert_eq!(got[&a].iter().map(|(p, _, _)| *p).collect::<Vec<_>>(), want);
     assert!(!got.contains_key(&b), "paused partition delivered nothing");
     let more = drain(&mut w, Duration::from_secs(1), |_| false);
     assert_eq!(count(&more), 0);
     w.client.resume(&b).unwrap();
-    let got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= exp[&b].len());
+    let got = drain(&mut w, Duration::from_secs(10), |g| {
+        count(g) >= exp[&b].len()
+    });
     assert_eq!(got[&b].len(), exp[&b].len());
     assert_eq!(w.client.lag(&b), Some(0));
     assert!(w.client.pause(&TopicPartition::new("zz", 0)).is_err());
@@ -381,7 +413,9 @@ fn subscribed_world(group: &str) -> World {
     w.bootstrap();
     w.client.subscribe(w.now, &["s"]).unwrap();
     let ok = w.run_until(Duration::from_secs(10), |w| {
-        w.events.iter().any(|e| matches!(e, Event::Consumer(ConsumerEvent::GroupJoined { .. })))
+        w.events
+            .iter()
+            .any(|e| matches!(e, Event::Consumer(ConsumerEvent::GroupJoined { .. })))
     });
     assert!(ok, "never joined: {:?}", w.events);
     w
@@ -391,12 +425,24 @@ fn subscribed_world(group: &str) -> World {
 fn subscribe_assigns_all_partitions_and_heartbeats_keep_the_session_for_hours() {
     let mut w = subscribed_world("hb");
     let ev = consumer_events(&mut w);
-    assert!(ev.iter().any(|e| matches!(e, ConsumerEvent::PartitionsAssigned(p) if p.len() == 2)), "{ev:?}");
-    let (_, generation) = w.client.group_member().map(|(m, g)| (m.to_owned(), g)).unwrap();
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, ConsumerEvent::PartitionsAssigned(p) if p.len() == 2)),
+        "{ev:?}"
+    );
+    let (_, generation) = w
+        .client
+        .group_member()
+        .map(|(m, g)| (m.to_owned(), g))
+        .unwrap();
     let ops = w.client.counters().group_operations;
     w.advance(Duration::from_secs(2 * 3600));
     let ev = consumer_events(&mut w);
-    assert!(!ev.iter().any(|e| matches!(e, ConsumerEvent::GroupRejoining { .. })), "{ev:?}");
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e, ConsumerEvent::GroupRejoining { .. })),
+        "{ev:?}"
+    );
     assert_eq!(w.client.group_member().unwrap().1, generation);
     let hb = w.client.counters().group_operations - ops;
     assert!((2300..2500).contains(&hb), "{hb} heartbeats in 2 h");
@@ -421,12 +467,23 @@ fn fenced_member_rejoins_and_keeps_consuming() {
         },
     );
     let ok = w.run_until(Duration::from_secs(30), |w| {
-        w.client.group_member().is_some_and(|(_, g)| g > generation + 1)
-            && w.events.iter().filter(|e| matches!(e, Event::Consumer(ConsumerEvent::GroupJoined { .. }))).count() >= 2
+        w.client
+            .group_member()
+            .is_some_and(|(_, g)| g > generation + 1)
+            && w.events
+                .iter()
+                .filter(|e| matches!(e, Event::Consumer(ConsumerEvent::GroupJoined { .. })))
+                .count()
+                >= 2
     });
     assert!(ok, "{:?}", w.events);
     let ev = consumer_events(&mut w);
-    assert!(ev.iter().any(|e| matches!(e, ConsumerEvent::GroupRejoining { reason, .. } if reason.contains("19"))), "{ev:?}");
+    assert!(
+        ev.iter().any(
+            |e| matches!(e, ConsumerEvent::GroupRejoining { reason, .. } if reason.contains("19"))
+        ),
+        "{ev:?}"
+    );
     let off = produce(&mut w, "s", 0, blob(Kind::Srfb, &[b"after".to_vec()]));
     let got = drain(&mut w, Duration::from_secs(5), |g| count(g) >= 1);
     assert_eq!(got[&TopicPartition::new("s", 0)][0].0, (off, 0));
@@ -453,8 +510,15 @@ fn thrashing_group_is_rate_capped_and_warned() {
     }
     assert!(intruder_gen > 0);
     let ev = consumer_events(&mut w);
-    let rejoins = ev.iter().filter(|e| matches!(e, ConsumerEvent::GroupRejoining { .. })).count();
-    assert!(ev.iter().any(|e| matches!(e, ConsumerEvent::GroupThrashing { .. })), "{ev:?}");
+    let rejoins = ev
+        .iter()
+        .filter(|e| matches!(e, ConsumerEvent::GroupRejoining { .. }))
+        .count();
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, ConsumerEvent::GroupThrashing { .. })),
+        "{ev:?}"
+    );
     // Capped: far fewer than one rejoin per fencing (240 fencings).
     assert!(rejoins < 60, "{rejoins} rejoins");
 }
@@ -470,10 +534,16 @@ fn no_position_policy_waits_for_a_seek() {
     w.bootstrap();
     w.client.assign(w.now, &[tp.clone()]).unwrap();
     w.advance(Duration::from_secs(1));
-    assert!(consumer_events(&mut w).iter().any(|e| matches!(e, ConsumerEvent::NoPosition(_))));
+    assert!(
+        consumer_events(&mut w)
+            .iter()
+            .any(|e| matches!(e, ConsumerEvent::NoPosition(_)))
+    );
     assert_eq!(w.client.position(&tp), None);
     w.client.seek(w.now, &tp, SeekTo::Beginning).unwrap();
-    let got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= exp[&tp].len());
+    let got = drain(&mut w, Duration::from_secs(10), |g| {
+        count(g) >= exp[&tp].len()
+    });
     assert_eq!(got[&tp].len(), exp[&tp].len());
     let _ = Instant::now;
 }

@@ -44,7 +44,11 @@ impl Client {
     /// Consumes exactly `partitions` (manual assignment; replaces any subscription). Each
     /// starts at its committed position when `consumer.group_id` is set, else at the reset
     /// policy. Revoked and assigned partitions are reported as events.
-    pub fn assign(&mut self, now: Instant, partitions: &[TopicPartition]) -> Result<(), ConsumerError> {
+    pub fn assign(
+        &mut self,
+        now: Instant,
+        partitions: &[TopicPartition],
+    ) -> Result<(), ConsumerError> {
         self.consumer_command(now)?;
         for tp in partitions {
             validate_topic_name(&tp.topic)?;
@@ -82,7 +86,12 @@ impl Client {
     }
 
     /// Moves `tp` (buffered records are dropped). A [`Position`] may point inside a blob.
-    pub fn seek(&mut self, now: Instant, tp: &TopicPartition, to: SeekTo) -> Result<(), ConsumerError> {
+    pub fn seek(
+        &mut self,
+        now: Instant,
+        tp: &TopicPartition,
+        to: SeekTo,
+    ) -> Result<(), ConsumerError> {
         self.consumer_command(now)?;
         if !self.consumer.parts.contains_key(tp) {
             return Err(ConsumerError::NotAssigned(tp.clone()));
@@ -266,10 +275,13 @@ impl Client {
         }
         for p in c.parts.values() {
             match p.start {
-                Start::Ready if !p.paused && !p.in_flight && !c.closing => {
-                    if c.buffered < c.config.max_buffered_bytes {
-                        take(p.not_before.filter(|t| *t > self.last_now));
-                    }
+                Start::Ready
+                    if !p.paused
+                        && !p.in_flight
+                        && !c.closing
+                        && c.buffered < c.config.max_buffered_bytes =>
+                {
+                    take(p.not_before.filter(|t| *t > self.last_now));
                 }
                 Start::Unknown | Start::NeedsReset(_) => take(p.retry_at),
                 _ => {}

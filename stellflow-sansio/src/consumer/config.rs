@@ -65,7 +65,8 @@ pub struct ConsumerConfig {
     /// Default 60 s.
     pub thrash_window: Duration,
     /// Byte budget of one Fetch request (all its partitions). Capped by the response frame
-    /// limit. Default 50 MiB.
+    /// limit. Default 8 MiB: answers that stay in cache decode ~1.8x faster than 32 MiB ones
+    /// (benches/consumer.rs), and several requests still keep the buffer full.
     pub fetch_max_bytes: usize,
     /// Most entries (blobs) asked per partition in one Fetch. Default 256.
     pub max_entries_per_partition: usize,
@@ -97,7 +98,7 @@ impl Default for ConsumerConfig {
             rejoin_backoff_max: Duration::from_secs(10),
             thrash_threshold: 5,
             thrash_window: Duration::from_secs(60),
-            fetch_max_bytes: 50 * 1024 * 1024,
+            fetch_max_bytes: 8 * 1024 * 1024,
             max_entries_per_partition: 256,
             max_buffered_bytes: 64 * 1024 * 1024,
             fetch_max_wait: Duration::from_millis(500),

@@ -12,7 +12,9 @@ use crate::request::{RequestOptions, Target};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use stellflow_proto::messages::{FetchPartition, FetchRequest, FetchResponse, FetchTopic, RequestBody};
+use stellflow_proto::messages::{
+    FetchPartition, FetchRequest, FetchResponse, FetchTopic, RequestBody,
+};
 use stellflow_proto::{ErrorClass, ErrorCode, Reader, Wire};
 
 /// Response-frame bytes reserved for headers and per-entry overhead.
@@ -46,7 +48,12 @@ impl Consumer {
         }
         let room = self.config.max_buffered_bytes - self.buffered;
         let frame_budget = self.max_frame.saturating_sub(FRAME_SLACK).max(1);
-        let budget = self.config.fetch_max_bytes.min(frame_budget).min(room).max(1);
+        let budget = self
+            .config
+            .fetch_max_bytes
+            .min(frame_budget)
+            .min(room)
+            .max(1);
         let mut by_broker: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
         let mut refresh = false;
         let cluster = ctx.metadata.cluster();
@@ -54,7 +61,10 @@ impl Consumer {
             if !p.fetchable(now) {
                 continue;
             }
-            match cluster.partition(&tp.topic, tp.partition).map(|i| i.leader()) {
+            match cluster
+                .partition(&tp.topic, tp.partition)
+                .map(|i| i.leader())
+            {
                 Some(Ok(leader)) => {
                     if !self.fetching.contains(&leader) {
                         by_broker.entry(leader).or_default().push(tp.clone());
@@ -193,7 +203,10 @@ impl Consumer {
         let mut topics = resp.responses.into_iter();
         for (topic, parts) in layout.topics {
             let answered = topics.next();
-            let mut entries = answered.map(|t| t.partitions).unwrap_or_default().into_iter();
+            let mut entries = answered
+                .map(|t| t.partitions)
+                .unwrap_or_default()
+                .into_iter();
             for lp in parts {
                 let tp = TopicPartition {
                     topic: topic.clone(),

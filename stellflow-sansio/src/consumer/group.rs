@@ -143,7 +143,8 @@ impl Group {
         if !has_group {
             return None;
         }
-        let mut d: Vec<Option<Instant>> = vec![self.next_auto_commit.filter(|_| config.enable_auto_commit)];
+        let mut d: Vec<Option<Instant>> =
+            vec![self.next_auto_commit.filter(|_| config.enable_auto_commit)];
         if self.coordinator.is_none() && !self.find_in_flight {
             d.push(self.find_retry_at);
         }
@@ -235,11 +236,16 @@ impl Consumer {
                 g.join_seq = Some(seq);
                 g.member = Member::Joining;
                 g.joins.push_back(now);
-                while g.joins.front().is_some_and(|t| *t + self.config.thrash_window < now) {
+                while g
+                    .joins
+                    .front()
+                    .is_some_and(|t| *t + self.config.thrash_window < now)
+                {
                     g.joins.pop_front();
                 }
                 if g.joins.len() >= self.config.thrash_threshold
-                    && g.thrash_warned.is_none_or(|t| t + self.config.thrash_window < now)
+                    && g.thrash_warned
+                        .is_none_or(|t| t + self.config.thrash_window < now)
                 {
                     g.thrash_warned = Some(now);
                     ctx.emit(ConsumerEvent::GroupThrashing {
@@ -250,8 +256,15 @@ impl Consumer {
                 sent = true;
             }
             if g.member == Member::Stable {
-                if g.last_ok.is_some_and(|t| t + self.config.session_timeout <= now) {
-                    self.rejoin(now, "no successful heartbeat within the session timeout", false, ctx);
+                if g.last_ok
+                    .is_some_and(|t| t + self.config.session_timeout <= now)
+                {
+                    self.rejoin(
+                        now,
+                        "no successful heartbeat within the session timeout",
+                        false,
+                        ctx,
+                    );
                 } else if g.hb_seq.is_none() && g.next_heartbeat.is_some_and(|t| t <= now) {
                     let seq = ctx.net.submit(
                         now,
@@ -264,9 +277,11 @@ impl Consumer {
                         None,
                         Origin::Consumer(Op::Heartbeat),
                         &RequestOptions {
-                            timeout: Some(self.config.heartbeat_interval.max(
-                                self.config.session_timeout / 2,
-                            )),
+                            timeout: Some(
+                                self.config
+                                    .heartbeat_interval
+                                    .max(self.config.session_timeout / 2),
+                            ),
                             ..RequestOptions::default()
                         },
                     );
@@ -286,14 +301,16 @@ impl Consumer {
             }
         }
         // Auto-commit.
-        if self.config.enable_auto_commit
-            && self.group.next_auto_commit.is_some_and(|t| t <= now)
-        {
+        if self.config.enable_auto_commit && self.group.next_auto_commit.is_some_and(|t| t <= now) {
             self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
             let changed: Vec<(TopicPartition, Position)> = self
                 .positions()
                 .into_iter()
-                .filter(|(tp, pos)| self.parts.get(tp).is_some_and(|p| p.committed != Some(*pos)))
+                .filter(|(tp, pos)| {
+                    self.parts
+                        .get(tp)
+                        .is_some_and(|p| p.committed != Some(*pos))
+                })
                 .collect();
             if !changed.is_empty() {
                 self.start_commit(now, changed, CommitKind::Auto, ctx);
@@ -310,7 +327,9 @@ impl Consumer {
         let mut missing = false;
         for t in &self.group.subscription {
             match cluster.topics.get(t) {
-                Some(info) => out.extend(info.partitions.keys().map(|p| TopicPartition::new(t, *p))),
+                Some(info) => {
+                    out.extend(info.partitions.keys().map(|p| TopicPartition::new(t, *p)))
+                }
                 None => missing = true,
             }
         }
@@ -440,7 +459,12 @@ impl Consumer {
         self.group.in_flight.insert(seq, req);
     }
 
-    fn finish_commit(&mut self, req: CommitReq, result: Result<(), ConsumerError>, ctx: &mut Ctx<'_>) {
+    fn finish_commit(
+        &mut self,
+        req: CommitReq,
+        result: Result<(), ConsumerError>,
+        ctx: &mut Ctx<'_>,
+    ) {
         if result.is_ok() {
             for (tp, pos) in &req.positions {
                 if let Some(p) = self.parts.get_mut(tp) {
@@ -490,7 +514,8 @@ impl Consumer {
         match op {
             Op::FindCoordinator => {
                 self.group.find_in_flight = false;
-                let resp = body.and_then(|b| FindCoordinatorResponse::decode(&mut Reader::new(b)).ok());
+                let resp =
+                    body.and_then(|b| FindCoordinatorResponse::decode(&mut Reader::new(b)).ok());
                 match resp {
                     Some(r) if r.error_code == ErrorCode::NONE => {
                         let host = r.host.map(|h| h.to_string()).unwrap_or_default();
@@ -566,7 +591,9 @@ impl Consumer {
                             .assignments
                             .iter()
                             .filter_map(|a| {
-                                a.topic.as_ref().map(|t| TopicPartition::new(t, a.partition))
+                                a.topic
+                                    .as_ref()
+                                    .map(|t| TopicPartition::new(t, a.partition))
                             })
                             .collect();
                         self.group.server_assignment = !server.is_empty();
@@ -611,7 +638,9 @@ impl Consumer {
                     Some(r) if r.error_code == ErrorCode::NONE => {
                         let g = &mut self.group;
                         g.last_ok = Some(now);
-                        if g.stable_since.is_some_and(|t| t + self.config.thrash_window <= now) {
+                        if g.stable_since
+                            .is_some_and(|t| t + self.config.thrash_window <= now)
+                        {
                             g.backoff.reset();
                         }
                     }
@@ -629,7 +658,12 @@ impl Consumer {
                         if transport.is_some() {
                             self.group.lost_coordinator(now);
                         }
-                        self.rejoin(now, "Heartbeat failed (coordinator unreachable)", false, ctx);
+                        self.rejoin(
+                            now,
+                            "Heartbeat failed (coordinator unreachable)",
+                            false,
+                            ctx,
+                        );
                     }
                 }
             }
@@ -637,7 +671,8 @@ impl Consumer {
                 let Some(req) = self.group.in_flight.remove(&seq) else {
                     return;
                 };
-                let resp = body.and_then(|b| OffsetCommitResponse::decode(&mut Reader::new(b)).ok());
+                let resp =
+                    body.and_then(|b| OffsetCommitResponse::decode(&mut Reader::new(b)).ok());
                 let outcome = match (resp, transport) {
                     (Some(r), _) => {
                         match r
@@ -662,8 +697,10 @@ impl Consumer {
                 let retry = outcome.as_ref().is_err_and(|e| match e {
                     ConsumerError::Request(r) => r.is_retriable(),
                     _ => false,
-                }) && matches!(req.kind, CommitKind::Sync | CommitKind::Close | CommitKind::Revocation)
-                    && now < req.deadline;
+                }) && matches!(
+                    req.kind,
+                    CommitKind::Sync | CommitKind::Close | CommitKind::Revocation
+                ) && now < req.deadline;
                 if retry {
                     self.group.pending.push_back(req);
                 } else {

@@ -141,7 +141,11 @@ mod tests {
 
     #[test]
     fn commit_round_trip() {
-        for p in [Position::new(0, 0), Position::new(7, 3), Position::new(9, 0)] {
+        for p in [
+            Position::new(0, 0),
+            Position::new(7, 3),
+            Position::new(9, 0),
+        ] {
             let (o, m) = commit_form(p);
             assert_eq!(resume_from(o, Some(&m)), Some(p));
         }

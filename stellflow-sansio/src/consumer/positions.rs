@@ -160,7 +160,11 @@ pub struct Consumer {
 
 impl Consumer {
     /// A consumer with no assignment.
-    pub fn new(config: ConsumerConfig, bootstrap: Option<crate::BrokerAddress>, max_frame: usize) -> Self {
+    pub fn new(
+        config: ConsumerConfig,
+        bootstrap: Option<crate::BrokerAddress>,
+        max_frame: usize,
+    ) -> Self {
         let group = Group::new(&config, bootstrap);
         Consumer {
             config,

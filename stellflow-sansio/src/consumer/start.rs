@@ -16,7 +16,9 @@ use stellflow_proto::messages::{
 use stellflow_proto::{ErrorClass, ErrorCode, Reader, Wire};
 
 /// Groups `(topic, partition)` pairs into per-topic lists, keeping first-seen topic order.
-pub(crate) fn by_topic<T>(items: impl IntoIterator<Item = (TopicPartition, T)>) -> Vec<(TopicPartition, Vec<(i32, T)>)> {
+pub(crate) fn by_topic<T>(
+    items: impl IntoIterator<Item = (TopicPartition, T)>,
+) -> Vec<(TopicPartition, Vec<(i32, T)>)> {
     let mut out: Vec<(TopicPartition, Vec<(i32, T)>)> = Vec::new();
     for (tp, t) in items {
         match out.iter_mut().find(|(k, _)| k.topic == tp.topic) {
@@ -103,9 +105,15 @@ impl Consumer {
             let order = by_topic(ask)
                 .into_iter()
                 .flat_map(|(tp, parts)| {
-                    parts
-                        .into_iter()
-                        .map(move |(partition, epoch)| (TopicPartition { topic: tp.topic.clone(), partition }, epoch))
+                    parts.into_iter().map(move |(partition, epoch)| {
+                        (
+                            TopicPartition {
+                                topic: tp.topic.clone(),
+                                partition,
+                            },
+                            epoch,
+                        )
+                    })
                 })
                 .collect();
             self.offset_fetches.insert(seq, order);
@@ -122,10 +130,16 @@ impl Consumer {
             if p.retry_at.is_some_and(|t| t > now) {
                 continue;
             }
-            match cluster.partition(&tp.topic, tp.partition).map(|i| i.leader()) {
+            match cluster
+                .partition(&tp.topic, tp.partition)
+                .map(|i| i.leader())
+            {
                 Some(Ok(leader)) => {
                     p.start = Start::AwaitReset;
-                    by_leader.entry(leader).or_default().push((tp.clone(), p.epoch, policy));
+                    by_leader
+                        .entry(leader)
+                        .or_default()
+                        .push((tp.clone(), p.epoch, policy));
                 }
                 _ => {
                     refresh = true;
@@ -147,7 +161,11 @@ impl Consumer {
                         .map(|(partition, (_, pol))| ListOffsetsPartition {
                             partition: *partition,
                             current_leader_epoch: -1,
-                            timestamp: if *pol == OffsetReset::Earliest { -2 } else { -1 },
+                            timestamp: if *pol == OffsetReset::Earliest {
+                                -2
+                            } else {
+                                -1
+                            },
                             max_num_offsets: 1,
                         })
                         .collect(),
@@ -169,7 +187,14 @@ impl Consumer {
                 .into_iter()
                 .flat_map(|(tp, parts)| {
                     parts.into_iter().map(move |(partition, (e, pol))| {
-                        (TopicPartition { topic: tp.topic.clone(), partition }, e, pol)
+                        (
+                            TopicPartition {
+                                topic: tp.topic.clone(),
+                                partition,
+                            },
+                            e,
+                            pol,
+                        )
                     })
                 })
                 .collect();

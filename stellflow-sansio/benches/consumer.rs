@@ -1,0 +1,182 @@
+//! Consumer throughput: fetched response bytes → delivered `ConsumerRecord`s (1 KiB values,
+//! keys and values not copied). Only the client's side is timed — `handle_input` of the Fetch
+//! answers and `poll_record` until empty; the simulated broker that builds the answers is not.
+//!
+//! Run: `cargo bench -p stellflow-sansio --bench consumer`. Prints
+//! `RESULT consumer-records-per-sec N`.
+
+use bytes::{Bytes, BytesMut};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use stellflow_proto::frame::{FrameDecoder, encode_request, split_response};
+use stellflow_proto::header::RequestHeader;
+use stellflow_proto::messages::{
+    ProducePartitionData, ProduceRequest, ProduceResponse, ProduceTopicData, Request,
+};
+use stellflow_proto::record::{BatchBuilder, BatchParams, Envelope};
+use stellflow_proto::wire::Wire;
+use stellflow_sansio::{
+    Client, ClientConfig, DisconnectReason, OffsetReset, Position, SeekTo, TopicPartition,
+};
+use stellflow_sim::{ClusterConfig, LogConfig, SimCluster};
+
+const PARTITIONS: i32 = 4;
+const BLOBS_PER_PARTITION: usize = 16;
+const RECORDS_PER_BLOB: usize = 1000;
+const VALUE: usize = 1024;
+const ROUNDS: usize = 8;
+
+fn produce(sim: &mut SimCluster, now: Instant, partition: i32, blob: Bytes) {
+    let conn = sim.connect(1, now).expect("broker");
+    let req = ProduceRequest {
+        transactional_id: None,
+        acks: 1,
+        timeout_ms: 1000,
+        topic_data: vec![ProduceTopicData {
+            topic: Some("bench".into()),
+            partitions: vec![ProducePartitionData {
+                partition,
+                records: Some(blob),
+            }],
+        }],
+    };
+    let mut buf = BytesMut::new();
+    encode_request(
+        &mut buf,
+        &RequestHeader::new(ProduceRequest::API_KEY, 1, Some("bench")),
+        &req,
+    );
+    sim.handle_input(conn, now, &mut buf);
+    let mut out = BytesMut::new();
+    sim.poll_output(conn, &mut out);
+    sim.disconnect(conn);
+    let frame = FrameDecoder::new()
+        .decode(&mut out)
+        .ok()
+        .flatten()
+        .expect("answer");
+    let (_, body) = split_response(frame).expect("header");
+    let r = ProduceResponse::from_bytes(body.expect("body")).expect("decodes");
+    assert_eq!(r.responses[0].partitions[0].error_code.0, 0);
+}
+
+fn main() {
+    let mut now = Instant::now();
+    let log = LogConfig {
+        retention_segments: 1_000,
+        ..LogConfig::default()
+    };
+    let mut sim = SimCluster::new(ClusterConfig::with_brokers(1).log_config(log), now, 1);
+    sim.create_topic("bench", PARTITIONS, 1).expect("topic");
+    let value = vec![b'v'; VALUE];
+    for p in 0..PARTITIONS {
+        for _ in 0..BLOBS_PER_PARTITION {
+            let mut b = BatchBuilder::with_capacity(
+                BatchParams::default(),
+                Envelope::V1,
+                RECORDS_PER_BLOB * (VALUE + 40),
+            );
+            for i in 0..RECORDS_PER_BLOB {
+                let key = (i as u64).to_be_bytes();
+                b.append(1_700_000_000_000, Some(&key), Some(&value))
+                    .expect("append");
+            }
+            produce(&mut sim, now, p, b.finish().expect("blob"));
+        }
+    }
+    let mut config = ClientConfig::new("broker-1:9092").expect("config");
+    config.consumer.auto_offset_reset = OffsetReset::Earliest;
+    let mut client = Client::new(config, now, 1).expect("client");
+    let tps: Vec<TopicPartition> = (0..PARTITIONS)
+        .map(|p| TopicPartition::new("bench", p))
+        .collect();
+    let mut links: HashMap<stellflow_sansio::ConnId, stellflow_sim::ConnId> = HashMap::new();
+    let mut rev: HashMap<stellflow_sim::ConnId, stellflow_sansio::ConnId> = HashMap::new();
+    let mut buf = BytesMut::new();
+    let per_round = PARTITIONS as usize * BLOBS_PER_PARTITION * RECORDS_PER_BLOB;
+    let mut timed = Duration::ZERO;
+    let mut input_time = Duration::ZERO;
+    let mut delivered = 0usize;
+    let mut value_bytes = 0usize;
+    let mut assigned = false;
+    let mut round = 0;
+    let mut in_round = 0usize;
+    while round < ROUNDS {
+        if !assigned && !client.metadata().topics.is_empty() {
+            client.assign(now, &tps).expect("assign");
+            assigned = true;
+        }
+        let mut progress = false;
+        while let Some(cr) = client.poll_connect() {
+            progress = true;
+            match sim.connect_addr(&cr.address.to_string(), now) {
+                Ok(sc) => {
+                    links.insert(cr.conn, sc);
+                    rev.insert(sc, cr.conn);
+                    client.handle_connected(cr.conn, now);
+                }
+                Err(e) => client.handle_disconnected(
+                    cr.conn,
+                    now,
+                    DisconnectReason::ConnectFailed(e.to_string()),
+                ),
+            }
+        }
+        loop {
+            buf.clear();
+            let Some(c) = client.poll_transmit(now, &mut buf) else {
+                break;
+            };
+            progress = true;
+            if let Some(sc) = links.get(&c) {
+                sim.handle_input(*sc, now, &mut buf);
+            }
+        }
+        while let Some((sc, bytes)) = sim.poll_transmit() {
+            progress = true;
+            let Some(c) = rev.get(&sc).copied() else {
+                continue;
+            };
+            let mut input = BytesMut::from(&bytes[..]);
+            let t = Instant::now();
+            client.handle_input(c, now, &mut input);
+            input_time += t.elapsed();
+            while let Some(r) = client.poll_record() {
+                value_bytes += r.value.as_ref().map_or(0, |v| v.len());
+                delivered += 1;
+                in_round += 1;
+            }
+            timed += t.elapsed();
+        }
+        while client.poll_event().is_some() {
+            progress = true;
+        }
+        if in_round >= per_round {
+            round += 1;
+            in_round = 0;
+            for tp in &tps {
+                client
+                    .seek(now, tp, SeekTo::Position(Position::blob(0)))
+                    .expect("seek");
+            }
+            continue;
+        }
+        if !progress {
+            now = client
+                .poll_timeout()
+                .unwrap_or(now + Duration::from_millis(1))
+                .max(now);
+            client.handle_timeout(now);
+        }
+    }
+    assert_eq!(delivered, per_round * ROUNDS);
+    assert_eq!(value_bytes, delivered * VALUE);
+    let rate = delivered as f64 / timed.as_secs_f64();
+    println!(
+        "consumer: {delivered} records ({} MiB of values) in {:.3} s of client time",
+        value_bytes >> 20,
+        timed.as_secs_f64()
+    );
+    println!("  of which handle_input {:.3} s", input_time.as_secs_f64());
+    println!("RESULT consumer-records-per-sec {}", rate as u64);
+}
