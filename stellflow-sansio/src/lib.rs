@@ -42,6 +42,12 @@
 //!   least every `metadata_max_age`.
 //! * **Admin** ([`admin`]) and **raw requests**, with typed results and client-side topic-name
 //!   validation ([`topic`]).
+//! * **Producer** ([`producer`]): [`Client::produce`] copies a record into its partition's batch
+//!   and returns at once; each accepted record gets exactly one [`Event::Produced`] (blob offset
+//!   plus index in the blob, DESIGN §3.1). Java/Go-compatible partitioners, linger and
+//!   `batch_size` batching bounded by `buffer_memory`, one request per leader, retries that
+//!   never reorder a partition, acks 0/1/-1, idempotence over the native format;
+//!   [`Client::flush`] and [`Client::close_producer`].
 //! * **Counters** ([`metrics`]) for the DESIGN §6 metrics, with no metrics dependency.
 //!
 //! # A complete minimal driver

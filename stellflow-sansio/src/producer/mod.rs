@@ -116,7 +116,11 @@ impl Producer {
             BatchFormat::Native(c) => Envelope::Srfb(c),
         };
         // A Produce with acks=-1 may legitimately take `ack_timeout` at the broker.
-        let request_timeout = request_timeout.max(cfg.ack_timeout + Duration::from_secs(5));
+        let request_timeout = if cfg.acks == Acks::All {
+            request_timeout.max(cfg.ack_timeout + Duration::from_secs(1))
+        } else {
+            request_timeout
+        };
         Producer {
             idem: cfg.idempotence.then(Idempotence::default),
             envelope,
