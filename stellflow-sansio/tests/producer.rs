@@ -557,3 +557,56 @@ fn close_producer_flushes_then_fails_the_rest_at_the_deadline() {
     let closed = w.take(|e| matches!(e, Event::ProducerClosed { .. }));
     assert_eq!(closed, vec![Event::ProducerClosed { failed: 1 }]);
 }
+
+#[derive(Debug)]
+struct LastByte;
+
+impl stellflow_sansio::producer::Partitioner for LastByte {
+    fn partition(&mut self, _topic: &str, key: Option<&[u8]>, partitions: i32) -> i32 {
+        key.and_then(|k| k.last()).map_or(0, |b| i32::from(*b)) % partitions
+    }
+}
+
+#[test]
+fn round_robin_custom_partitioner_and_native_format() {
+    let mut p = cfg();
+    p.keyless = stellflow_sansio::producer::KeylessPartitioner::RoundRobin;
+    p.format = BatchFormat::Native(stellflow_proto::record::Compression::None);
+    let mut w = world(1, "rr", 3, 1, p);
+    let ids: Vec<ProduceId> = (0..6)
+        .map(|_| {
+            w.client
+                .produce(w.now, &ProducerRecord::new("rr", b"v"))
+                .unwrap()
+        })
+        .collect();
+    flush(&mut w);
+    let out = outcomes(&mut w);
+    let parts: Vec<i32> = ids
+        .iter()
+        .map(|id| out[id].as_ref().unwrap().partition)
+        .collect();
+    assert_eq!(parts, vec![0, 1, 2, 0, 1, 2]);
+    let blob = &w
+        .sim
+        .broker(1)
+        .unwrap()
+        .log("rr", 0)
+        .unwrap()
+        .entry(0)
+        .unwrap()
+        .blob;
+    let h = SrfbHeader::parse(blob).unwrap();
+    assert_eq!(
+        (h.producer_id, h.base_sequence, h.record_count),
+        (-1, -1, 2)
+    );
+
+    w.client.set_partitioner(Box::new(LastByte));
+    let id = w
+        .client
+        .produce(w.now, &ProducerRecord::new("rr", b"v").with_key(b"x\x05"))
+        .unwrap();
+    flush(&mut w);
+    assert_eq!(outcomes(&mut w)[&id].as_ref().unwrap().partition, 2);
+}
