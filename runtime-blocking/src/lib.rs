@@ -55,6 +55,11 @@ pub use stellflow_sansio::{
     RequestOptions, SeekTo, Target, TopicAdminResult, TopicDescription, TopicPartition,
 };
 
+/// The `bytes` crate of record keys and values.
+pub use bytes;
+/// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
+pub use stellflow_sansio::stellflow_proto::record::Compression;
+
 use driver::{Msg, Shared, SocketOptions};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};

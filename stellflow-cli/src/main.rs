@@ -1,6 +1,300 @@
-//! The `stellflow` command-line tool.
+//! `stellflow`: the command-line tool of stellflow-rs, on the blocking adapter.
+//!
+//! Without `--bootstrap` every command runs against an embedded simulated broker on a loopback
+//! port (started for the command and gone after it), so `stellflow demo` works on a fresh
+//! machine. Errors are one line on stderr and a non-zero exit code.
 
-fn main() {
-    eprintln!("stellflow: not implemented yet");
-    std::process::exit(2);
+mod admin;
+mod data;
+mod perf;
+mod progress;
+
+use clap::{Args, Parser, Subcommand};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use stellflow_blocking::{Acks, BatchFormat, Client, ClientConfig, Compression, Options};
+
+/// Command-line tool for the Stellflow message broker.
+#[derive(Parser, Debug)]
+#[command(name = "stellflow", version, about, propagate_version = true)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options of every command.
+#[derive(Args, Debug, Clone)]
+struct Global {
+    /// Broker(s) to bootstrap from, `host:port[,host:port]`. Without it, an embedded sim broker
+    /// is started for the command.
+    #[arg(long, short = 'b', global = true, env = "STELLFLOW_BOOTSTRAP")]
+    bootstrap: Option<String>,
+    /// Request timeout in seconds (also how long to wait for a broker to answer at all).
+    #[arg(long, global = true, default_value_t = 10.0)]
+    timeout: f64,
+    /// clientId sent in request headers.
+    #[arg(long, global = true)]
+    client_id: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The API versions a broker supports and the versions this client chose.
+    ApiVersions {
+        /// Ask this broker id (default: any).
+        #[arg(long)]
+        broker: Option<i32>,
+    },
+    /// Brokers, controller view and counts of the cluster.
+    Cluster,
+    /// List, describe, create and delete topics.
+    #[command(subcommand)]
+    Topics(admin::TopicsCmd),
+    /// Produce lines from stdin or a file, one record per line.
+    Produce(data::ProduceArgs),
+    /// Consume records and print them.
+    Consume(data::ConsumeArgs),
+    /// Log start/end offsets of a topic's partitions, and a group's committed offsets.
+    Offsets(data::OffsetsArgs),
+    /// Throughput and latency tests (kafka perf-test style).
+    #[command(subcommand)]
+    Perf(perf::PerfCmd),
+    /// Run the simulated broker on a loopback port until Ctrl-C.
+    Broker {
+        /// Port of the first broker (0: any free port).
+        #[arg(long, default_value_t = 9092)]
+        port: u16,
+        /// Number of brokers (the others take free ports).
+        #[arg(long, default_value_t = 1)]
+        brokers: usize,
+        /// Address to bind.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+    },
+    /// Produce → consume end to end on an embedded broker, narrating every step.
+    Demo {
+        /// Records to produce and consume back.
+        #[arg(long, default_value_t = 1000)]
+        records: usize,
+    },
+}
+
+/// A one-line error for the user.
+#[derive(Debug)]
+pub struct CliError(pub String);
+
+impl<E: std::fmt::Display> From<E> for CliError {
+    fn from(e: E) -> Self {
+        CliError(e.to_string())
+    }
+}
+
+/// Results of the commands.
+pub type CliResult<T = ()> = Result<T, CliError>;
+
+/// Fails with a message.
+pub fn fail<T>(msg: impl Into<String>) -> CliResult<T> {
+    Err(CliError(msg.into()))
+}
+
+/// A running command's connection: the client, and the embedded broker when there is one.
+pub struct Env {
+    /// The client.
+    pub client: Client,
+    /// The embedded broker, if no `--bootstrap` was given.
+    pub embedded: Option<stellflow_sim::SimServer>,
+    /// How long to wait for answers.
+    pub timeout: Duration,
+}
+
+/// Producer settings shared by `produce`, `perf produce` and `demo`.
+#[derive(Args, Debug, Clone)]
+pub struct ProducerOpts {
+    /// Acknowledgements: 0, 1 or all (-1).
+    #[arg(long, default_value = "all", value_parser = parse_acks)]
+    acks: Acks,
+    /// Batch format: v1 (readable by the Java/Go SDKs), native, or native-gzip.
+    #[arg(long, default_value = "v1", value_parser = parse_format)]
+    format: BatchFormat,
+    /// Linger in milliseconds.
+    #[arg(long)]
+    linger_ms: Option<u64>,
+    /// Largest batch per partition, in bytes.
+    #[arg(long)]
+    batch_size: Option<usize>,
+    /// Idempotent producer (implies the native format).
+    #[arg(long)]
+    idempotence: bool,
+}
+
+impl ProducerOpts {
+    fn apply(&self, c: &mut ClientConfig) {
+        c.producer.acks = self.acks;
+        c.producer.format = self.format;
+        c.producer.idempotence = self.idempotence;
+        if let Some(ms) = self.linger_ms {
+            c.producer.linger = Duration::from_millis(ms);
+        }
+        if let Some(b) = self.batch_size {
+            c.producer.batch_size = b;
+        }
+    }
+}
+
+fn parse_acks(s: &str) -> Result<Acks, String> {
+    match s {
+        "0" => Ok(Acks::None),
+        "1" => Ok(Acks::Leader),
+        "all" | "-1" => Ok(Acks::All),
+        _ => Err("expected 0, 1 or all".into()),
+    }
+}
+
+fn parse_format(s: &str) -> Result<BatchFormat, String> {
+    match s {
+        "v1" => Ok(BatchFormat::V1),
+        "native" => Ok(BatchFormat::Native(Compression::None)),
+        "native-gzip" | "gzip" => Ok(BatchFormat::Native(Compression::Gzip)),
+        _ => Err("expected v1, native or native-gzip".into()),
+    }
+}
+
+impl Global {
+    /// Starts the embedded broker when needed, and a client configured by `tune`.
+    fn connect(&self, tune: impl FnOnce(&mut ClientConfig)) -> CliResult<Env> {
+        if !(self.timeout.is_finite() && self.timeout > 0.0) {
+            return fail("--timeout must be a positive number of seconds");
+        }
+        let timeout = Duration::from_secs_f64(self.timeout);
+        let (bootstrap, embedded) = match &self.bootstrap {
+            Some(b) => (b.clone(), None),
+            None => {
+                let server = stellflow_sim::serve("127.0.0.1:0")
+                    .map_err(|e| CliError(format!("cannot start the embedded broker: {e}")))?;
+                let addr = server.local_addr().to_string();
+                eprintln!("(no --bootstrap: using an embedded sim broker at {addr})");
+                (addr, Some(server))
+            }
+        };
+        let mut config = ClientConfig::new(&bootstrap)?;
+        config.request_timeout = timeout;
+        config.header.client_id.clone_from(&self.client_id);
+        tune(&mut config);
+        let mut options = Options::default();
+        options.max_block = timeout.max(Duration::from_secs(30));
+        options.close_timeout = timeout;
+        let client = Client::connect_with(config, options)?;
+        let env = Env {
+            client,
+            embedded,
+            timeout,
+        };
+        env.wait_ready(&bootstrap)?;
+        Ok(env)
+    }
+}
+
+impl Env {
+    /// Waits until a broker answered metadata; a clear error when none can be reached.
+    fn wait_ready(&self, bootstrap: &str) -> CliResult {
+        let start = Instant::now();
+        loop {
+            if !self.client.metadata().brokers.is_empty() {
+                return Ok(());
+            }
+            let waited = start.elapsed();
+            if let Some(e) = self.client.connect_error()
+                && waited > Duration::from_millis(500)
+            {
+                return fail(format!("broker unreachable: {e}"));
+            }
+            if waited > self.timeout {
+                return fail(format!(
+                    "no broker at {bootstrap} answered within {:?}",
+                    self.timeout
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Whether the broker was started for this command (its topics can be created at will).
+    pub fn is_embedded(&self) -> bool {
+        self.embedded.is_some()
+    }
+
+    /// The partition count of `topic`, or a clear error when no broker knows it. On the
+    /// embedded broker a missing topic is created with `create_partitions` partitions.
+    pub fn topic_partitions(&self, topic: &str, create_partitions: i32) -> CliResult<i32> {
+        let admin = self.client.admin();
+        let (topics, _) = admin.describe_topics(&[topic])?;
+        if let Some(t) = topics.first() {
+            return Ok(i32::try_from(t.partitions.len()).unwrap_or(i32::MAX));
+        }
+        if !self.is_embedded() {
+            return fail(format!(
+                "unknown topic {topic:?}: create it with `stellflow topics create {topic}`"
+            ));
+        }
+        let r = admin.create_topic(topic, create_partitions, stellflow_blocking::Target::Any)?;
+        if !r.is_ok() {
+            return fail(format!("cannot create topic {topic:?}: {:?}", r.partitions));
+        }
+        eprintln!("(created topic {topic} with {create_partitions} partition(s) on the embedded broker)");
+        // Let the metadata see it before producing.
+        let _ = admin.describe_topics(&[topic])?;
+        Ok(create_partitions)
+    }
+}
+
+fn run(cli: Cli) -> CliResult {
+    let g = cli.global;
+    match cli.command {
+        Command::ApiVersions { broker } => admin::api_versions(&g.connect(|_| {})?, broker),
+        Command::Cluster => admin::cluster(&g.connect(|_| {})?),
+        Command::Topics(cmd) => admin::topics(&g.connect(|_| {})?, cmd),
+        Command::Produce(a) => {
+            let env = g.connect(|c| a.producer.apply(c))?;
+            data::produce(&env, &a)
+        }
+        Command::Consume(a) => {
+            let env = g.connect(|c| a.tune(c))?;
+            data::consume(&env, &a)
+        }
+        Command::Offsets(a) => data::offsets(&g, &a),
+        Command::Perf(cmd) => perf::run(&g, cmd),
+        Command::Broker {
+            port,
+            brokers,
+            host,
+        } => admin::broker(&host, port, brokers),
+        Command::Demo { records } => data::demo(&g, records),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("stellflow: {first} (see `stellflow --help`)");
+            return ExitCode::from(2);
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(CliError(msg)) => {
+            eprintln!("stellflow: error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
 }

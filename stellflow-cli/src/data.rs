@@ -1,0 +1,450 @@
+//! `produce`, `consume`, `offsets` and `demo`.
+
+use crate::progress::Progress;
+use crate::{CliError, CliResult, Env, Global, ProducerOpts, fail};
+use clap::Args;
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{BufRead, BufWriter, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use stellflow_blocking::{
+    Acks, ConsumerEvent, ConsumerRecord, OffsetReset, OffsetSpec, Pending, Position,
+    ProducerRecord, RecordMetadata, SeekTo, TopicPartition,
+};
+
+/// `stellflow produce`
+#[derive(Args, Debug)]
+pub struct ProduceArgs {
+    /// Topic to write to.
+    pub topic: String,
+    /// Read lines from this file instead of stdin.
+    #[arg(long, short = 'f')]
+    pub file: Option<PathBuf>,
+    /// Split each line at the first occurrence of this separator into key and value.
+    #[arg(long)]
+    pub key_separator: Option<String>,
+    /// Write every record to this partition (default: the partitioner chooses).
+    #[arg(long)]
+    pub partition: Option<i32>,
+    /// Partitions of the topic when the embedded broker creates it.
+    #[arg(long, default_value_t = 1)]
+    pub partitions: i32,
+    #[command(flatten)]
+    pub producer: ProducerOpts,
+}
+
+/// Waits for the outcomes at the front of `queue` that have arrived (all of them with `all`).
+pub fn reap(queue: &mut VecDeque<Pending<RecordMetadata>>, all: bool) -> CliResult<u64> {
+    let mut n = 0;
+    while let Some(p) = queue.front() {
+        let r = if all { None } else { p.try_wait() };
+        let r = match r {
+            Some(r) => r,
+            None if all => match queue.pop_front() {
+                Some(p) => p.wait(),
+                None => break,
+            },
+            None => break,
+        };
+        if !all {
+            queue.pop_front();
+        }
+        r.map_err(|e| CliError(format!("record not delivered: {e}")))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// `stellflow produce`
+pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
+    env.topic_partitions(&a.topic, a.partitions)?;
+    let input: Box<dyn BufRead> = match &a.file {
+        Some(path) => Box::new(std::io::BufReader::new(
+            std::fs::File::open(path)
+                .map_err(|e| CliError(format!("cannot open {}: {e}", path.display())))?,
+        )),
+        None => Box::new(std::io::stdin().lock()),
+    };
+    let producer = env.client.producer();
+    let start = Instant::now();
+    let mut queue = VecDeque::new();
+    let (mut sent, mut bytes) = (0u64, 0u64);
+    let mut progress = Progress::new("produce", None);
+    for line in input.lines() {
+        let line = line.map_err(|e| CliError(format!("cannot read input: {e}")))?;
+        let (key, value) = match &a.key_separator {
+            Some(sep) => match line.split_once(sep.as_str()) {
+                Some((k, v)) => (Some(k.as_bytes()), v),
+                None => (None, line.as_str()),
+            },
+            None => (None, line.as_str()),
+        };
+        let record = ProducerRecord {
+            topic: &a.topic,
+            partition: a.partition,
+            key,
+            value: Some(value.as_bytes()),
+            ..ProducerRecord::default()
+        };
+        queue.push_back(producer.enqueue(record)?);
+        sent += 1;
+        bytes += line.len() as u64;
+        reap(&mut queue, false)?;
+        progress.add(1, line.len() as u64);
+    }
+    producer.flush()?;
+    reap(&mut queue, true)?;
+    progress.finish();
+    eprintln!(
+        "produced {sent} record(s), {bytes} byte(s), to {} in {:.3} s",
+        a.topic,
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Where `consume` starts.
+#[derive(Debug, Clone, Copy)]
+pub enum From {
+    /// The log start (or the committed position of the group).
+    Earliest,
+    /// The log end (or the committed position of the group).
+    Latest,
+    /// An exact position: `OFFSET` or `OFFSET#INDEX`.
+    At(Position),
+}
+
+fn parse_from(s: &str) -> Result<From, String> {
+    match s {
+        "earliest" | "beginning" => Ok(From::Earliest),
+        "latest" | "end" => Ok(From::Latest),
+        _ => {
+            let (o, i) = s.split_once('#').unwrap_or((s, "0"));
+            match (o.parse::<i64>(), i.parse::<u32>()) {
+                (Ok(o), Ok(i)) if o >= 0 => Ok(From::At(Position::new(o, i))),
+                _ => Err("expected earliest, latest, OFFSET or OFFSET#INDEX".into()),
+            }
+        }
+    }
+}
+
+/// `stellflow consume`
+#[derive(Args, Debug)]
+pub struct ConsumeArgs {
+    /// Topic to read.
+    pub topic: String,
+    /// Where to start without a committed position: earliest, latest, OFFSET or OFFSET#INDEX
+    /// (an offset seeks every assigned partition there).
+    #[arg(long, default_value = "earliest", value_parser = parse_from)]
+    pub from: From,
+    /// Partitions to assign (comma-separated; default: all of the topic, or the group's share).
+    #[arg(long, short = 'p', value_delimiter = ',')]
+    pub partition: Vec<i32>,
+    /// Consumer group: start at its committed positions and commit what was printed.
+    #[arg(long, short = 'g')]
+    pub group: Option<String>,
+    /// Stop after this many records (fails when fewer arrive before the idle timeout).
+    #[arg(long, short = 'n')]
+    pub count: Option<u64>,
+    /// Stop after this many seconds without a record (0: never).
+    #[arg(long, default_value_t = 5.0)]
+    pub idle_timeout: f64,
+    /// One JSON object per record.
+    #[arg(long)]
+    pub json: bool,
+    /// Print `key<TAB>value` (plain output).
+    #[arg(long)]
+    pub print_key: bool,
+    /// Print no records, only the summary (with a progress bar on a terminal).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Partitions of the topic when the embedded broker creates it.
+    #[arg(long, default_value_t = 1)]
+    pub partitions: i32,
+}
+
+impl ConsumeArgs {
+    /// Consumer settings from the arguments.
+    pub fn tune(&self, c: &mut stellflow_blocking::ClientConfig) {
+        c.consumer.group_id.clone_from(&self.group);
+        c.consumer.enable_auto_commit = false;
+        c.consumer.auto_offset_reset = match self.from {
+            From::Latest => OffsetReset::Latest,
+            _ => OffsetReset::Earliest,
+        };
+    }
+}
+
+fn write_record(out: &mut impl Write, r: &ConsumerRecord, a: &ConsumeArgs) -> std::io::Result<()> {
+    let text = |b: &Option<stellflow_blocking::bytes::Bytes>| {
+        b.as_ref().map(|b| String::from_utf8_lossy(b).into_owned())
+    };
+    if a.json {
+        let v = serde_json::json!({
+            "topic": &*r.topic, "partition": r.partition, "offset": r.offset, "index": r.index,
+            "timestamp": r.timestamp, "key": text(&r.key), "value": text(&r.value),
+        });
+        writeln!(out, "{v}")
+    } else if a.print_key {
+        let key = text(&r.key).unwrap_or_default();
+        writeln!(out, "{key}\t{}", text(&r.value).unwrap_or_default())
+    } else {
+        out.write_all(r.value.as_deref().unwrap_or_default())?;
+        out.write_all(b"\n")
+    }
+}
+
+/// `stellflow consume`
+pub fn consume(env: &Env, a: &ConsumeArgs) -> CliResult {
+    let count = env.topic_partitions(&a.topic, a.partitions)?;
+    let consumer = env.client.consumer();
+    let parts: Vec<TopicPartition> = if a.partition.is_empty() {
+        (0..count).map(|p| TopicPartition::new(&a.topic, p)).collect()
+    } else {
+        if let Some(p) = a.partition.iter().find(|p| !(0..count).contains(*p)) {
+            return fail(format!("{} has {count} partition(s); partition {p} does not exist", a.topic));
+        }
+        a.partition.iter().map(|p| TopicPartition::new(&a.topic, *p)).collect()
+    };
+    if a.group.is_some() && a.partition.is_empty() {
+        if matches!(a.from, From::At(_)) {
+            return fail("--from OFFSET needs assigned partitions: give --partition or omit --group");
+        }
+        consumer.subscribe([a.topic.as_str()])?;
+    } else {
+        consumer.assign(&parts)?;
+        if let From::At(pos) = a.from {
+            for tp in &parts {
+                consumer.seek(tp, SeekTo::Position(pos))?;
+            }
+        }
+    }
+    let idle = (a.idle_timeout > 0.0).then(|| Duration::from_secs_f64(a.idle_timeout));
+    let want = a.count.unwrap_or(u64::MAX);
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::with_capacity(256 * 1024, stdout.lock());
+    let mut progress = Progress::new("consume", a.count);
+    let mut last_at: BTreeMap<TopicPartition, Position> = BTreeMap::new();
+    let (start, mut last_record) = (Instant::now(), Instant::now());
+    let mut got = 0u64;
+    'poll: while got < want {
+        let batch = consumer.poll(Duration::from_millis(100))?;
+        if batch.is_empty() {
+            if idle.is_some_and(|d| last_record.elapsed() >= d) {
+                break;
+            }
+            for e in consumer.events() {
+                if let ConsumerEvent::FetchError { partition, code } = e {
+                    eprintln!("stellflow: warning: fetch of {partition} failed with {code}");
+                }
+            }
+            continue;
+        }
+        last_record = Instant::now();
+        let mut bytes = 0;
+        let mut n = 0;
+        for r in &batch {
+            if got == want {
+                break;
+            }
+            got += 1;
+            n += 1;
+            bytes += r.value.as_ref().map_or(0, |v| v.len() as u64);
+            last_at.insert(TopicPartition::new(&r.topic, r.partition), r.next_position());
+            if !a.quiet && write_record(&mut out, r, a).is_err() {
+                break 'poll; // stdout closed (e.g. `| head`)
+            }
+        }
+        progress.add(n, bytes);
+    }
+    let _ = out.flush();
+    progress.finish();
+    if a.group.is_some() && !last_at.is_empty() {
+        consumer.commit_positions(last_at.into_iter().collect())?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    if got < want && a.count.is_some() {
+        return fail(format!(
+            "only {got} of {want} record(s) from {} before {:.1} s without records",
+            a.topic, a.idle_timeout
+        ));
+    }
+    eprintln!("consumed {got} record(s) from {} in {secs:.3} s", a.topic);
+    Ok(())
+}
+
+/// `stellflow offsets`
+#[derive(Args, Debug)]
+pub struct OffsetsArgs {
+    /// Topic.
+    pub topic: String,
+    /// Also show this group's committed positions.
+    #[arg(long, short = 'g')]
+    pub group: Option<String>,
+}
+
+/// `stellflow offsets`
+pub fn offsets(g: &Global, a: &OffsetsArgs) -> CliResult {
+    let env = g.connect(|c| {
+        c.consumer.group_id.clone_from(&a.group);
+        c.consumer.enable_auto_commit = false;
+        c.consumer.auto_offset_reset = OffsetReset::None;
+    })?;
+    let count = env.topic_partitions(&a.topic, 1)?;
+    let admin = env.client.admin();
+    let mut specs = Vec::new();
+    for p in 0..count {
+        specs.push((a.topic.as_str(), p, OffsetSpec::Earliest));
+        specs.push((a.topic.as_str(), p, OffsetSpec::Latest));
+    }
+    let listed = admin.list_offsets(&specs)?;
+    let committed = match &a.group {
+        Some(_) => committed_positions(&env, &a.topic, count)?,
+        None => BTreeMap::new(),
+    };
+    let group_col = if a.group.is_some() { "  COMMITTED" } else { "" };
+    println!("{:<9} {:>12} {:>12}{group_col}", "PARTITION", "EARLIEST", "LATEST");
+    for (p, pair) in listed.chunks(2).enumerate() {
+        let show = |l: &stellflow_blocking::ListedOffset| match &l.result {
+            Ok(o) => o.offset.to_string(),
+            Err(e) => format!("error: {e}"),
+        };
+        let c = match (&a.group, committed.get(&(p as i32))) {
+            (None, _) => String::new(),
+            (Some(_), Some(pos)) => format!("  {pos}"),
+            (Some(_), None) => "  -".into(),
+        };
+        let (e, l) = (pair.first().map(show), pair.get(1).map(show));
+        println!(
+            "{:<9} {:>12} {:>12}{c}",
+            format!("{}-{p}", a.topic),
+            e.unwrap_or_default(),
+            l.unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+/// The group's committed positions, read by assigning the partitions (the core has no
+/// OffsetFetch admin command; with reset policy `None` nothing else happens).
+fn committed_positions(env: &Env, topic: &str, count: i32) -> CliResult<BTreeMap<i32, Position>> {
+    let consumer = env.client.consumer();
+    let parts: Vec<TopicPartition> = (0..count).map(|p| TopicPartition::new(topic, p)).collect();
+    consumer.assign(&parts)?;
+    let mut known = BTreeMap::new();
+    let mut resolved = 0;
+    let deadline = Instant::now() + env.timeout;
+    while resolved < parts.len() && Instant::now() < deadline {
+        for e in consumer.events() {
+            match e {
+                ConsumerEvent::PositionResolved { partition, position, committed: true } => {
+                    known.insert(partition.partition, position);
+                    resolved += 1;
+                }
+                ConsumerEvent::PositionResolved { .. } | ConsumerEvent::NoPosition(_) => resolved += 1,
+                _ => {}
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if resolved < parts.len() {
+        return fail(format!("the group coordinator did not answer within {:?}", env.timeout));
+    }
+    Ok(known)
+}
+
+/// `stellflow demo`
+pub fn demo(g: &Global, records: usize) -> CliResult {
+    let t0 = Instant::now();
+    let topic = "demo";
+    let group = "demo-group";
+    println!("==> stellflow demo: produce {records} records, consume them back exactly");
+    let env = g.connect(|c| {
+        c.producer.acks = Acks::All;
+        c.consumer.group_id = Some(group.into());
+        c.consumer.auto_offset_reset = OffsetReset::Earliest;
+        c.consumer.enable_auto_commit = false;
+    })?;
+    match &env.embedded {
+        Some(s) => println!("1. started an embedded sim broker on {}", s.local_addr()),
+        None => println!("1. connected to {}", g.bootstrap.as_deref().unwrap_or("?")),
+    }
+    let admin = env.client.admin();
+    let (topics, _) = admin.describe_topics(&[topic])?;
+    let partitions = match topics.first() {
+        Some(t) => t.partitions.len() as i32,
+        None => {
+            admin.create_topic(topic, 3, stellflow_blocking::Target::Any)?;
+            let _ = admin.describe_topics(&[topic])?;
+            3
+        }
+    };
+    println!("2. topic {topic:?} has {partitions} partition(s)");
+    let before = admin.list_offsets(
+        &(0..partitions).map(|p| (topic, p, OffsetSpec::Latest)).collect::<Vec<_>>(),
+    )?;
+    let producer = env.client.producer();
+    let run = format!("{:x}", t0.elapsed().as_nanos());
+    let sent: Vec<String> = (0..records).map(|i| format!("demo-{run}-{i}")).collect();
+    let mut pending = Vec::with_capacity(records);
+    for (i, v) in sent.iter().enumerate() {
+        let key = format!("user-{}", i % 10);
+        pending.push(producer.enqueue(ProducerRecord::new(topic, v.as_bytes()).with_key(key.as_bytes()))?);
+    }
+    producer.flush()?;
+    let mut per_part: BTreeMap<i32, (u64, Option<i64>)> = BTreeMap::new();
+    for p in pending {
+        let m = p.wait()?;
+        let e = per_part.entry(m.partition).or_default();
+        e.0 += 1;
+        e.1 = e.1.max(m.offset);
+    }
+    println!(
+        "3. produced {records} keyed records (acks=all) in {:.0} ms",
+        t0.elapsed().as_secs_f64() * 1e3
+    );
+    for (p, (n, last)) in &per_part {
+        println!("     partition {p}: {n} record(s), last blob at offset {}", last.unwrap_or(-1));
+    }
+    let consumer = env.client.consumer();
+    let parts: Vec<TopicPartition> = (0..partitions).map(|p| TopicPartition::new(topic, p)).collect();
+    consumer.assign(&parts)?;
+    for (tp, b) in parts.iter().zip(&before) {
+        if let Ok(o) = &b.result {
+            consumer.seek(tp, SeekTo::Position(Position::blob(o.offset)))?;
+        }
+    }
+    let mut got: Vec<String> = Vec::with_capacity(records);
+    let deadline = Instant::now() + env.timeout.max(Duration::from_secs(10));
+    while got.len() < records && Instant::now() < deadline {
+        for r in consumer.poll(Duration::from_millis(100))? {
+            got.push(String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned());
+        }
+    }
+    let committed = consumer.commit_sync()?;
+    println!(
+        "4. consumed {} record(s) and committed {} partition position(s) for group {group:?}",
+        got.len(),
+        committed.len()
+    );
+    let mut a = got.clone();
+    let mut b = sent.clone();
+    a.sort();
+    b.sort();
+    if a != b {
+        return fail(format!("consumed records differ from those produced ({} vs {records})", got.len()));
+    }
+    println!("5. every record came back exactly once, in order within its partition");
+    let offs = admin.list_offsets(
+        &(0..partitions).map(|p| (topic, p, OffsetSpec::Latest)).collect::<Vec<_>>(),
+    )?;
+    let ends: Vec<String> = offs
+        .iter()
+        .map(|o| format!("{}-{}: {}", o.topic, o.partition, o.result.as_ref().map_or(-1, |i| i.offset)))
+        .collect();
+    println!("6. log end offsets (one offset per produced blob): {}", ends.join(", "));
+    consumer.close()?;
+    producer.close()?;
+    println!("==> done in {:.0} ms", t0.elapsed().as_secs_f64() * 1e3);
+    Ok(())
+}

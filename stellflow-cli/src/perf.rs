@@ -1,0 +1,226 @@
+//! `perf produce` and `perf consume`, in the style of Kafka's perf-test tools.
+
+use crate::data::reap;
+use crate::progress::Progress;
+use crate::{CliError, CliResult, Global, ProducerOpts, fail};
+use clap::{Args, Subcommand};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+use stellflow_blocking::{OffsetReset, Pending, ProducerRecord, RecordMetadata, TopicPartition};
+
+/// `stellflow perf …`
+#[derive(Subcommand, Debug)]
+pub enum PerfCmd {
+    /// Produce fixed-size records as fast as allowed; report throughput and ack latency.
+    Produce(PerfProduce),
+    /// Consume records from the log start; report throughput. On the embedded broker the
+    /// topic is filled first.
+    Consume(PerfConsume),
+}
+
+/// `stellflow perf produce`
+#[derive(Args, Debug)]
+pub struct PerfProduce {
+    /// Topic (created on the embedded broker).
+    #[arg(long, default_value = "perf")]
+    topic: String,
+    /// Records to send.
+    #[arg(long, default_value_t = 100_000)]
+    num_records: u64,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 1024)]
+    record_size: usize,
+    /// Records per second at most (-1: unlimited).
+    #[arg(long, default_value_t = -1.0, allow_hyphen_values = true)]
+    throughput: f64,
+    /// Partitions of the topic when the embedded broker creates it.
+    #[arg(long, default_value_t = 1)]
+    partitions: i32,
+    #[command(flatten)]
+    producer: ProducerOpts,
+}
+
+/// `stellflow perf consume`
+#[derive(Args, Debug)]
+pub struct PerfConsume {
+    /// Topic (created and filled on the embedded broker).
+    #[arg(long, default_value = "perf")]
+    topic: String,
+    /// Records to consume.
+    #[arg(long, default_value_t = 100_000)]
+    messages: u64,
+    /// Value size of the records written first on the embedded broker.
+    #[arg(long, default_value_t = 1024)]
+    record_size: usize,
+    /// Partitions of the topic when the embedded broker creates it.
+    #[arg(long, default_value_t = 1)]
+    partitions: i32,
+}
+
+/// Runs a perf command.
+pub fn run(g: &Global, cmd: PerfCmd) -> CliResult {
+    match cmd {
+        PerfCmd::Produce(a) => produce(g, &a),
+        PerfCmd::Consume(a) => consume(g, &a),
+    }
+}
+
+fn payload(size: usize) -> Vec<u8> {
+    // Printable pseudo-random bytes, like the Kafka tool's random payload.
+    let mut x: u32 = 0x9e37_79b9;
+    (0..size)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            b'A' + (x % 26) as u8
+        })
+        .collect()
+}
+
+fn percentile(sorted: &[u32], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 * p) as usize).min(sorted.len() - 1);
+    f64::from(sorted[i]) / 1e3
+}
+
+fn produce(g: &Global, a: &PerfProduce) -> CliResult {
+    if a.record_size == 0 || a.num_records == 0 {
+        return fail("--num-records and --record-size must be positive");
+    }
+    let env = g.connect(|c| a.producer.apply(c))?;
+    env.topic_partitions(&a.topic, a.partitions)?;
+    let producer = env.client.producer();
+    let value = payload(a.record_size);
+    let record = ProducerRecord::new(&a.topic, &value);
+    let mut queue: VecDeque<(Instant, Pending<RecordMetadata>)> = VecDeque::new();
+    let mut lat_us: Vec<u32> = Vec::with_capacity(a.num_records as usize);
+    let mut progress = Progress::new("perf produce", Some(a.num_records));
+    let start = Instant::now();
+    let mut window = (Instant::now(), 0u64, 0u64, 0u64); // start, count, latency sum, max
+    let mut take = |t: Instant, r: stellflow_blocking::Result<RecordMetadata>, lat: &mut Vec<u32>| {
+        r.map_err(|e| CliError(format!("record not delivered: {e}")))?;
+        let us = u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX);
+        lat.push(us);
+        window.1 += 1;
+        window.2 += u64::from(us);
+        window.3 = window.3.max(u64::from(us));
+        if window.0.elapsed() >= Duration::from_secs(5) {
+            let secs = window.0.elapsed().as_secs_f64();
+            progress_line(window.1, secs, a.record_size, window.2, window.3);
+            window = (Instant::now(), 0, 0, 0);
+        }
+        Ok::<_, CliError>(())
+    };
+    for i in 0..a.num_records {
+        if a.throughput > 0.0 {
+            let due = start + Duration::from_secs_f64(i as f64 / a.throughput);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
+        queue.push_back((Instant::now(), producer.enqueue(record)?));
+        while let Some((t, p)) = queue.front() {
+            let Some(r) = p.try_wait() else { break };
+            take(*t, r, &mut lat_us)?;
+            queue.pop_front();
+        }
+        progress.add(1, a.record_size as u64);
+    }
+    producer.flush()?;
+    while let Some((t, p)) = queue.pop_front() {
+        take(t, p.wait(), &mut lat_us)?;
+    }
+    progress.finish();
+    let secs = start.elapsed().as_secs_f64();
+    lat_us.sort_unstable();
+    let n = lat_us.len() as f64;
+    let avg = lat_us.iter().map(|&l| f64::from(l)).sum::<f64>() / n.max(1.0) / 1e3;
+    println!(
+        "{} records sent, {:.1} records/sec ({:.2} MB/sec), {avg:.2} ms avg latency, {:.2} ms max latency, {:.2} ms 50th, {:.2} ms 95th, {:.2} ms 99th, {:.2} ms 99.9th.",
+        lat_us.len(),
+        n / secs,
+        n * a.record_size as f64 / secs / 1e6,
+        percentile(&lat_us, 1.0),
+        percentile(&lat_us, 0.5),
+        percentile(&lat_us, 0.95),
+        percentile(&lat_us, 0.99),
+        percentile(&lat_us, 0.999),
+    );
+    Ok(())
+}
+
+fn progress_line(n: u64, secs: f64, size: usize, lat_sum_us: u64, max_us: u64) {
+    let rate = n as f64 / secs;
+    eprintln!(
+        "{n} records sent, {rate:.1} records/sec ({:.2} MB/sec), {:.1} ms avg latency, {:.1} ms max latency.",
+        rate * size as f64 / 1e6,
+        lat_sum_us as f64 / n.max(1) as f64 / 1e3,
+        max_us as f64 / 1e3
+    );
+}
+
+fn consume(g: &Global, a: &PerfConsume) -> CliResult {
+    let env = g.connect(|c| {
+        c.consumer.auto_offset_reset = OffsetReset::Earliest;
+        c.producer.acks = stellflow_blocking::Acks::Leader;
+    })?;
+    let partitions = env.topic_partitions(&a.topic, a.partitions)?;
+    if env.is_embedded() {
+        let t = Instant::now();
+        let producer = env.client.producer();
+        let value = payload(a.record_size);
+        let mut queue = VecDeque::new();
+        for _ in 0..a.messages {
+            queue.push_back(producer.enqueue(ProducerRecord::new(&a.topic, &value))?);
+            reap(&mut queue, false)?;
+        }
+        producer.flush()?;
+        reap(&mut queue, true)?;
+        eprintln!(
+            "(filled {} with {} records of {} bytes in {:.2} s)",
+            a.topic,
+            a.messages,
+            a.record_size,
+            t.elapsed().as_secs_f64()
+        );
+    }
+    let consumer = env.client.consumer();
+    let parts: Vec<TopicPartition> = (0..partitions).map(|p| TopicPartition::new(&a.topic, p)).collect();
+    consumer.assign(&parts)?;
+    let mut progress = Progress::new("perf consume", Some(a.messages));
+    let start = Instant::now();
+    let mut first: Option<Instant> = None;
+    let (mut n, mut bytes) = (0u64, 0u64);
+    let mut last = Instant::now();
+    while n < a.messages {
+        let batch = consumer.poll(Duration::from_millis(200))?;
+        if batch.is_empty() {
+            if last.elapsed() > env.timeout {
+                return fail(format!("only {n} of {} records arrived within {:?}", a.messages, env.timeout));
+            }
+            continue;
+        }
+        last = Instant::now();
+        first.get_or_insert(last);
+        let b: u64 = batch.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len() as u64)).sum();
+        n += batch.len() as u64;
+        bytes += b;
+        progress.add(batch.len() as u64, b);
+    }
+    progress.finish();
+    let total = start.elapsed().as_secs_f64();
+    let fetch = first.map_or(total, |f| f.elapsed().as_secs_f64()).max(1e-9);
+    println!(
+        "{n} records consumed, {:.2} MB, {:.1} records/sec ({:.2} MB/sec); first record after {:.1} ms, then {:.1} records/sec ({:.2} MB/sec).",
+        bytes as f64 / 1e6,
+        n as f64 / total,
+        bytes as f64 / total / 1e6,
+        (total - fetch).max(0.0) * 1e3,
+        n as f64 / fetch,
+        bytes as f64 / fetch / 1e6
+    );
+    Ok(())
+}
