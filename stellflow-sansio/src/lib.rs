@@ -17,8 +17,10 @@
 //! | commands: admin ops ([`Client::admin`] and its shortcuts), raw [`Client::request`], [`Client::refresh_metadata`], [`Client::close`] | [`Client::poll_event`] → [`Event`]: admin results, raw responses, connections, metadata |
 //!
 //! **The drain rule** (from str0m/quinn): after every input or command, call `poll_connect`,
-//! `poll_close`, `poll_transmit` (until it returns `None`) and `poll_event` (until `None`), and
-//! repeat that pass until a whole pass yields nothing. Then sleep until the earliest of: socket
+//! `poll_close`, `poll_transmit` (until it returns `None`), `poll_event` (until `None`) and,
+//! when consuming, [`Client::poll_record`] (until `None`), and repeat that pass until a whole
+//! pass yields nothing. Taking records frees fetch buffer space (a consumer that stops calling
+//! `poll_record` stops fetching once its buffer is full). Then sleep until the earliest of: socket
 //! readiness, a new command, or `poll_timeout()`; call `handle_timeout(now)` when that instant
 //! has passed. Inputs may come in any order and at any time; a `ConnId` the core no longer
 //! knows (an old socket) is ignored.
