@@ -2,193 +2,16 @@
 //! formats and several batches, segments, mid-blob commits, log-start jumps, groups.
 
 mod common;
+mod consumer_support;
 
-use bytes::{Bytes, BytesMut};
 use common::World;
-use std::collections::BTreeMap;
+use consumer_support::*;
 use std::time::{Duration, Instant};
-use stellflow_proto::frame::{FrameDecoder, encode_request, split_response};
-use stellflow_proto::header::RequestHeader;
-use stellflow_proto::messages::{
-    JoinGroupRequest, ProducePartitionData, ProduceRequest, ProduceResponse, ProduceTopicData,
-    Request,
-};
-use stellflow_proto::record::{BatchBuilder, BatchParams, BlobFormat, Compression, Envelope};
-use stellflow_proto::wire::Wire;
+use stellflow_proto::messages::JoinGroupRequest;
 use stellflow_sansio::{
-    Client, ClientConfig, CommitKind, ConsumerEvent, Event, LogStartAction, OffsetReset, Position,
-    SeekTo, TopicPartition,
+    CommitKind, ConsumerEvent, Event, LogStartAction, OffsetReset, Position, SeekTo, TopicPartition,
 };
 use stellflow_sim::{ClusterConfig, LogConfig};
-
-/// Sends one raw request straight to a sim broker (not through the client) and decodes it.
-fn raw_call<R: Request>(w: &mut World, broker: i32, req: &R) -> R::Response {
-    let conn = w.sim.connect(broker, w.now).expect("broker up");
-    let h = RequestHeader::new(R::API_KEY, 1, Some("test-producer"));
-    let mut buf = BytesMut::new();
-    encode_request(&mut buf, &h, req);
-    w.sim.handle_input(conn, w.now, &mut buf);
-    let mut out = BytesMut::new();
-    w.sim.poll_output(conn, &mut out);
-    w.sim.disconnect(conn);
-    let frame = FrameDecoder::new()
-        .decode(&mut out)
-        .expect("frame")
-        .expect("an answer");
-    let (_, body) = split_response(frame).expect("header");
-    <R::Response as Wire>::from_bytes(body.expect("body")).expect("decodes")
-}
-
-fn leader(w: &World, topic: &str, partition: i32) -> i32 {
-    let ids = w.sim.broker_ids();
-    let _ = topic;
-    ids[partition as usize % ids.len()]
-}
-
-/// Produces one raw blob; returns its offset.
-fn produce(w: &mut World, topic: &str, partition: i32, blob: Bytes) -> i64 {
-    let b = leader(w, topic, partition);
-    let r: ProduceResponse = raw_call(
-        w,
-        b,
-        &ProduceRequest {
-            transactional_id: None,
-            acks: 1,
-            timeout_ms: 1000,
-            topic_data: vec![ProduceTopicData {
-                topic: Some(topic.into()),
-                partitions: vec![ProducePartitionData {
-                    partition,
-                    records: Some(blob),
-                }],
-            }],
-        },
-    );
-    let p = &r.responses[0].partitions[0];
-    assert_eq!(p.error_code.0, 0, "produce failed");
-    p.base_offset
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    V1,
-    Srfb,
-    SrfbGzip,
-    MultiV1,
-}
-
-/// A blob of `values` in the given format; `MultiV1` splits them over up to three v1
-/// batches back to back (one offset).
-fn blob(kind: Kind, values: &[Vec<u8>]) -> Bytes {
-    let build = |env: Envelope, vals: &[Vec<u8>]| {
-        let mut b = BatchBuilder::with_capacity(BatchParams::default(), env, 1024);
-        for (i, v) in vals.iter().enumerate() {
-            let key = format!("k{i}");
-            b.append(1_700_000_000_000 + i as i64, Some(key.as_bytes()), Some(v))
-                .unwrap();
-        }
-        b.finish().unwrap()
-    };
-    match kind {
-        Kind::V1 => build(Envelope::V1, values),
-        Kind::Srfb => build(Envelope::Srfb(Compression::None), values),
-        Kind::SrfbGzip => build(Envelope::Srfb(Compression::Gzip), values),
-        Kind::MultiV1 => {
-            let third = values.len().div_ceil(3).max(1);
-            let mut all = BytesMut::new();
-            for chunk in values.chunks(third) {
-                all.extend_from_slice(&build(Envelope::V1, chunk));
-            }
-            all.freeze()
-        }
-    }
-}
-
-fn consumer_config(bootstrap: &str, group: Option<&str>) -> ClientConfig {
-    let mut c = common::config(bootstrap);
-    c.consumer.group_id = group.map(str::to_owned);
-    c.consumer.auto_offset_reset = OffsetReset::Earliest;
-    c
-}
-
-/// What each produced record should come back as: (offset, index) → value.
-type Expected = BTreeMap<TopicPartition, Vec<((i64, u32), Vec<u8>)>>;
-
-/// Produces `blobs` blobs per partition of varied size and format; returns the expectation.
-fn fill(w: &mut World, topic: &str, partitions: i32, blobs: usize, size: usize) -> Expected {
-    let kinds = [Kind::V1, Kind::Srfb, Kind::MultiV1, Kind::SrfbGzip];
-    let mut exp = Expected::new();
-    for p in 0..partitions {
-        for i in 0..blobs {
-            let n = 1 + (i * 7 + p as usize * 3) % 23;
-            let values: Vec<Vec<u8>> = (0..n)
-                .map(|j| {
-                    let mut v = format!("{topic}/{p}/{i}/{j}/").into_bytes();
-                    v.resize(v.len() + size, b'x');
-                    v
-                })
-                .collect();
-            let kind = kinds[(i + p as usize) % kinds.len()];
-            let off = produce(w, topic, p, blob(kind, &values));
-            let e = exp.entry(TopicPartition::new(topic, p)).or_default();
-            for (j, v) in values.into_iter().enumerate() {
-                e.push(((off, j as u32), v));
-            }
-        }
-    }
-    exp
-}
-
-/// Polls records until `pred` says stop or time runs out.
-fn drain(w: &mut World, max: Duration, mut until: impl FnMut(&Got) -> bool) -> Got {
-    let mut got = Got::new();
-    w.run_until(max, |w| {
-        while let Some(r) = w.client.poll_record() {
-            got.entry(TopicPartition::new(&r.topic, r.partition))
-                .or_default()
-                .push((
-                    (r.offset, r.index),
-                    r.value.clone().unwrap().to_vec(),
-                    r.format,
-                ));
-            if until(&got) {
-                return true;
-            }
-        }
-        until(&got)
-    });
-    got
-}
-
-type Got = BTreeMap<TopicPartition, Vec<((i64, u32), Vec<u8>, BlobFormat)>>;
-
-fn count(g: &Got) -> usize {
-    g.values().map(Vec::len).sum()
-}
-
-fn assert_exact(exp: &Expected, got: &Got) {
-    for (tp, e) in exp {
-        let g: Vec<((i64, u32), Vec<u8>)> = got
-            .get(tp)
-            .map(|v| v.iter().map(|(p, v, _)| (*p, v.clone())).collect())
-            .unwrap_or_default();
-        assert_eq!(g.len(), e.len(), "{tp}: record count");
-        for (a, b) in g.iter().zip(e) {
-            assert_eq!(a.0, b.0, "{tp}: position");
-            assert_eq!(a.1, b.1, "{tp}: value at {:?}", a.0);
-        }
-    }
-}
-
-fn consumer_events(w: &mut World) -> Vec<ConsumerEvent> {
-    w.take(|e| matches!(e, Event::Consumer(_)))
-        .into_iter()
-        .filter_map(|e| match e {
-            Event::Consumer(c) => Some(c),
-            _ => None,
-        })
-        .collect()
-}
 
 #[test]
 fn consumes_exactly_n_in_order_over_brokers_and_formats() {
@@ -250,16 +73,6 @@ fn partition_over_many_small_segments_reads_back_exactly() {
     assert_exact(&exp, &got);
     let more = drain(&mut w, Duration::from_secs(1), |_| false);
     assert_eq!(count(&more), 0, "no blob repeated");
-}
-
-fn replace_client(w: &mut World, config: ClientConfig) {
-    for (_, sc) in w.to_sim.drain() {
-        w.sim.disconnect(sc);
-    }
-    w.to_client.clear();
-    w.client = Client::new(config, w.now, 99).unwrap();
-    w.events.clear();
-    w.step();
 }
 
 #[test]
@@ -402,23 +215,6 @@ fn seek_mid_blob_pause_resume_and_lag() {
     assert_eq!(got[&b].len(), exp[&b].len());
     assert_eq!(w.client.lag(&b), Some(0));
     assert!(w.client.pause(&TopicPartition::new("zz", 0)).is_err());
-}
-
-fn subscribed_world(group: &str) -> World {
-    let mut cfg = consumer_config("broker-1:9092", Some(group));
-    cfg.consumer.session_timeout = Duration::from_secs(10);
-    cfg.consumer.heartbeat_interval = Duration::from_secs(3);
-    let mut w = World::with(ClusterConfig::with_brokers(1), cfg);
-    w.sim.create_topic("s", 2, 1).unwrap();
-    w.bootstrap();
-    w.client.subscribe(w.now, &["s"]).unwrap();
-    let ok = w.run_until(Duration::from_secs(10), |w| {
-        w.events
-            .iter()
-            .any(|e| matches!(e, Event::Consumer(ConsumerEvent::GroupJoined { .. })))
-    });
-    assert!(ok, "never joined: {:?}", w.events);
-    w
 }
 
 #[test]
