@@ -1,11 +1,8 @@
-//! The request side (what the simulated broker decodes): a whole request payload — header and
-//! body — parsed the way the server does.
+//! Fuzz target `requests`: see `checks::requests`.
 #![no_main]
 
-use bytes::Bytes;
-use libfuzzer_sys::fuzz_target;
-use stellflow_proto::frame::decode_request;
+#[path = "checks.rs"]
+#[allow(dead_code)]
+mod checks;
 
-fuzz_target!(|data: &[u8]| {
-    let _ = decode_request(Bytes::copy_from_slice(data));
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::requests(data));

@@ -1,17 +1,8 @@
-//! The v1 batch decoder: parse, then walk every record and header.
+//! Fuzz target `v1_batch`: see `checks::v1_batch`.
 #![no_main]
 
-use bytes::Bytes;
-use libfuzzer_sys::fuzz_target;
-use stellflow_proto::record::V1Batch;
+#[path = "checks.rs"]
+#[allow(dead_code)]
+mod checks;
 
-fuzz_target!(|data: &[u8]| {
-    if let Ok(batch) = V1Batch::parse(Bytes::copy_from_slice(data)) {
-        for record in batch.records() {
-            let Ok(record) = record else { break };
-            let _ = record.key.as_ref().map(|k| k.len());
-            let _ = record.value.as_ref().map(|v| v.len());
-            let _ = record.headers.iter().count();
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::v1_batch(data));
