@@ -322,6 +322,28 @@ impl Net {
         seq
     }
 
+    /// Withdraws request `seq` if none of its bytes went out yet (it waits for its broker to be
+    /// known or in its connection's queue). Returns whether it was withdrawn: then no
+    /// [`Completion`] will follow for it. A request already written is left alone.
+    pub fn cancel_unsent(&mut self, seq: u64) -> bool {
+        let req = match self.live.get(&seq).copied() {
+            Some(Loc::Parked) => {
+                let pos = self.parked.iter().position(|r| r.seq == seq);
+                pos.and_then(|p| self.parked.remove(p))
+            }
+            Some(Loc::Queued(slot)) => self.slots.get_mut(slot).and_then(|s| {
+                let pos = s.queue.iter().position(|r| r.seq == seq)?;
+                s.queue.remove(pos)
+            }),
+            _ => None,
+        };
+        if req.is_some() {
+            // Its request timer goes stale and is dropped by `poll_timeout`.
+            self.live.remove(&seq);
+        }
+        req.is_some()
+    }
+
     /// A fresh id from the request sequence (also used for admin operation ids).
     pub fn alloc_seq(&mut self) -> u64 {
         self.next_seq += 1;
