@@ -147,10 +147,11 @@ impl Producer {
         self.meta_gen = meta.generation();
         self.dirty = true;
         let cluster = meta.cluster();
+        let mut moved = false;
         for t in &mut self.topics {
             let Some(info) = cluster.topics.get(&*t.name) else {
                 for p in &mut t.parts {
-                    p.leader = None;
+                    moved |= p.leader.take().is_some();
                 }
                 continue;
             };
@@ -165,11 +166,19 @@ impl Producer {
                     .resize_with(usize::try_from(count).unwrap_or(0), PartState::default);
             }
             for (i, p) in t.parts.iter_mut().enumerate() {
-                p.leader = i32::try_from(i)
+                let leader = i32::try_from(i)
                     .ok()
                     .and_then(|i| info.partitions.get(&i))
                     .and_then(|pi| pi.leader().ok());
+                if leader != p.leader {
+                    p.leader = leader;
+                    moved = true;
+                }
             }
+        }
+        if moved {
+            // Requests queued for a former leader are moved at the next `process`.
+            self.leaders_moved = true;
         }
         if !self.pending.is_empty() {
             let pending = std::mem::take(&mut self.pending);

@@ -69,7 +69,11 @@ struct Sent {
 /// A request of the producer in flight.
 #[derive(Debug)]
 enum Flight {
-    Produce(Vec<Sent>),
+    /// A Produce to broker `leader` carrying these batches.
+    Produce {
+        leader: i32,
+        sent: Vec<Sent>,
+    },
     InitPid,
 }
 
@@ -106,6 +110,12 @@ pub(crate) struct Producer {
     /// Ask the client for a metadata refresh.
     want_refresh: bool,
     meta_gen: u64,
+    /// Metadata moved a partition's leader: withdraw Produce requests still queued for the
+    /// old one at the next `process` (see `sender::reroute`).
+    leaders_moved: bool,
+    /// A fatal producer error (fenced, producer id bound elsewhere): every record without an
+    /// outcome fails with it, and `produce` refuses new ones.
+    fatal: Option<DeliveryError>,
 }
 
 impl Producer {
@@ -149,6 +159,8 @@ impl Producer {
             dirty: false,
             want_refresh: false,
             meta_gen: u64::MAX,
+            leaders_moved: false,
+            fatal: None,
         }
     }
 
@@ -178,9 +190,11 @@ impl Producer {
     }
 
     fn fenced(&self) -> bool {
-        self.idem
-            .as_ref()
-            .is_some_and(|i| i.pid == PidState::Fenced)
+        self.fatal.is_some()
+            || self
+                .idem
+                .as_ref()
+                .is_some_and(|i| i.pid == PidState::Fenced)
     }
 
     fn has_records(&self) -> bool {
@@ -205,6 +219,9 @@ impl Producer {
     /// Runs the sender if something may be sendable; returns whether requests were submitted.
     pub(crate) fn process(&mut self, now: Instant, net: &mut Net, meta: &MetadataCache) -> bool {
         self.sync_metadata(now, meta);
+        if std::mem::take(&mut self.leaders_moved) && !self.closed {
+            self.reroute(net);
+        }
         let mut sent = false;
         if self.dirty && !self.closed {
             self.dirty = false;
@@ -391,7 +408,7 @@ impl Producer {
             }
         }
         for f in self.inflight.values() {
-            if let Flight::Produce(sent) = f {
+            if let Flight::Produce { sent, .. } = f {
                 for s in sent {
                     if !s.batch.reported {
                         min = min.min(s.batch.first_id());
@@ -431,7 +448,7 @@ impl Producer {
         }
         let inflight: Vec<Flight> = self.inflight.drain().map(|(_, f)| f).collect();
         for f in inflight {
-            if let Flight::Produce(sent) = f {
+            if let Flight::Produce { sent, .. } = f {
                 for s in sent {
                     if !s.batch.reported {
                         failed += s.batch.slots.len() as u64;

@@ -216,6 +216,9 @@ impl Producer {
         net.counters.producer_batches += sent.len() as u64;
         if acks == Acks::None {
             for s in &mut sent {
+                if s.batch.reported {
+                    continue; // re-routed: its outcomes went out the first time
+                }
                 let Some(t) = self.topics.get(s.topic) else {
                     continue;
                 };
@@ -237,7 +240,80 @@ impl Producer {
                 s.batch.reported = true;
             }
         }
-        self.inflight.insert(seq, Flight::Produce(sent));
+        self.inflight.insert(seq, Flight::Produce { leader, sent });
+    }
+
+    /// Re-routes Produce requests whose partitions moved (metadata named another leader, or
+    /// none) while the request still waited unsent — parked for an unknown broker or queued
+    /// behind a connection that is down or busy. Such a request is withdrawn from the router
+    /// and its batches go back to the front of their partitions' queues (in serial order,
+    /// unchanged: same bytes, same idempotent sequence, no attempt counted), so the next drain
+    /// sends them to the new leader at once instead of after the request timeout. Nothing of
+    /// a withdrawn request reached a broker, so this can neither duplicate nor reorder. A
+    /// request already written is left alone: its answer, disconnect or timeout decides.
+    pub(crate) fn reroute(&mut self, net: &mut Net) {
+        let mut stale: Vec<u64> = Vec::new();
+        for (seq, f) in &self.inflight {
+            if let Flight::Produce { leader, sent } = f
+                && sent.iter().any(|s| {
+                    self.part(s.topic, s.part)
+                        .is_none_or(|ps| ps.leader != Some(*leader))
+                })
+            {
+                stale.push(*seq);
+            }
+        }
+        stale.sort_unstable(); // deterministic whatever the map's order
+        for seq in stale {
+            if !net.cancel_unsent(seq) {
+                continue;
+            }
+            let Some(Flight::Produce { sent, .. }) = self.inflight.remove(&seq) else {
+                continue;
+            };
+            for s in sent {
+                if let Some(ps) = self.part_mut(s.topic, s.part) {
+                    ps.in_flight = ps.in_flight.saturating_sub(1);
+                }
+                self.requeue(s.topic, s.part, s.batch);
+            }
+            self.dirty = true;
+        }
+    }
+
+    /// Makes `error` fatal for this producer (fenced, or its producer id bound to another
+    /// producer): retrying cannot help, so every record not in flight fails with it at once —
+    /// nothing waits for its delivery timeout — answers still due fail with it unless they
+    /// report success, and `produce` refuses new records.
+    fn make_fatal(&mut self, net: &mut Net, error: DeliveryError) {
+        if self.fatal.is_some() {
+            return;
+        }
+        self.fatal = Some(error.clone());
+        if let Some(idem) = &mut self.idem {
+            idem.pid = PidState::Fenced;
+        }
+        while let Some(p) = self.pending.pop_front() {
+            self.buffered = self.buffered.saturating_sub(p.size);
+            if let Some(t) = self.topics.get_mut(p.topic) {
+                t.pending = t.pending.saturating_sub(1);
+            }
+            net.counters.producer_record_errors += 1;
+            self.emit_failure(p.id, error.clone());
+        }
+        for ti in 0..self.topics.len() {
+            let parts = self.topics.get(ti).map_or(0, |t| t.parts.len());
+            for pi in 0..parts {
+                while let Some(b) = self.part_mut(ti, pi).and_then(|ps| ps.queue.pop_front()) {
+                    net.counters.producer_record_errors += b.slots.len() as u64;
+                    self.fail_batch(ti, pi, b, error.clone(), true);
+                }
+                if let Some(b) = self.part_mut(ti, pi).and_then(|ps| ps.open.take()) {
+                    net.counters.producer_record_errors += b.slots.len() as u64;
+                    self.fail_batch(ti, pi, b, error.clone(), false);
+                }
+            }
+        }
     }
 
     /// Asks for a producer id (idempotence), unless one is on its way.
@@ -271,7 +347,7 @@ impl Producer {
         self.dirty = true;
         match flight {
             Flight::InitPid => self.on_pid(now, c),
-            Flight::Produce(sent) => self.on_produce(now, net, c, sent),
+            Flight::Produce { sent, .. } => self.on_produce(now, net, c, sent),
         }
     }
 
@@ -381,6 +457,11 @@ impl Producer {
                 Verdict::NotReplicated(pr.base_offset)
             }
             ErrorCode::OUT_OF_ORDER_SEQUENCE if idempotent => Verdict::LostState,
+            // The broker bound our producer id to another producer key (PROTOCOL.md §3.3.2):
+            // no retry can succeed with this identity.
+            ErrorCode::CONCURRENT_TRANSACTIONS if idempotent => {
+                Verdict::Fail(DeliveryError::ProducerIdConflict)
+            }
             ErrorCode::FENCED_INSTANCE_ID if idempotent => {
                 let current = self
                     .idem
@@ -420,6 +501,11 @@ impl Producer {
         mut batch: Batch,
         verdict: Verdict,
     ) {
+        let verdict = match (&self.fatal, verdict) {
+            // Fatal already: what would be retried fails with the fatal error instead.
+            (Some(e), Verdict::Retry { .. } | Verdict::LostState) => Verdict::Fail(e.clone()),
+            (_, v) => v,
+        };
         match verdict {
             Verdict::Written(offset) => {
                 let count = batch.count();
@@ -502,13 +588,15 @@ impl Producer {
                 }
             }
             Verdict::Fail(e) => {
-                if e == DeliveryError::Fenced
-                    && let Some(idem) = &mut self.idem
-                {
-                    idem.pid = PidState::Fenced;
-                }
                 net.counters.producer_record_errors += batch.slots.len() as u64;
-                self.fail_batch(ti, pi, batch, e, true);
+                let fatal = matches!(e, DeliveryError::Fenced | DeliveryError::ProducerIdConflict)
+                    && self.idem.is_some();
+                if fatal {
+                    self.fail_batch(ti, pi, batch, e.clone(), true);
+                    self.make_fatal(net, e);
+                } else {
+                    self.fail_batch(ti, pi, batch, e, true);
+                }
             }
         }
     }

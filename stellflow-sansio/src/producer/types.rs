@@ -309,7 +309,8 @@ pub enum ProduceError {
     /// The producer is closing or closed; create a new client to produce again.
     #[error("the producer is closed")]
     Closed,
-    /// The broker fenced this producer instance (a newer instance uses the same producer id).
+    /// The broker fenced this producer instance (a newer instance uses the same producer id),
+    /// or bound its producer id to another producer ([`DeliveryError::ProducerIdConflict`]).
     /// It cannot produce any more: create a new client with a distinct `client_id`.
     #[error("the producer was fenced by the broker: use a new client with a distinct client_id")]
     Fenced,
@@ -368,6 +369,15 @@ pub enum DeliveryError {
     /// uses the same producer id. Use a distinct `client_id`.
     #[error("producer fenced by the broker (error 19); use a distinct client_id")]
     Fenced,
+    /// Idempotence: the broker has bound this producer id to another producer key (error 18,
+    /// CONCURRENT_TRANSACTIONS — e.g. another client got the same id from another broker, or
+    /// from this one after a restart; PROTOCOL.md §3.3.2, §3.12). Fatal for this producer:
+    /// retrying cannot succeed, every record without an outcome fails with it and `produce`
+    /// returns [`ProduceError::Fenced`]. Use a new client with a distinct `client_id`.
+    #[error(
+        "the broker bound this producer id to another producer (error 18, CONCURRENT_TRANSACTIONS); fatal for this producer: use a new client with a distinct client_id"
+    )]
+    ProducerIdConflict,
     /// The batch could not be re-encoded (a bug; please report it).
     #[error("could not re-encode the batch: {0}")]
     Encode(String),

@@ -1,0 +1,394 @@
+//! Producer fault tests against the simulated cluster (virtual time): the delivery timeout
+//! firing inside a retry loop, error 18 under idempotence, and a queued Produce following a
+//! leader move without waiting for the request timeout.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::World;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+use stellflow_proto::record::blob_records;
+use stellflow_proto::{ApiKey, ErrorCode};
+use stellflow_sansio::producer::{
+    DeliveryError, ProduceError, ProduceId, ProducerConfig, ProducerRecord, RecordMetadata,
+};
+use stellflow_sansio::{ClientConfig, Event};
+use stellflow_sim::{ClusterConfig, DelayRule, Fault, FaultRule};
+
+type Outcomes = HashMap<ProduceId, Result<RecordMetadata, DeliveryError>>;
+
+fn world(brokers: usize, topic: &str, partitions: i32, rf: usize, c: ClientConfig) -> World {
+    let mut w = World::with(ClusterConfig::with_brokers(brokers), c);
+    w.sim.create_topic(topic, partitions, rf).unwrap();
+    w.bootstrap();
+    w.client.refresh_metadata(w.now);
+    let t = topic.to_owned();
+    assert!(w.run_until(Duration::from_secs(10), |w| {
+        w.client
+            .metadata()
+            .topics
+            .get(&t)
+            .is_some_and(|ti| ti.partitions.len() == partitions as usize)
+    }));
+    w
+}
+
+fn client_config(brokers: usize, p: ProducerConfig) -> ClientConfig {
+    let bootstrap: Vec<String> = (1..=brokers).map(|i| format!("broker-{i}:9092")).collect();
+    let mut c = common::config(&bootstrap.join(","));
+    c.producer = p;
+    c
+}
+
+/// Moves the Produced events out of the world into `out`, failing on a second outcome.
+fn collect(w: &mut World, out: &mut Outcomes) {
+    for e in w.take(|e| matches!(e, Event::Produced { .. })) {
+        if let Event::Produced { id, result } = e {
+            assert!(out.insert(id, result).is_none(), "two outcomes for {id:?}");
+        }
+    }
+}
+
+/// Produces `n` keyed records (value = big-endian `first + i`); returns id → value.
+fn produce_n(w: &mut World, topic: &str, first: u32, n: u32) -> BTreeMap<ProduceId, u32> {
+    let mut ids = BTreeMap::new();
+    for i in first..first + n {
+        let key = format!("k{}", i % 11);
+        let value = i.to_be_bytes();
+        let rec = ProducerRecord::new(topic, &value).with_key(key.as_bytes());
+        let id = loop {
+            match w.client.produce(w.now, &rec) {
+                Ok(id) => break id,
+                Err(ProduceError::BufferFull { .. }) => w.tick(Duration::from_millis(5)),
+                Err(e) => panic!("{e}"),
+            }
+        };
+        ids.insert(id, i);
+        if i % 50 == 0 {
+            w.tick(Duration::from_millis(1));
+        }
+    }
+    ids
+}
+
+fn flush(w: &mut World) {
+    let id = w.client.flush(w.now);
+    let ok = w.run_until(Duration::from_secs(300), |w| {
+        w.events
+            .iter()
+            .any(|e| matches!(e, Event::Flushed { id: i } if *i == id))
+    });
+    assert!(ok, "flush never completed");
+}
+
+/// Every record of a partition's log on `broker`: (blob offset, index, value).
+fn log_values(w: &World, broker: i32, topic: &str, p: i32) -> Vec<(i64, u32, u32)> {
+    let Some(log) = w.sim.broker(broker).and_then(|b| b.log(topic, p)) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in log.entries_from(0) {
+        for r in blob_records(e.blob.clone()) {
+            let r = r.unwrap();
+            let v = r.record.value.unwrap();
+            out.push((
+                e.offset,
+                r.index_in_blob,
+                u32::from_be_bytes(v[..4].try_into().unwrap()),
+            ));
+        }
+    }
+    out
+}
+
+fn leader(w: &World, topic: &str, p: i32) -> i32 {
+    w.client.metadata().partition(topic, p).unwrap().leader_id
+}
+
+/// The logs hold exactly the delivered records — each once, in produce order per partition,
+/// at the position its outcome reported — and nothing that failed.
+fn check_logs(
+    w: &World,
+    topic: &str,
+    partitions: i32,
+    out: &Outcomes,
+    ids: &BTreeMap<ProduceId, u32>,
+) {
+    let mut by_pos = HashMap::new();
+    let mut in_logs = 0;
+    for p in 0..partitions {
+        let log = log_values(w, leader(w, topic, p), topic, p);
+        let values: Vec<u32> = log.iter().map(|e| e.2).collect();
+        assert!(
+            values.windows(2).all(|w| w[0] < w[1]),
+            "partition {p} reordered or duplicated: {values:?}"
+        );
+        in_logs += log.len();
+        for (o, i, v) in log {
+            by_pos.insert((p, o, i), v);
+        }
+    }
+    let mut delivered = 0;
+    for (id, v) in ids {
+        match out
+            .get(id)
+            .unwrap_or_else(|| panic!("no outcome for {id:?}"))
+        {
+            Ok(md) => {
+                delivered += 1;
+                let pos = (md.partition, md.offset.unwrap(), md.index);
+                assert_eq!(by_pos.get(&pos), Some(v), "{id:?} reported at {pos:?}");
+            }
+            Err(_) => assert!(
+                !by_pos.values().any(|x| x == v),
+                "{id:?} (value {v}) failed but is in a log"
+            ),
+        }
+    }
+    assert_eq!(
+        in_logs, delivered,
+        "the logs hold exactly the delivered records"
+    );
+}
+
+fn is_timeout_after_not_leader(e: &DeliveryError, after: Duration) -> bool {
+    matches!(
+        e,
+        DeliveryError::Timeout { after: a, last: Some(last) }
+            if *a == after
+                && **last == DeliveryError::Broker { code: ErrorCode::NOT_LEADER_OR_FOLLOWER }
+    )
+}
+
+/// The broker answers every Produce with a retriable 9: the producer retries with backoff
+/// until the delivery timeout, then fails every record once with a `Timeout` carrying the
+/// last error — not before the timeout, not long after it. Afterwards the partitions work
+/// again and new records land in order.
+#[test]
+fn delivery_timeout_ends_a_retry_loop_with_one_timeout_per_record() {
+    let timeout = Duration::from_secs(2);
+    let mut p = ProducerConfig::default();
+    p.delivery_timeout = timeout;
+    p.retry_backoff = Duration::from_millis(20);
+    p.retry_backoff_max = Duration::from_millis(200);
+    p.batch_size = 1024;
+    let mut w = world(1, "t", 3, 1, client_config(1, p));
+    w.sim.inject_fault(FaultRule::random(
+        ApiKey::PRODUCE,
+        1.0,
+        Fault::PartitionError(ErrorCode::NOT_LEADER_OR_FOLLOWER),
+    ));
+    let start = w.now;
+    let ids = produce_n(&mut w, "t", 0, 300);
+    let mut out = Outcomes::new();
+    w.advance(timeout - Duration::from_millis(100) - (w.now - start));
+    collect(&mut w, &mut out);
+    assert!(
+        out.is_empty(),
+        "nothing may fail before the delivery timeout: {out:?}"
+    );
+    assert!(
+        w.client.counters().producer_retries > 10,
+        "it kept retrying"
+    );
+    // Every batch expires within a backoff of its deadline.
+    w.advance(Duration::from_millis(100 + 250));
+    collect(&mut w, &mut out);
+    assert_eq!(out.len(), ids.len(), "every record has its outcome");
+    for (id, r) in &out {
+        let e = r.as_ref().expect_err("nothing was written");
+        assert!(is_timeout_after_not_leader(e, timeout), "{id:?}: {e:?}");
+        assert!(e.to_string().contains("not delivered within"), "{e}");
+    }
+    assert_eq!(w.client.producer_buffered_bytes(), 0, "memory released");
+
+    // The broker recovers: later records are delivered, in order, and only they are logged.
+    w.sim.clear_faults();
+    let more = produce_n(&mut w, "t", 1000, 300);
+    flush(&mut w);
+    collect(&mut w, &mut out);
+    let mut all = ids.clone();
+    all.extend(more.iter().map(|(k, v)| (*k, *v)));
+    check_logs(&w, "t", 3, &out, &all);
+    assert!(more.keys().all(|id| out[id].is_ok()));
+    // Nothing further arrives for the expired records.
+    w.advance(Duration::from_secs(5));
+    collect(&mut w, &mut out);
+}
+
+/// Intermittent retriable errors with a short delivery timeout: some batches expire in the
+/// retry loop, the others get through. Every record has exactly one outcome, expired records
+/// are never in the log, and each partition's log stays in produce order without duplicates.
+#[test]
+fn delivery_timeout_under_intermittent_errors_never_reorders() {
+    let timeout = Duration::from_millis(300);
+    let mut p = ProducerConfig::default();
+    p.delivery_timeout = timeout;
+    p.retry_backoff = Duration::from_millis(40);
+    p.retry_backoff_max = Duration::from_millis(160);
+    p.linger = Duration::from_millis(2);
+    p.batch_size = 2048;
+    let mut w = world(2, "m", 4, 1, client_config(2, p));
+    w.sim.set_reordering(0.3, 0.3);
+    w.sim.inject_fault(FaultRule::random(
+        ApiKey::PRODUCE,
+        0.6,
+        Fault::PartitionError(ErrorCode::NOT_LEADER_OR_FOLLOWER),
+    ));
+    let ids = produce_n(&mut w, "m", 0, 3000);
+    flush(&mut w);
+    let mut out = Outcomes::new();
+    collect(&mut w, &mut out);
+    assert_eq!(out.len(), ids.len());
+    let failed: Vec<&DeliveryError> = out.values().filter_map(|r| r.as_ref().err()).collect();
+    let delivered = out.len() - failed.len();
+    assert!(
+        !failed.is_empty() && delivered > 0,
+        "{} failed, {delivered} delivered",
+        failed.len()
+    );
+    for e in &failed {
+        assert!(is_timeout_after_not_leader(e, timeout), "{e:?}");
+    }
+    check_logs(&w, "m", 4, &out, &ids);
+}
+
+/// Idempotence and error 18 (the broker bound our producer id to another producer key): the
+/// batch fails with the dedicated fatal error, everything queued behind it fails with it at
+/// once (no waiting for the delivery timeout), each record exactly once; what was delivered
+/// before stays delivered, and `produce` refuses new records.
+#[test]
+fn error_18_under_idempotence_is_fatal_with_one_outcome_per_record() {
+    let mut p = ProducerConfig::default();
+    p.idempotence = true;
+    p.linger = Duration::from_millis(2);
+    p.batch_size = 1024;
+    let mut c = client_config(1, p);
+    c.header.client_id = Some("idem-18".into());
+    let mut w = world(1, "x", 4, 1, c);
+    let mut ids = produce_n(&mut w, "x", 0, 200);
+    flush(&mut w);
+    let mut out = Outcomes::new();
+    collect(&mut w, &mut out);
+    assert!(out.values().all(Result::is_ok));
+
+    // Answers take 50 ms, so later batches queue behind the one that meets the 18.
+    w.sim.add_delay(DelayRule {
+        broker: None,
+        api_key: Some(ApiKey::PRODUCE),
+        delay: Duration::from_millis(50),
+    });
+    w.sim.inject_fault(FaultRule::next(
+        ApiKey::PRODUCE,
+        1,
+        Fault::PartitionError(ErrorCode::CONCURRENT_TRANSACTIONS),
+    ));
+    let start = w.now;
+    ids.extend(produce_n(&mut w, "x", 200, 400));
+    let done = w.run_until(Duration::from_secs(5), |w| {
+        w.events
+            .iter()
+            .filter(|e| matches!(e, Event::Produced { .. }))
+            .count()
+            == 400
+    });
+    assert!(
+        done,
+        "every record has an outcome well before the delivery timeout"
+    );
+    assert!(
+        w.now - start < Duration::from_secs(1),
+        "took {:?}",
+        w.now - start
+    );
+    collect(&mut w, &mut out);
+    let conflicts = out
+        .values()
+        .filter(|r| matches!(r, Err(DeliveryError::ProducerIdConflict)))
+        .count();
+    assert!(conflicts > 0);
+    for (id, r) in &out {
+        match r {
+            Ok(_) => {}
+            Err(DeliveryError::ProducerIdConflict) => {}
+            Err(e) => panic!("{id:?}: unexpected {e:?}"),
+        }
+    }
+    let msg = DeliveryError::ProducerIdConflict.to_string();
+    assert!(
+        msg.contains("error 18") && msg.contains("client_id"),
+        "{msg}"
+    );
+    assert_eq!(
+        w.client.produce(w.now, &ProducerRecord::new("x", b"late")),
+        Err(ProduceError::Fenced)
+    );
+    assert_eq!(w.client.producer_buffered_bytes(), 0, "memory released");
+    // A flush after the fatal error completes at once, and nothing else arrives.
+    flush(&mut w);
+    w.advance(Duration::from_secs(5));
+    collect(&mut w, &mut out);
+    assert_eq!(out.len(), 600);
+    check_logs(&w, "x", 4, &out, &ids);
+}
+
+/// A Produce queued for a leader that crashed waits (unsent) in the router while the client
+/// reconnects; metadata then names a new leader. The request is withdrawn and its batch sent
+/// to the new leader at once — well under the 30 s request timeout — without duplicates or
+/// reordering.
+#[test]
+fn queued_produce_follows_a_leader_move_without_waiting_for_the_request_timeout() {
+    let mut p = ProducerConfig::default();
+    p.linger = Duration::from_millis(2);
+    p.retry_backoff = Duration::from_millis(20);
+    let mut c = client_config(2, p);
+    c.request_timeout = Duration::from_secs(30);
+    let mut w = world(2, "q", 1, 2, c);
+    let mut ids = produce_n(&mut w, "q", 0, 100);
+    flush(&mut w);
+    let old = leader(&w, "q", 0);
+    let new = 3 - old;
+
+    // The leader dies; its connection closes and reconnecting fails.
+    w.sim.crash(old, w.now).unwrap();
+    w.step();
+    // New records: their batch is drained towards the old leader and queues there, unsent.
+    let start: Instant = w.now;
+    ids.extend(produce_n(&mut w, "q", 100, 100));
+    w.advance(Duration::from_millis(10));
+    let mut out = Outcomes::new();
+    collect(&mut w, &mut out);
+    assert_eq!(
+        out.len(),
+        100,
+        "the first 100 records were delivered before the crash"
+    );
+    // The controller moves the leadership (and drops the dead replica from the ISR, so
+    // acks=-1 can complete); the client learns it.
+    w.sim.move_leader("q", 0, new).unwrap();
+    w.sim.set_isr("q", 0, vec![new]).unwrap();
+    w.client.refresh_metadata(w.now);
+    let done = w.run_until(Duration::from_secs(60), |w| {
+        w.events
+            .iter()
+            .filter(|e| matches!(e, Event::Produced { .. }))
+            .count()
+            == 100
+    });
+    assert!(done);
+    let took = w.now - start;
+    assert!(
+        took < Duration::from_secs(2),
+        "took {took:?} (request timeout 30 s)"
+    );
+    assert_eq!(leader(&w, "q", 0), new);
+    collect(&mut w, &mut out);
+    assert!(out.values().all(Result::is_ok), "{out:?}");
+    check_logs(&w, "q", 1, &out, &ids);
+    assert_eq!(
+        w.client.counters().timeouts,
+        0,
+        "no request waited for its timeout"
+    );
+}
