@@ -56,7 +56,10 @@ pub fn api_versions(env: &Env, broker: Option<i32>) -> CliResult {
         v.software_name.as_deref().unwrap_or("unknown software"),
         v.software_version.as_deref().unwrap_or("")
     );
-    println!("{:<24} {:>4} {:>4} {:>4} {:>6}", "API", "KEY", "MIN", "MAX", "USED");
+    println!(
+        "{:<24} {:>4} {:>4} {:>4} {:>6}",
+        "API", "KEY", "MIN", "MAX", "USED"
+    );
     for a in &v.apis {
         let used = a.chosen.map_or("-".into(), |c| c.to_string());
         let name = a.api_key.name().unwrap_or("unknown");
@@ -87,7 +90,11 @@ pub fn cluster(env: &Env) -> CliResult {
     }
     let leaderless: Vec<_> = meta.leaderless().collect();
     for (t, p) in &leaderless {
-        let why = p.leaderless.as_ref().map(ToString::to_string).unwrap_or_default();
+        let why = p
+            .leaderless
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
         println!("  leaderless {t}-{}: {why}", p.partition);
     }
     println!(
@@ -139,7 +146,10 @@ pub fn topics(env: &Env, cmd: TopicsCmd) -> CliResult {
                     r.address, bad.error_code, bad.partition
                 ));
             }
-            println!("created topic {topic} with {partitions} partition(s) on {}", r.address);
+            println!(
+                "created topic {topic} with {partitions} partition(s) on {}",
+                r.address
+            );
         }
         TopicsCmd::Delete { topic, broker } => {
             let r = admin.delete_topic(&topic, target(broker))?;

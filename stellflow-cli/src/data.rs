@@ -199,16 +199,26 @@ pub fn consume(env: &Env, a: &ConsumeArgs) -> CliResult {
     let count = env.topic_partitions(&a.topic, a.partitions)?;
     let consumer = env.client.consumer();
     let parts: Vec<TopicPartition> = if a.partition.is_empty() {
-        (0..count).map(|p| TopicPartition::new(&a.topic, p)).collect()
+        (0..count)
+            .map(|p| TopicPartition::new(&a.topic, p))
+            .collect()
     } else {
         if let Some(p) = a.partition.iter().find(|p| !(0..count).contains(*p)) {
-            return fail(format!("{} has {count} partition(s); partition {p} does not exist", a.topic));
+            return fail(format!(
+                "{} has {count} partition(s); partition {p} does not exist",
+                a.topic
+            ));
         }
-        a.partition.iter().map(|p| TopicPartition::new(&a.topic, *p)).collect()
+        a.partition
+            .iter()
+            .map(|p| TopicPartition::new(&a.topic, *p))
+            .collect()
     };
     if a.group.is_some() && a.partition.is_empty() {
         if matches!(a.from, From::At(_)) {
-            return fail("--from OFFSET needs assigned partitions: give --partition or omit --group");
+            return fail(
+                "--from OFFSET needs assigned partitions: give --partition or omit --group",
+            );
         }
         consumer.subscribe([a.topic.as_str()])?;
     } else {
@@ -250,7 +260,10 @@ pub fn consume(env: &Env, a: &ConsumeArgs) -> CliResult {
             got += 1;
             n += 1;
             bytes += r.value.as_ref().map_or(0, |v| v.len() as u64);
-            last_at.insert(TopicPartition::new(&r.topic, r.partition), r.next_position());
+            last_at.insert(
+                TopicPartition::new(&r.topic, r.partition),
+                r.next_position(),
+            );
             if !a.quiet && write_record(&mut out, r, a).is_err() {
                 break 'poll; // stdout closed (e.g. `| head`)
             }
@@ -303,7 +316,10 @@ pub fn offsets(g: &Global, a: &OffsetsArgs) -> CliResult {
         None => BTreeMap::new(),
     };
     let group_col = if a.group.is_some() { "  COMMITTED" } else { "" };
-    println!("{:<9} {:>12} {:>12}{group_col}", "PARTITION", "EARLIEST", "LATEST");
+    println!(
+        "{:<9} {:>12} {:>12}{group_col}",
+        "PARTITION", "EARLIEST", "LATEST"
+    );
     for (p, pair) in listed.chunks(2).enumerate() {
         let show = |l: &stellflow_blocking::ListedOffset| match &l.result {
             Ok(o) => o.offset.to_string(),
@@ -337,18 +353,27 @@ fn committed_positions(env: &Env, topic: &str, count: i32) -> CliResult<BTreeMap
     while resolved < parts.len() && Instant::now() < deadline {
         for e in consumer.events() {
             match e {
-                ConsumerEvent::PositionResolved { partition, position, committed: true } => {
+                ConsumerEvent::PositionResolved {
+                    partition,
+                    position,
+                    committed: true,
+                } => {
                     known.insert(partition.partition, position);
                     resolved += 1;
                 }
-                ConsumerEvent::PositionResolved { .. } | ConsumerEvent::NoPosition(_) => resolved += 1,
+                ConsumerEvent::PositionResolved { .. } | ConsumerEvent::NoPosition(_) => {
+                    resolved += 1
+                }
                 _ => {}
             }
         }
         std::thread::sleep(Duration::from_millis(10));
     }
     if resolved < parts.len() {
-        return fail(format!("the group coordinator did not answer within {:?}", env.timeout));
+        return fail(format!(
+            "the group coordinator did not answer within {:?}",
+            env.timeout
+        ));
     }
     Ok(known)
 }
@@ -381,7 +406,9 @@ pub fn demo(g: &Global, records: usize) -> CliResult {
     };
     println!("2. topic {topic:?} has {partitions} partition(s)");
     let before = admin.list_offsets(
-        &(0..partitions).map(|p| (topic, p, OffsetSpec::Latest)).collect::<Vec<_>>(),
+        &(0..partitions)
+            .map(|p| (topic, p, OffsetSpec::Latest))
+            .collect::<Vec<_>>(),
     )?;
     let producer = env.client.producer();
     let run = format!("{:x}", t0.elapsed().as_nanos());
@@ -389,7 +416,9 @@ pub fn demo(g: &Global, records: usize) -> CliResult {
     let mut pending = Vec::with_capacity(records);
     for (i, v) in sent.iter().enumerate() {
         let key = format!("user-{}", i % 10);
-        pending.push(producer.enqueue(ProducerRecord::new(topic, v.as_bytes()).with_key(key.as_bytes()))?);
+        pending.push(
+            producer.enqueue(ProducerRecord::new(topic, v.as_bytes()).with_key(key.as_bytes()))?,
+        );
     }
     producer.flush()?;
     let mut per_part: BTreeMap<i32, (u64, Option<i64>)> = BTreeMap::new();
@@ -404,10 +433,15 @@ pub fn demo(g: &Global, records: usize) -> CliResult {
         t0.elapsed().as_secs_f64() * 1e3
     );
     for (p, (n, last)) in &per_part {
-        println!("     partition {p}: {n} record(s), last blob at offset {}", last.unwrap_or(-1));
+        println!(
+            "     partition {p}: {n} record(s), last blob at offset {}",
+            last.unwrap_or(-1)
+        );
     }
     let consumer = env.client.consumer();
-    let parts: Vec<TopicPartition> = (0..partitions).map(|p| TopicPartition::new(topic, p)).collect();
+    let parts: Vec<TopicPartition> = (0..partitions)
+        .map(|p| TopicPartition::new(topic, p))
+        .collect();
     consumer.assign(&parts)?;
     for (tp, b) in parts.iter().zip(&before) {
         if let Ok(o) = &b.result {
@@ -415,10 +449,24 @@ pub fn demo(g: &Global, records: usize) -> CliResult {
         }
     }
     let mut got: Vec<String> = Vec::with_capacity(records);
+    let mut last_seq: BTreeMap<i32, usize> = BTreeMap::new();
+    let mut in_order = true;
     let deadline = Instant::now() + env.timeout.max(Duration::from_secs(10));
     while got.len() < records && Instant::now() < deadline {
         for r in consumer.poll(Duration::from_millis(100))? {
-            got.push(String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned());
+            let v = String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned();
+            let seq = v
+                .rsplit('-')
+                .next()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            if last_seq
+                .insert(r.partition, seq)
+                .is_some_and(|prev| prev >= seq)
+            {
+                in_order = false;
+            }
+            got.push(v);
         }
     }
     let committed = consumer.commit_sync()?;
@@ -431,18 +479,33 @@ pub fn demo(g: &Global, records: usize) -> CliResult {
     let mut b = sent.clone();
     a.sort();
     b.sort();
-    if a != b {
-        return fail(format!("consumed records differ from those produced ({} vs {records})", got.len()));
+    if a != b || !in_order {
+        return fail(format!(
+            "consumed records differ from those produced ({} of {records}, in order: {in_order})",
+            got.len()
+        ));
     }
     println!("5. every record came back exactly once, in order within its partition");
     let offs = admin.list_offsets(
-        &(0..partitions).map(|p| (topic, p, OffsetSpec::Latest)).collect::<Vec<_>>(),
+        &(0..partitions)
+            .map(|p| (topic, p, OffsetSpec::Latest))
+            .collect::<Vec<_>>(),
     )?;
     let ends: Vec<String> = offs
         .iter()
-        .map(|o| format!("{}-{}: {}", o.topic, o.partition, o.result.as_ref().map_or(-1, |i| i.offset)))
+        .map(|o| {
+            format!(
+                "{}-{}: {}",
+                o.topic,
+                o.partition,
+                o.result.as_ref().map_or(-1, |i| i.offset)
+            )
+        })
         .collect();
-    println!("6. log end offsets (one offset per produced blob): {}", ends.join(", "));
+    println!(
+        "6. log end offsets (one offset per produced blob): {}",
+        ends.join(", ")
+    );
     consumer.close()?;
     producer.close()?;
     println!("==> done in {:.0} ms", t0.elapsed().as_secs_f64() * 1e3);

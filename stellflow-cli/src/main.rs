@@ -171,7 +171,17 @@ impl Global {
         let (bootstrap, embedded) = match &self.bootstrap {
             Some(b) => (b.clone(), None),
             None => {
-                let server = stellflow_sim::serve("127.0.0.1:0")
+                // The server's defaults, except a retention of 64 segments (2 GiB) per
+                // partition instead of 8, so that perf runs read back what they wrote.
+                let log = stellflow_sim::LogConfig {
+                    retention_segments: 64,
+                    ..stellflow_sim::LogConfig::default()
+                };
+                let config = stellflow_sim::ServerConfig {
+                    cluster: stellflow_sim::ClusterConfig::default().log_config(log),
+                    ..stellflow_sim::ServerConfig::default()
+                };
+                let server = stellflow_sim::serve_with("127.0.0.1:0", config)
                     .map_err(|e| CliError(format!("cannot start the embedded broker: {e}")))?;
                 let addr = server.local_addr().to_string();
                 eprintln!("(no --bootstrap: using an embedded sim broker at {addr})");
@@ -242,7 +252,9 @@ impl Env {
         if !r.is_ok() {
             return fail(format!("cannot create topic {topic:?}: {:?}", r.partitions));
         }
-        eprintln!("(created topic {topic} with {create_partitions} partition(s) on the embedded broker)");
+        eprintln!(
+            "(created topic {topic} with {create_partitions} partition(s) on the embedded broker)"
+        );
         // Let the metadata see it before producing.
         let _ = admin.describe_topics(&[topic])?;
         Ok(create_partitions)

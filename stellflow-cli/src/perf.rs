@@ -100,20 +100,21 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
     let mut progress = Progress::new("perf produce", Some(a.num_records));
     let start = Instant::now();
     let mut window = (Instant::now(), 0u64, 0u64, 0u64); // start, count, latency sum, max
-    let mut take = |t: Instant, r: stellflow_blocking::Result<RecordMetadata>, lat: &mut Vec<u32>| {
-        r.map_err(|e| CliError(format!("record not delivered: {e}")))?;
-        let us = u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX);
-        lat.push(us);
-        window.1 += 1;
-        window.2 += u64::from(us);
-        window.3 = window.3.max(u64::from(us));
-        if window.0.elapsed() >= Duration::from_secs(5) {
-            let secs = window.0.elapsed().as_secs_f64();
-            progress_line(window.1, secs, a.record_size, window.2, window.3);
-            window = (Instant::now(), 0, 0, 0);
-        }
-        Ok::<_, CliError>(())
-    };
+    let mut take =
+        |t: Instant, r: stellflow_blocking::Result<RecordMetadata>, lat: &mut Vec<u32>| {
+            r.map_err(|e| CliError(format!("record not delivered: {e}")))?;
+            let us = u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX);
+            lat.push(us);
+            window.1 += 1;
+            window.2 += u64::from(us);
+            window.3 = window.3.max(u64::from(us));
+            if window.0.elapsed() >= Duration::from_secs(5) {
+                let secs = window.0.elapsed().as_secs_f64();
+                progress_line(window.1, secs, a.record_size, window.2, window.3);
+                window = (Instant::now(), 0, 0, 0);
+            }
+            Ok::<_, CliError>(())
+        };
     for i in 0..a.num_records {
         if a.throughput > 0.0 {
             let due = start + Duration::from_secs_f64(i as f64 / a.throughput);
@@ -188,7 +189,9 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
         );
     }
     let consumer = env.client.consumer();
-    let parts: Vec<TopicPartition> = (0..partitions).map(|p| TopicPartition::new(&a.topic, p)).collect();
+    let parts: Vec<TopicPartition> = (0..partitions)
+        .map(|p| TopicPartition::new(&a.topic, p))
+        .collect();
     consumer.assign(&parts)?;
     let mut progress = Progress::new("perf consume", Some(a.messages));
     let start = Instant::now();
@@ -199,13 +202,19 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
         let batch = consumer.poll(Duration::from_millis(200))?;
         if batch.is_empty() {
             if last.elapsed() > env.timeout {
-                return fail(format!("only {n} of {} records arrived within {:?}", a.messages, env.timeout));
+                return fail(format!(
+                    "only {n} of {} records arrived within {:?}",
+                    a.messages, env.timeout
+                ));
             }
             continue;
         }
         last = Instant::now();
         first.get_or_insert(last);
-        let b: u64 = batch.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len() as u64)).sum();
+        let b: u64 = batch
+            .iter()
+            .map(|r| r.value.as_ref().map_or(0, |v| v.len() as u64))
+            .sum();
         n += batch.len() as u64;
         bytes += b;
         progress.add(batch.len() as u64, b);

@@ -1,0 +1,173 @@
+//! Runs the built `stellflow` binary against an embedded broker and a loopback sim broker.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn stellflow(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stellflow"))
+        .args(args)
+        .env_remove("STELLFLOW_BOOTSTRAP")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run stellflow");
+    let mut input = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn ok(args: &[&str], stdin: Option<&str>) -> String {
+    let out = stellflow(args, stdin);
+    assert!(
+        out.status.success(),
+        "stellflow {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The exit code and the single stderr line of a failing run.
+fn err(args: &[&str]) -> (i32, String) {
+    let out = stellflow(args, None);
+    assert!(!out.status.success(), "stellflow {args:?} should fail");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.starts_with('(')).collect();
+    assert_eq!(lines.len(), 1, "one line expected: {stderr}");
+    (out.status.code().unwrap(), lines[0].to_owned())
+}
+
+#[test]
+fn demo_runs_end_to_end_on_an_embedded_broker() {
+    let out = ok(&["demo"], None);
+    assert!(out.contains("every record came back exactly once"), "{out}");
+}
+
+#[test]
+fn topics_produce_consume_offsets_against_a_broker() {
+    let server = stellflow_sim::serve("127.0.0.1:0").unwrap();
+    let addr = server.local_addr().to_string();
+    let b = ["--bootstrap", addr.as_str()];
+    let with =
+        |rest: &[&str]| -> Vec<String> { b.iter().chain(rest).map(|s| (*s).to_owned()).collect() };
+    let run = |rest: &[&str], stdin: Option<&str>| {
+        let args = with(rest);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        ok(&args, stdin)
+    };
+    let fails = |rest: &[&str]| {
+        let args = with(rest);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        err(&args)
+    };
+
+    let out = run(&["topics", "create", "lines", "--partitions", "3"], None);
+    assert!(
+        out.contains("created topic lines with 3 partition(s)"),
+        "{out}"
+    );
+    assert!(run(&["topics", "list"], None).contains("lines\t3 partition(s)"));
+    assert!(run(&["topics", "describe", "lines"], None).contains("partition   2  leader 1"));
+
+    let n = 5000;
+    let input: String = (0..n)
+        .map(|i| format!("key{}:value {i}\n", i % 7))
+        .collect();
+    run(
+        &["produce", "lines", "--key-separator", ":", "--acks", "1"],
+        Some(&input),
+    );
+
+    let out = run(
+        &["consume", "lines", "--count", &n.to_string(), "--print-key"],
+        None,
+    );
+    let mut got: Vec<&str> = out.lines().collect();
+    assert_eq!(got.len(), n);
+    // Per key, the order is the produced order.
+    for k in 0..7 {
+        let key = format!("key{k}\t");
+        let seq: Vec<&str> = got
+            .iter()
+            .copied()
+            .filter(|l| l.starts_with(&key))
+            .collect();
+        let want: Vec<String> = (0..n)
+            .filter(|i| i % 7 == k)
+            .map(|i| format!("key{k}\tvalue {i}"))
+            .collect();
+        assert_eq!(seq, want);
+    }
+    got.sort_unstable();
+    got.dedup();
+    assert_eq!(got.len(), n);
+
+    let json = run(
+        &["consume", "lines", "-p", "0", "--count", "1", "--json"],
+        None,
+    );
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(v["partition"], 0);
+    assert!(v["value"].as_str().unwrap().starts_with("value "));
+
+    // A group commits what it printed; offsets shows it.
+    run(
+        &["consume", "lines", "-g", "g1", "-p", "1", "--count", "3"],
+        None,
+    );
+    let out = run(&["offsets", "lines", "--group", "g1"], None);
+    let row = out.lines().find(|l| l.starts_with("lines-1")).unwrap();
+    assert!(row.ends_with("0#3"), "{out}");
+    let row = out.lines().find(|l| l.starts_with("lines-0")).unwrap();
+    assert!(row.trim_end().ends_with('-'), "{out}");
+    assert!(
+        row.split_whitespace()
+            .nth(2)
+            .unwrap()
+            .parse::<i64>()
+            .unwrap()
+            > 0
+    );
+
+    let (code, line) = fails(&["consume", "nope", "--count", "1"]);
+    assert_eq!(code, 1);
+    assert!(line.contains("unknown topic \"nope\""), "{line}");
+    let (_, line) = fails(&["produce", "nope"]);
+    assert!(line.contains("unknown topic"), "{line}");
+    assert!(run(&["api-versions"], None).contains("Produce"));
+    assert!(run(&["cluster"], None).contains("broker   1"));
+}
+
+#[test]
+fn bad_arguments_fail_with_one_line() {
+    let (code, line) = err(&["topics", "create"]);
+    assert_eq!(code, 2);
+    assert!(line.contains("required"), "{line}");
+    let (code, line) = err(&["produce", "t", "--acks", "7"]);
+    assert_eq!(code, 2);
+    assert!(line.contains("--acks"), "{line}");
+    let (code, line) = err(&["topics", "create", "../escape"]);
+    assert_eq!(code, 1);
+    assert!(line.contains("topic name"), "{line}");
+}
+
+#[test]
+fn unreachable_broker_fails_fast_with_one_line() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let started = std::time::Instant::now();
+    let (code, line) = err(&["--bootstrap", &addr, "cluster"]);
+    assert_eq!(code, 1);
+    assert!(
+        line.contains("unreachable") && line.contains(&addr),
+        "{line}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
