@@ -113,8 +113,7 @@ pub trait Adapter: 'static {
     async fn counters(a: &Self::Admin) -> R<Counters>;
 
     /// `Producer::send`: waits for the outcome.
-    async fn send(p: &Self::Producer, topic: &str, key: Bytes, value: Bytes)
-    -> R<RecordMetadata>;
+    async fn send(p: &Self::Producer, topic: &str, key: Bytes, value: Bytes) -> R<RecordMetadata>;
     /// `Producer::enqueue`: waits for buffer space only.
     async fn enqueue(
         p: &Self::Producer,
@@ -200,7 +199,9 @@ macro_rules! impl_async_adapter {
             ) -> $crate::R<stellflow_sansio::BrokerApiVersions> {
                 Ok(a.api_versions($krate::Target::Any).await?)
             }
-            async fn describe_cluster(a: &Self::Admin) -> $crate::R<stellflow_sansio::ClusterStatus> {
+            async fn describe_cluster(
+                a: &Self::Admin,
+            ) -> $crate::R<stellflow_sansio::ClusterStatus> {
                 Ok(a.describe_cluster($krate::Target::Any).await?)
             }
             async fn health_check(a: &Self::Admin) -> $crate::R<stellflow_sansio::ClusterStatus> {
@@ -309,7 +310,10 @@ macro_rules! impl_async_adapter {
             ) -> $crate::R<Option<stellflow_sansio::Position>> {
                 Ok(c.position(tp).await?)
             }
-            async fn pause(c: &Self::Consumer, tp: stellflow_sansio::TopicPartition) -> $crate::R<()> {
+            async fn pause(
+                c: &Self::Consumer,
+                tp: stellflow_sansio::TopicPartition,
+            ) -> $crate::R<()> {
                 Ok(c.pause(tp).await?)
             }
             async fn resume(
@@ -443,19 +447,26 @@ fn exactly_once(got: &[ConsumerRecord], n: u32) -> R<Vec<u32>> {
     let mut order = Vec::with_capacity(got.len());
     for r in got {
         let i = index_of(r)?;
-        let slot = seen.get_mut(i as usize).ok_or("record index out of range")?;
+        let slot = seen
+            .get_mut(i as usize)
+            .ok_or("record index out of range")?;
         check(!*slot, || format!("record {i} consumed twice"))?;
         *slot = true;
         let pos = Position::new(r.offset, r.index);
         if let Some((pi, ppos)) = last.insert(r.partition, (i, pos)) {
             check(pi < i && ppos < pos, || {
-                format!("partition {} out of order: {pi}@{ppos} then {i}@{pos}", r.partition)
+                format!(
+                    "partition {} out of order: {pi}@{ppos} then {i}@{pos}",
+                    r.partition
+                )
             })?;
         }
         order.push(i);
     }
     let missing = seen.iter().filter(|s| !**s).count();
-    check(missing == 0, || format!("{missing} of {n} records never consumed"))?;
+    check(missing == 0, || {
+        format!("{missing} of {n} records never consumed")
+    })?;
     Ok(order)
 }
 
@@ -464,7 +475,9 @@ pub async fn admin_round_trip<A: Adapter>() -> R<()> {
     let server = sim()?;
     let admin = A::admin(config(&server)?).await?;
     let v = A::api_versions(&admin).await?;
-    check(!v.apis.is_empty(), || format!("{}: no APIs: {v:?}", A::NAME))?;
+    check(!v.apis.is_empty(), || {
+        format!("{}: no APIs: {v:?}", A::NAME)
+    })?;
     let c = A::describe_cluster(&admin).await?;
     check(c.broker_count == 1, || format!("cluster: {c:?}"))?;
     let h = A::health_check(&admin).await?;
@@ -524,24 +537,35 @@ pub async fn produce_consume_100k<A: Adapter>() -> R<()> {
         written.push(A::delivered(d).await?);
     }
     let parts: std::collections::BTreeSet<i32> = written.iter().map(|m| m.partition).collect();
-    check(parts.len() == 6, || format!("keyed records hit only {parts:?}"))?;
+    check(parts.len() == 6, || {
+        format!("keyed records hit only {parts:?}")
+    })?;
 
     let consumer = A::consumer(config(&server)?).await?;
     let tps: Vec<TopicPartition> = (0..6).map(|p| TopicPartition::new("bulk", p)).collect();
     A::assign(&consumer, tps).await?;
     let got = poll_n::<A>(&consumer, N as usize, Duration::from_secs(120)).await?;
-    check(got.len() == N as usize, || format!("consumed {} of {N}", got.len()))?;
+    check(got.len() == N as usize, || {
+        format!("consumed {} of {N}", got.len())
+    })?;
     exactly_once(&got, N)?;
     for r in &got {
         let i = index_of(r)?;
         let m = &written[i as usize];
         check(
             m.partition == r.partition && m.offset == Some(r.offset) && m.index == r.index,
-            || format!("record {i}: delivered at {m:?}, consumed at {}#{}", r.offset, r.index),
+            || {
+                format!(
+                    "record {i}: delivered at {m:?}, consumed at {}#{}",
+                    r.offset, r.index
+                )
+            },
         )?;
     }
     let extra = A::poll(&consumer, Duration::from_millis(300), 500).await?;
-    check(extra.is_empty(), || format!("{} records past the end", extra.len()))?;
+    check(extra.is_empty(), || {
+        format!("{} records past the end", extra.len())
+    })?;
     A::close_consumer(&consumer).await?;
     A::close_producer(&producer).await?;
     Ok(())
@@ -575,14 +599,22 @@ pub async fn group_commit_resume<A: Adapter>() -> R<()> {
     })?;
     let committed = A::commit_sync(&first).await?;
     for (tp, pos) in &committed {
-        let last = got.iter().filter(|r| r.partition == tp.partition).next_back();
+        let last = got
+            .iter()
+            .filter(|r| r.partition == tp.partition)
+            .next_back();
         if let Some(last) = last {
             check(*pos == last.next_position(), || {
-                format!("{tp} committed {pos}, last record {}#{}", last.offset, last.index)
+                format!(
+                    "{tp} committed {pos}, last record {}#{}",
+                    last.offset, last.index
+                )
             })?;
         }
         let now = A::position(&first, tp.clone()).await?;
-        check(now == Some(*pos), || format!("{tp}: position {now:?} != {pos}"))?;
+        check(now == Some(*pos), || {
+            format!("{tp}: position {now:?} != {pos}")
+        })?;
     }
     check(committed.len() == 3, || format!("committed {committed:?}"))?;
     A::close_consumer(&first).await?;
@@ -601,9 +633,15 @@ pub async fn group_commit_resume<A: Adapter>() -> R<()> {
     check(paused.is_empty(), || "a paused partition delivered".into())?;
     A::resume(&second, tp.clone()).await?;
     let again = poll_n::<A>(&second, 1, Duration::from_secs(10)).await?;
-    check(again.first().is_some_and(|r| r.offset == 0 && r.index == 0), || {
-        format!("seek to beginning gave {:?}", again.first().map(|r| (r.offset, r.index)))
-    })?;
+    check(
+        again.first().is_some_and(|r| r.offset == 0 && r.index == 0),
+        || {
+            format!(
+                "seek to beginning gave {:?}",
+                again.first().map(|r| (r.offset, r.index))
+            )
+        },
+    )?;
     A::commit_async(&second).await?;
     A::close_consumer(&second).await?;
     A::close_producer(&producer).await?;
@@ -628,7 +666,9 @@ pub async fn broker_restart_mid_stream<A: Adapter>() -> R<()> {
     }
     A::flush(&producer).await?;
     let mut got = poll_n::<A>(&consumer, HALF as usize, Duration::from_secs(60)).await?;
-    check(got.len() == HALF as usize, || format!("before restart: {}", got.len()))?;
+    check(got.len() == HALF as usize, || {
+        format!("before restart: {}", got.len())
+    })?;
 
     server.with_cluster(|c, now| c.restart(1, now))??;
     for i in HALF..2 * HALF {
@@ -672,9 +712,13 @@ pub async fn broker_stops_answering<A: Adapter>() -> R<()> {
     A::assign(&consumer, vec![TopicPartition::new("stall", 0)]).await?;
     let (k, v) = payload(0);
     A::send(&producer, "stall", k, v).await?;
-    check(poll_n::<A>(&consumer, 1, Duration::from_secs(20)).await?.len() == 1, || {
-        "the first record never arrived".into()
-    })?;
+    check(
+        poll_n::<A>(&consumer, 1, Duration::from_secs(20))
+            .await?
+            .len()
+            == 1,
+        || "the first record never arrived".into(),
+    )?;
 
     server.with_cluster(|c, _| {
         c.inject_fault(FaultRule {
@@ -720,19 +764,29 @@ pub async fn broker_stops_answering<A: Adapter>() -> R<()> {
     for d in pending {
         outcomes.push(A::delivered(d).await.map(|_| ()).map_err(|e| e.to_string()));
     }
-    let full = outcomes.iter().filter(|r| r.as_ref().is_err_and(|e| e.contains("full")));
+    let full = outcomes
+        .iter()
+        .filter(|r| r.as_ref().is_err_and(|e| e.contains("full")));
     let full = full.count();
-    check(outcomes.iter().all(Result::is_err), || "a record was delivered to a silent broker".into())?;
-    check(full > 0, || format!("no buffer-full outcome among {:?}", outcomes.first()))?;
+    check(outcomes.iter().all(Result::is_err), || {
+        "a record was delivered to a silent broker".into()
+    })?;
+    check(full > 0, || {
+        format!("no buffer-full outcome among {:?}", outcomes.first())
+    })?;
     bounded(t, 60, "filling the buffer")?;
     let c = A::counters(&admin).await?;
-    check(c.requests_in_flight <= 64, || format!("in flight: {}", c.requests_in_flight))?;
+    check(c.requests_in_flight <= 64, || {
+        format!("in flight: {}", c.requests_in_flight)
+    })?;
 
     // The broker answers again: the client recovers by itself.
     server.with_cluster(|c, _| c.clear_faults())?;
     let end = Instant::now() + Duration::from_secs(30);
     while A::describe_cluster(&admin).await.is_err() {
-        check(Instant::now() < end, || "no recovery after the broker came back".into())?;
+        check(Instant::now() < end, || {
+            "no recovery after the broker came back".into()
+        })?;
         A::sleep(Duration::from_millis(100)).await;
     }
     Ok(())
@@ -768,5 +822,7 @@ pub async fn commit_during_outage<A: Adapter>() -> R<()> {
     let t = Instant::now();
     let r = A::commit_sync(&consumer).await;
     check(r.is_err(), || format!("commit answered: {r:?}"))?;
-    check(t.elapsed() < Duration::from_secs(15), || format!("commit took {:?}", t.elapsed()))
+    check(t.elapsed() < Duration::from_secs(15), || {
+        format!("commit took {:?}", t.elapsed())
+    })
 }

@@ -11,6 +11,11 @@ fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
         .block_on(f)
 }
 
-stellflow_adapter_tests::impl_async_adapter!(Tokio, stellflow_tokio, "tokio",
-    block_on = block_on, sleep = tokio::time::sleep);
+stellflow_adapter_tests::impl_async_adapter!(
+    Tokio,
+    stellflow_tokio,
+    "tokio",
+    block_on = block_on,
+    sleep = tokio::time::sleep
+);
 stellflow_adapter_tests::suite!(Tokio);

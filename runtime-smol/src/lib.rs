@@ -1,3 +1,138 @@
-//! Drives the Stellflow sans-IO client on smol (async-io).
+//! Drives the Stellflow sans-IO client ([`stellflow_sansio`]) on `async-io`, executor-neutral.
 //!
-//! Work in progress: see the project's issue tracker.
+//! Each client's driver runs on a thread of its own under `async_io::block_on`, owning one
+//! [`stellflow_sansio::Client`] and its sockets (`Async<TcpStream>`, TCP_NODELAY). It follows the
+//! core's drain rule: after every input or command it drains `poll_connect`, `poll_close`,
+//! `poll_transmit` and `poll_event` until a whole pass yields nothing, then waits (one race of
+//! futures) for the earliest of socket readiness, a new command, a finished connect, or
+//! `poll_timeout()`. The handles — [`Producer`], [`Consumer`], [`Admin`] — are cheap to clone,
+//! `Send + Sync`, and talk to the driver over `async-channel`s, so they work under smol, the
+//! async-std executor, tokio, or any other executor. When the last handle of a driver is
+//! dropped, the driver closes the producer (delivering what is buffered, up to
+//! [`Options::close_timeout`]) and the consumer (auto-commit), closes its sockets and ends.
+//!
+//! The adapter holds no protocol logic: every decision about Stellflow semantics is the core's.
+//! Encoded requests go from the core straight into one reused write buffer and to the socket;
+//! reads land in one reused read buffer that the core takes without copying.
+//!
+//! # Quickstart
+//!
+//! ```
+//! use stellflow_smol::{Admin, ClientConfig, Consumer, OffsetReset, Producer, Record, Target,
+//!     TopicPartition};
+//! use std::time::Duration;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let server = stellflow_sim::serve("127.0.0.1:0")?;
+//! # let bootstrap = server.local_addr().to_string();
+//! smol::block_on(async {
+//!     let config = ClientConfig::new(&bootstrap)?; // e.g. "127.0.0.1:9092"
+//!     let admin = Admin::connect(config.clone()).await?;
+//!     admin.create_topic("greetings", 1, Target::Any).await?;
+//!
+//!     let producer = Producer::connect(config.clone()).await?;
+//!     let meta = producer.send(Record::new("greetings", "hello")).await?;
+//!     println!("written at {:?}#{}", meta.offset, meta.index);
+//!
+//!     let mut config = config;
+//!     config.consumer.auto_offset_reset = OffsetReset::Earliest;
+//!     let consumer = Consumer::connect(config).await?;
+//!     consumer.assign(vec![TopicPartition::new("greetings", 0)]).await?;
+//!     let records = consumer.poll(Duration::from_secs(5)).await?;
+//!     assert_eq!(records[0].value.as_deref(), Some(&b"hello"[..]));
+//!     Ok::<_, Box<dyn std::error::Error>>(())
+//! })?;
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+
+mod admin;
+mod consumer;
+mod driver;
+mod producer;
+
+pub use admin::Admin;
+pub use consumer::Consumer;
+pub use producer::{Delivery, Producer, Record};
+pub use stellflow_sansio::{
+    Acks, AdminError, AdminRequest, AdminResponse, BatchFormat, ClientConfig, ClusterMetadata,
+    ConfigError, ConsumerError, ConsumerEvent, ConsumerRecord, Counters, DeliveryError,
+    OffsetReset, OffsetSpec, Position, ProduceError, RecordMetadata, RequestError, RequestOptions,
+    SeekTo, Target, TopicPartition,
+};
+
+use std::time::Duration;
+
+/// Adapter settings (everything about Stellflow itself is in [`ClientConfig`]).
+///
+/// ```
+/// use std::time::Duration;
+/// let mut options = stellflow_smol::Options::default();
+/// options.max_block = Duration::from_secs(5);
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// How long [`Producer::send`] / [`Producer::enqueue`] wait for buffer space when the
+    /// producer holds `buffer_memory` bytes. Default 60 s.
+    pub max_block: Duration,
+    /// Limit on one TCP connect (the core reconnects with backoff after a failure). Default 10 s.
+    pub connect_timeout: Duration,
+    /// How long a driver whose handles are all gone keeps delivering buffered records and
+    /// committing before it closes its sockets. Default 30 s.
+    pub close_timeout: Duration,
+    /// Seed of the core's random choices; `None` derives one from the clock.
+    pub seed: Option<u64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_block: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+            close_timeout: Duration::from_secs(30),
+            seed: None,
+        }
+    }
+}
+
+/// Everything that can go wrong, each variant saying what the caller can do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration cannot work: fix the named field.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The record was refused before queueing (bad topic or partition, too large, closed).
+    #[error(transparent)]
+    Produce(#[from] ProduceError),
+    /// The record was queued but not delivered.
+    #[error(transparent)]
+    Delivery(#[from] DeliveryError),
+    /// An admin command failed ([`AdminError::is_retriable`] says whether to retry).
+    #[error(transparent)]
+    Admin(#[from] AdminError),
+    /// A consumer command failed.
+    #[error(transparent)]
+    Consumer(#[from] ConsumerError),
+    /// A raw request failed ([`RequestError::is_retriable`] says whether to retry).
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    /// No buffer space within [`Options::max_block`]: the broker is slow or unreachable. Retry
+    /// later, or raise `producer.buffer_memory` or `max_block`.
+    #[error("producer buffer stayed full for {0:?} (max_block); the broker is slow or unreachable")]
+    BufferFull(Duration),
+    /// The driver has stopped (its runtime shut down or the client was closed): connect again.
+    #[error("the client driver has stopped; connect a new client")]
+    Shutdown,
+    /// The core answered a command with a result of another kind (a bug: please report it).
+    #[error("unexpected answer to {0} (please report this bug)")]
+    Unexpected(&'static str),
+}
+
+fn seed(options: &Options) -> u64 {
+    options.seed.unwrap_or_else(|| {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        t.map(|d| d.as_nanos() as u64).unwrap_or(0x5eed) ^ u64::from(std::process::id())
+    })
+}

@@ -1,0 +1,193 @@
+//! The [`Admin`] handle: every admin operation of the core, awaited.
+
+use crate::driver::Link;
+use crate::{ClientConfig, Error, Options};
+use stellflow_sansio::{
+    AdminRequest, AdminResponse, BrokerApiVersions, ClusterMetadata, ClusterStatus, Counters,
+    DecommissionResult, ListedOffset, OffsetSpec, ReassertedPartition, RequestOptions, Target,
+    TopicAdminResult, TopicDescription,
+};
+
+/// Cluster and topic administration. Cheap to clone.
+///
+/// ```no_run
+/// # async fn f() -> Result<(), stellflow_smol::Error> {
+/// use stellflow_smol::{Admin, ClientConfig, Target};
+/// let admin = Admin::connect(ClientConfig::new("127.0.0.1:9092")?).await?;
+/// admin.create_topic("orders", 6, Target::Any).await?;
+/// let (topics, missing) = admin.describe_topics(&["orders"]).await?;
+/// assert_eq!(topics[0].partitions.len(), 6);
+/// # let _ = missing; Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Admin {
+    link: Link,
+}
+
+/// Runs one admin request and unwraps the expected answer variant.
+macro_rules! op {
+    ($self:ident, $req:expr, $variant:ident($v:pat) => $out:expr) => {
+        match $self.request($req, RequestOptions::default()).await? {
+            AdminResponse::$variant($v) => Ok($out),
+            _ => Err(Error::Unexpected(stringify!($variant))),
+        }
+    };
+}
+
+impl Admin {
+    /// Starts a client (its driver runs on a thread of its own) with default [`Options`].
+    pub async fn connect(config: ClientConfig) -> Result<Admin, Error> {
+        Self::connect_with(config, Options::default()).await
+    }
+
+    /// Like [`Admin::connect`], with adapter options.
+    pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Admin, Error> {
+        Ok(Admin::from_link(Link::start(config, options)?))
+    }
+
+    pub(crate) fn from_link(link: Link) -> Admin {
+        Admin { link }
+    }
+
+    /// Runs any admin command with per-request options (trace context, timeout).
+    pub async fn request(
+        &self,
+        request: AdminRequest,
+        opts: RequestOptions,
+    ) -> Result<AdminResponse, Error> {
+        let result = self
+            .link
+            .call(
+                move |st, now, tx| match st.client.admin(now, request, &opts) {
+                    Ok(id) => drop(st.admin.insert(id, tx)),
+                    Err(e) => drop(crate::driver::answer(&tx, Err(e))),
+                },
+            )
+            .await?;
+        Ok(result?)
+    }
+
+    /// The API versions one broker supports and the ones this client chose.
+    pub async fn api_versions(&self, target: Target) -> Result<BrokerApiVersions, Error> {
+        op!(self, AdminRequest::ApiVersions { target }, ApiVersions(v) => v)
+    }
+
+    /// DescribeCluster on one broker (its local view).
+    pub async fn describe_cluster(&self, target: Target) -> Result<ClusterStatus, Error> {
+        op!(self, AdminRequest::DescribeCluster { target }, Cluster(c) => c)
+    }
+
+    /// HealthCheck on one broker.
+    pub async fn health_check(&self, target: Target) -> Result<ClusterStatus, Error> {
+        op!(self, AdminRequest::HealthCheck { target }, Health(c) => c)
+    }
+
+    /// Topics from a fresh metadata round (empty = all), and requested names no broker knows.
+    pub async fn describe_topics(
+        &self,
+        topics: &[&str],
+    ) -> Result<(Vec<TopicDescription>, Vec<String>), Error> {
+        let topics = topics.iter().map(|t| (*t).to_owned()).collect();
+        let req = AdminRequest::DescribeTopics { topics };
+        match self.request(req, RequestOptions::default()).await? {
+            AdminResponse::Topics { topics, missing } => Ok((topics, missing)),
+            _ => Err(Error::Unexpected("Topics")),
+        }
+    }
+
+    /// CreateTopic on one broker.
+    pub async fn create_topic(
+        &self,
+        topic: &str,
+        partitions: i32,
+        target: Target,
+    ) -> Result<TopicAdminResult, Error> {
+        let topic = topic.to_owned();
+        let req = AdminRequest::CreateTopic {
+            topic,
+            partitions,
+            target,
+        };
+        op!(self, req, TopicCreated(r) => r)
+    }
+
+    /// DeleteTopic on one broker.
+    pub async fn delete_topic(
+        &self,
+        topic: &str,
+        target: Target,
+    ) -> Result<TopicAdminResult, Error> {
+        let topic = topic.to_owned();
+        op!(self, AdminRequest::DeleteTopic { topic, target }, TopicDeleted(r) => r)
+    }
+
+    /// AlterPartition: overrides one partition's leader, epoch, replicas and ISR on one broker
+    /// (a controller operation: use with care). `assignment` is `(replicas, isr)`.
+    pub async fn alter_partition(
+        &self,
+        topic: &str,
+        partition: i32,
+        leader: (i32, i32),
+        assignment: (Vec<i32>, Vec<i32>),
+        target: Target,
+    ) -> Result<TopicAdminResult, Error> {
+        let req = AdminRequest::AlterPartition {
+            topic: topic.to_owned(),
+            partition,
+            leader_id: leader.0,
+            leader_epoch: leader.1,
+            replicas: assignment.0,
+            isr: assignment.1,
+            target,
+        };
+        op!(self, req, PartitionAltered(r) => r)
+    }
+
+    /// ListOffsets for `(topic, partition, spec)` triples, routed to the leaders.
+    pub async fn list_offsets(
+        &self,
+        partitions: &[(&str, i32, OffsetSpec)],
+    ) -> Result<Vec<ListedOffset>, Error> {
+        let partitions = partitions
+            .iter()
+            .map(|(t, p, s)| ((*t).to_owned(), *p, *s))
+            .collect();
+        op!(self, AdminRequest::ListOffsets { partitions }, Offsets(o) => o)
+    }
+
+    /// DecommissionBroker (a stub on today's server).
+    pub async fn decommission_broker(
+        &self,
+        broker_id: i32,
+        target: Target,
+    ) -> Result<DecommissionResult, Error> {
+        let req = AdminRequest::DecommissionBroker { broker_id, target };
+        op!(self, req, Decommissioned(d) => d)
+    }
+
+    /// Re-asserts leadership of a restarted broker's leaderless partitions.
+    pub async fn reassert_leadership(
+        &self,
+        broker_id: i32,
+    ) -> Result<Vec<ReassertedPartition>, Error> {
+        let req = AdminRequest::ReassertLeadership { broker_id };
+        op!(self, req, LeadershipReasserted(r) => r)
+    }
+
+    /// Asks for a metadata refresh now (the core also refreshes on errors and periodically).
+    pub async fn refresh_metadata(&self) -> Result<(), Error> {
+        self.link
+            .query(|st, now| st.client.refresh_metadata(now))
+            .await
+    }
+
+    /// A snapshot of the merged cluster metadata.
+    pub async fn metadata(&self) -> Result<ClusterMetadata, Error> {
+        self.link.query(|st, _| st.client.metadata().clone()).await
+    }
+
+    /// A snapshot of the client's counters (DESIGN §6 metrics).
+    pub async fn counters(&self) -> Result<Counters, Error> {
+        self.link.query(|st, _| st.client.counters().clone()).await
+    }
+}

@@ -1,0 +1,175 @@
+//! The [`Producer`] handle and its [`Record`].
+
+use crate::driver::{LaneMsg, Link, Pending, Reply, State};
+use crate::{Admin, ClientConfig, Error, Options, RecordMetadata};
+use bytes::Bytes;
+use futures_lite::Stream;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+/// A record to send. Keys and values are [`Bytes`], so passing one in does not copy it; the
+/// core copies it once, into its partition's batch.
+///
+/// ```
+/// let r = stellflow_smol::Record::new("orders", "payload").with_key("customer-7");
+/// assert_eq!(r.partition, None);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Record {
+    /// The topic.
+    pub topic: String,
+    /// An explicit partition; `None` lets the partitioner choose.
+    pub partition: Option<i32>,
+    /// The key (`None`: no key).
+    pub key: Option<Bytes>,
+    /// The value (`None`: a tombstone).
+    pub value: Option<Bytes>,
+    /// Headers: UTF-8 keys, optional values.
+    pub headers: Vec<(String, Option<Bytes>)>,
+    /// Milliseconds since the Unix epoch; `None` takes the current time.
+    pub timestamp: Option<i64>,
+}
+
+impl Record {
+    /// A record with a value and nothing else.
+    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>) -> Self {
+        Record {
+            topic: topic.into(),
+            value: Some(value.into()),
+            ..Record::default()
+        }
+    }
+
+    /// Sets the key.
+    pub fn with_key(mut self, key: impl Into<Bytes>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Sets an explicit partition.
+    pub fn with_partition(mut self, partition: i32) -> Self {
+        self.partition = Some(partition);
+        self
+    }
+
+    /// Adds a header.
+    pub fn with_header(mut self, key: impl Into<String>, value: impl Into<Bytes>) -> Self {
+        self.headers.push((key.into(), Some(value.into())));
+        self
+    }
+
+    /// Sets the timestamp (ms since the Unix epoch).
+    pub fn with_timestamp(mut self, timestamp: i64) -> Self {
+        self.timestamp = Some(timestamp);
+        self
+    }
+}
+
+/// The outcome of one [`Producer::enqueue`]: await it for the record's [`RecordMetadata`].
+/// Dropping it does not cancel the send; the outcome is then discarded.
+#[derive(Debug)]
+pub struct Delivery {
+    rx: Pin<Box<async_channel::Receiver<Result<RecordMetadata, Error>>>>,
+}
+
+impl Future for Delivery {
+    type Output = Result<RecordMetadata, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.rx
+            .as_mut()
+            .poll_next(cx)
+            .map(|r| r.unwrap_or(Err(Error::Shutdown)))
+    }
+}
+
+/// Sends records. Cheap to clone; every clone feeds the same client, in call order.
+///
+/// ```no_run
+/// # async fn f() -> Result<(), stellflow_smol::Error> {
+/// use stellflow_smol::{ClientConfig, Producer, Record};
+/// let producer = Producer::connect(ClientConfig::new("127.0.0.1:9092")?).await?;
+/// let meta = producer.send(Record::new("orders", "one")).await?;   // waits for the ack
+/// let pending = producer.enqueue(Record::new("orders", "two")).await?; // waits for buffer only
+/// producer.flush().await?;
+/// let meta2 = pending.await?;
+/// # let _ = (meta, meta2); Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Producer {
+    link: Link,
+}
+
+impl Producer {
+    /// Starts a client (its driver runs on a thread of its own) with default [`Options`].
+    /// Connections open on demand: this does not wait for the broker.
+    pub async fn connect(config: ClientConfig) -> Result<Producer, Error> {
+        Self::connect_with(config, Options::default()).await
+    }
+
+    /// Like [`Producer::connect`], with adapter options.
+    pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Producer, Error> {
+        Ok(Producer {
+            link: Link::start(config, options)?,
+        })
+    }
+
+    /// An admin handle on the same client.
+    pub fn admin(&self) -> Admin {
+        Admin::from_link(self.link.clone())
+    }
+
+    /// Sends a record and waits for its outcome (see [`Producer::enqueue`] for the wait for
+    /// buffer space).
+    pub async fn send(&self, record: Record) -> Result<RecordMetadata, Error> {
+        self.enqueue(record).await?.await
+    }
+
+    /// Queues a record without waiting for its delivery. Waits only while the producer's
+    /// buffer is full, up to [`Options::max_block`] ([`Error::BufferFull`] after that).
+    /// Records keep their call order.
+    pub async fn enqueue(&self, record: Record) -> Result<Delivery, Error> {
+        let max_block = self.link.options.max_block;
+        let deadline = Instant::now() + max_block;
+        let (reply, rx) = crate::driver::oneshot();
+        let msg = LaneMsg::Record(Pending {
+            record,
+            deadline,
+            reply,
+        });
+        let send = async { Some(self.link.lane.send(msg).await) };
+        let expire = async {
+            async_io::Timer::at(deadline).await;
+            None
+        };
+        match futures_lite::future::or(send, expire).await {
+            Some(Ok(())) => Ok(Delivery { rx: Box::pin(rx) }),
+            Some(Err(_)) => Err(Error::Shutdown),
+            None => Err(Error::BufferFull(max_block)),
+        }
+    }
+
+    /// Sends every buffered record now and waits until every record enqueued before this call
+    /// has its outcome.
+    pub async fn flush(&self) -> Result<(), Error> {
+        let flush = |st: &mut State, now, tx| drop(st.flushes.insert(st.client.flush(now), tx));
+        self.link.call_in_lane(flush).await
+    }
+
+    /// Closes the producer: delivers what is buffered (up to [`Options::close_timeout`]), then
+    /// refuses new records. Other handles of the client keep working.
+    pub async fn close(&self) -> Result<(), Error> {
+        let close = |st: &mut State, now, tx: Reply<()>| {
+            st.client.close_producer(now, st.options.close_timeout);
+            match st.producer_closed.0 {
+                true => {
+                    let _ = crate::driver::answer(&tx, ());
+                }
+                false => st.producer_closed.1.push(tx),
+            }
+        };
+        self.link.call_in_lane(close).await
+    }
+}
