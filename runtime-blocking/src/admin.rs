@@ -42,6 +42,11 @@ impl Admin {
         Ok(Client::connect(config)?.admin())
     }
 
+    /// The request/connection counters of the client (DESIGN §6 metrics).
+    pub fn counters(&self) -> stellflow_sansio::Counters {
+        self.client.counters()
+    }
+
     /// The client this handle runs on.
     pub fn client(&self) -> &Client {
         &self.client
@@ -49,10 +54,10 @@ impl Admin {
 
     /// Runs any admin command and waits for its typed result (the core's request timeout
     /// bounds the wait).
-    pub fn run(&self, request: AdminRequest, opts: &RequestOptions) -> Result<AdminResponse> {
+    pub fn request(&self, request: AdminRequest, opts: RequestOptions) -> Result<AdminResponse> {
         self.client
             .call(|i, now, tx| {
-                let id = i.client.admin(now, request, opts)?;
+                let id = i.client.admin(now, request, &opts)?;
                 i.admin.insert(id, tx);
                 Ok(())
             })?
@@ -60,7 +65,7 @@ impl Admin {
     }
 
     fn go(&self, request: AdminRequest) -> Result<AdminResponse> {
-        self.run(request, &RequestOptions::default())
+        self.request(request, RequestOptions::default())
     }
 
     /// The API versions one broker supports and the ones this client chose.

@@ -85,9 +85,14 @@ impl Consumer {
     /// Waits up to `timeout` for records and returns those buffered (at most
     /// [`crate::Options::max_poll_records`]); empty when none came in time.
     pub fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
+        self.poll_max(timeout, self.client.options().max_poll_records)
+    }
+
+    /// Like [`Consumer::poll`], returning at most `max` records.
+    pub fn poll_max(&self, timeout: Duration, max: usize) -> Result<Vec<ConsumerRecord>> {
         let deadline = Instant::now() + timeout;
         let shared = self.client.shared();
-        let max = self.client.options().max_poll_records.max(1);
+        let max = max.max(1);
         let mut g = shared.lock();
         loop {
             if g.closed {

@@ -21,7 +21,7 @@
 //! [`Shared::changed`] is signalled after every driver pass for callers that wait for buffer
 //! space or records.
 
-use crate::Error;
+use crate::{AsRecord, Error};
 use bytes::{Bytes, BytesMut};
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
@@ -67,6 +67,22 @@ pub(crate) struct SocketOptions {
     pub write_timeout: Duration,
 }
 
+/// Producer and shutdown limits of the driver.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub max_block: Duration,
+    pub waiting_bytes: usize,
+    pub close_timeout: Duration,
+}
+
+/// A record parked while the producer's buffer is full (an owned copy: the slow path only).
+pub(crate) struct Waiting {
+    pub record: crate::Record,
+    pub size: usize,
+    pub deadline: Instant,
+    pub reply: Reply<RecordMetadata>,
+}
+
 struct Conn {
     writer: Sender<Bytes>,
     stream: Option<TcpStream>,
@@ -91,6 +107,13 @@ pub(crate) struct Inner {
     pub consumer_closed: Vec<Reply<()>>,
     pub producer_done: bool,
     pub consumer_done: bool,
+    /// Records that found the producer's buffer full, oldest first, retried after every pass
+    /// and failed with [`Error::BufferFull`] at their deadline (see [`crate::Producer::enqueue`]).
+    pub waiting: VecDeque<Waiting>,
+    /// Bytes of `waiting`, bounded by the producer's `buffer_memory`.
+    pub waiting_bytes: usize,
+    pub waiting_limit: usize,
+    max_block: Duration,
     /// Set by the last handle's drop: the graceful close must end by then.
     closing: Option<Instant>,
     close_timeout: Duration,
@@ -108,12 +131,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn new(
-        client: Client,
-        sockets: SocketOptions,
-        close_timeout: Duration,
-        tx: Sender<Msg>,
-    ) -> Self {
+    pub fn new(client: Client, sockets: SocketOptions, limits: Limits, tx: Sender<Msg>) -> Self {
         let inner = Inner {
             client,
             conns: HashMap::new(),
@@ -131,8 +149,12 @@ impl Shared {
             consumer_closed: Vec::new(),
             producer_done: false,
             consumer_done: false,
+            waiting: VecDeque::new(),
+            waiting_bytes: 0,
+            waiting_limit: limits.waiting_bytes,
+            max_block: limits.max_block,
             closing: None,
-            close_timeout,
+            close_timeout: limits.close_timeout,
             events: VecDeque::new(),
             connect_error: None,
         };
@@ -165,11 +187,48 @@ impl Inner {
     /// Drains after a command; whether the driver must wake to re-plan its sleep.
     pub fn settle(&mut self, now: Instant) -> bool {
         self.drain(now);
-        match (self.client.poll_timeout(), self.sleeping_until) {
+        match (self.deadline(), self.sleeping_until) {
             (Some(t), Some(s)) => t < s,
             (Some(_), None) => true,
             (None, _) => false,
         }
+    }
+
+    /// When the driver must wake next: the core's deadline, the oldest parked record's, or the
+    /// end of a graceful close.
+    fn deadline(&mut self) -> Option<Instant> {
+        let parked = self.waiting.front().map(|w| w.deadline);
+        [self.client.poll_timeout(), parked, self.closing]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Offers the parked records to the producer again, in order; fails the expired ones.
+    fn retry_waiting(&mut self, now: Instant) -> bool {
+        let mut progress = false;
+        while let Some(w) = self.waiting.front() {
+            let r = w.record.with_record(|r| self.client.produce(now, r));
+            let expired = w.deadline <= now;
+            let outcome = match r {
+                Ok(id) => Ok(id),
+                Err(stellflow_sansio::ProduceError::BufferFull { .. }) if !expired => break,
+                Err(stellflow_sansio::ProduceError::BufferFull { .. }) => {
+                    Err(Error::BufferFull(self.max_block))
+                }
+                Err(e) => Err(e.into()),
+            };
+            progress = true;
+            let Some(w) = self.waiting.pop_front() else {
+                break;
+            };
+            self.waiting_bytes -= w.size;
+            match outcome {
+                Ok(id) => drop(self.produced.insert(id, w.reply)),
+                Err(e) => drop(w.reply.send(Err(e))),
+            }
+        }
+        progress
     }
 
     /// The drain rule: every output until a whole pass yields nothing.
@@ -195,6 +254,9 @@ impl Inner {
             while let Some(event) = self.client.poll_event() {
                 progress = true;
                 self.dispatch(event);
+            }
+            if !self.waiting.is_empty() {
+                progress |= self.retry_waiting(now);
             }
             if !progress {
                 break;
@@ -344,6 +406,7 @@ impl Inner {
         self.commits.clear();
         self.producer_closed.clear();
         self.consumer_closed.clear();
+        self.waiting.clear();
     }
 }
 
@@ -370,15 +433,14 @@ pub(crate) fn run_driver(shared: Arc<Shared>, rx: Receiver<Msg>) {
             g.client.handle_timeout(now);
         }
         g.drain(now);
-        g.sleeping_until = g.client.poll_timeout();
-        if let Some(end) = g.closing {
-            if now >= end || (g.producer_done && g.consumer_done) {
-                g.shut_down(now);
-                drop(g);
-                shared.changed.notify_all();
-                return;
-            }
-            g.sleeping_until = Some(g.sleeping_until.map_or(end, |t| t.min(end)));
+        g.sleeping_until = g.deadline();
+        if let Some(end) = g.closing
+            && (now >= end || (g.producer_done && g.consumer_done))
+        {
+            g.shut_down(now);
+            drop(g);
+            shared.changed.notify_all();
+            return;
         }
         drop(g);
         shared.changed.notify_all();

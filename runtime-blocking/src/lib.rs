@@ -60,7 +60,7 @@ pub use bytes;
 /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
 pub use stellflow_sansio::stellflow_proto::record::Compression;
 
-use driver::{Msg, Shared, SocketOptions};
+use driver::{Limits, Msg, Shared, SocketOptions};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -114,8 +114,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Options {
-    /// How long [`Producer::send`] and [`Producer::enqueue`] wait for buffer space before
-    /// failing with [`ProduceError::BufferFull`]. Default 60 s (Kafka's `max.block.ms`).
+    /// How long a record waits for space in the producer's buffer before it fails with
+    /// [`Error::BufferFull`] (see [`Producer::enqueue`]). Default 60 s (Kafka's `max.block.ms`).
     pub max_block: Duration,
     /// TCP connect timeout per address. Default 10 s.
     pub connect_timeout: Duration,
@@ -225,6 +225,11 @@ impl Client {
     pub fn connect_with(config: ClientConfig, options: Options) -> Result<Client> {
         let now = Instant::now();
         let seed = options.seed.unwrap_or_else(os_seed);
+        let limits = Limits {
+            max_block: options.max_block,
+            waiting_bytes: config.producer.buffer_memory,
+            close_timeout: options.close_timeout,
+        };
         let mut core = stellflow_sansio::Client::new(config, now, seed)?;
         if let Ok(d) = SystemTime::now().duration_since(UNIX_EPOCH) {
             core.set_wall_clock(now, i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
@@ -235,12 +240,7 @@ impl Client {
             write_timeout: options.write_timeout,
         };
         let (tx, rx) = mpsc::channel();
-        let shared = Arc::new(Shared::new(
-            core,
-            sockets,
-            options.close_timeout,
-            tx.clone(),
-        ));
+        let shared = Arc::new(Shared::new(core, sockets, limits, tx.clone()));
         let driver = shared.clone();
         let thread = std::thread::Builder::new()
             .name("stellflow-driver".into())

@@ -1,5 +1,6 @@
 //! [`Producer`]: blocking and enqueue-only sends, flush and close.
 
+use crate::driver::Waiting;
 use crate::{Admin, Client, Error, Pending, ProduceError, ProducerRecord, RecordMetadata, Result};
 use bytes::Bytes;
 use std::time::Instant;
@@ -38,6 +39,23 @@ impl Record {
         }
     }
 
+    /// An owned copy of a borrowed record.
+    pub fn from_borrowed(r: &ProducerRecord<'_>) -> Self {
+        let bytes = |b: Option<&[u8]>| b.map(Bytes::copy_from_slice);
+        Record {
+            topic: r.topic.to_owned(),
+            partition: r.partition,
+            key: bytes(r.key),
+            value: bytes(r.value),
+            headers: r
+                .headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), bytes(*v)))
+                .collect(),
+            timestamp: r.timestamp,
+        }
+    }
+
     /// Sets the key.
     pub fn with_key(mut self, key: impl Into<Bytes>) -> Self {
         self.key = Some(key.into());
@@ -61,6 +79,16 @@ impl Record {
         self.timestamp = Some(timestamp);
         self
     }
+}
+
+/// The bytes a record holds, for the overflow queue's bound.
+fn record_size(r: &ProducerRecord<'_>) -> usize {
+    let h: usize = r
+        .headers
+        .iter()
+        .map(|(k, v)| k.len() + v.map_or(0, <[u8]>::len))
+        .sum();
+    r.topic.len() + r.key.map_or(0, <[u8]>::len) + r.value.map_or(0, <[u8]>::len) + h
 }
 
 /// Anything [`Producer::send`] accepts: an owned [`Record`] or a borrowed [`ProducerRecord`]
@@ -149,8 +177,14 @@ impl Producer {
         self.enqueue(record)?.wait()
     }
 
-    /// Queues `record` and returns at once with its [`Pending`] outcome (waiting only for
-    /// buffer space, up to [`crate::Options::max_block`]). Errors mean nothing was queued.
+    /// Queues `record` and returns its [`Pending`] outcome without waiting for the broker.
+    ///
+    /// When the producer's buffer (`buffer_memory`) is full, the record is parked (copied) in
+    /// an overflow queue of the same size and returns at once too; it enters the buffer as
+    /// deliveries free space, or fails with [`Error::BufferFull`] after
+    /// [`crate::Options::max_block`]. Only when the overflow queue is full as well does this
+    /// call block, up to `max_block`. Records keep their call order. Errors mean nothing was
+    /// queued.
     pub fn enqueue(&self, record: impl AsRecord) -> Result<Pending<RecordMetadata>> {
         let max_block = self.client.options().max_block;
         let deadline = Instant::now() + max_block;
@@ -163,28 +197,47 @@ impl Producer {
                 return Err(Error::Shutdown);
             }
             let now = Instant::now();
-            let full = match record.with_record(|r| g.client.produce(now, r)) {
-                Ok(id) => {
-                    if let Some(tx) = tx.take() {
-                        g.produced.insert(id, tx);
+            let mut queued = false;
+            if g.waiting.is_empty() {
+                match record.with_record(|r| g.client.produce(now, r)) {
+                    Ok(id) => {
+                        if let Some(tx) = tx.take() {
+                            g.produced.insert(id, tx);
+                        }
+                        queued = true;
                     }
-                    true
+                    Err(ProduceError::BufferFull { .. }) => {}
+                    Err(e) => return Err(e.into()),
                 }
-                Err(ProduceError::BufferFull { .. }) if now < deadline => false,
-                Err(ProduceError::BufferFull { .. }) => return Err(Error::BufferFull(max_block)),
-                Err(e) => return Err(e.into()),
-            };
-            let wake = g.settle(now);
-            if wake {
-                let _ = shared.tx.send(crate::Msg::Wake);
             }
-            if full {
+            let size = record.with_record(record_size);
+            if !queued && (g.waiting.is_empty() || g.waiting_bytes + size <= g.waiting_limit) {
+                if let Some(reply) = tx.take() {
+                    let record = record.with_record(Record::from_borrowed);
+                    g.waiting_bytes += size;
+                    let w = Waiting {
+                        record,
+                        size,
+                        deadline,
+                        reply,
+                    };
+                    g.waiting.push_back(w);
+                }
+                queued = true;
+            }
+            if queued {
+                if g.settle(now) {
+                    let _ = shared.tx.send(crate::Msg::Wake);
+                }
                 return Ok(pending);
+            }
+            if now >= deadline {
+                return Err(Error::BufferFull(max_block));
             }
             // Deliveries free space; the driver signals after every pass.
             g = shared
                 .changed
-                .wait_timeout(g, deadline.saturating_duration_since(now))
+                .wait_timeout(g, deadline - now)
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }
