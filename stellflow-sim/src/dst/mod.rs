@@ -86,6 +86,7 @@
 
 pub mod check;
 pub mod net;
+pub mod pipeline;
 pub mod plan;
 pub mod run;
 pub mod shrink;

@@ -4,7 +4,8 @@
 
 use super::check::Violation;
 use super::net::NetConfig;
-use super::plan::FaultPlan;
+use super::pipeline::{ConsumerLoad, PipelineShape, ProducerLoad};
+use super::plan::{FaultKind, FaultPlan};
 use super::workload::{Ledger, RawWorkload, TOPIC, check_ledger};
 use super::world::{World, WorldStats};
 use crate::config::ClusterConfig;
@@ -62,6 +63,75 @@ fn unreachable_config() -> ClientConfig {
     }
 }
 
+/// All workloads of one run.
+struct Loads {
+    raw: Vec<RawWorkload>,
+    producer: Option<ProducerLoad>,
+    consumer: Option<ConsumerLoad>,
+    ledger: Ledger,
+}
+
+impl Loads {
+    fn next_at(&self) -> Option<Duration> {
+        let raw = self.raw.iter().filter_map(|l| l.next_at());
+        let p = self.producer.as_ref().and_then(|p| p.next_at());
+        let c = self.consumer.as_ref().and_then(|c| c.next_at());
+        raw.chain(p).chain(c).min()
+    }
+
+    fn on_step(&mut self, world: &mut World) {
+        for l in &mut self.raw {
+            l.on_events(world, &mut self.ledger);
+            l.issue_due(world);
+        }
+        if let Some(p) = &mut self.producer {
+            p.on_events(world);
+            p.issue_due(world);
+        }
+        if let Some(c) = &mut self.consumer {
+            c.on_events(world);
+            c.issue_due(world);
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.raw.iter().all(|l| l.done())
+            && self.producer.as_ref().is_none_or(|p| p.done())
+            && self.consumer.as_ref().is_none_or(|c| {
+                !c.restarting() && c.missing(self.producer.as_ref(), &self.ledger).is_empty()
+            })
+    }
+
+    fn open_work(&self) -> String {
+        let mut open: Vec<String> = self
+            .raw
+            .iter()
+            .filter(|l| !l.done())
+            .map(|l| l.open_work())
+            .collect();
+        if let Some(p) = self.producer.as_ref().filter(|p| !p.done()) {
+            open.push(p.open_work());
+        }
+        if let Some(c) = &self.consumer {
+            let missing = c.missing(self.producer.as_ref(), &self.ledger);
+            if !missing.is_empty() || c.restarting() {
+                open.push(format!(
+                    "consumer: {} acknowledged record(s) not delivered, e.g. {:?}; restarting {}",
+                    missing.len(),
+                    &missing[..missing.len().min(4)],
+                    c.restarting()
+                ));
+            }
+        }
+        open.join("; ")
+    }
+
+    fn completed(&self) -> usize {
+        self.raw.iter().map(|l| l.completed()).sum::<usize>()
+            + self.producer.as_ref().map_or(0, |p| p.completed())
+    }
+}
+
 /// Runs `plan` to the end and reports (stops early at the first violation).
 pub fn run_plan(plan: &FaultPlan) -> RunReport {
     let s = plan.scenario;
@@ -78,34 +148,59 @@ pub fn run_plan(plan: &FaultPlan) -> RunReport {
         world.report("setup", format!("create_topic: {e}"));
     }
     let config = client_config(plan);
-    let mut loads = Vec::new();
+    let span = Duration::from_millis(u64::from(s.safety_ms));
+    let shape = PipelineShape::from_bits(s.workload);
+    let mut loads = Loads {
+        raw: Vec::new(),
+        producer: None,
+        consumer: None,
+        ledger: Ledger::default(),
+    };
     for i in 0..s.clients.max(1) {
         match world.add_client(config.clone()) {
-            Ok(id) => loads.push(RawWorkload::new(
+            Ok(id) => loads.raw.push(RawWorkload::new(
                 id,
                 plan.seed ^ (0x10ad_0000 + u64::from(i)),
                 s.ops,
-                Duration::from_millis(u64::from(s.safety_ms)),
+                span,
                 partitions,
                 config.request_timeout,
             )),
             Err(e) => world.report("setup", format!("client config: {e}")),
         }
     }
-    let mut ledger = Ledger::default();
+    if shape.producer {
+        loads.producer = ProducerLoad::new(
+            &mut world,
+            &config,
+            shape,
+            plan.seed ^ 0x9d0c,
+            s.ops * 3,
+            span,
+            partitions,
+        );
+    }
+    if shape.consumer {
+        loads.consumer = ConsumerLoad::new(
+            &mut world,
+            &config,
+            shape,
+            plan.seed ^ 0xc0de,
+            (s.workload >> 8) % 3,
+            span,
+            partitions,
+        );
+    }
     let mut faults = plan.faults.iter().peekable();
-    let safety_end = Duration::from_millis(u64::from(s.safety_ms));
 
     // Safety phase: workload and faults.
-    while world.elapsed() < safety_end && world.violations().is_empty() {
-        let mut next = safety_end;
+    while world.elapsed() < span && world.violations().is_empty() {
+        let mut next = span;
         if let Some(f) = faults.peek() {
             next = next.min(Duration::from_millis(u64::from(f.at_ms)));
         }
-        for l in &loads {
-            if let Some(t) = l.next_at() {
-                next = next.min(t);
-            }
+        if let Some(t) = loads.next_at() {
+            next = next.min(t);
         }
         let limit = world.now() + next.saturating_sub(world.elapsed());
         world.step(limit);
@@ -114,83 +209,152 @@ pub fn run_plan(plan: &FaultPlan) -> RunReport {
         {
             world.apply(f.action);
         }
-        for l in &mut loads {
-            l.on_events(&mut world, &mut ledger);
-            l.issue_due(&mut world);
-        }
+        loads.on_step(&mut world);
     }
 
     // Liveness phase: heal, then everything must finish.
     world.heal();
-    for l in &mut loads {
+    for l in &mut loads.raw {
         l.start_goals(&mut world);
+    }
+    if let Some(p) = &mut loads.producer {
+        p.start_goals(&mut world);
+        p.flush(&mut world);
+    }
+    if let Some(c) = &mut loads.consumer {
+        c.stop_restarts();
     }
     let bound = LIVENESS_BOUND + config.request_timeout * 3;
     let deadline = world.elapsed() + bound;
-    while world.violations().is_empty() && !loads.iter().all(|l| l.done()) {
+    loop {
+        loads.on_step(&mut world);
+        if !world.violations().is_empty() || loads.done() {
+            break;
+        }
         if world.elapsed() >= deadline {
-            let open: Vec<String> = loads
-                .iter()
-                .filter(|l| !l.done())
-                .map(|l| l.open_work())
-                .collect();
+            let open = loads.open_work();
             world.report(
                 "liveness",
-                format!(
-                    "healed system did not finish within {bound:?}: {}",
-                    open.join("; ")
-                ),
+                format!("healed system did not finish within {bound:?}: {open}"),
             );
             break;
         }
-        let mut next = deadline;
-        for l in &loads {
-            if let Some(t) = l.next_at() {
-                next = next.min(t);
-            }
-        }
+        let next = loads.next_at().map_or(deadline, |t| t.min(deadline));
         let limit = world.now() + next.saturating_sub(world.elapsed());
         world.step(limit);
-        for l in &mut loads {
-            l.on_events(&mut world, &mut ledger);
-            l.issue_due(&mut world);
-        }
     }
 
     // Idle phase: nothing to do, so (almost) nothing may happen.
     if world.violations().is_empty() {
-        let before = world.stats();
-        world.run_for(IDLE);
-        for l in &mut loads {
-            l.on_events(&mut world, &mut ledger);
-        }
-        let after = world.stats();
-        let requests = after.requests - before.requests;
-        let wakeups = after.wakeups - before.wakeups;
-        let clients = u64::from(s.clients.max(1));
-        // Allowed: a trailing error-triggered metadata round per client.
-        if requests > clients * u64::from(s.brokers) * 4 {
-            world.report(
-                "quiet-when-idle",
-                format!("{requests} requests in {IDLE:?} with nothing to do"),
-            );
-        }
-        if wakeups > clients * 40 {
-            world.report(
-                "quiet-when-idle",
-                format!("{wakeups} client timer wake-ups in {IDLE:?} with nothing to do"),
-            );
-        }
+        idle_phase(&mut world, &mut loads, &plan.scenario);
     }
     if world.violations().is_empty() {
-        check_ledger(&mut world, &ledger);
+        check_ledger(&mut world, &loads.ledger);
+        if let Some(p) = &loads.producer {
+            let state_lost = plan
+                .kinds()
+                .any(|k| matches!(k, FaultKind::Crash | FaultKind::MoveLeader));
+            p.check_logs(&mut world, state_lost);
+        }
+        if let Some(c) = &loads.consumer {
+            c.check_values(&mut world, loads.producer.as_ref());
+        }
     }
     RunReport {
         trace_hash: world.trace_hash(),
         violations: world.violations().to_vec(),
         stats: world.stats(),
-        commands: loads.iter().map(|l| l.completed()).sum(),
+        commands: loads.completed(),
         elapsed: world.elapsed(),
+    }
+}
+
+fn idle_phase(world: &mut World, loads: &mut Loads, s: &super::plan::Scenario) {
+    let brokers = u64::from(s.brokers.max(1));
+    let idle_s = IDLE.as_secs();
+    // Budgets: a trailing error-triggered metadata round for a client that does nothing; a
+    // consumer also fetches every `fetch_backoff_max` (500 ms) per leader (no long-poll on
+    // this server), heartbeats every second and commits.
+    let mut budgets: Vec<(super::world::ClientId, u64, &str)> = loads
+        .raw
+        .iter()
+        .map(|l| (l.client_id(), brokers * 4, "raw client"))
+        .collect();
+    if let Some(p) = &loads.producer {
+        budgets.push((p.client_id(), brokers * 4, "producer"));
+    }
+    if let Some(c) = &loads.consumer {
+        // Per partition, not per broker: the fetcher's empty-fetch backoff runs per partition
+        // and the partitions of one broker drift apart (see the report in the test docs).
+        let partitions = u64::from(s.partitions.max(1));
+        budgets.push((
+            c.client_id(),
+            idle_s * (2 * partitions + 4) + 20,
+            "consumer",
+        ));
+        // An earlier incarnation's member expires one session after a restart and fences the
+        // live member once (the server's lazy eviction bumps the generation): let that pass.
+        if let Some(r) = c.last_restart() {
+            let calm = r + c.session_timeout() * 3 / 2;
+            if world.elapsed() < calm {
+                world.run_for(calm - world.elapsed());
+                loads.on_step(world);
+            }
+        }
+    }
+    let before: Vec<(u64, u64)> = budgets
+        .iter()
+        .map(|(id, _, _)| world.client_activity(*id))
+        .collect();
+    let rejoins = loads.consumer.as_ref().map_or(0, |c| c.rejoins());
+    world.run_for(IDLE);
+    loads.on_step(world);
+    for ((id, budget, what), (req0, wake0)) in budgets.iter().zip(before) {
+        let (req1, wake1) = world.client_activity(*id);
+        let (requests, wakeups) = (req1 - req0, wake1 - wake0);
+        if requests > *budget || wakeups > budget * 3 + 10 {
+            let c = world.client(*id).counters();
+            let per_api: Vec<String> = stellflow_proto::ApiKey::ALL
+                .iter()
+                .map(|k| (k, c.api(*k).requests))
+                .filter(|(_, n)| *n > 0)
+                .map(|(k, n)| format!("{k:?}={n}"))
+                .collect();
+            world.report(
+                "quiet-when-idle",
+                format!(
+                    "{what}: {requests} requests and {wakeups} timer wake-ups in {IDLE:?} with nothing to do (budget {budget} requests); whole-run requests per API: {}",
+                    per_api.join(" ")
+                ),
+            );
+        }
+    }
+    if let Some(c) = &loads.consumer
+        && c.subscribed()
+        && c.rejoins() > rejoins
+    {
+        world.report(
+            "group-session-alive",
+            format!(
+                "{} group rejoin(s) during {IDLE:?} of a healthy network; last {}; last consumer restart at {:?}",
+                c.rejoins() - rejoins,
+                c.last_rejoin(),
+                c.last_restart()
+            ),
+        );
+    }
+    if let Some(c) = &loads.consumer {
+        let missing = c.missing(loads.producer.as_ref(), &loads.ledger);
+        if !missing.is_empty() {
+            world.report(
+                "consumer-delivers-all",
+                format!(
+                    "{} acknowledged record(s) never delivered, e.g. {:?}",
+                    missing.len(),
+                    missing.first()
+                ),
+            );
+        }
     }
 }
 

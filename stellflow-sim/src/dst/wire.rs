@@ -21,9 +21,21 @@ pub struct LinkObserver {
     outstanding: BTreeMap<i32, (ApiKey, u64)>,
     /// Requests seen on this connection.
     pub requests: u64,
+    /// Keep the bodies of requests of this API ([`LinkObserver::tapped`]).
+    pub tap: Option<ApiKey>,
+    /// Bodies of tapped requests, in wire order.
+    pub tapped: Vec<Bytes>,
 }
 
 impl LinkObserver {
+    /// An observer that keeps the bodies of `tap` requests.
+    pub fn tapping(tap: Option<ApiKey>) -> Self {
+        LinkObserver {
+            tap,
+            ..LinkObserver::default()
+        }
+    }
+
     /// Client → broker bytes, in order. `timeouts` is the client's request-timeout counter now.
     pub fn on_request_bytes(
         &mut self,
@@ -48,9 +60,12 @@ impl LinkObserver {
         timeouts: u64,
         max_in_flight: usize,
     ) -> Result<(), (&'static str, String)> {
-        let (h, _) = split_request(frame)
+        let (h, body) = split_request(frame)
             .map_err(|e| ("well-formed-requests", format!("request header: {e}")))?;
         self.requests += 1;
+        if self.tap == Some(h.api_key) {
+            self.tapped.push(body);
+        }
         match &self.negotiated {
             None if h.api_key != ApiKey::API_VERSIONS => {
                 return Err((

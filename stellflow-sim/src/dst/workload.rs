@@ -141,6 +141,11 @@ impl RawWorkload {
         }
     }
 
+    /// The client this workload drives.
+    pub fn client_id(&self) -> ClientId {
+        self.client
+    }
+
     /// When the next scheduled command is due (virtual time since the start).
     pub fn next_at(&self) -> Option<Duration> {
         let a = self.ops.front().map(|(at, _)| *at);

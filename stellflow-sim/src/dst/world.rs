@@ -10,10 +10,11 @@ use crate::cluster::{ConnId as SimConnId, SimCluster};
 use crate::config::ClusterConfig;
 use crate::knobs::{DelayRule, Fault, FaultRule};
 use crate::rng::SimRng;
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 use stellflow_proto::{ApiKey, ErrorCode};
+use stellflow_sansio::consumer::ConsumerRecord;
 use stellflow_sansio::{Client, ClientConfig, ConnId, DisconnectReason, Event};
 
 /// Identifies a client added with [`World::add_client`].
@@ -45,7 +46,12 @@ pub struct WorldStats {
 struct Slot {
     client: Client,
     events: VecDeque<Event>,
+    records: VecDeque<ConsumerRecord>,
+    tap: Option<ApiKey>,
+    tapped: Vec<(Duration, Bytes)>,
     max_in_flight: usize,
+    requests: u64,
+    wakeups: u64,
 }
 
 #[derive(Debug)]
@@ -163,7 +169,12 @@ impl World {
         self.clients.push(Slot {
             client,
             events: VecDeque::new(),
+            records: VecDeque::new(),
+            tap: None,
+            tapped: Vec::new(),
             max_in_flight,
+            requests: 0,
+            wakeups: 0,
         });
         let id = ClientId(self.clients.len() - 1);
         self.settle();
@@ -189,6 +200,29 @@ impl World {
         self.clients.get_mut(id.0)?.events.pop_front()
     }
 
+    /// The next consumer record client `id` delivered (the world drains
+    /// [`Client::poll_record`] as part of the drain rule and buffers the records).
+    pub fn poll_record(&mut self, id: ClientId) -> Option<ConsumerRecord> {
+        self.clients.get_mut(id.0)?.records.pop_front()
+    }
+
+    /// Keeps the bodies of every request of `api` that client `id` writes from now on (on
+    /// connections opened from now on), with the virtual time it hit the wire; read them with
+    /// [`World::take_tapped`].
+    pub fn tap_requests(&mut self, id: ClientId, api: ApiKey) {
+        if let Some(s) = self.clients.get_mut(id.0) {
+            s.tap = Some(api);
+        }
+    }
+
+    /// The tapped request bodies of client `id` since the last call.
+    pub fn take_tapped(&mut self, id: ClientId) -> Vec<(Duration, Bytes)> {
+        self.clients
+            .get_mut(id.0)
+            .map(|s| std::mem::take(&mut s.tapped))
+            .unwrap_or_default()
+    }
+
     /// The current virtual time.
     pub fn now(&self) -> Instant {
         self.now
@@ -208,6 +242,13 @@ impl World {
     /// with [`World::settle`] afterwards.
     pub fn cluster_mut(&mut self) -> &mut SimCluster {
         &mut self.cluster
+    }
+
+    /// Request frames client `id` wrote and timer wake-ups it had so far.
+    pub fn client_activity(&self, id: ClientId) -> (u64, u64) {
+        self.clients
+            .get(id.0)
+            .map_or((0, 0), |s| (s.requests, s.wakeups))
     }
 
     /// What happened so far.
@@ -506,9 +547,20 @@ impl World {
         if target == self.now {
             self.stuck_steps += 1;
             if self.stuck_steps == MAX_STUCK_STEPS {
+                let due: Vec<usize> = self
+                    .clients
+                    .iter_mut()
+                    .enumerate()
+                    .filter_map(|(i, s)| {
+                        s.client.poll_timeout().filter(|d| *d <= target).map(|_| i)
+                    })
+                    .collect();
+                let cluster_due = self.cluster.poll_timeout().is_some_and(|d| d <= target);
                 self.report(
                     "time-advances",
-                    format!("{MAX_STUCK_STEPS} steps without the clock moving"),
+                    format!(
+                        "{MAX_STUCK_STEPS} steps without the clock moving; clients whose poll_timeout stays due: {due:?}; cluster due: {cluster_due}"
+                    ),
                 );
             }
         } else {
@@ -526,27 +578,34 @@ impl World {
         for u in due {
             self.run_undo(u);
         }
-        for i in 0..self.clients.len() {
-            let Some(slot) = self.clients.get_mut(i) else {
-                continue;
-            };
+        let mut woken = Vec::new();
+        for (i, slot) in self.clients.iter_mut().enumerate() {
             if slot.client.poll_timeout().is_some_and(|d| d <= now) {
                 slot.client.handle_timeout(now);
                 self.stats.wakeups += 1;
-                if let Some(d) = slot.client.poll_timeout()
-                    && d <= now
-                {
-                    let past = now - d;
-                    self.report(
-                        "poll-timeout-not-in-past",
-                        format!(
-                            "client {i}: poll_timeout {past:?} before now after handle_timeout(now)"
-                        ),
-                    );
-                }
+                slot.wakeups += 1;
+                woken.push(i);
             }
         }
         self.settle();
+        // After handle_timeout(now) and a full drain (records included) the next deadline is
+        // never in the past. (It may be `now`: the consumer asks for an immediate call once
+        // taken records freed buffer space; a driver spinning on that forever is caught by
+        // the `time-advances` check.)
+        for i in woken {
+            if let Some(slot) = self.clients.get_mut(i)
+                && let Some(d) = slot.client.poll_timeout()
+                && d < now
+            {
+                let past = now - d;
+                self.report(
+                    "poll-timeout-not-in-past",
+                    format!(
+                        "client {i}: poll_timeout {past:?} before now after handle_timeout(now) and a full drain"
+                    ),
+                );
+            }
+        }
     }
 
     /// Runs for `d` of virtual time.
@@ -659,6 +718,10 @@ impl World {
                 });
             }
             self.stats.requests += link.obs.requests - before;
+            slot.requests += link.obs.requests - before;
+            let at = now - self.epoch;
+            slot.tapped
+                .extend(link.obs.tapped.drain(..).map(|b| (at, b)));
             if !link.half_open {
                 link.up.push(&mut self.rng, &self.net, now, &self.buf);
             } else if !link.black_hole && !link.rst {
@@ -671,6 +734,12 @@ impl World {
             progress = true;
             self.trace.record(b'E', m, format!("{i}{e:?}").as_bytes());
             slot.events.push_back(e);
+        }
+        while let Some(r) = slot.client.poll_record() {
+            progress = true;
+            let pos = format!("{i}:{}:{}:{}", r.partition, r.offset, r.index);
+            self.trace.record(b'r', m, pos.as_bytes());
+            slot.records.push_back(r);
         }
         progress
     }
@@ -794,7 +863,7 @@ impl World {
                             half_open: false,
                             black_hole: false,
                             rst: false,
-                            obs: LinkObserver::default(),
+                            obs: LinkObserver::tapping(slot.tap),
                         },
                     );
                     self.by_sim.insert(sim, (c.client, c.conn.0));

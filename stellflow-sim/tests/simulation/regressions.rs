@@ -46,3 +46,60 @@ fn seed_15_half_open_connection_recovers() {
          safety=1025;wl=3262214744;f=1024:halfopen:6",
     );
 }
+
+/// Known bug in stellflow-sansio's consumer: after a fault (here a Produce responses dropped,
+/// a crash and more) the consumer client's `poll_timeout()` stays at or before `now` although
+/// `handle_timeout(now)` was called and every output (records included) drained: a real driver
+/// spins at 100 % CPU and virtual time never advances. Found by dst seed 55 (one of ~25 % of
+/// seeds with a consumer). Un-ignore once fixed.
+#[test]
+#[ignore = "known sansio consumer bug: poll_timeout stays due forever (busy loop)"]
+fn seed_55_consumer_poll_timeout_busy_loop() {
+    assert_passes(
+        "seed=55;b=1;c=2;p=3;rf=1;rt=1500;mif=64;lat=1993;jit=832;split=0;ops=15;\
+         safety=10137;wl=2889213643;f=560:pause:1,3474;f=1862:crash:1,1748;\
+         f=7438:halfopen:4;f=9091:close:-1,4",
+    );
+}
+
+/// Known bug in stellflow-sansio's consumer: right after `handle_timeout(now)` and a full
+/// drain, `poll_timeout()` returns an instant ~497 ms in the past (a stale deadline). Found
+/// by dst seed 97. Un-ignore once fixed.
+#[test]
+#[ignore = "known sansio consumer bug: poll_timeout returns a stale deadline"]
+fn seed_97_consumer_poll_timeout_in_the_past() {
+    assert_passes(
+        "seed=97;b=2;c=2;p=2;rf=1;rt=1500;mif=4;lat=608;jit=1115;split=80;ops=18;\
+         safety=13002;wl=3562920653;f=2071:delay:1,701,3028;f=3662:delay:0,559,2021;\
+         f=4737:partition:1,457;f=6534:partition:1,1932;f=6968:close:-1,2;\
+         f=10758:errors:-1,4,6,0;f=12648:drop:0,1",
+    );
+}
+
+/// Known issue (consumer): after a crash of broker 1 and its restart with leadership
+/// re-asserted, the healed consumer never delivers 22 acknowledged records of t0-0 (from
+/// offset 22 on) within 30 s. Found by dst seed 137. Un-ignore once fixed.
+#[test]
+#[ignore = "known sansio consumer issue: acknowledged records not delivered after a restart"]
+fn seed_137_consumer_delivers_after_broker_restart() {
+    assert_passes(
+        "seed=137;b=3;c=1;p=2;rf=1;rt=3500;mif=1;lat=473;jit=512;split=50;ops=23;\
+         safety=13522;wl=2908441982;f=147:delay:2,426,765;f=4685:errors:0,1,9,1;\
+         f=6140:delay:2,79,900;f=6454:delay:-1,181,1713;f=8470:crash:1,3979;\
+         f=9788:pause:1,4093;f=12047:halfopen:6",
+    );
+}
+
+/// Known issue (idempotent producer, acks=-1): with replication of one follower paused (so
+/// Produce answers 7 after the ack timeout) and two Produce responses dropped, a record ends
+/// up twice in the log although no broker restarted and no leader moved. Found by dst seed
+/// 96 (shrunk: 3 brokers, rf 3, one client). Un-ignore once fixed (or once the owner decides
+/// the server makes this unavoidable; then narrow the invariant).
+#[test]
+#[ignore = "known issue: idempotent producer writes a duplicate under error 7 + lost responses"]
+fn seed_96_idempotent_producer_no_duplicates() {
+    assert_passes(
+        "seed=96;b=3;c=1;p=1;rf=3;rt=1000;mif=4;lat=438;jit=372;split=0;ops=22;\
+         safety=10329;wl=3132046581;f=4750:pause:3,4007;f=7803:drop:2,2",
+    );
+}

@@ -1,0 +1,741 @@
+//! The producer and consumer workloads, on the real `Client::produce` and consumer APIs.
+//!
+//! Producer: records with explicit partitions and per-partition sequence numbers at random
+//! times. Checked: exactly one `Produced` per accepted record within the delivery bound;
+//! acknowledged positions grow with the sequence per partition; every acknowledged record is
+//! in the leader's log at its `(offset, index)`; with idempotence no record is in the log
+//! twice; linger: a batch's first record never hits the wire earlier than `linger` after it
+//! was produced (unless a flush was asked for).
+//!
+//! Consumer: one consumer (group subscription or manual assignment with commits), restarted
+//! gracefully at random times. Checked: records of a partition come in strictly increasing
+//! position within one incarnation; a record is delivered twice only when a restart happened
+//! between its delivery and a successful commit covering it; in the end every acknowledged
+//! record (producer and raw) is delivered; with a healthy network an idle group member never
+//! rejoins.
+
+use super::check::OutcomeBook;
+use super::workload::{Ledger, TOPIC};
+use super::world::{ClientId, World};
+use crate::rng::SimRng;
+use bytes::Bytes;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+use stellflow_proto::messages::ProduceRequest;
+use stellflow_proto::record::blob_records;
+use stellflow_proto::{ApiKey, Reader, Wire};
+use stellflow_sansio::consumer::{ConsumerEvent, TopicPartition};
+use stellflow_sansio::producer::{Acks, ProduceId, ProducerRecord};
+use stellflow_sansio::{ClientConfig, Event, OffsetReset};
+
+/// A record position: blob offset and index in the blob.
+pub type Pos = (i64, u32);
+
+/// Workload bits that enable the consumer (either bit).
+pub const CONSUMER_BITS: u32 = 0b1100;
+/// Workload bit that turns on producer idempotence.
+pub const IDEMPOTENCE_BIT: u32 = 0x10;
+
+/// Which producer/consumer workloads a scenario runs, from its workload bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PipelineShape {
+    /// Run a producer client.
+    pub producer: bool,
+    /// Run a consumer client.
+    pub consumer: bool,
+    /// Producer idempotence.
+    pub idempotent: bool,
+    /// `acks = -1` (else 1).
+    pub acks_all: bool,
+    /// Consumer subscribes through the group (else manual assignment).
+    pub subscribe: bool,
+    /// Consumer auto-commit (else explicit commits).
+    pub auto_commit: bool,
+}
+
+impl PipelineShape {
+    /// The shape encoded in a scenario's workload bits.
+    pub fn from_bits(wl: u32) -> Self {
+        PipelineShape {
+            producer: wl & 0b11 != 0,
+            consumer: wl & 0b1100 != 0,
+            idempotent: wl & 0x10 != 0,
+            acks_all: wl & 0x20 != 0,
+            subscribe: wl & 0x40 != 0,
+            auto_commit: wl & 0x80 != 0,
+        }
+    }
+}
+
+/// The producer workload.
+#[derive(Debug)]
+pub struct ProducerLoad {
+    client: ClientId,
+    linger: Duration,
+    idempotent: bool,
+    bound: Duration,
+    schedule: VecDeque<(Duration, i32)>,
+    seq: BTreeMap<i32, u64>,
+    book: OutcomeBook<ProduceId>,
+    info: BTreeMap<ProduceId, (i32, u64, String)>,
+    produced_at: BTreeMap<String, Duration>,
+    on_wire: BTreeSet<String>,
+    flushes: Vec<Duration>,
+    acked: BTreeMap<i32, BTreeMap<u64, Pos>>,
+    /// Records known to be in the log: `(partition, position) → value`.
+    pub written: BTreeMap<(i32, Pos), String>,
+    goals: BTreeSet<i32>,
+    goal_ids: BTreeMap<ProduceId, i32>,
+    retry_at: Option<Duration>,
+    partitions: i32,
+}
+
+impl ProducerLoad {
+    /// Adds the producer client to `world` and plans `count` records over `span`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        world: &mut World,
+        base: &ClientConfig,
+        shape: PipelineShape,
+        seed: u64,
+        count: u32,
+        span: Duration,
+        partitions: i32,
+    ) -> Option<Self> {
+        let mut rng = SimRng::new(seed);
+        let mut config = base.clone();
+        config.header.client_id = Some(format!("dst-producer-{seed:x}"));
+        let p = &mut config.producer;
+        p.acks = if shape.acks_all {
+            Acks::All
+        } else {
+            Acks::Leader
+        };
+        p.idempotence = shape.idempotent;
+        p.linger = Duration::from_millis(rng.below(25));
+        p.ack_timeout = config.request_timeout / 2;
+        p.delivery_timeout = Duration::from_secs(8);
+        p.retry_backoff = Duration::from_millis(50);
+        p.retry_backoff_max = Duration::from_millis(500);
+        let linger = p.linger;
+        let bound = p.delivery_timeout + config.request_timeout * 2 + Duration::from_secs(1);
+        let client = match world.add_client(config) {
+            Ok(c) => c,
+            Err(e) => {
+                world.report("setup", format!("producer config: {e}"));
+                return None;
+            }
+        };
+        world.tap_requests(client, ApiKey::PRODUCE);
+        let span_ms = span.as_millis().max(1) as u64;
+        let mut schedule: Vec<(Duration, i32)> = (0..count)
+            .map(|_| {
+                (
+                    Duration::from_millis(rng.below(span_ms)),
+                    rng.below(partitions.max(1) as u64) as i32,
+                )
+            })
+            .collect();
+        schedule.sort();
+        Some(ProducerLoad {
+            client,
+            linger,
+            idempotent: shape.idempotent,
+            bound,
+            schedule: schedule.into(),
+            seq: BTreeMap::new(),
+            book: OutcomeBook::default(),
+            info: BTreeMap::new(),
+            produced_at: BTreeMap::new(),
+            on_wire: BTreeSet::new(),
+            flushes: Vec::new(),
+            acked: BTreeMap::new(),
+            written: BTreeMap::new(),
+            goals: BTreeSet::new(),
+            goal_ids: BTreeMap::new(),
+            retry_at: None,
+            partitions,
+        })
+    }
+
+    /// The producer's client.
+    pub fn client_id(&self) -> ClientId {
+        self.client
+    }
+
+    /// When the next record is due.
+    pub fn next_at(&self) -> Option<Duration> {
+        let a = self.schedule.front().map(|(t, _)| *t);
+        match (a, self.retry_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Outcomes received.
+    pub fn completed(&self) -> usize {
+        self.book.completed()
+    }
+
+    /// Whether every record has its outcome and every liveness goal is met.
+    pub fn done(&self) -> bool {
+        self.book.pending() == 0 && self.goals.is_empty()
+    }
+
+    /// What is still open.
+    pub fn open_work(&self) -> String {
+        format!(
+            "producer: {} record(s) without outcome, goals on partitions {:?}",
+            self.book.pending(),
+            self.goals
+        )
+    }
+
+    /// Liveness: one fresh record per partition must be delivered.
+    pub fn start_goals(&mut self, world: &mut World) {
+        self.schedule.clear();
+        self.goals = (0..self.partitions).collect();
+        self.retry_at = Some(world.elapsed());
+    }
+
+    fn produce(&mut self, world: &mut World, partition: i32) -> Option<ProduceId> {
+        let seq = self.seq.entry(partition).or_default();
+        *seq += 1;
+        let seq = *seq;
+        let value = format!("P{partition}-{seq}");
+        let now = world.now();
+        let at = world.elapsed();
+        let record = ProducerRecord::new(TOPIC, value.as_bytes()).with_partition(partition);
+        match world.client(self.client).produce(now, &record) {
+            Ok(id) => {
+                self.book.issued(id, at, self.bound, value.clone());
+                self.info.insert(id, (partition, seq, value.clone()));
+                self.produced_at.insert(value, at);
+                Some(id)
+            }
+            Err(_) => None, // refused at once: no event follows
+        }
+    }
+
+    /// Produces every record due now.
+    pub fn issue_due(&mut self, world: &mut World) {
+        let now = world.elapsed();
+        if self.retry_at.is_some_and(|r| r <= now) {
+            self.retry_at = None;
+            let open: Vec<i32> = self
+                .goals
+                .iter()
+                .filter(|p| !self.goal_ids.values().any(|g| g == *p))
+                .copied()
+                .collect();
+            for p in open {
+                match self.produce(world, p) {
+                    Some(id) => {
+                        self.goal_ids.insert(id, p);
+                    }
+                    None => self.retry_at = Some(now + Duration::from_millis(100)),
+                }
+            }
+        }
+        while self.schedule.front().is_some_and(|(t, _)| *t <= now) {
+            if let Some((_, p)) = self.schedule.pop_front() {
+                self.produce(world, p);
+            }
+        }
+    }
+
+    /// Asks for a flush (exempts batches from the linger check from now on).
+    pub fn flush(&mut self, world: &mut World) {
+        self.flushes.push(world.elapsed());
+        let now = world.now();
+        world.client(self.client).flush(now);
+    }
+
+    /// Consumes the producer client's events and wire taps, and checks them.
+    pub fn on_events(&mut self, world: &mut World) {
+        for (at, body) in world.take_tapped(self.client) {
+            self.check_linger(world, at, body);
+        }
+        while let Some(e) = world.poll_event(self.client) {
+            let Event::Produced { id, result } = e else {
+                continue;
+            };
+            let at = world.elapsed();
+            if let Err(detail) = self.book.outcome(id, at) {
+                world.report("one-outcome", format!("producer: {detail}"));
+                continue;
+            }
+            let Some((partition, seq, value)) = self.info.remove(&id) else {
+                continue;
+            };
+            let goal = self.goal_ids.remove(&id);
+            match result {
+                Ok(meta) => {
+                    if meta.partition != partition {
+                        world.report(
+                            "produce-partition",
+                            format!(
+                                "{value} asked for partition {partition}, went to {}",
+                                meta.partition
+                            ),
+                        );
+                    }
+                    if let Some(offset) = meta.offset {
+                        self.acked_at(world, partition, seq, (offset, meta.index), &value);
+                    }
+                    if let Some(p) = goal {
+                        self.goals.remove(&p);
+                    }
+                }
+                Err(e) => {
+                    if let Some(offset) = e.written_offset() {
+                        // Written but not replicated in time: it is in the log all the same.
+                        let index = match &e {
+                            stellflow_sansio::producer::DeliveryError::NotReplicated {
+                                index,
+                                ..
+                            } => *index,
+                            _ => 0,
+                        };
+                        self.written.insert((partition, (offset, index)), value);
+                    }
+                    if goal.is_some() {
+                        self.retry_at = Some(at + Duration::from_millis(100));
+                    }
+                }
+            }
+        }
+        if let Some(detail) = self.book.overdue(world.elapsed()) {
+            world.report("outcome-in-time", format!("producer: {detail}"));
+        }
+    }
+
+    fn acked_at(&mut self, world: &mut World, partition: i32, seq: u64, pos: Pos, value: &str) {
+        let acks = self.acked.entry(partition).or_default();
+        let before = acks.range(..seq).next_back().map(|(s, p)| (*s, *p));
+        let after = acks.range(seq + 1..).next().map(|(s, p)| (*s, *p));
+        if let Some((s, p)) = before
+            && p >= pos
+        {
+            world.report(
+                "acked-in-order",
+                format!("t0-{partition}: record {seq} acked at {pos:?}, record {s} at {p:?}"),
+            );
+        }
+        if let Some((s, p)) = after
+            && p <= pos
+        {
+            world.report(
+                "acked-in-order",
+                format!("t0-{partition}: record {seq} acked at {pos:?}, record {s} at {p:?}"),
+            );
+        }
+        acks.insert(seq, pos);
+        if let Some(old) = self.written.insert((partition, pos), value.to_owned())
+            && old != value
+        {
+            world.report(
+                "acked-positions-unique",
+                format!("t0-{partition}@{pos:?} acknowledged for {old} and {value}"),
+            );
+        }
+    }
+
+    fn check_linger(&mut self, world: &mut World, at: Duration, body: Bytes) {
+        let Ok(req) = ProduceRequest::decode(&mut Reader::new(body)) else {
+            world.report(
+                "well-formed-requests",
+                "producer sent an undecodable Produce".into(),
+            );
+            return;
+        };
+        for t in req.topic_data {
+            for p in t.partitions {
+                let Some(blob) = p.records else { continue };
+                let Some(Ok(first)) = blob_records(blob).next() else {
+                    continue;
+                };
+                let Some(v) = first.record.value else {
+                    continue;
+                };
+                let value = String::from_utf8_lossy(&v).into_owned();
+                if !self.on_wire.insert(value.clone()) {
+                    continue; // a retry
+                }
+                let Some(produced) = self.produced_at.get(&value).copied() else {
+                    continue;
+                };
+                let flushed = self.flushes.iter().any(|f| *f >= produced && *f <= at);
+                if !flushed && at < produced + self.linger {
+                    world.report(
+                        "linger-honoured",
+                        format!(
+                            "batch starting with {value} produced at {produced:?} sent at {at:?}, linger {:?}",
+                            self.linger
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// End checks against the logs: acknowledged records in place; no duplicates with
+    /// idempotence — unless `state_lost` (a broker restarted or a leader moved: the server
+    /// keeps its de-duplication state in memory per broker and forgets it, PROTOCOL.md §8, so
+    /// a retry after that is written again by design).
+    pub fn check_logs(&self, world: &mut World, state_lost: bool) {
+        let mut problems = Vec::new();
+        for p in 0..self.partitions {
+            let Some(entries) = leader_entries(world, p) else {
+                problems.push(("acked-in-log", format!("t0-{p} has no leader at the end")));
+                continue;
+            };
+            let mut seen: BTreeMap<String, u32> = BTreeMap::new();
+            let mut at: BTreeMap<Pos, String> = BTreeMap::new();
+            for (offset, blob) in entries {
+                for (i, r) in blob_records(blob).enumerate() {
+                    let Ok(r) = r else { break };
+                    let v = r
+                        .record
+                        .value
+                        .map(|v| String::from_utf8_lossy(&v).into_owned())
+                        .unwrap_or_default();
+                    if v.starts_with('P') {
+                        *seen.entry(v.clone()).or_default() += 1;
+                    }
+                    at.insert((offset, i as u32), v);
+                }
+            }
+            for ((part, pos), value) in self
+                .written
+                .range((p, (i64::MIN, 0))..=(p, (i64::MAX, u32::MAX)))
+            {
+                if at.get(pos) != Some(value) {
+                    problems.push((
+                        "acked-in-log",
+                        format!(
+                            "t0-{part}@{pos:?}: {value} acknowledged, log has {:?}",
+                            at.get(pos)
+                        ),
+                    ));
+                }
+            }
+            if self.idempotent
+                && !state_lost
+                && let Some((v, n)) = seen.iter().find(|(_, n)| **n > 1)
+            {
+                problems.push((
+                    "idempotent-no-duplicates",
+                    format!("t0-{p}: {v} is in the log {n} times with idempotence on"),
+                ));
+            }
+        }
+        for (inv, p) in problems.into_iter().take(3) {
+            world.report(inv, p);
+        }
+    }
+}
+
+/// The entries `(offset, blob)` of the current leader's log of `t0-partition`.
+pub fn leader_entries(world: &World, partition: i32) -> Option<Vec<(i64, Bytes)>> {
+    let cluster = world.cluster();
+    let key = Some(TOPIC.to_owned());
+    let leader = cluster.broker_ids().into_iter().find(|id| {
+        cluster.is_alive(*id)
+            && cluster
+                .broker(*id)
+                .and_then(|b| b.metadata().get(&key, partition))
+                .is_some_and(|m| m.leader == *id)
+    })?;
+    let log = cluster.broker(leader)?.log(TOPIC, partition)?;
+    Some(
+        log.entries_from(log.log_start())
+            .map(|e| (e.offset, e.blob.clone()))
+            .collect(),
+    )
+}
+
+/// The consumer workload.
+#[derive(Debug)]
+pub struct ConsumerLoad {
+    client: ClientId,
+    config: ClientConfig,
+    shape: PipelineShape,
+    partitions: i32,
+    restarts: VecDeque<Duration>,
+    closing: Option<Duration>,
+    next_commit: Duration,
+    last: BTreeMap<i32, Pos>,
+    max: BTreeMap<i32, Pos>,
+    delivered: BTreeMap<(i32, Pos), String>,
+    floor: BTreeMap<i32, Pos>,
+    windows: BTreeMap<i32, Vec<(Pos, Pos)>>,
+    rejoins: u64,
+    last_rejoin: String,
+    last_restart: Option<Duration>,
+    incarnations: u32,
+}
+
+/// How long a graceful restart waits for `ConsumerEvent::Closed`.
+const RESTART_WAIT: Duration = Duration::from_secs(6);
+/// Commit period of the explicit-commit consumer.
+const COMMIT_EVERY: Duration = Duration::from_millis(700);
+
+impl ConsumerLoad {
+    /// Adds the consumer client to `world`; it restarts `restarts` times during `span`.
+    pub fn new(
+        world: &mut World,
+        base: &ClientConfig,
+        shape: PipelineShape,
+        seed: u64,
+        restarts: u32,
+        span: Duration,
+        partitions: i32,
+    ) -> Option<Self> {
+        let mut rng = SimRng::new(seed);
+        let mut config = base.clone();
+        config.header.client_id = Some(format!("dst-consumer-{seed:x}"));
+        let c = &mut config.consumer;
+        c.group_id = Some("dst".into());
+        c.auto_offset_reset = OffsetReset::Earliest;
+        c.enable_auto_commit = shape.auto_commit;
+        c.auto_commit_interval = Duration::from_secs(1);
+        c.session_timeout = Duration::from_secs(10);
+        c.heartbeat_interval = Duration::from_secs(1);
+        c.rebalance_timeout = Duration::from_secs(5);
+        let span_ms = span.as_millis().max(1) as u64;
+        let mut r: Vec<Duration> = (0..restarts)
+            .map(|_| Duration::from_millis(rng.below(span_ms)))
+            .collect();
+        r.sort();
+        let mut load = ConsumerLoad {
+            client: ClientId(usize::MAX),
+            config,
+            shape,
+            partitions,
+            restarts: r.into(),
+            closing: None,
+            next_commit: COMMIT_EVERY,
+            last: BTreeMap::new(),
+            max: BTreeMap::new(),
+            delivered: BTreeMap::new(),
+            floor: BTreeMap::new(),
+            windows: BTreeMap::new(),
+            rejoins: 0,
+            last_rejoin: String::new(),
+            last_restart: None,
+            incarnations: 0,
+        };
+        load.start(world).then_some(load)
+    }
+
+    fn start(&mut self, world: &mut World) -> bool {
+        let client = match world.add_client(self.config.clone()) {
+            Ok(c) => c,
+            Err(e) => {
+                world.report("setup", format!("consumer config: {e}"));
+                return false;
+            }
+        };
+        self.client = client;
+        self.incarnations += 1;
+        self.last.clear();
+        let now = world.now();
+        let r = if self.shape.subscribe {
+            world.client(client).subscribe(now, &[TOPIC])
+        } else {
+            let tps: Vec<TopicPartition> = (0..self.partitions)
+                .map(|p| TopicPartition::new(TOPIC, p))
+                .collect();
+            world.client(client).assign(now, &tps)
+        };
+        if let Err(e) = r {
+            world.report("setup", format!("consumer start: {e}"));
+            return false;
+        }
+        true
+    }
+
+    /// When the consumer has timed work (restart, commit).
+    pub fn next_at(&self) -> Option<Duration> {
+        if let Some(since) = self.closing {
+            return Some(since + RESTART_WAIT);
+        }
+        let r = self.restarts.front().copied();
+        let c = (!self.shape.auto_commit).then_some(self.next_commit);
+        match (r, c) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The current incarnation's client.
+    pub fn client_id(&self) -> ClientId {
+        self.client
+    }
+
+    /// Group rejoins seen so far.
+    pub fn rejoins(&self) -> u64 {
+        self.rejoins
+    }
+
+    /// The last rejoin's reason.
+    pub fn last_rejoin(&self) -> &str {
+        &self.last_rejoin
+    }
+
+    /// When the last restart finished.
+    pub fn last_restart(&self) -> Option<Duration> {
+        self.last_restart
+    }
+
+    /// The session timeout.
+    pub fn session_timeout(&self) -> Duration {
+        self.config.consumer.session_timeout
+    }
+
+    /// Whether the consumer uses a group subscription.
+    pub fn subscribed(&self) -> bool {
+        self.shape.subscribe
+    }
+
+    /// No more restarts (liveness phase).
+    pub fn stop_restarts(&mut self) {
+        self.restarts.clear();
+    }
+
+    /// Whether a graceful restart is under way.
+    pub fn restarting(&self) -> bool {
+        self.closing.is_some()
+    }
+
+    /// Runs timed work due now: commits and restarts.
+    pub fn issue_due(&mut self, world: &mut World) {
+        let at = world.elapsed();
+        let now = world.now();
+        if self.closing.is_none() && !self.shape.auto_commit && self.next_commit <= at {
+            self.next_commit = at + COMMIT_EVERY;
+            let _ = world.client(self.client).commit(now);
+        }
+        if self.closing.is_none() && self.restarts.front().is_some_and(|t| *t <= at) {
+            self.restarts.pop_front();
+            self.closing = Some(at);
+            world.client(self.client).close_consumer(now);
+        }
+        if let Some(since) = self.closing
+            && at >= since + RESTART_WAIT
+        {
+            self.finish_restart(world);
+        }
+    }
+
+    fn finish_restart(&mut self, world: &mut World) {
+        self.closing = None;
+        self.last_restart = Some(world.elapsed());
+        let now = world.now();
+        world.client(self.client).close(now);
+        while world.poll_record(self.client).is_some() {}
+        for (p, max) in &self.max {
+            let floor = self.floor.get(p).copied().unwrap_or((i64::MIN, 0));
+            if floor <= *max {
+                self.windows.entry(*p).or_default().push((floor, *max));
+            }
+        }
+        self.start(world);
+    }
+
+    /// Consumes records and events, and checks them.
+    pub fn on_events(&mut self, world: &mut World) {
+        while let Some(r) = world.poll_record(self.client) {
+            let p = r.partition;
+            let pos = (r.offset, r.index);
+            let value = r
+                .value
+                .map(|v| String::from_utf8_lossy(&v).into_owned())
+                .unwrap_or_default();
+            if let Some(last) = self.last.get(&p)
+                && *last >= pos
+            {
+                world.report(
+                    "consumer-in-order",
+                    format!(
+                        "t0-{p}: {pos:?} delivered after {last:?} (incarnation {})",
+                        self.incarnations
+                    ),
+                );
+            }
+            self.last.insert(p, pos);
+            let m = self.max.entry(p).or_insert(pos);
+            *m = (*m).max(pos);
+            if self.delivered.insert((p, pos), value).is_some() {
+                let allowed = self
+                    .windows
+                    .get(&p)
+                    .is_some_and(|w| w.iter().any(|(lo, hi)| *lo <= pos && pos <= *hi));
+                if !allowed {
+                    world.report(
+                        "consumer-exactly-once",
+                        format!(
+                            "t0-{p}: {pos:?} delivered twice (committed {:?}, incarnation {})",
+                            self.floor.get(&p),
+                            self.incarnations
+                        ),
+                    );
+                }
+            }
+        }
+        while let Some(e) = world.poll_event(self.client) {
+            let Event::Consumer(e) = e else { continue };
+            match e {
+                ConsumerEvent::CommitCompleted {
+                    result: Ok(list), ..
+                } => {
+                    for (tp, pos) in list {
+                        let f = self
+                            .floor
+                            .entry(tp.partition)
+                            .or_insert((pos.offset, pos.index));
+                        *f = (*f).max((pos.offset, pos.index));
+                    }
+                }
+                ConsumerEvent::GroupRejoining { reason, retry_in } => {
+                    self.rejoins += 1;
+                    self.last_rejoin =
+                        format!("at {:?}: {reason} (retry in {retry_in:?})", world.elapsed());
+                }
+                ConsumerEvent::Closed if self.closing.is_some() => self.finish_restart(world),
+                _ => {}
+            }
+        }
+    }
+
+    /// Acknowledged records (producer and raw) not delivered yet.
+    pub fn missing(&self, producer: Option<&ProducerLoad>, ledger: &Ledger) -> Vec<(i32, Pos)> {
+        let mut want: Vec<(i32, Pos)> = Vec::new();
+        if let Some(p) = producer {
+            want.extend(p.written.keys().copied());
+        }
+        for ((p, offset), blob) in &ledger.acked {
+            let n = blob_records(blob.clone()).count();
+            want.extend((0..n).map(|i| (*p, (*offset, i as u32))));
+        }
+        want.retain(|k| !self.delivered.contains_key(k));
+        want
+    }
+
+    /// End check: delivered values equal the acknowledged ones.
+    pub fn check_values(&self, world: &mut World, producer: Option<&ProducerLoad>) {
+        let Some(producer) = producer else { return };
+        for (k, v) in &producer.written {
+            if let Some(d) = self.delivered.get(k)
+                && d != v
+            {
+                world.report(
+                    "consumer-values",
+                    format!("t0-{}@{:?}: delivered {d}, acknowledged {v}", k.0, k.1),
+                );
+                return;
+            }
+        }
+    }
+}
