@@ -264,15 +264,21 @@ impl Client {
         if self.closed || !c.active() {
             return None;
         }
-        let mut d = c.group.deadline(&c.config, c.config.group_id.is_some());
+        let last_now = self.last_now;
+        if c.fetch_wake && !c.closing && c.buffered < c.config.max_buffered_bytes {
+            // Buffer space was freed outside a pass (poll_record, resume): fetch at once.
+            return Some(last_now);
+        }
+        let mut d = c
+            .group
+            .deadline(&c.config, c.config.group_id.is_some(), last_now);
+        // Past instants were acted on by the pass at `last_now` or wait for another deadline
+        // (see `Group::deadline`); only the fetch wake-up above asks for "now".
         let mut take = |t: Option<Instant>| {
-            if let Some(t) = t {
+            if let Some(t) = t.filter(|t| *t > last_now) {
                 d = Some(d.map_or(t, |x: Instant| x.min(t)));
             }
         };
-        if c.fetch_wake && !c.closing && c.buffered < c.config.max_buffered_bytes {
-            take(Some(self.last_now));
-        }
         for p in c.parts.values() {
             match p.start {
                 Start::Ready
@@ -281,7 +287,7 @@ impl Client {
                         && !c.closing
                         && c.buffered < c.config.max_buffered_bytes =>
                 {
-                    take(p.not_before.filter(|t| *t > self.last_now));
+                    take(p.not_before);
                 }
                 Start::Unknown | Start::NeedsReset(_) => take(p.retry_at),
                 _ => {}

@@ -138,8 +138,15 @@ impl Group {
         CommitId(self.next_commit)
     }
 
-    /// The earliest group deadline.
-    pub(crate) fn deadline(&self, config: &ConsumerConfig, has_group: bool) -> Option<Instant> {
+    /// The earliest group deadline after `last_now`. Instants at or before `last_now` were
+    /// handled by the pass that ran then, or wait for something else (the coordinator, a
+    /// connection) that has its own deadline: reporting them would make the driver spin.
+    pub(crate) fn deadline(
+        &self,
+        config: &ConsumerConfig,
+        has_group: bool,
+        last_now: Instant,
+    ) -> Option<Instant> {
         if !has_group {
             return None;
         }
@@ -158,7 +165,7 @@ impl Group {
             }
             _ => {}
         }
-        d.into_iter().flatten().min()
+        d.into_iter().flatten().filter(|t| *t > last_now).min()
     }
 }
 
@@ -168,11 +175,11 @@ impl Consumer {
         let Some(group_id) = self.config.group_id.clone() else {
             return false;
         };
-        let mut sent = false;
-        let g = &mut self.group;
-        if g.next_auto_commit.is_none() {
-            g.next_auto_commit = Some(now + self.config.auto_commit_interval);
+        if self.group.next_auto_commit.is_none() {
+            self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
         }
+        let mut sent = self.auto_commit(now, ctx);
+        let g = &mut self.group;
         let subscribed = !g.subscription.is_empty() && !self.closing;
         if g.coordinator.is_none()
             && !g.find_in_flight
@@ -300,24 +307,44 @@ impl Consumer {
                 }
             }
         }
-        // Auto-commit.
-        if self.config.enable_auto_commit && self.group.next_auto_commit.is_some_and(|t| t <= now) {
-            self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
-            let changed: Vec<(TopicPartition, Position)> = self
-                .positions()
-                .into_iter()
-                .filter(|(tp, pos)| {
-                    self.parts
-                        .get(tp)
-                        .is_some_and(|p| p.committed != Some(*pos))
-                })
-                .collect();
-            if !changed.is_empty() {
-                self.start_commit(now, changed, CommitKind::Auto, ctx);
-                sent = true;
-            }
-        }
         sent
+    }
+
+    /// The auto-commit timer. Runs before the coordinator is needed: a commit queued while
+    /// the coordinator is unknown is what makes the client look it up again (with manual
+    /// assignment nothing else would, and auto-commits would stop for good). At most one
+    /// auto-commit waits in the queue; a later tick refreshes its positions.
+    fn auto_commit(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+        if !self.config.enable_auto_commit
+            || self.closing
+            || !self.group.next_auto_commit.is_some_and(|t| t <= now)
+        {
+            return false;
+        }
+        self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
+        let changed: Vec<(TopicPartition, Position)> = self
+            .positions()
+            .into_iter()
+            .filter(|(tp, pos)| {
+                self.parts
+                    .get(tp)
+                    .is_some_and(|p| p.committed != Some(*pos))
+            })
+            .collect();
+        if changed.is_empty() {
+            return false;
+        }
+        if let Some(queued) = self
+            .group
+            .pending
+            .iter_mut()
+            .find(|c| c.kind == CommitKind::Auto)
+        {
+            queued.positions = changed;
+            return false;
+        }
+        self.start_commit(now, changed, CommitKind::Auto, ctx);
+        true
     }
 
     /// Every partition of the subscribed topics, from metadata.

@@ -286,3 +286,26 @@ pub fn wait_for(w: &mut World, max: Duration, f: impl Fn(&ConsumerEvent) -> bool
             .any(|e| matches!(e, Event::Consumer(c) if f(c)))
     })
 }
+
+/// Like [`World::advance`], but fails instead of hanging when the client keeps asking to be
+/// woken at the current instant without anything happening (a busy loop in a real driver).
+pub fn advance_checked(w: &mut World, d: Duration) {
+    let end = w.now + d;
+    let mut stuck = 0;
+    while w.now < end {
+        let before = w.now;
+        w.tick(end - w.now);
+        if w.now == before {
+            stuck += 1;
+            assert!(
+                stuck < 1000,
+                "poll_timeout keeps returning {:?} (now) without progress",
+                w.client
+                    .poll_timeout()
+                    .map(|t| t.saturating_duration_since(w.now))
+            );
+        } else {
+            stuck = 0;
+        }
+    }
+}

@@ -1,0 +1,588 @@
+//! Consumer groups and commits against the simulated cluster in-process: commit before
+//! revocation, the auto-commit timer, rejoins after a coordinator disconnect and after the
+//! session timeout, `commit_async`, and the `None` reset policy with nothing committed.
+
+mod common;
+mod consumer_support;
+
+use consumer_support::*;
+use std::time::{Duration, Instant};
+use stellflow_proto::ApiKey;
+use stellflow_sansio::{
+    CommitKind, ConsumerError, ConsumerEvent, Event, OffsetReset, Position, SeekTo, TopicPartition,
+};
+use stellflow_sim::{ClusterConfig, Fault, FaultRule};
+
+fn generation(w: &common::World) -> i32 {
+    w.client.group_member().map_or(-1, |(_, g)| g)
+}
+
+fn joined_count(w: &common::World) -> usize {
+    w.events
+        .iter()
+        .filter(|e| matches!(e, Event::Consumer(ConsumerEvent::GroupJoined { .. })))
+        .count()
+}
+
+#[test]
+fn revocation_commits_positions_before_the_partitions_go() {
+    let mut w = subscribed_world_with("rev", |c| {
+        // Only the revocation may commit.
+        c.consumer.auto_commit_interval = Duration::from_secs(3600);
+    });
+    w.sim.create_topic("other", 1, 1).unwrap();
+    let exp = fill(&mut w, "s", 2, 8, 4);
+    let (s0, s1) = (TopicPartition::new("s", 0), TopicPartition::new("s", 1));
+    let total: usize = exp.values().map(Vec::len).sum();
+    let got = drain(&mut w, Duration::from_secs(30), |g| count(g) >= total / 2);
+    assert!(count(&got) >= total / 2);
+    let before: Vec<(TopicPartition, Position)> = [&s0, &s1]
+        .into_iter()
+        .map(|tp| ((*tp).clone(), w.client.position(tp).expect("positioned")))
+        .collect();
+    assert_eq!(w.client.committed(&s0), None, "nothing committed yet");
+    consumer_events(&mut w);
+
+    // A new subscription takes `s` away.
+    w.client.subscribe(w.now, &["other"]).unwrap();
+    let ok = wait_for(&mut w, Duration::from_secs(30), |e| {
+        matches!(
+            e,
+            ConsumerEvent::CommitCompleted {
+                kind: CommitKind::Revocation,
+                ..
+            }
+        )
+    });
+    assert!(ok, "{:?}", w.events);
+    let ev = consumer_events(&mut w);
+    let revoked = ev
+        .iter()
+        .position(|e| matches!(e, ConsumerEvent::PartitionsRevoked(p) if *p == vec![s0.clone(), s1.clone()]))
+        .expect("s revoked");
+    let assigned = ev
+        .iter()
+        .position(|e| matches!(e, ConsumerEvent::PartitionsAssigned(p) if *p == vec![TopicPartition::new("other", 0)]))
+        .expect("other assigned");
+    assert!(revoked < assigned, "revoked before assigned: {ev:?}");
+    let committed = ev
+        .iter()
+        .find_map(|e| match e {
+            ConsumerEvent::CommitCompleted {
+                kind: CommitKind::Revocation,
+                result,
+                ..
+            } => Some(result.clone()),
+            _ => None,
+        })
+        .expect("revocation commit");
+    let mut committed = committed.expect("revocation commit succeeded");
+    committed.sort();
+    assert_eq!(
+        committed, before,
+        "the positions at revocation were committed"
+    );
+    assert_eq!(w.client.assignment(), vec![TopicPartition::new("other", 0)]);
+
+    // The broker holds them: a fresh member of the group resumes exactly there.
+    let mut cfg = consumer_config("broker-1:9092", Some("rev"));
+    cfg.consumer.enable_auto_commit = false;
+    replace_client(&mut w, cfg);
+    w.bootstrap();
+    w.client.assign(w.now, &[s0.clone(), s1.clone()]).unwrap();
+    let rest: usize = exp
+        .iter()
+        .map(|(tp, e)| {
+            let p = before.iter().find(|(t, _)| t == tp).unwrap().1;
+            e.iter()
+                .filter(|((o, i), _)| (*o, *i) >= (p.offset, p.index))
+                .count()
+        })
+        .sum();
+    let got2 = drain(&mut w, Duration::from_secs(30), |g| count(g) >= rest);
+    let mut all = got;
+    for (tp, v) in got2 {
+        all.entry(tp).or_default().extend(v);
+    }
+    assert_exact(&exp, &all);
+}
+
+/// Drives a world in 100 ms ticks, optionally producing one blob a second, taking records
+/// and noting every auto-commit with its instant.
+struct AutoRun {
+    tp: TopicPartition,
+    got: Got,
+    auto: Vec<(Instant, Position)>,
+    failed: Vec<(Instant, ConsumerError)>,
+    next_blob: Instant,
+    blobs: i64,
+}
+
+impl AutoRun {
+    fn run(&mut self, w: &mut common::World, until: Instant, produce: bool) {
+        while w.now < until {
+            if produce && w.now >= self.next_blob {
+                let vals = values(&format!("b{}", self.blobs), 3, 8);
+                produce_values(w, None, &self.tp, Kind::V1, vals, &mut Expected::new());
+                self.blobs += 1;
+                self.next_blob += Duration::from_secs(1);
+            }
+            w.tick(Duration::from_millis(100));
+            take_records(w, &mut self.got);
+            for e in consumer_events(w) {
+                if let ConsumerEvent::CommitCompleted {
+                    kind: CommitKind::Auto,
+                    result,
+                    ..
+                } = e
+                {
+                    match result {
+                        Ok(r) => self.auto.push((w.now, r[0].1)),
+                        Err(e) => self.failed.push((w.now, e)),
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn auto_commit_runs_on_its_interval_and_only_when_positions_moved() {
+    let mut cfg = consumer_config("broker-1:9092", Some("auto"));
+    cfg.consumer.auto_commit_interval = Duration::from_secs(5);
+    let mut w = common::World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("t", 1, 1).unwrap();
+    let tp = TopicPartition::new("t", 0);
+    w.bootstrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    let start = w.now;
+    let mut run = AutoRun {
+        tp: tp.clone(),
+        got: Got::new(),
+        auto: Vec::new(),
+        failed: Vec::new(),
+        next_blob: start,
+        blobs: 0,
+    };
+    // 60 s of steady traffic: a commit every 5 s, never more often.
+    run.run(&mut w, start + Duration::from_secs(60), true);
+    assert!(run.failed.is_empty(), "{:?}", run.failed);
+    assert!(
+        (11..=12).contains(&run.auto.len()),
+        "{} auto commits: {:?}",
+        run.auto.len(),
+        run.auto
+    );
+    for pair in run.auto.windows(2) {
+        let gap = pair[1].0 - pair[0].0;
+        assert!(
+            gap >= Duration::from_secs(5) && gap < Duration::from_millis(5200),
+            "gap {gap:?} in {:?}",
+            run.auto
+        );
+        assert!(pair[1].1 > pair[0].1, "each commit moves forward");
+    }
+    // Traffic stops: at most one more commit (the last records), then none at all.
+    let t = w.now;
+    run.run(&mut w, t + Duration::from_secs(6), false);
+    let commits = w.client.counters().api(ApiKey::OFFSET_COMMIT).requests;
+    let n = run.auto.len();
+    let t = w.now;
+    run.run(&mut w, t + Duration::from_secs(60), false);
+    assert_eq!(run.auto.len(), n, "no auto commit without progress");
+    assert_eq!(
+        w.client.counters().api(ApiKey::OFFSET_COMMIT).requests,
+        commits,
+        "no OffsetCommit sent without progress"
+    );
+    assert_eq!(w.client.committed(&tp), w.client.position(&tp));
+    assert_eq!(w.client.position(&tp), Some(Position::blob(run.blobs)));
+}
+
+#[test]
+fn rejoins_after_a_coordinator_disconnect_and_keeps_consuming() {
+    let mut w = subscribed_world("disc");
+    let (member, gen0) = w
+        .client
+        .group_member()
+        .map(|(m, g)| (m.to_owned(), g))
+        .unwrap();
+    let finds = w.client.counters().api(ApiKey::FIND_COORDINATOR).requests;
+    consumer_events(&mut w);
+    // The coordinator drops the connection on the next heartbeat, with it in flight.
+    w.sim.inject_fault(FaultRule::next(
+        ApiKey::HEARTBEAT,
+        1,
+        Fault::CloseConnection,
+    ));
+    // Regression: while the coordinator was being looked up again, the past rejoin instant
+    // was reported by poll_timeout and the driver spun.
+    advance_checked(&mut w, Duration::from_secs(10));
+    let ok = w.run_until(Duration::from_secs(30), |w| joined_count(w) >= 1);
+    assert!(ok, "{:?}", w.events);
+    assert!(
+        w.events
+            .iter()
+            .any(|e| matches!(e, Event::Disconnected { .. })),
+        "{:?}",
+        w.events
+    );
+    let ev = consumer_events(&mut w);
+    let rejoin = ev
+        .iter()
+        .position(|e| {
+            matches!(e, ConsumerEvent::GroupRejoining { reason, retry_in }
+                if reason.contains("Heartbeat failed") && *retry_in >= Duration::from_millis(80))
+        })
+        .unwrap_or_else(|| panic!("no rejoin: {ev:?}"));
+    let joined = ev
+        .iter()
+        .position(
+            |e| matches!(e, ConsumerEvent::GroupJoined { member_id, .. } if *member_id == member),
+        )
+        .unwrap_or_else(|| panic!("not joined with the same id: {ev:?}"));
+    assert!(rejoin < joined);
+    assert!(generation(&w) > gen0);
+    assert!(
+        w.client.counters().api(ApiKey::FIND_COORDINATOR).requests > finds,
+        "the coordinator is looked up again"
+    );
+    // Heartbeats work again and records still flow.
+    w.advance(Duration::from_secs(30));
+    assert!(
+        !consumer_events(&mut w)
+            .iter()
+            .any(|e| matches!(e, ConsumerEvent::GroupRejoining { .. }))
+    );
+    let off = produce(&mut w, "s", 1, blob(Kind::V1, &[b"after".to_vec()]));
+    let got = drain(&mut w, Duration::from_secs(5), |g| count(g) >= 1);
+    assert_eq!(got[&TopicPartition::new("s", 1)][0].0, (off, 0));
+}
+
+#[test]
+fn coordinator_crash_keeps_consuming_and_rejoins_after_restart() {
+    let mut cfg = consumer_config("broker-1:9092,broker-2:9092,broker-3:9092", Some("crash"));
+    cfg.consumer.session_timeout = Duration::from_secs(10);
+    cfg.consumer.heartbeat_interval = Duration::from_secs(3);
+    let mut w = common::World::with(ClusterConfig::with_brokers(3), cfg);
+    w.sim.create_topic("c", 2, 2).unwrap();
+    // The data lives on brokers 2 and 3; broker 1 is only the coordinator.
+    w.sim.move_leader("c", 0, 2).unwrap();
+    w.sim.move_leader("c", 1, 3).unwrap();
+    w.bootstrap();
+    w.client.subscribe(w.now, &["c"]).unwrap();
+    assert!(wait_for(&mut w, Duration::from_secs(20), |e| matches!(
+        e,
+        ConsumerEvent::GroupJoined { .. }
+    )));
+    let gen0 = generation(&w);
+    consumer_events(&mut w);
+    let (c0, c1) = (TopicPartition::new("c", 0), TopicPartition::new("c", 1));
+    let mut exp = Expected::new();
+    produce_values(&mut w, Some(2), &c0, Kind::V1, values("a", 3, 4), &mut exp);
+    produce_values(
+        &mut w,
+        Some(3),
+        &c1,
+        Kind::Srfb,
+        values("b", 3, 4),
+        &mut exp,
+    );
+    let mut got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= 6);
+
+    w.sim.crash(1, w.now).unwrap();
+    // While the coordinator is down the assignment keeps being consumed.
+    produce_values(
+        &mut w,
+        Some(2),
+        &c0,
+        Kind::MultiV1,
+        values("c", 5, 4),
+        &mut exp,
+    );
+    produce_values(&mut w, Some(3), &c1, Kind::V1, values("d", 2, 4), &mut exp);
+    let more = drain(&mut w, Duration::from_secs(20), |g| count(g) >= 7);
+    assert_eq!(count(&more), 7, "{:?}", w.events);
+    for (tp, v) in more {
+        got.entry(tp).or_default().extend(v);
+    }
+    w.advance(Duration::from_secs(20));
+    let ev = consumer_events(&mut w);
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, ConsumerEvent::GroupRejoining { .. })),
+        "{ev:?}"
+    );
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e, ConsumerEvent::PartitionsRevoked(_))),
+        "the assignment is kept while rejoining: {ev:?}"
+    );
+    // Back up (on its data): the member joins again.
+    w.sim.restart(1, w.now).unwrap();
+    w.sim.reassert_leadership(1).unwrap();
+    let ok = wait_for(&mut w, Duration::from_secs(60), |e| {
+        matches!(e, ConsumerEvent::GroupJoined { .. })
+    });
+    assert!(ok, "{:?}", w.events);
+    assert!(generation(&w) >= 1 && w.client.group_member().is_some());
+    let _ = gen0;
+    produce_values(&mut w, Some(2), &c0, Kind::V1, values("e", 1, 4), &mut exp);
+    let last = drain(&mut w, Duration::from_secs(20), |g| count(g) >= 1);
+    for (tp, v) in last {
+        got.entry(tp).or_default().extend(v);
+    }
+    assert_exact(&exp, &got);
+}
+
+#[test]
+fn a_driver_stall_past_the_session_timeout_rejoins_without_a_doomed_heartbeat() {
+    let mut w = subscribed_world("stall");
+    let gen0 = generation(&w);
+    consumer_events(&mut w);
+    let hb = w.client.counters().api(ApiKey::HEARTBEAT).requests;
+    // The driver does not call in for 25 s (session timeout 10 s).
+    w.now += Duration::from_secs(25);
+    w.sim.handle_timeout(w.now);
+    w.client.handle_timeout(w.now);
+    w.step();
+    let ev = consumer_events(&mut w);
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, ConsumerEvent::GroupRejoining { reason, .. }
+            if reason.contains("session timeout"))),
+        "{ev:?}"
+    );
+    assert_eq!(
+        w.client.counters().api(ApiKey::HEARTBEAT).requests,
+        hb,
+        "no heartbeat for an expired session"
+    );
+    assert!(wait_for(&mut w, Duration::from_secs(10), |e| matches!(
+        e,
+        ConsumerEvent::GroupJoined { .. }
+    )));
+    assert!(generation(&w) > gen0);
+    let off = produce(&mut w, "s", 0, blob(Kind::V1, &[b"x".to_vec()]));
+    let got = drain(&mut w, Duration::from_secs(5), |g| count(g) >= 1);
+    assert_eq!(got[&TopicPartition::new("s", 0)][0].0, (off, 0));
+}
+
+#[test]
+fn unanswered_heartbeats_rejoin_within_the_session_timeout() {
+    let mut w = subscribed_world("mute");
+    consumer_events(&mut w);
+    let t0 = w.now;
+    // The coordinator executes heartbeats but never answers them.
+    w.sim.inject_fault(FaultRule::random(
+        ApiKey::HEARTBEAT,
+        1.0,
+        Fault::DropResponse,
+    ));
+    let ok = wait_for(&mut w, Duration::from_secs(60), |e| {
+        matches!(e, ConsumerEvent::GroupRejoining { .. })
+    });
+    assert!(ok);
+    assert!(
+        w.now - t0 <= Duration::from_secs(10),
+        "rejoined {:?} after the last good heartbeat; session timeout 10 s",
+        w.now - t0
+    );
+    w.sim.clear_faults();
+    assert!(wait_for(&mut w, Duration::from_secs(30), |e| matches!(
+        e,
+        ConsumerEvent::GroupJoined { .. }
+    )));
+}
+
+fn commit_world(group: &str) -> (common::World, TopicPartition, Expected) {
+    let mut cfg = consumer_config("broker-1:9092", Some(group));
+    cfg.consumer.enable_auto_commit = false;
+    let mut w = common::World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("t", 1, 1).unwrap();
+    let exp = fill(&mut w, "t", 1, 10, 4);
+    let tp = TopicPartition::new("t", 0);
+    w.bootstrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    (w, tp, exp)
+}
+
+fn commit_outcome(
+    w: &mut common::World,
+    id: stellflow_sansio::CommitId,
+) -> (
+    CommitKind,
+    Result<Vec<(TopicPartition, Position)>, ConsumerError>,
+) {
+    let ok = wait_for(
+        w,
+        Duration::from_secs(30),
+        |e| matches!(e, ConsumerEvent::CommitCompleted { id: i, .. } if *i == id),
+    );
+    assert!(ok, "no outcome for {id:?}");
+    consumer_events(w)
+        .into_iter()
+        .find_map(|e| match e {
+            ConsumerEvent::CommitCompleted {
+                id: i,
+                kind,
+                result,
+            } if i == id => Some((kind, result)),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[test]
+fn commit_async_reports_its_outcome_and_is_never_retried() {
+    let (mut w, tp, exp) = commit_world("ca");
+    let n = exp[&tp].len();
+    drain(&mut w, Duration::from_secs(10), |g| count(g) >= n / 3);
+    let p1 = w.client.position(&tp).unwrap();
+    let id = w.client.commit_async(w.now).unwrap();
+    let (kind, result) = commit_outcome(&mut w, id);
+    assert_eq!(kind, CommitKind::Async);
+    assert_eq!(result, Ok(vec![(tp.clone(), p1)]));
+    assert_eq!(w.client.committed(&tp), Some(p1));
+
+    // A failed async commit is reported once and not sent again.
+    drain(&mut w, Duration::from_secs(10), |g| count(g) >= n / 3);
+    let p2 = w.client.position(&tp).unwrap();
+    assert!(p2 > p1);
+    let sent = w.client.counters().api(ApiKey::OFFSET_COMMIT).requests;
+    w.sim.inject_fault(FaultRule::next(
+        ApiKey::OFFSET_COMMIT,
+        1,
+        Fault::CloseConnection,
+    ));
+    let id = w.client.commit_async(w.now).unwrap();
+    let (kind, result) = commit_outcome(&mut w, id);
+    assert_eq!(kind, CommitKind::Async);
+    assert!(
+        matches!(result, Err(ConsumerError::Request(ref e)) if e.is_retriable()),
+        "{result:?}"
+    );
+    // Regression: the coordinator retry instant stayed in poll_timeout after it passed.
+    advance_checked(&mut w, Duration::from_secs(10));
+    assert_eq!(
+        w.client.counters().api(ApiKey::OFFSET_COMMIT).requests,
+        sent + 1,
+        "an async commit is not retried"
+    );
+    assert_eq!(
+        w.client.committed(&tp),
+        Some(p1),
+        "unchanged after the failure"
+    );
+    assert!(
+        !consumer_events(&mut w)
+            .iter()
+            .any(|e| matches!(e, ConsumerEvent::CommitCompleted { .. })),
+        "exactly one outcome"
+    );
+
+    // The same failure under a sync commit is retried and succeeds.
+    w.sim.inject_fault(FaultRule::next(
+        ApiKey::OFFSET_COMMIT,
+        1,
+        Fault::CloseConnection,
+    ));
+    let id = w.client.commit(w.now).unwrap();
+    let (kind, result) = commit_outcome(&mut w, id);
+    assert_eq!(kind, CommitKind::Sync);
+    assert_eq!(result, Ok(vec![(tp.clone(), p2)]));
+    assert_eq!(
+        w.client.counters().api(ApiKey::OFFSET_COMMIT).requests,
+        sent + 3
+    );
+    assert_eq!(w.client.committed(&tp), Some(p2));
+}
+
+#[test]
+fn none_policy_with_nothing_committed_waits_for_a_seek_or_a_commit() {
+    let mut cfg = consumer_config("broker-1:9092", Some("nopos"));
+    cfg.consumer.auto_offset_reset = OffsetReset::None;
+    cfg.consumer.enable_auto_commit = false;
+    let mut w = common::World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("t", 1, 1).unwrap();
+    let exp = fill(&mut w, "t", 1, 6, 4);
+    let tp = TopicPartition::new("t", 0);
+    w.bootstrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    assert!(wait_for(&mut w, Duration::from_secs(10), |e| matches!(
+        e,
+        ConsumerEvent::NoPosition(p) if *p == tp
+    )));
+    assert!(w.client.counters().api(ApiKey::OFFSET_FETCH).requests >= 1);
+    w.advance(Duration::from_secs(5));
+    assert_eq!(w.client.position(&tp), None);
+    assert!(w.client.poll_record().is_none());
+    assert_eq!(
+        w.client.counters().api(ApiKey::FETCH).requests,
+        0,
+        "nothing fetched without a position"
+    );
+    assert_eq!(w.client.counters().api(ApiKey::LIST_OFFSETS).requests, 0);
+    // Asking for the committed position again: still none.
+    consumer_events(&mut w);
+    w.client.seek(w.now, &tp, SeekTo::Committed).unwrap();
+    assert!(wait_for(&mut w, Duration::from_secs(10), |e| matches!(
+        e,
+        ConsumerEvent::NoPosition(_)
+    )));
+    // Once something is committed, seeking to it starts there (mid-blob).
+    let at = Position::new(2, 1);
+    let id = w
+        .client
+        .commit_positions(w.now, vec![(tp.clone(), at)])
+        .unwrap();
+    let (_, result) = commit_outcome(&mut w, id);
+    assert!(result.is_ok());
+    w.client.seek(w.now, &tp, SeekTo::Committed).unwrap();
+    let want: Vec<_> = exp[&tp]
+        .iter()
+        .filter(|(p, _)| *p >= (2, 1))
+        .map(|(p, _)| *p)
+        .collect();
+    let got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= want.len());
+    assert_eq!(
+        got[&tp].iter().map(|(p, _, _)| *p).collect::<Vec<_>>(),
+        want
+    );
+    assert!(consumer_events(&mut w).iter().any(|e| matches!(
+        e,
+        ConsumerEvent::PositionResolved { position, committed: true, .. } if *position == at
+    )));
+}
+
+#[test]
+fn auto_commit_resumes_after_a_failed_commit_lost_the_coordinator() {
+    let mut cfg = consumer_config("broker-1:9092", Some("again"));
+    cfg.consumer.auto_commit_interval = Duration::from_secs(2);
+    let mut w = common::World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("t", 1, 1).unwrap();
+    let tp = TopicPartition::new("t", 0);
+    w.bootstrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    w.sim.inject_fault(FaultRule::next(
+        ApiKey::OFFSET_COMMIT,
+        1,
+        Fault::CloseConnection,
+    ));
+    let mut run = AutoRun {
+        tp: tp.clone(),
+        got: Got::new(),
+        auto: Vec::new(),
+        failed: Vec::new(),
+        next_blob: w.now,
+        blobs: 0,
+    };
+    let t = w.now;
+    run.run(&mut w, t + Duration::from_secs(20), true);
+    // The first auto commit failed (and is not retried); later ones go through.
+    assert_eq!(run.failed.len(), 1, "{:?}", run.failed);
+    assert!(run.auto.len() >= 7, "{:?}", run.auto);
+    let t = w.now;
+    run.run(&mut w, t + Duration::from_secs(5), false);
+    assert_eq!(w.client.committed(&tp), Some(Position::blob(run.blobs)));
+}
