@@ -599,10 +599,7 @@ pub async fn group_commit_resume<A: Adapter>() -> R<()> {
     })?;
     let committed = A::commit_sync(&first).await?;
     for (tp, pos) in &committed {
-        let last = got
-            .iter()
-            .filter(|r| r.partition == tp.partition)
-            .next_back();
+        let last = got.iter().rfind(|r| r.partition == tp.partition);
         if let Some(last) = last {
             check(*pos == last.next_position(), || {
                 format!(
