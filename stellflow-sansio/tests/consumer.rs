@@ -85,7 +85,7 @@ fn mid_blob_commit_resumes_at_the_next_record() {
     let all = &exp[&TopicPartition::new("t", 0)];
     w.bootstrap();
     let tp = TopicPartition::new("t", 0);
-    w.client.assign(w.now, &[tp.clone()]).unwrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
     // Stop in the middle of a blob that holds several records.
     let stop = all
         .iter()
@@ -108,7 +108,7 @@ fn mid_blob_commit_resumes_at_the_next_record() {
     // A new consumer of the group gets exactly the rest.
     replace_client(&mut w, cfg);
     w.bootstrap();
-    w.client.assign(w.now, &[tp.clone()]).unwrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
     let rest = all.len() - stop - 1;
     let got = drain(&mut w, Duration::from_secs(30), |g| count(g) >= rest);
     let got_pos: Vec<_> = got[&tp].iter().map(|(p, _, _)| *p).collect();
@@ -127,7 +127,7 @@ fn commit_on_close_and_fully_consumed_blob_commits_next_offset() {
     let tp = TopicPartition::new("t", 0);
     let n = exp[&tp].len();
     w.bootstrap();
-    w.client.assign(w.now, &[tp.clone()]).unwrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
     drain(&mut w, Duration::from_secs(30), |g| count(g) >= n);
     w.client.close_consumer(w.now);
     w.run_until(Duration::from_secs(10), |w| {
@@ -139,7 +139,7 @@ fn commit_on_close_and_fully_consumed_blob_commits_next_offset() {
     assert!(ev.iter().any(|e| matches!(e, ConsumerEvent::CommitCompleted { kind: CommitKind::Close, result: Ok(p), .. } if p == &vec![(tp.clone(), Position::blob(5))])), "{ev:?}");
     replace_client(&mut w, cfg);
     w.bootstrap();
-    w.client.assign(w.now, &[tp.clone()]).unwrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
     w.run_until(Duration::from_secs(5), |w| w.client.position(&tp).is_some());
     assert_eq!(w.client.position(&tp), Some(Position::blob(5)));
 }
@@ -155,7 +155,7 @@ fn log_start_jump_moves_to_the_log_start() {
     let tp = TopicPartition::new("t", 0);
     w.sim.advance_log_start("t", 0, 6).unwrap();
     w.bootstrap();
-    w.client.assign(w.now, &[tp.clone()]).unwrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
     w.client
         .seek(w.now, &tp, SeekTo::Position(Position::new(2, 1)))
         .unwrap();
@@ -328,7 +328,7 @@ fn no_position_policy_waits_for_a_seek() {
     let exp = fill(&mut w, "t", 1, 3, 4);
     let tp = TopicPartition::new("t", 0);
     w.bootstrap();
-    w.client.assign(w.now, &[tp.clone()]).unwrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
     w.advance(Duration::from_secs(1));
     assert!(
         consumer_events(&mut w)

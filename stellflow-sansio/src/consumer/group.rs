@@ -317,7 +317,7 @@ impl Consumer {
     fn auto_commit(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
         if !self.config.enable_auto_commit
             || self.closing
-            || !self.group.next_auto_commit.is_some_and(|t| t <= now)
+            || self.group.next_auto_commit.is_none_or(|t| t > now)
         {
             return false;
         }
