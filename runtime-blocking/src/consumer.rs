@@ -192,7 +192,7 @@ impl Consumer {
     pub fn close(&self) -> Result<()> {
         let pending = self.client.call(|i, now, tx| {
             if i.consumer_done {
-                let _ = tx.send(Ok(()));
+                tx.send(Ok(()));
             } else {
                 i.consumer_closed.push(tx);
                 i.client.close_consumer(now);

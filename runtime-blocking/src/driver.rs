@@ -24,10 +24,11 @@
 use crate::{AsRecord, Error};
 use bytes::{Bytes, BytesMut};
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use stellflow_sansio::{
@@ -40,8 +41,7 @@ const READ_CHUNK: usize = 256 * 1024;
 /// Consumer notifications kept for [`crate::Consumer::events`] (oldest dropped first).
 const MAX_EVENTS: usize = 1024;
 
-/// A one-shot reply channel.
-pub(crate) type Reply<T> = SyncSender<Result<T, Error>>;
+pub(crate) use crate::oneshot::Reply;
 /// Committed positions.
 pub(crate) type Committed = Vec<(TopicPartition, Position)>;
 
@@ -65,6 +65,28 @@ pub(crate) struct SocketOptions {
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
     pub write_timeout: Duration,
+}
+
+/// Maps keyed by the core's sequential ids: a multiplicative hash is enough (SipHash would
+/// cost more than the rest of a record's bookkeeping).
+pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// The hasher of [`IdMap`].
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(self.0.rotate_left(8) ^ u64::from(*b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 /// Producer and shutdown limits of the driver.
@@ -99,10 +121,10 @@ pub(crate) struct Inner {
     /// The deadline the driver sleeps on (`None`: until a message).
     sleeping_until: Option<Instant>,
     pub closed: bool,
-    pub admin: HashMap<RequestId, Reply<AdminResponse>>,
-    pub produced: HashMap<ProduceId, Reply<RecordMetadata>>,
-    pub flushes: HashMap<FlushId, Reply<()>>,
-    pub commits: HashMap<CommitId, Reply<Committed>>,
+    pub admin: IdMap<RequestId, Reply<AdminResponse>>,
+    pub produced: IdMap<ProduceId, Reply<RecordMetadata>>,
+    pub flushes: IdMap<FlushId, Reply<()>>,
+    pub commits: IdMap<CommitId, Reply<Committed>>,
     pub producer_closed: Vec<Reply<u64>>,
     pub consumer_closed: Vec<Reply<()>>,
     pub producer_done: bool,
@@ -141,10 +163,10 @@ impl Shared {
             stop: Arc::new(AtomicBool::new(false)),
             sleeping_until: None,
             closed: false,
-            admin: HashMap::new(),
-            produced: HashMap::new(),
-            flushes: HashMap::new(),
-            commits: HashMap::new(),
+            admin: IdMap::default(),
+            produced: IdMap::default(),
+            flushes: IdMap::default(),
+            commits: IdMap::default(),
             producer_closed: Vec::new(),
             consumer_closed: Vec::new(),
             producer_done: false,
@@ -225,7 +247,7 @@ impl Inner {
             self.waiting_bytes -= w.size;
             match outcome {
                 Ok(id) => drop(self.produced.insert(id, w.reply)),
-                Err(e) => drop(w.reply.send(Err(e))),
+                Err(e) => w.reply.send(Err(e)),
             }
         }
         progress
@@ -268,23 +290,23 @@ impl Inner {
         match event {
             Event::Admin { id, result } => {
                 if let Some(tx) = self.admin.remove(&id) {
-                    let _ = tx.send(result.map_err(Error::from));
+                    tx.send(result.map_err(Error::from));
                 }
             }
             Event::Produced { id, result } => {
                 if let Some(tx) = self.produced.remove(&id) {
-                    let _ = tx.send(result.map_err(Error::from));
+                    tx.send(result.map_err(Error::from));
                 }
             }
             Event::Flushed { id } => {
                 if let Some(tx) = self.flushes.remove(&id) {
-                    let _ = tx.send(Ok(()));
+                    tx.send(Ok(()));
                 }
             }
             Event::ProducerClosed { failed } => {
                 self.producer_done = true;
                 for tx in self.producer_closed.drain(..) {
-                    let _ = tx.send(Ok(failed));
+                    tx.send(Ok(failed));
                 }
             }
             Event::Connected { .. } => self.connect_error = None,
@@ -302,13 +324,13 @@ impl Inner {
         match &e {
             ConsumerEvent::CommitCompleted { id, result, .. } => {
                 if let Some(tx) = self.commits.remove(id) {
-                    let _ = tx.send(result.clone().map_err(Error::from));
+                    tx.send(result.clone().map_err(Error::from));
                 }
             }
             ConsumerEvent::Closed => {
                 self.consumer_done = true;
                 for tx in self.consumer_closed.drain(..) {
-                    let _ = tx.send(Ok(()));
+                    tx.send(Ok(()));
                 }
             }
             _ => {}

@@ -42,10 +42,13 @@
 mod admin;
 mod consumer;
 mod driver;
+mod oneshot;
 mod producer;
 
 pub use admin::Admin;
 pub use consumer::Consumer;
+pub use oneshot::Pending;
+pub(crate) use oneshot::pending;
 pub use producer::{AsRecord, Producer, Record};
 pub use stellflow_sansio::{
     Acks, AdminError, AdminRequest, AdminResponse, BatchFormat, BrokerApiVersions, ClientConfig,
@@ -61,7 +64,7 @@ pub use bytes;
 pub use stellflow_sansio::stellflow_proto::record::Compression;
 
 use driver::{Limits, Msg, Shared, SocketOptions};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -145,43 +148,6 @@ impl Default for Options {
             seed: None,
         }
     }
-}
-
-/// An outcome that has not arrived yet (the blocking counterpart of a future): from
-/// [`Producer::enqueue`] and [`Consumer::commit_async`]. Dropping it does not cancel anything.
-#[derive(Debug)]
-pub struct Pending<T>(Receiver<Result<T>>);
-
-impl<T> Pending<T> {
-    /// Blocks until the outcome arrives.
-    pub fn wait(self) -> Result<T> {
-        self.0.recv().unwrap_or(Err(Error::Shutdown))
-    }
-
-    /// Blocks up to `timeout`; `None` when the outcome has not arrived by then.
-    pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<T>> {
-        match self.0.recv_timeout(timeout) {
-            Ok(r) => Some(r),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => Some(Err(Error::Shutdown)),
-        }
-    }
-
-    /// The outcome if it has arrived, without blocking (it is handed out once; later calls
-    /// return `Some(Err(Error::Shutdown))`).
-    pub fn try_wait(&self) -> Option<Result<T>> {
-        match self.0.try_recv() {
-            Ok(r) => Some(r),
-            Err(TryRecvError::Empty) => None,
-            Err(TryRecvError::Disconnected) => Some(Err(Error::Shutdown)),
-        }
-    }
-}
-
-/// A reply channel and the [`Pending`] that waits on it.
-pub(crate) fn pending<T>() -> (driver::Reply<T>, Pending<T>) {
-    let (tx, rx) = mpsc::sync_channel(1);
-    (tx, Pending(rx))
 }
 
 /// Stops the driver when the last handle goes.

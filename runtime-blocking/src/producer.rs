@@ -187,7 +187,8 @@ impl Producer {
     /// queued.
     pub fn enqueue(&self, record: impl AsRecord) -> Result<Pending<RecordMetadata>> {
         let max_block = self.client.options().max_block;
-        let deadline = Instant::now() + max_block;
+        let mut now = Instant::now();
+        let deadline = now + max_block;
         let shared = self.client.shared();
         let (tx, pending) = crate::pending();
         let mut tx = Some(tx);
@@ -196,7 +197,6 @@ impl Producer {
             if g.closed {
                 return Err(Error::Shutdown);
             }
-            let now = Instant::now();
             let mut queued = false;
             if g.waiting.is_empty() {
                 match record.with_record(|r| g.client.produce(now, r)) {
@@ -240,6 +240,7 @@ impl Producer {
                 .wait_timeout(g, deadline - now)
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
+            now = Instant::now();
         }
     }
 
@@ -262,7 +263,7 @@ impl Producer {
         let timeout = self.client.options().close_timeout;
         let pending = self.client.call(|i, now, tx| {
             if i.producer_done {
-                let _ = tx.send(Ok(0));
+                tx.send(Ok(0));
             } else {
                 i.producer_closed.push(tx);
                 i.client.close_producer(now, timeout);
