@@ -129,6 +129,8 @@ pub(crate) struct Inner {
     pub consumer_closed: Vec<Reply<()>>,
     pub producer_done: bool,
     pub consumer_done: bool,
+    /// [`crate::Client::close`] was called: nothing is left to deliver on drop.
+    pub core_closed: bool,
     /// Records that found the producer's buffer full, oldest first, retried after every pass
     /// and failed with [`Error::BufferFull`] at their deadline (see [`crate::Producer::enqueue`]).
     pub waiting: VecDeque<Waiting>,
@@ -171,6 +173,7 @@ impl Shared {
             consumer_closed: Vec::new(),
             producer_done: false,
             consumer_done: false,
+            core_closed: false,
             waiting: VecDeque::new(),
             waiting_bytes: 0,
             waiting_limit: limits.waiting_bytes,
@@ -397,6 +400,7 @@ impl Inner {
                     self.client.handle_disconnected(conn, now, reason);
                 }
             }
+            Msg::Shutdown if self.core_closed => self.closing = Some(now),
             Msg::Shutdown if self.closing.is_none() => {
                 // Deliver what is buffered and commit, then close (see `run_driver`).
                 self.closing = Some(now + self.close_timeout);

@@ -265,7 +265,10 @@ impl Client {
     /// socket is closed. (Use [`Producer::close`] / [`Consumer::close`] first for a graceful
     /// end; dropping the last handle does that, then stops the threads.)
     pub fn close(&self) {
-        self.shared().command(|i, now| i.client.close(now));
+        self.shared().command(|i, now| {
+            i.core_closed = true;
+            i.client.close(now);
+        });
     }
 
     pub(crate) fn shared(&self) -> &Shared {
