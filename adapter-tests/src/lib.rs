@@ -700,6 +700,7 @@ pub async fn broker_stops_answering<A: Adapter>() -> R<()> {
     let mut cfg = config(&server)?;
     cfg.request_timeout = Duration::from_millis(800);
     cfg.producer.delivery_timeout = Duration::from_secs(2);
+    cfg.producer.ack_timeout = Duration::from_millis(500);
     cfg.producer.batch_size = 16 * 1024;
     cfg.producer.buffer_memory = 64 * 1024;
     cfg.consumer.group_id = Some("stall".into());

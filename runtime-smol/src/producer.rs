@@ -127,9 +127,13 @@ impl Producer {
         self.enqueue(record).await?.await
     }
 
-    /// Queues a record without waiting for its delivery. Waits only while the producer's
-    /// buffer is full, up to [`Options::max_block`] ([`Error::BufferFull`] after that).
-    /// Records keep their call order.
+    /// Queues a record without waiting for its delivery; records keep their call order.
+    ///
+    /// Backpressure: a record that finds the core's buffer (`producer.buffer_memory`) full
+    /// waits in the driver up to [`Options::max_block`] and then fails its [`Delivery`] with
+    /// [`Error::BufferFull`]; behind it at most 1024 records wait in the hand-off queue, and
+    /// `enqueue` itself waits (again up to `max_block`) while that queue is full. Memory stays
+    /// bounded by `buffer_memory` plus those 1024 records.
     pub async fn enqueue(&self, record: Record) -> Result<Delivery, Error> {
         let max_block = self.link.options.max_block;
         let deadline = Instant::now() + max_block;
