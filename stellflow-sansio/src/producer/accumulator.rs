@@ -179,6 +179,7 @@ impl Producer {
         if moved {
             // Requests queued for a former leader are moved at the next `process`.
             self.leaders_moved = true;
+            self.touch_all();
         }
         if !self.pending.is_empty() {
             let pending = std::mem::take(&mut self.pending);
@@ -433,6 +434,7 @@ impl Producer {
         let mut failed = None;
         let mut now_full = false;
         let mut serial = None;
+        let mut first = false;
         if let Some(ps) = self.part_mut(ti, pi)
             && let Some(b) = &mut ps.open
             && let Some(builder) = &mut b.builder
@@ -443,6 +445,7 @@ impl Producer {
                     b.bytes += size;
                     now_full = builder.encoded_size() + size > batch_size;
                     serial = Some(b.serial);
+                    first = b.slots.len() == 1;
                 }
                 Err(e) => failed = Some(DeliveryError::Encode(e.to_string())),
             }
@@ -452,6 +455,10 @@ impl Producer {
             return;
         }
         self.buffered += size;
+        if first {
+            // A batch got its first record: its linger and delivery deadlines start.
+            self.touch(ti, pi);
+        }
         if let Some(t) = self.topics.get_mut(ti)
             && let Some((sp, s @ None)) = &mut t.sticky
             && *sp == p
@@ -569,6 +576,7 @@ impl Producer {
                     ps.pipeline += count;
                     ps.queue.push_back(batch);
                 }
+                self.touch(ti, pi);
             }
             Some(Err(e)) => {
                 let err = DeliveryError::Encode(e.to_string());

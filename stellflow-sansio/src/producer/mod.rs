@@ -38,7 +38,8 @@ use crate::rng::Rng;
 use accumulator::{Batch, TopicState};
 use bytes::{Bytes, BytesMut};
 use idempotence::{Idempotence, PidState};
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 use stellflow_proto::record::Envelope;
 
@@ -113,6 +114,11 @@ pub(crate) struct Producer {
     /// Metadata moved a partition's leader: withdraw Produce requests still queued for the
     /// old one at the next `process` (see `sender::reroute`).
     leaders_moved: bool,
+    /// Per-partition deadlines (linger, retry backoff, delivery timeout) as a lazily checked
+    /// min-heap of `(instant, topic, partition)`: every change that can make a partition's
+    /// next deadline earlier pushes it (`touch`), `poll_timeout` drops entries that no longer
+    /// match. Invariant: a partition whose next deadline is `d` has an entry at or before `d`.
+    timers: BinaryHeap<Reverse<(Instant, usize, usize)>>,
     /// A fatal producer error (fenced, producer id bound elsewhere): every record without an
     /// outcome fails with it, and `produce` refuses new ones.
     fatal: Option<DeliveryError>,
@@ -160,6 +166,7 @@ impl Producer {
             want_refresh: false,
             meta_gen: u64::MAX,
             leaders_moved: false,
+            timers: BinaryHeap::new(),
             fatal: None,
         }
     }
@@ -244,57 +251,130 @@ impl Producer {
         }
     }
 
-    /// The earliest instant at which something is due.
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        let mut best: Option<Instant> = None;
-        let mut at = |t: Instant| best = Some(best.map_or(t, |b| b.min(t)));
+    /// Whether batches may be sent (no producer id is awaited).
+    fn sending(&self) -> bool {
+        match &self.idem {
+            None => true,
+            Some(i) => matches!(i.pid, PidState::Ready { .. }),
+        }
+    }
+
+    /// Partition `(ti, pi)`'s next deadline: its oldest batch's delivery timeout, and — when it
+    /// could send (producer id known, leader known, room in flight) — its queued batch's retry
+    /// time or its open batch's linger.
+    fn part_deadline(&self, ti: usize, pi: usize, sending: bool) -> Option<Instant> {
+        let ps = self.part(ti, pi)?;
+        let oldest = ps.queue.front().or(ps.open.as_ref());
+        let expiry = oldest.filter(|b| !b.slots.is_empty()).map(|b| b.deadline);
+        if !sending || ps.leader.is_none() || ps.in_flight >= self.cfg.max_in_flight_per_partition {
+            return expiry;
+        }
+        let due = match ps.queue.front() {
+            Some(b) => b.retry_at,
+            None => ps
+                .open
+                .as_ref()
+                .filter(|b| !b.slots.is_empty())
+                .map(|b| b.created + self.cfg.linger),
+        };
+        match (expiry, due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Records partition `(ti, pi)`'s next deadline after a change that may have made it
+    /// earlier (per batch, never per record). Keeps the heap within a few entries per
+    /// partition by rebuilding it when stale entries pile up (amortised O(1) per push).
+    pub(crate) fn touch(&mut self, ti: usize, pi: usize) {
+        let Some(d) = self.part_deadline(ti, pi, self.sending()) else {
+            return;
+        };
+        let parts: usize = self.topics.iter().map(|t| t.parts.len()).sum();
+        if self.timers.len() >= 4 * parts + 64 {
+            self.touch_all();
+        }
+        self.timers.push(Reverse((d, ti, pi)));
+    }
+
+    /// Rebuilds the deadline heap from every partition (metadata changes, producer id known).
+    pub(crate) fn touch_all(&mut self) {
+        self.timers.clear();
+        let sending = self.sending();
+        for ti in 0..self.topics.len() {
+            let parts = self.topics.get(ti).map_or(0, |t| t.parts.len());
+            for pi in 0..parts {
+                if let Some(d) = self.part_deadline(ti, pi, sending) {
+                    self.timers.push(Reverse((d, ti, pi)));
+                }
+            }
+        }
+    }
+
+    /// The earliest instant at which something is due. O(1) when nothing changed, otherwise
+    /// O(log n) per stale heap entry dropped (amortised over the changes that pushed them).
+    pub(crate) fn poll_timeout(&mut self) -> Option<Instant> {
         if self.closed {
             return None;
         }
+        let mut best: Option<Instant> = None;
+        let mut at = |t: Instant| best = Some(best.map_or(t, |b| b.min(t)));
         if let Some(c) = self.closing {
             at(c);
         }
         if let Some(p) = self.pending.front() {
             at(p.deadline);
         }
-        let sending = match &self.idem {
-            None => true,
-            Some(i) => match i.pid {
-                PidState::Ready { .. } => true,
-                PidState::Needed(Some(t)) => {
-                    if self.has_records() {
-                        at(t);
-                    }
-                    false
+        if let Some(i) = &self.idem
+            && let PidState::Needed(Some(t)) = i.pid
+            && self.has_records()
+        {
+            at(t);
+        }
+        let sending = self.sending();
+        while let Some(&Reverse((t, ti, pi))) = self.timers.peek() {
+            match self.part_deadline(ti, pi, sending) {
+                Some(d) if d == t => {
+                    at(t);
+                    break;
                 }
-                _ => false,
-            },
-        };
-        let max_in_flight = self.cfg.max_in_flight_per_partition;
-        for t in &self.topics {
-            for ps in &t.parts {
-                let oldest = ps.queue.front().or(ps.open.as_ref());
-                if let Some(b) = oldest
-                    && !b.slots.is_empty()
-                {
-                    at(b.deadline);
+                Some(d) => {
+                    self.timers.pop();
+                    self.timers.push(Reverse((d, ti, pi)));
                 }
-                if !sending || ps.leader.is_none() || ps.in_flight >= max_in_flight {
-                    continue;
+                None => {
+                    self.timers.pop();
                 }
-                match ps.queue.front() {
-                    Some(b) => {
-                        if let Some(r) = b.retry_at {
-                            at(r);
-                        }
-                    }
-                    None => {
-                        if let Some(b) = &ps.open
-                            && !b.slots.is_empty()
-                        {
-                            at(b.created + self.cfg.linger);
-                        }
-                    }
+            }
+        }
+        #[cfg(debug_assertions)]
+        debug_assert_eq!(best, self.poll_timeout_scan(), "producer deadline heap");
+        best
+    }
+
+    /// The same as `poll_timeout` by scanning every partition: checks the heap in debug
+    /// builds.
+    #[cfg(debug_assertions)]
+    fn poll_timeout_scan(&self) -> Option<Instant> {
+        let mut best: Option<Instant> = None;
+        let mut at = |t: Instant| best = Some(best.map_or(t, |b| b.min(t)));
+        if let Some(c) = self.closing {
+            at(c);
+        }
+        if let Some(p) = self.pending.front() {
+            at(p.deadline);
+        }
+        if let Some(i) = &self.idem
+            && let PidState::Needed(Some(t)) = i.pid
+            && self.has_records()
+        {
+            at(t);
+        }
+        let sending = self.sending();
+        for (ti, t) in self.topics.iter().enumerate() {
+            for pi in 0..t.parts.len() {
+                if let Some(d) = self.part_deadline(ti, pi, sending) {
+                    at(d);
                 }
             }
         }
@@ -350,6 +430,7 @@ impl Producer {
                         false,
                     );
                 }
+                self.touch(ti, pi);
             }
         }
     }

@@ -159,6 +159,7 @@ impl Producer {
         let mut batch = ps.queue.pop_front()?;
         ps.in_flight += 1;
         let Some((producer_id, epoch)) = base else {
+            self.touch(ti, pi);
             return Some(batch);
         };
         if ps.seq_epoch != epoch {
@@ -179,10 +180,12 @@ impl Producer {
                 Err(e) => {
                     ps.in_flight -= 1;
                     self.fail_batch(ti, pi, batch, DeliveryError::Encode(e.to_string()), true);
+                    self.touch(ti, pi);
                     return None;
                 }
             }
         }
+        self.touch(ti, pi);
         Some(batch)
     }
 
@@ -371,6 +374,7 @@ impl Producer {
                     producer_id: r.producer_id,
                     epoch: r.producer_epoch.max(0),
                 };
+                self.touch_all();
             }
             None => {
                 idem.init_failures += 1;
@@ -406,6 +410,7 @@ impl Producer {
             if s.batch.reported {
                 // acks = 0: outcomes went out when it was sent; the answer is discarded.
                 self.release(s.topic, s.part, s.batch);
+                self.touch(s.topic, s.part);
                 continue;
             }
             let verdict = match &parsed {
@@ -439,6 +444,7 @@ impl Producer {
                 Err(e) => Verdict::Fail(DeliveryError::Request(e.clone())),
             };
             self.apply(now, net, s.topic, s.part, s.batch, verdict);
+            self.touch(s.topic, s.part);
         }
     }
 
@@ -610,6 +616,7 @@ impl Producer {
                 .position(|b| b.serial > batch.serial)
                 .unwrap_or(ps.queue.len());
             ps.queue.insert(pos, batch);
+            self.touch(ti, pi);
         }
     }
 
