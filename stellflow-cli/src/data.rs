@@ -69,7 +69,9 @@ pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
     let start = Instant::now();
     let mut queue = VecDeque::new();
     let (mut sent, mut bytes) = (0u64, 0u64);
-    let mut progress = Progress::new("produce", None);
+    // No bar while someone types the lines.
+    let typing = a.file.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let mut progress = Progress::new("produce", None).hidden(typing);
     for line in input.lines() {
         let line = line.map_err(|e| CliError(format!("cannot read input: {e}")))?;
         let (key, value) = match &a.key_separator {
@@ -233,7 +235,7 @@ pub fn consume(env: &Env, a: &ConsumeArgs) -> CliResult {
     let want = a.count.unwrap_or(u64::MAX);
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(256 * 1024, stdout.lock());
-    let mut progress = Progress::new("consume", a.count);
+    let mut progress = Progress::new("consume", a.count).hidden(!a.quiet);
     let mut last_at: BTreeMap<TopicPartition, Position> = BTreeMap::new();
     let (start, mut last_record) = (Instant::now(), Instant::now());
     let mut got = 0u64;

@@ -29,6 +29,12 @@ impl Progress {
         }
     }
 
+    /// Never draws (e.g. while records are printed to the same terminal).
+    pub fn hidden(mut self, hide: bool) -> Self {
+        self.enabled &= !hide;
+        self
+    }
+
     /// Counts `n` more items of `bytes` bytes in all.
     pub fn add(&mut self, n: u64, bytes: u64) {
         self.done += n;
