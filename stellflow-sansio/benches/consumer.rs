@@ -3,7 +3,10 @@
 //! answers and `poll_record` until empty; the simulated broker that builds the answers is not.
 //!
 //! Run: `cargo bench -p stellflow-sansio --bench consumer`. Prints
-//! `RESULT consumer-records-per-sec N`.
+//! `RESULT consumer-records-per-sec N` for v1 blobs (the default format) and, as a second
+//! figure, `RESULT consumer-records-per-sec-srfb N` for the same records in SRFB envelopes
+//! (uncompressed: CRC-32 over the envelope, then the v1 batch inside). Each also prints the
+//! spread over its rounds.
 
 use bytes::{Bytes, BytesMut};
 use std::collections::HashMap;
@@ -13,7 +16,7 @@ use stellflow_proto::header::RequestHeader;
 use stellflow_proto::messages::{
     ProducePartitionData, ProduceRequest, ProduceResponse, ProduceTopicData, Request,
 };
-use stellflow_proto::record::{BatchBuilder, BatchParams, Envelope};
+use stellflow_proto::record::{BatchBuilder, BatchParams, Compression, Envelope};
 use stellflow_proto::wire::Wire;
 use stellflow_sansio::{
     Client, ClientConfig, DisconnectReason, OffsetReset, Position, SeekTo, TopicPartition,
@@ -60,7 +63,8 @@ fn produce(sim: &mut SimCluster, now: Instant, partition: i32, blob: Bytes) {
     assert_eq!(r.responses[0].partitions[0].error_code.0, 0);
 }
 
-fn main() {
+/// Client time and records of one run over blobs built with `envelope`.
+fn run(envelope: Envelope, label: &str) -> f64 {
     let mut now = Instant::now();
     let log = LogConfig {
         retention_segments: 1_000,
@@ -73,7 +77,7 @@ fn main() {
         for _ in 0..BLOBS_PER_PARTITION {
             let mut b = BatchBuilder::with_capacity(
                 BatchParams::default(),
-                Envelope::V1,
+                envelope,
                 RECORDS_PER_BLOB * (VALUE + 40),
             );
             for i in 0..RECORDS_PER_BLOB {
@@ -101,6 +105,8 @@ fn main() {
     let mut assigned = false;
     let mut round = 0;
     let mut in_round = 0usize;
+    let mut round_time = Duration::ZERO;
+    let mut round_rates = Vec::with_capacity(ROUNDS);
     while round < ROUNDS {
         if !assigned && !client.metadata().topics.is_empty() {
             client.assign(now, &tps).expect("assign");
@@ -146,14 +152,18 @@ fn main() {
                 delivered += 1;
                 in_round += 1;
             }
-            timed += t.elapsed();
+            let spent = t.elapsed();
+            timed += spent;
+            round_time += spent;
         }
         while client.poll_event().is_some() {
             progress = true;
         }
         if in_round >= per_round {
             round += 1;
+            round_rates.push(in_round as f64 / round_time.as_secs_f64());
             in_round = 0;
+            round_time = Duration::ZERO;
             for tp in &tps {
                 client
                     .seek(now, tp, SeekTo::Position(Position::blob(0)))
@@ -172,11 +182,29 @@ fn main() {
     assert_eq!(delivered, per_round * ROUNDS);
     assert_eq!(value_bytes, delivered * VALUE);
     let rate = delivered as f64 / timed.as_secs_f64();
+    round_rates.sort_by(f64::total_cmp);
     println!(
-        "consumer: {delivered} records ({} MiB of values) in {:.3} s of client time",
+        "consumer ({label}): {delivered} records ({} MiB of values) in {:.3} s of client time, \
+         of which handle_input {:.3} s",
         value_bytes >> 20,
-        timed.as_secs_f64()
+        timed.as_secs_f64(),
+        input_time.as_secs_f64()
     );
-    println!("  of which handle_input {:.3} s", input_time.as_secs_f64());
-    println!("RESULT consumer-records-per-sec {}", rate as u64);
+    println!(
+        "  per round: min {:.0} median {:.0} max {:.0} records/s",
+        round_rates.first().copied().unwrap_or(0.0),
+        round_rates
+            .get(round_rates.len() / 2)
+            .copied()
+            .unwrap_or(0.0),
+        round_rates.last().copied().unwrap_or(0.0)
+    );
+    rate
+}
+
+fn main() {
+    let v1 = run(Envelope::V1, "v1");
+    let srfb = run(Envelope::Srfb(Compression::None), "srfb");
+    println!("RESULT consumer-records-per-sec {}", v1 as u64);
+    println!("RESULT consumer-records-per-sec-srfb {}", srfb as u64);
 }

@@ -108,22 +108,27 @@ pub struct ReadyBlob {
     /// Records below this index were delivered before (mid-blob resume or seek).
     pub(crate) skip: u32,
     records: BlobRecords,
+    /// The next record, decoded one ahead so the blob is finished (and the position moves
+    /// to the next blob) as soon as its last record is taken.
     next: Option<Result<BlobRecord, BatchError>>,
+    /// Whether decoding started. It starts when the blob reaches the front of the queue, not
+    /// when it arrives: the batch checks (CRC) then run right before its records are read,
+    /// while the bytes are still in cache.
+    started: bool,
 }
 
 impl ReadyBlob {
     pub(crate) fn new(tp: TopicPartition, offset: i64, epoch: u64, skip: u32, blob: Bytes) -> Self {
         let size = blob.len();
-        let mut records = blob_records(blob);
-        let next = records.next();
         ReadyBlob {
             tp,
             offset,
             epoch,
             size,
             skip,
-            records,
-            next,
+            records: blob_records(blob),
+            next: None,
+            started: false,
         }
     }
 
@@ -347,6 +352,10 @@ impl Consumer {
     ) -> Option<ConsumerRecord> {
         loop {
             let front = self.ready.front_mut()?;
+            if !front.started {
+                front.started = true;
+                front.next = front.records.next();
+            }
             match front.next.take() {
                 None => self.finish_front(),
                 Some(Err(error)) => {
