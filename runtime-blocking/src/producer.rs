@@ -91,9 +91,18 @@ fn record_size(r: &ProducerRecord<'_>) -> usize {
     r.topic.len() + r.key.map_or(0, <[u8]>::len) + r.value.map_or(0, <[u8]>::len) + h
 }
 
+mod sealed {
+    /// Keeps [`super::AsRecord`] closed: its calls run under the client's lock.
+    pub trait Sealed {}
+    impl Sealed for crate::ProducerRecord<'_> {}
+    impl Sealed for super::Record {}
+    impl<R: Sealed + ?Sized> Sealed for &R {}
+}
+
 /// Anything [`Producer::send`] accepts: an owned [`Record`] or a borrowed [`ProducerRecord`]
 /// (by value or by reference). Both are read in place, never copied before the batch.
-pub trait AsRecord {
+/// (Sealed: it is called under the client's lock.)
+pub trait AsRecord: sealed::Sealed {
     /// Calls `f` with the record as the core's borrowed form.
     fn with_record<T>(&self, f: impl FnMut(&ProducerRecord<'_>) -> T) -> T;
 }

@@ -192,3 +192,14 @@ fn explicit_close_then_drop_is_prompt() {
     drop(client);
     assert!(started.elapsed() < Duration::from_secs(2));
 }
+
+#[test]
+fn handles_are_send_sync_and_cheap_to_clone() {
+    fn check<T: Send + Sync + Clone + 'static>() {}
+    check::<Client>();
+    check::<stellflow_blocking::Producer>();
+    check::<stellflow_blocking::Consumer>();
+    check::<stellflow_blocking::Admin>();
+    fn send<T: Send>() {}
+    send::<stellflow_blocking::Pending<stellflow_blocking::RecordMetadata>>();
+}
