@@ -171,3 +171,39 @@ fn unreachable_broker_fails_fast_with_one_line() {
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
 }
+
+#[test]
+fn perf_reports_throughput_and_latency() {
+    let out = ok(
+        &[
+            "perf",
+            "produce",
+            "--num-records",
+            "3000",
+            "--record-size",
+            "100",
+            "--acks",
+            "1",
+        ],
+        None,
+    );
+    assert!(
+        out.contains("3000 records sent") && out.contains("ms 99.9th"),
+        "{out}"
+    );
+    let out = ok(
+        &[
+            "perf",
+            "consume",
+            "--messages",
+            "3000",
+            "--record-size",
+            "100",
+        ],
+        None,
+    );
+    assert!(
+        out.contains("3000 records consumed") && out.contains("MB/sec"),
+        "{out}"
+    );
+}
