@@ -211,13 +211,16 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
         }
         last = Instant::now();
         first.get_or_insert(last);
-        let b: u64 = batch
+        let take = batch
+            .len()
+            .min(usize::try_from(a.messages - n).unwrap_or(usize::MAX));
+        let b: u64 = batch[..take]
             .iter()
             .map(|r| r.value.as_ref().map_or(0, |v| v.len() as u64))
             .sum();
-        n += batch.len() as u64;
+        n += take as u64;
         bytes += b;
-        progress.add(batch.len() as u64, b);
+        progress.add(take as u64, b);
     }
     progress.finish();
     let total = start.elapsed().as_secs_f64();
