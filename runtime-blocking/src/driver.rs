@@ -212,11 +212,14 @@ impl Inner {
     /// Drains after a command; whether the driver must wake to re-plan its sleep.
     pub fn settle(&mut self, now: Instant) -> bool {
         self.drain(now);
-        match (self.deadline(), self.sleeping_until) {
-            (Some(t), Some(s)) => t < s,
-            (Some(_), None) => true,
-            (None, _) => false,
-        }
+        let wake = match (self.deadline(), self.sleeping_until) {
+            (Some(t), Some(s)) if t < s => Some(t),
+            (Some(t), None) => Some(t),
+            _ => None,
+        };
+        // The driver re-plans when it wakes; until then, later commands need not wake it again.
+        self.sleeping_until = wake.or(self.sleeping_until);
+        wake.is_some()
     }
 
     /// When the driver must wake next: the core's deadline, the oldest parked record's, or the
