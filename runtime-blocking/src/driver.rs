@@ -1,25 +1,9 @@
 //! The driver thread, the connection threads, and the state they share with the handles.
 //!
-//! # Design
-//!
-//! `std::net` has no readiness multiplexing, so every connection gets two small threads:
-//!
-//! * a **reader** that connects (with a timeout), then reads into one reusable `BytesMut` and
-//!   sends each filled chunk to the driver as [`Msg::Input`] (the chunk is split off the same
-//!   allocation, never copied; the core slices responses out of it and the allocation is reused
-//!   once they are dropped);
-//! * a **writer** that writes the `Bytes` chunks the core encoded ([`Client::poll_transmit`]
-//!   appends into one buffer, the driver splits it off and hands it over without a copy).
-//!
-//! The [`Client`] lives in [`Inner`] behind one mutex. The **driver thread** waits on its channel
-//! (`recv_timeout` until `poll_timeout()`), applies socket events and timer expiries, and drains
-//! every output (the drain rule). **Handles** run commands under the same lock on the caller's
-//! thread (so a produced record is copied once, straight from the caller's slices into its
-//! batch), drain the outputs themselves, and wake the driver only when the core's next deadline
-//! moved earlier than the one the driver sleeps on. Waiters (sends, admin calls, flushes,
-//! commits) are one-shot channels resolved when the matching event is drained; the condvar
-//! [`Shared::changed`] is signalled after every driver pass for callers that wait for buffer
-//! space or records.
+//! The design is described in the crate docs: a reader and a writer thread per connection,
+//! the core behind one mutex shared by the driver thread and the handles, one-shot slots for
+//! outcomes, and the condvar [`Shared::changed`] signalled after every driver pass for callers
+//! that wait for buffer space or records.
 
 use crate::{AsRecord, Error};
 use bytes::{Bytes, BytesMut};

@@ -1,13 +1,30 @@
 //! Drives the Stellflow sans-IO client ([`stellflow_sansio`]) on blocking `std::net`.
 //!
-//! One driver thread owns the core [`stellflow_sansio::Client`] and its sockets (a reader and a
-//! writer thread per connection; TCP_NODELAY, read and write timeouts) and follows the core's
-//! drain rule. [`Producer`], [`Consumer`] and [`Admin`] are cheap-to-clone, `Send + Sync`
-//! handles on it; they block the calling thread, never the driver. Dropping the last handle of
-//! a [`Client`] closes the producer (delivering what is buffered, up to
-//! [`Options::close_timeout`]) and the consumer (auto-commit), then every socket and thread.
-//! Nothing here knows the protocol: every
-//! decision is the core's. The threading design is described in the `driver` module.
+//! [`Producer`], [`Consumer`] and [`Admin`] are cheap-to-clone, `Send + Sync` handles on one
+//! [`Client`]: one driver thread that owns the core [`stellflow_sansio::Client`] and its sockets
+//! (TCP_NODELAY, read and write timeouts). The handles block the calling thread, never the
+//! driver. Nothing here knows the protocol: every decision is the core's.
+//!
+//! # Design
+//!
+//! `std::net` has no readiness multiplexing, so each connection gets a **reader** thread (it
+//! connects, then reads into one reused buffer and hands each filled chunk to the driver
+//! without copying) and a **writer** thread (it writes the bytes the core encoded, handed over
+//! without copying). The core sits behind one mutex:
+//!
+//! * the **driver thread** sleeps on its channel until a socket event, a wake-up from a handle,
+//!   or the core's `poll_timeout()`; then it applies the inputs, fires timers, and drains every
+//!   output (the core's drain rule), and signals waiting callers;
+//! * **handles** run their commands under the same lock on the caller's thread — a record is
+//!   copied once, from the caller's slices into its batch — drain the outputs themselves, and
+//!   wake the driver only when the core's next deadline moved earlier than the driver's sleep;
+//! * outcomes (acks, admin results, flushes, commits) are one-shot [`Pending`] slots filled when
+//!   the matching event is drained;
+//! * a record that finds the producer's buffer full waits in a bounded overflow queue (see
+//!   [`Producer::enqueue`]), so memory stays bounded and callers are not serialised on it;
+//! * dropping the last handle of a [`Client`] closes the producer (delivering what is
+//!   buffered, up to [`Options::close_timeout`]) and the consumer (auto-commit), then every
+//!   socket, and joins the driver; connection threads end with their sockets.
 //!
 //! # Quickstart
 //!
