@@ -14,9 +14,18 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use stellflow_blocking::{Acks, BatchFormat, Client, ClientConfig, Compression, Options};
 
+const EXAMPLES: &str = "Examples:
+  stellflow demo                                   produce and consume on an embedded broker
+  stellflow broker --port 9092                     run a sim broker until Ctrl-C
+  stellflow -b 127.0.0.1:9092 topics create orders -p 6
+  seq 100000 | stellflow -b 127.0.0.1:9092 produce orders --acks 1
+  stellflow -b 127.0.0.1:9092 consume orders --count 100000 > out.txt
+  stellflow -b 127.0.0.1:9092 offsets orders --group billing
+  stellflow perf produce --num-records 500000 --record-size 1024 --acks 1";
+
 /// Command-line tool for the Stellflow message broker.
 #[derive(Parser, Debug)]
-#[command(name = "stellflow", version, about, propagate_version = true)]
+#[command(name = "stellflow", version, about, propagate_version = true, after_help = EXAMPLES)]
 struct Cli {
     #[command(flatten)]
     global: Global,
@@ -47,7 +56,7 @@ enum Command {
         #[arg(long)]
         broker: Option<i32>,
     },
-    /// Brokers, controller view and counts of the cluster.
+    /// Brokers in the merged metadata, leaderless partitions, and the counts a broker reports.
     Cluster,
     /// List, describe, create and delete topics.
     #[command(subcommand)]
