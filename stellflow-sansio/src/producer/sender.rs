@@ -252,15 +252,23 @@ impl Producer {
     /// and its batches go back to the front of their partitions' queues (in serial order,
     /// unchanged: same bytes, same idempotent sequence, no attempt counted), so the next drain
     /// sends them to the new leader at once instead of after the request timeout. Nothing of
-    /// a withdrawn request reached a broker, so this can neither duplicate nor reorder. A
-    /// request already written is left alone: its answer, disconnect or timeout decides.
+    /// a withdrawn request reached a broker, so this can neither duplicate nor reorder (it is
+    /// skipped while an earlier batch of one of its partitions is in flight). A request
+    /// already written is left alone: its answer, disconnect or timeout decides.
     pub(crate) fn reroute(&mut self, net: &mut Net) {
         let mut stale: Vec<u64> = Vec::new();
         for (seq, f) in &self.inflight {
+            // Only when this request is its partitions' sole one in flight: with several per
+            // partition, an earlier batch already on the wire to the old leader would fail
+            // and be retried after the re-routed later one.
             if let Flight::Produce { leader, sent } = f
                 && sent.iter().any(|s| {
                     self.part(s.topic, s.part)
                         .is_none_or(|ps| ps.leader != Some(*leader))
+                })
+                && sent.iter().all(|s| {
+                    self.part(s.topic, s.part)
+                        .is_none_or(|ps| ps.in_flight <= 1)
                 })
             {
                 stale.push(*seq);
