@@ -5,6 +5,7 @@
 //! * `STELLFLOW_SIM_SEEDS=100000` — a longer soak (seeds `0..N`).
 //! * `STELLFLOW_SIM_SEED=<seed>` — replays one seed and prints its plan and trace hash.
 //! * `STELLFLOW_SIM_PLAN='<code>'` — replays one (e.g. shrunk) plan.
+//! * `STELLFLOW_SIM_ALL=1` — also runs the seeds skipped as known failures.
 //!
 //! A failing seed prints its plan, the violation and a shrunk plan that still fails.
 
@@ -13,7 +14,6 @@ mod regressions;
 
 use std::collections::BTreeSet;
 use std::time::Instant;
-use stellflow_sim::dst::pipeline::{CONSUMER_BITS, IDEMPOTENCE_BIT};
 use stellflow_sim::dst::{FaultKind, FaultPlan, RunReport, run_plan, shrink};
 
 /// Seeds the CI set runs by default.
@@ -21,16 +21,23 @@ const CI_SEEDS: u64 = 500;
 /// Threads the set is spread over (the harness itself is single-threaded per world).
 const THREADS: u64 = 2;
 
-/// The plan of a CI seed. Workloads blocked by open bugs (see `simulation/regressions.rs`)
-/// are masked out unless `STELLFLOW_SIM_ALL=1`: the consumer (busy-loop in `poll_timeout`)
-/// and producer idempotence (duplicates without a broker restart). The printed replay code
-/// carries the masked bits, so a replay is exact either way.
+/// Seeds of the CI range that fail on open bugs, each kept as an ignored test in
+/// `simulation/regressions.rs`; the CI set skips them (the soak with `STELLFLOW_SIM_ALL=1`
+/// runs them too). Remove a seed here when its regression test is un-ignored.
+const KNOWN_FAILING: [u64; 4] = [
+    96,  // seed_96_idempotent_producer_no_duplicates
+    137, // seed_137_consumer_delivers_after_broker_restart
+    190, // same class as 137: acknowledged records never delivered (3 brokers, rf 1)
+    340, // same class as 137
+];
+
+fn run_all() -> bool {
+    std::env::var("STELLFLOW_SIM_ALL").as_deref() == Ok("1")
+}
+
+/// The plan of a seed (every workload: raw requests, producer, consumer).
 fn ci_plan(seed: u64) -> FaultPlan {
-    let mut plan = FaultPlan::from_seed(seed);
-    if std::env::var("STELLFLOW_SIM_ALL").as_deref() != Ok("1") {
-        plan.scenario.workload &= !(CONSUMER_BITS | IDEMPOTENCE_BIT);
-    }
-    plan
+    FaultPlan::from_seed(seed)
 }
 
 fn env_u64(name: &str) -> Option<u64> {
@@ -89,6 +96,10 @@ fn simulation_seeds() {
                     let mut ran = 0u64;
                     let mut seed = t;
                     while seed < count {
+                        if KNOWN_FAILING.contains(&seed) && !run_all() {
+                            seed += THREADS;
+                            continue;
+                        }
                         let plan = ci_plan(seed);
                         kinds.extend(plan.kinds());
                         let (report, failure) = check_plan(&plan);

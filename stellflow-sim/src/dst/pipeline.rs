@@ -31,9 +31,9 @@ use stellflow_sansio::{ClientConfig, Event, OffsetReset};
 /// A record position: blob offset and index in the blob.
 pub type Pos = (i64, u32);
 
-/// Workload bits that enable the consumer (either bit).
+/// Workload bits that enable the consumer (either bit; mask them to run without one).
 pub const CONSUMER_BITS: u32 = 0b1100;
-/// Workload bit that turns on producer idempotence.
+/// Workload bit that turns on producer idempotence (mask it to run without).
 pub const IDEMPOTENCE_BIT: u32 = 0x10;
 
 /// Which producer/consumer workloads a scenario runs, from its workload bits.
