@@ -826,3 +826,9 @@ pub async fn commit_during_outage<A: Adapter>() -> R<()> {
         format!("commit took {:?}", t.elapsed())
     })
 }
+
+/// The repository README: its Rust code blocks (the quickstart of each adapter) run as
+/// doctests of this crate, so the README cannot drift from the API.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
