@@ -339,10 +339,7 @@ macro_rules! suite {
         $crate::suite!(@case $a, group_commit_resume);
         $crate::suite!(@case $a, broker_restart_mid_stream);
         $crate::suite!(@case $a, broker_stops_answering);
-        $crate::suite!(
-            #[ignore = "core bug: a commit waiting for a coordinator never reaches its deadline"]
-            @case $a, commit_during_outage
-        );
+        $crate::suite!(@case $a, commit_during_outage);
     };
     ($(#[$m:meta])* @case $a:ty, $case:ident) => {
         #[test]

@@ -586,3 +586,58 @@ fn auto_commit_resumes_after_a_failed_commit_lost_the_coordinator() {
     run.run(&mut w, t + Duration::from_secs(5), false);
     assert_eq!(w.client.committed(&tp), Some(Position::blob(run.blobs)));
 }
+
+/// Regression: a sync commit queued while the coordinator is unknown only checked its
+/// deadline when a response came, so against a silent broker it waited forever. It must fail
+/// with a retriable timeout at its deadline, woken by `poll_timeout`.
+#[test]
+fn a_commit_waiting_for_a_silent_coordinator_fails_at_its_deadline() {
+    let mut cfg = consumer_config("broker-1:9092", Some("silent"));
+    cfg.consumer.enable_auto_commit = false;
+    cfg.consumer.rebalance_timeout = Duration::from_secs(12);
+    cfg.request_timeout = Duration::from_secs(2);
+    let mut w = common::World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("t", 1, 1).unwrap();
+    let exp = fill(&mut w, "t", 1, 6, 4);
+    let tp = TopicPartition::new("t", 0);
+    w.bootstrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    let n = exp[&tp].len();
+    drain(&mut w, Duration::from_secs(10), |g| count(g) >= n / 2);
+    consumer_events(&mut w);
+    // The broker stops answering anything.
+    w.sim.inject_fault(FaultRule {
+        broker: None,
+        api_key: None,
+        fault: Fault::DropResponse,
+        probability: 1.0,
+        remaining: None,
+    });
+    let t0 = w.now;
+    let id = w.client.commit(w.now).unwrap();
+    let ok = wait_for(
+        &mut w,
+        Duration::from_secs(60),
+        |e| matches!(e, ConsumerEvent::CommitCompleted { id: i, .. } if *i == id),
+    );
+    assert!(ok, "the commit never completed");
+    let took = w.now - t0;
+    assert!(
+        took <= Duration::from_secs(12),
+        "completed after {took:?}, past its 12 s deadline"
+    );
+    let result = consumer_events(&mut w)
+        .into_iter()
+        .find_map(|e| match e {
+            ConsumerEvent::CommitCompleted { id: i, result, .. } if i == id => Some(result),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        matches!(result, Err(ConsumerError::Request(ref e)) if e.is_retriable()),
+        "{result:?}"
+    );
+    assert_eq!(w.client.committed(&tp), None);
+    // Nothing keeps the driver spinning afterwards.
+    advance_checked(&mut w, Duration::from_secs(5));
+}

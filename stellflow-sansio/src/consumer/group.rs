@@ -44,6 +44,7 @@ pub struct CommitReq {
     id: CommitId,
     kind: CommitKind,
     positions: Vec<(TopicPartition, Position)>,
+    started: Instant,
     deadline: Instant,
 }
 
@@ -165,6 +166,8 @@ impl Group {
             }
             _ => {}
         }
+        // A queued commit (waiting for a coordinator) fails at its deadline.
+        d.extend(self.pending.iter().map(|c| Some(c.deadline)));
         d.into_iter().flatten().filter(|t| *t > last_now).min()
     }
 }
@@ -178,6 +181,7 @@ impl Consumer {
         if self.group.next_auto_commit.is_none() {
             self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
         }
+        self.expire_pending_commits(now, ctx);
         let mut sent = self.auto_commit(now, ctx);
         let g = &mut self.group;
         let subscribed = !g.subscription.is_empty() && !self.closing;
@@ -433,6 +437,7 @@ impl Consumer {
             id,
             kind,
             positions,
+            started: now,
             deadline: now + self.config.rebalance_timeout,
         };
         if req.positions.is_empty() {
@@ -516,6 +521,29 @@ impl Consumer {
         if !self.closed {
             self.closed = true;
             ctx.emit(ConsumerEvent::Closed);
+        }
+    }
+
+    /// Fails every queued commit whose deadline passed while it waited for a coordinator
+    /// (a silent or unreachable coordinator must not make a commit wait forever): the error
+    /// is a retriable [`RequestError::Timeout`] of OffsetCommit. Commits in flight fail
+    /// through their request's own timeout and are not re-queued past their deadline.
+    fn expire_pending_commits(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        if self.group.pending.iter().all(|c| c.deadline > now) {
+            return;
+        }
+        let (due, keep): (VecDeque<CommitReq>, VecDeque<CommitReq>) =
+            std::mem::take(&mut self.group.pending)
+                .into_iter()
+                .partition(|c| c.deadline <= now);
+        self.group.pending = keep;
+        for c in due {
+            let after = now.saturating_duration_since(c.started);
+            let err = ConsumerError::Request(RequestError::Timeout {
+                api_key: stellflow_proto::ApiKey::OFFSET_COMMIT,
+                after,
+            });
+            self.finish_commit(c, Err(err), ctx);
         }
     }
 
