@@ -80,7 +80,16 @@ pub struct Slot<R> {
     pub versions: Option<Versions>,
     /// The broker's last ApiVersions answer.
     pub api_versions: Option<ApiVersionsResponse>,
+    /// Requests in flight on the current connection that timed out since the last bytes came
+    /// in on it; at [`SILENT_TIMEOUTS_TO_CLOSE`] the connection is given up (a black hole).
+    pub silent_timeouts: u32,
 }
+
+/// In-flight timeouts in a row with nothing received after which a connection is closed and
+/// reopened: a silently dead connection (no FIN, no RST) would otherwise take every later
+/// request to its broker into the same void. One timeout alone keeps the connection (a slow
+/// answer is counted and dropped when it comes).
+pub const SILENT_TIMEOUTS_TO_CLOSE: u32 = 2;
 
 impl<R> Slot<R> {
     /// A fresh, idle slot.
@@ -102,6 +111,7 @@ impl<R> Slot<R> {
             decoder: FrameDecoder::with_max_frame_length(max_frame),
             versions: None,
             api_versions: None,
+            silent_timeouts: 0,
         }
     }
 

@@ -200,6 +200,13 @@ pub enum ConnectionError {
     /// ApiVersions failed, so no version can be chosen for this broker.
     #[error("version negotiation failed: {0}")]
     Negotiation(String),
+    /// Requests in flight timed out this many times in a row with nothing received on the
+    /// connection: it is presumed dead (a black hole) and reopened.
+    #[error("{timeouts} requests timed out in a row with nothing received; reconnecting")]
+    Unresponsive {
+        /// The timeouts in a row.
+        timeouts: u32,
+    },
 }
 
 /// An admin command failed as a whole. Per-partition outcomes are data inside the typed

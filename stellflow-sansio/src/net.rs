@@ -490,6 +490,7 @@ impl Net {
         s.state = ConnState::Idle;
         s.rx.clear();
         s.versions = None;
+        s.silent_timeouts = 0;
         let address = s.address.clone();
         let in_flight = s.in_flight.drain_sorted();
         // Fail-fast requests do not wait for the reconnect.
@@ -537,6 +538,9 @@ impl Net {
             if !s.state.is_open() {
                 buf.clear();
                 return;
+            }
+            if !buf.is_empty() {
+                s.silent_timeouts = 0;
             }
             if s.rx.is_empty() {
                 s.rx = buf.split();
@@ -889,6 +893,17 @@ impl Net {
             },
         };
         self.complete(now, req, Err(err));
+        // Repeated in-flight timeouts with nothing received: the connection is presumed dead
+        // (no FIN, no RST will ever come); close it so the next requests reconnect.
+        if let Loc::InFlight(slot, _) = loc
+            && let Some(s) = self.slots.get_mut(slot)
+        {
+            s.silent_timeouts += 1;
+            if s.silent_timeouts >= crate::conn::SILENT_TIMEOUTS_TO_CLOSE {
+                let timeouts = s.silent_timeouts;
+                self.close_with_error(now, slot, ConnectionError::Unresponsive { timeouts });
+            }
+        }
     }
 
     /// Fails every request (the client is closing) and forgets every connection.

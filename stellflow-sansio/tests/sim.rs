@@ -525,3 +525,70 @@ fn bytes_split_at_every_boundary_are_reassembled() {
     }
     assert!(matches!(w.admin(id), Ok(AdminResponse::Cluster(_))));
 }
+
+/// Regression (dst seed 15): on a silently dead connection (a black hole: no answer, no FIN,
+/// no RST) every request timed out and the connection was kept forever. After repeated
+/// in-flight timeouts with nothing received it is closed and reopened, and the client
+/// recovers once the broker answers again.
+#[test]
+fn a_black_hole_connection_is_closed_after_repeated_timeouts_and_reopened() {
+    let mut w = World::new(1, "broker-1:9092");
+    w.bootstrap();
+    let attempts = w.client.counters().connection_attempts;
+    w.sim.inject_fault(stellflow_sim::FaultRule {
+        broker: None,
+        api_key: None,
+        fault: stellflow_sim::Fault::DropResponse,
+        probability: 1.0,
+        remaining: None,
+    });
+    let opts = RequestOptions {
+        timeout: Some(Duration::from_secs(1)),
+        ..RequestOptions::default()
+    };
+    let health = |w: &mut World| {
+        let now = w.now;
+        w.client
+            .admin(
+                now,
+                stellflow_sansio::AdminRequest::HealthCheck {
+                    target: Target::Any,
+                },
+                &opts,
+            )
+            .unwrap()
+    };
+    // One timeout keeps the connection (a slow broker is not a dead one).
+    let id = health(&mut w);
+    assert!(matches!(
+        w.admin(id),
+        Err(AdminError::Request(RequestError::Timeout { .. }))
+    ));
+    assert!(
+        !w.events
+            .iter()
+            .any(|e| matches!(e, Event::Disconnected { .. }))
+    );
+    // The second in a row with nothing received gives the connection up.
+    let id = health(&mut w);
+    assert!(matches!(
+        w.admin(id),
+        Err(AdminError::Request(RequestError::Timeout { .. }))
+    ));
+    assert!(
+        w.events.iter().any(|e| matches!(
+            e,
+            Event::ConnectionError {
+                error: ConnectionError::Unresponsive { timeouts: 2 },
+                ..
+            }
+        )),
+        "{:?}",
+        w.events
+    );
+    // The network heals: the reopened connection answers.
+    w.sim.clear_faults();
+    let id = w.client.describe_cluster(w.now, Target::Any).unwrap();
+    assert!(w.admin(id).is_ok());
+    assert!(w.client.counters().connection_attempts > attempts);
+}
