@@ -10,16 +10,12 @@ fn assert_passes(code: &str) {
     assert_eq!(a.trace_hash, b.trace_hash, "same plan, same trace");
 }
 
-/// Known bug in stellflow-sansio (src/net.rs, `Net::expire`): when a request in flight times
-/// out, the connection is kept. On a silently dead connection (no FIN, no RST: a black hole)
-/// every later request to that broker goes to the same connection and times out too, forever;
-/// the healed system never produces again. Found by dst seed 15 (shrunk: one broker, one
-/// client, one fault). The sansio tests currently require the connection to survive a timeout
-/// (`a_request_times_out_and_its_late_reply_is_counted_and_dropped`), so the fix — close the
-/// connection on an in-flight timeout, as the Java client and librdkafka do, or after repeated
-/// timeouts with nothing received — is the owner's call. Un-ignore once fixed.
+/// Was a bug in stellflow-sansio (src/net.rs, `Net::expire`): when a request in flight timed
+/// out, the connection was kept; on a silently dead connection (no FIN, no RST: a black hole)
+/// every later request to that broker went to the same connection and timed out too, forever.
+/// Found by dst seed 15 (shrunk: one broker, one client, one fault). Fixed: after two in-flight
+/// timeouts in a row with nothing received the connection is closed and reopened.
 #[test]
-#[ignore = "known sansio bug: a timed-out connection is never abandoned (black hole)"]
 fn seed_15_black_hole_connection_is_abandoned() {
     assert_passes(
         "seed=15;b=1;c=1;p=1;rf=1;rt=1500;mif=64;lat=1901;jit=2300;split=50;ops=1;\
