@@ -13,6 +13,7 @@
 mod regressions;
 
 use std::collections::BTreeSet;
+use std::io::Write;
 use std::time::Instant;
 use stellflow_sim::dst::{FaultKind, FaultPlan, RunReport, run_plan, shrink};
 
@@ -126,7 +127,10 @@ fn simulation_seeds() {
     let commands: u64 = results.iter().map(|r| r.3).sum();
     let failures: Vec<&String> = results.iter().flat_map(|r| &r.1).collect();
     let kinds: BTreeSet<FaultKind> = results.iter().flat_map(|r| r.2.iter().copied()).collect();
-    println!(
+    // Written to the stdout handle directly: libtest captures `println!` of passing tests.
+    let mut out = std::io::stdout();
+    let _ = writeln!(
+        out,
         "dst: {ran} seeds x2 runs, {commands} commands, {secs:.1} s wall, {:.1} seeds/s ({THREADS} threads)",
         ran as f64 / secs.max(1e-9)
     );
@@ -145,7 +149,7 @@ fn simulation_seeds() {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    println!("RESULT dst-seeds {ran}");
+    let _ = writeln!(out, "RESULT dst-seeds {ran}");
 }
 
 fn replay(plan: &FaultPlan) {
