@@ -23,7 +23,10 @@ pub fn frame_decoder(data: &[u8]) {
         loop {
             match decoder.decode(&mut buf) {
                 Ok(Some(payload)) => {
-                    assert!(payload.len() + 4 <= 4096, "frame over the limit was accepted");
+                    assert!(
+                        payload.len() + 4 <= 4096,
+                        "frame over the limit was accepted"
+                    );
                     let _ = split_response(payload);
                 }
                 Ok(None) => break,
