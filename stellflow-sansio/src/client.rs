@@ -316,6 +316,9 @@ impl Client {
         let targets: Vec<BrokerAddress> = if healthy.is_empty() {
             all.iter().map(|(a, _)| a.clone()).collect()
         } else {
+            if healthy.len() < all.len() {
+                self.refresher.skipped();
+            }
             healthy.into_iter().cloned().collect()
         };
         for a in targets {

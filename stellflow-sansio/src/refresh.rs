@@ -107,6 +107,14 @@ impl Refresher {
         });
     }
 
+    /// Records that the running round skipped a known broker (waiting out a reconnect
+    /// backoff): the round counts as failed, so another one follows after the backoff.
+    pub fn skipped(&mut self) {
+        if let Some(r) = &mut self.round {
+            r.failures += 1;
+        }
+    }
+
     /// Adds a request (by sequence number) to the running round.
     pub fn add(&mut self, seq: u64) {
         if let Some(r) = &mut self.round {
@@ -149,7 +157,12 @@ impl Refresher {
             self.backoff.reset();
             self.not_before = None;
         } else {
+            // An incomplete round (a broker failed or was skipped, or a partition has no
+            // leader) is retried after the backoff by itself: a partition whose only holder
+            // did not answer is simply absent from the merged view, and nothing else would
+            // ask again before `metadata_max_age`.
             self.not_before = Some(now + self.backoff.next_delay(rng));
+            self.wanted = true;
         }
         if !self.waiting_next.is_empty() {
             self.wanted = true;
@@ -232,5 +245,34 @@ mod tests {
         r.add(2);
         assert_eq!(r.answered(t0, 2, true, || true, &mut rng), Some(vec![77]));
         assert!(!r.in_flight());
+    }
+
+    /// Regression (dst seed 137): a round in which a broker failed (or was skipped while it
+    /// waited out a reconnect backoff) left the partitions only it holds out of the merged
+    /// view, and no new round came before `metadata_max_age`. It is retried by itself.
+    #[test]
+    fn an_incomplete_round_is_retried_after_the_backoff_without_a_request() {
+        let t0 = Instant::now();
+        let mut r = refresher(t0);
+        let mut rng = Rng::new(1);
+        r.start();
+        r.add(1);
+        r.answered(t0, 1, false, || true, &mut rng);
+        assert!(!r.due(t0));
+        let retry = t0 + Duration::from_millis(100);
+        assert_eq!(r.deadline(t0), Some(retry));
+        assert!(r.due(retry));
+        // A skipped broker counts as a failure too.
+        r.start();
+        r.add(2);
+        r.skipped();
+        r.answered(retry, 2, true, || true, &mut rng);
+        assert!(r.due(retry + Duration::from_millis(200)));
+        // A complete, healthy round stops the retries.
+        r.start();
+        r.add(3);
+        let t1 = retry + Duration::from_millis(200);
+        r.answered(t1, 3, true, || true, &mut rng);
+        assert!(!r.due(t1 + Duration::from_secs(299)));
     }
 }
