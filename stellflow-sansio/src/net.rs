@@ -542,18 +542,21 @@ impl Net {
             if !buf.is_empty() {
                 s.silent_timeouts = 0;
             }
-            if s.rx.is_empty() {
-                s.rx = buf.split();
-            } else {
-                s.rx.extend_from_slice(buf);
-                buf.clear();
-            }
+            append_input(&mut s.rx, buf, s.decoder.max_frame_length());
         }
         loop {
             let Some(s) = self.slots.get_mut(slot) else {
                 return;
             };
             if s.state.conn() != Some(conn) {
+                return;
+            }
+            if let Some(total) = frame_total(&s.rx)
+                && total <= s.decoder.max_frame_length()
+                && s.rx.len() < total
+            {
+                // Incomplete: wait for more without letting the decoder reserve room (that
+                // would move the bytes, and the next read could no longer be joined in place).
                 return;
             }
             match s.decoder.decode(&mut s.rx) {
@@ -935,4 +938,37 @@ impl Net {
         }
         self.connects.clear();
     }
+}
+
+/// The size of the frame starting `rx` (length prefix included), once the prefix is in.
+fn frame_total(rx: &BytesMut) -> Option<usize> {
+    let prefix: [u8; frame::LENGTH_PREFIX_LEN] =
+        rx.get(..frame::LENGTH_PREFIX_LEN)?.try_into().ok()?;
+    Some((u32::from_be_bytes(prefix) as usize).saturating_add(frame::LENGTH_PREFIX_LEN))
+}
+
+/// Moves the caller's bytes to the end of a connection's receive buffer, leaving `buf`
+/// empty, copying as little as possible:
+///
+/// * nothing buffered: `buf`'s bytes are taken as they are (no copy; `buf` keeps its spare
+///   capacity, so a driver that reads into it again produces a contiguous continuation);
+/// * the chunk continues the buffered bytes in the same allocation (the case above, read
+///   again): joined in O(1) by [`BytesMut::unsplit`];
+/// * otherwise copied once, into room reserved for the whole frame at once (never regrown
+///   chunk by chunk).
+fn append_input(rx: &mut BytesMut, buf: &mut BytesMut, max_frame: usize) {
+    if rx.is_empty() {
+        *rx = buf.split();
+        return;
+    }
+    let chunk = buf.split();
+    let contiguous = rx.as_ptr().wrapping_add(rx.len()) == chunk.as_ptr();
+    if !contiguous
+        && let Some(total) = frame_total(rx)
+        && total <= max_frame
+    {
+        rx.reserve(total.saturating_sub(rx.len()).max(chunk.len()));
+    }
+    // O(1) when contiguous; one copy otherwise.
+    rx.unsplit(chunk);
 }
