@@ -641,3 +641,36 @@ fn a_commit_waiting_for_a_silent_coordinator_fails_at_its_deadline() {
     // Nothing keeps the driver spinning afterwards.
     advance_checked(&mut w, Duration::from_secs(5));
 }
+
+/// Regression: a second `close_consumer` was silently ignored (no `Closed`), so a driver had
+/// to remember the first. Every call is answered by its own `Closed`: at once after the
+/// close finished, at its end while it is under way.
+#[test]
+fn every_close_consumer_call_gets_its_own_closed() {
+    let closed = |w: &mut common::World| {
+        w.take(|e| matches!(e, Event::Consumer(ConsumerEvent::Closed)))
+            .len()
+    };
+    // Auto-commit on: the close commits first (under way for a while).
+    let mut w = subscribed_world("close2");
+    let exp = fill(&mut w, "s", 2, 4, 4);
+    let total: usize = exp.values().map(Vec::len).sum();
+    drain(&mut w, Duration::from_secs(30), |g| count(g) >= total);
+    let now = w.now;
+    w.client.close_consumer(now);
+    w.client.close_consumer(now);
+    let ok = w.run_until(Duration::from_secs(30), |w| {
+        w.events
+            .iter()
+            .filter(|e| matches!(e, Event::Consumer(ConsumerEvent::Closed)))
+            .count()
+            >= 2
+    });
+    assert!(ok, "{:?}", w.events);
+    assert_eq!(closed(&mut w), 2);
+    // After the close: answered at once.
+    let now = w.now;
+    w.client.close_consumer(now);
+    w.step();
+    assert_eq!(closed(&mut w), 1);
+}

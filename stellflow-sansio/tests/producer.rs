@@ -610,3 +610,36 @@ fn round_robin_custom_partitioner_and_native_format() {
     flush(&mut w);
     assert_eq!(outcomes(&mut w)[&id].as_ref().unwrap().partition, 2);
 }
+
+/// Regression: `Client::close` emitted no `ProducerClosed` when the producer was never used,
+/// so adapters had to track use themselves. Exactly one comes now, used or not, and none
+/// twice after `close_producer` already finished.
+#[test]
+fn client_close_says_producer_closed_exactly_once_used_or_not() {
+    let mut w = world(1, "c", 1, 1, cfg());
+    let now = w.now;
+    w.client.close(now);
+    w.step();
+    let closed = w.take(|e| matches!(e, Event::ProducerClosed { .. }));
+    assert_eq!(closed, vec![Event::ProducerClosed { failed: 0 }]);
+    let now = w.now;
+    w.client.close(now);
+    w.step();
+    assert!(
+        w.take(|e| matches!(e, Event::ProducerClosed { .. }))
+            .is_empty()
+    );
+
+    let mut w = world(1, "c", 1, 1, cfg());
+    w.client.close_producer(w.now, Duration::from_secs(1));
+    w.step();
+    let closed = w.take(|e| matches!(e, Event::ProducerClosed { .. }));
+    assert_eq!(closed, vec![Event::ProducerClosed { failed: 0 }]);
+    let now = w.now;
+    w.client.close(now);
+    w.step();
+    assert!(
+        w.take(|e| matches!(e, Event::ProducerClosed { .. }))
+            .is_empty()
+    );
+}

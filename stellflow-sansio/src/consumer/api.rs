@@ -211,9 +211,19 @@ impl Client {
     /// Stops consuming: no more fetches or heartbeats; with auto-commit on, the positions are
     /// committed first (there is no LeaveGroup: the member expires after its session).
     /// [`super::ConsumerEvent::Closed`] follows; then close the client with [`Client::close`].
+    ///
+    /// Every call is answered by its own `Closed`: a call after the consumer closed gets one
+    /// at once, a call while a close is under way gets one when it finishes (so a driver can
+    /// forward each `Closed` to one waiter without tracking earlier calls).
     pub fn close_consumer(&mut self, now: Instant) {
         self.last_now = now;
-        if self.consumer.closing || self.consumer.closed {
+        if self.consumer.closed {
+            self.events
+                .push_back(crate::Event::Consumer(super::ConsumerEvent::Closed));
+            return;
+        }
+        if self.consumer.closing {
+            self.consumer.extra_close_waiters += 1;
             return;
         }
         self.consumer.closing = true;

@@ -521,6 +521,9 @@ impl Consumer {
         if !self.closed {
             self.closed = true;
             ctx.emit(ConsumerEvent::Closed);
+            for _ in 0..std::mem::take(&mut self.extra_close_waiters) {
+                ctx.emit(ConsumerEvent::Closed);
+            }
         }
     }
 

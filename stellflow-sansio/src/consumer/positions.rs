@@ -161,6 +161,8 @@ pub struct Consumer {
     pub(crate) closing: bool,
     /// Fully closed: nothing more happens.
     pub(crate) closed: bool,
+    /// `close_consumer` calls made while a close was under way; each gets its own `Closed`.
+    pub(crate) extra_close_waiters: u32,
 }
 
 impl Consumer {
@@ -186,6 +188,7 @@ impl Consumer {
             max_frame,
             closing: false,
             closed: false,
+            extra_close_waiters: 0,
         }
     }
 

@@ -547,9 +547,12 @@ impl Producer {
         while let Some((id, _)) = self.flushes.pop_front() {
             self.events.push_back(Event::Flushed { id: FlushId(id) });
         }
-        let was_closing = self.closing.take().is_some();
+        // Exactly one ProducerClosed per producer, used or not, whether `close_producer`
+        // finished it earlier (then it was already said) or this abort does.
+        let first = !self.closed;
+        self.closing = None;
         self.closed = true;
-        if was_closing || self.next_id > 0 {
+        if first {
             self.events.push_back(Event::ProducerClosed { failed });
         }
     }
