@@ -8,6 +8,7 @@
 
 use crate::client::Client;
 use crate::config::BrokerAddress;
+use crate::consumer::Position;
 use crate::error::{AdminError, RequestError};
 use crate::event::Event;
 use crate::metadata::{LeaderlessReason, PartitionInfo, ViewPartition};
@@ -19,9 +20,10 @@ use std::time::Instant;
 use stellflow_proto::messages::{
     AlterPartitionRequest, ApiVersionsRequest, ApiVersionsResponse, ClusterStatusResponse,
     CreateTopicRequest, DecommissionBrokerRequest, DecommissionBrokerResponse, DeleteTopicRequest,
-    DescribeClusterRequest, HealthCheckRequest, ListOffsetsPartition, ListOffsetsRequest,
-    ListOffsetsResponse, ListOffsetsTopic, MetadataRequest, MetadataResponse, RequestBody,
-    TopicAdminResponse,
+    DescribeClusterRequest, FindCoordinatorRequest, FindCoordinatorResponse, HealthCheckRequest,
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopic,
+    MetadataRequest, MetadataResponse, OffsetFetchPartition, OffsetFetchRequest,
+    OffsetFetchResponse, OffsetFetchTopic, RequestBody, TopicAdminResponse,
 };
 use stellflow_proto::{ApiKey, ErrorCode, Reader, Wire};
 
@@ -116,6 +118,15 @@ pub enum AdminRequest {
         broker_id: i32,
         /// The broker to ask.
         target: Target,
+    },
+    /// The committed positions of a consumer group for the given `(topic, partition)`s:
+    /// FindCoordinator (on any broker), then OffsetFetch on the coordinator's host:port, as
+    /// the consumer does. Mid-blob commits decode to their record index (DESIGN §3.7).
+    CommittedOffsets {
+        /// The group id.
+        group: String,
+        /// `(topic, partition)` pairs, answered in this order.
+        partitions: Vec<(String, i32)>,
     },
     /// After a broker restarted on its data, every partition it recovered reports leader 0 and
     /// refuses Produce/Fetch with 9 (PROTOCOL.md §8 item 20). This asks that broker for its
@@ -294,12 +305,32 @@ pub enum AdminResponse {
     /// For [`AdminRequest::ReassertLeadership`]: one entry per leaderless partition found on
     /// the broker (empty when it had none).
     LeadershipReasserted(Vec<ReassertedPartition>),
+    /// For [`AdminRequest::CommittedOffsets`], in request order.
+    CommittedOffsets(Vec<CommittedOffset>),
+}
+
+/// One partition's committed position for [`AdminRequest::CommittedOffsets`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedOffset {
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// The committed position (`None`: nothing committed), or the partition's error.
+    pub result: Result<Option<Position>, AdminError>,
 }
 
 /// The state of one running admin command.
 #[derive(Debug)]
 pub(crate) enum AdminOp {
     Single(Single),
+    Committed {
+        group: String,
+        partitions: Vec<(String, i32)>,
+        /// OffsetFetch sent (else FindCoordinator is in flight).
+        fetching: bool,
+        opts: RequestOptions,
+    },
     DescribeTopics(Vec<String>),
     ListOffsets {
         specs: Vec<(String, i32, OffsetSpec)>,
@@ -455,6 +486,19 @@ impl Client {
                 }
                 self.route_list_offsets(now, id, &mut op, opts);
                 op
+            }
+            AdminRequest::CommittedOffsets { group, partitions } => {
+                let body = RequestBody::FindCoordinator(FindCoordinatorRequest {
+                    key: Some(group.as_str().into()),
+                    key_type: 0,
+                });
+                self.send(now, id, Target::Any, body, opts);
+                AdminOp::Committed {
+                    group,
+                    partitions,
+                    fetching: false,
+                    opts: opts.clone(),
+                }
             }
             AdminRequest::ReassertLeadership { broker_id } => {
                 let seq = self.net.submit(
@@ -743,6 +787,42 @@ impl Client {
             return;
         };
         match &mut op {
+            AdminOp::Committed {
+                group,
+                partitions,
+                fetching,
+                opts,
+            } => {
+                let result = c
+                    .result
+                    .map_err(AdminError::Request)
+                    .and_then(|reply| body_of(&self.net, c.api_key, &reply));
+                let body = match result {
+                    Ok(b) => b,
+                    Err(e) => return self.emit(id, Err(e)),
+                };
+                if !*fetching {
+                    let coordinator = FindCoordinatorResponse::decode(&mut Reader::new(body))
+                        .map_err(|error| decode_error(ApiKey::FIND_COORDINATOR, error))
+                        .and_then(|r| coordinator_address(c.api_key, r));
+                    match coordinator {
+                        Ok(address) => {
+                            let body =
+                                RequestBody::OffsetFetch(offset_fetch_body(group, partitions));
+                            let o = opts.clone();
+                            self.send(now, id, Target::Address(address), body, &o);
+                            *fetching = true;
+                            self.ops.insert(id, op);
+                        }
+                        Err(e) => self.emit(id, Err(e)),
+                    }
+                    return;
+                }
+                let result = OffsetFetchResponse::decode(&mut Reader::new(body))
+                    .map_err(|error| decode_error(ApiKey::OFFSET_FETCH, error))
+                    .map(|r| committed_offsets(std::mem::take(partitions), r));
+                return self.emit(id, result.map(AdminResponse::CommittedOffsets));
+            }
             AdminOp::Single(kind) => {
                 let result = c.result.map_err(AdminError::Request).and_then(|reply| {
                     let body = body_of(&self.net, c.api_key, &reply)?;
@@ -1128,6 +1208,102 @@ impl Client {
             result,
         });
     }
+}
+
+fn decode_error(api_key: ApiKey, error: stellflow_proto::DecodeError) -> AdminError {
+    AdminError::Request(RequestError::Decode { api_key, error })
+}
+
+/// The coordinator's host:port from a FindCoordinator answer (never its node id: the server
+/// may answer a node id that is not in the metadata, PROTOCOL.md §3.7).
+fn coordinator_address(
+    api_key: ApiKey,
+    r: FindCoordinatorResponse,
+) -> Result<BrokerAddress, AdminError> {
+    let host = r.host.map(|h| h.to_string()).unwrap_or_default();
+    match u16::try_from(r.port) {
+        Ok(port) if r.error_code == ErrorCode::NONE && !host.is_empty() && port != 0 => {
+            Ok(BrokerAddress::new(host, port))
+        }
+        _ => {
+            let code = if r.error_code == ErrorCode::NONE {
+                ErrorCode::COORDINATOR_NOT_AVAILABLE
+            } else {
+                r.error_code
+            };
+            Err(AdminError::Request(RequestError::Broker {
+                api_key,
+                code,
+                address: BrokerAddress::new("", 0),
+            }))
+        }
+    }
+}
+
+/// OffsetFetch for `partitions`, grouped by topic in order of first appearance.
+fn offset_fetch_body(group: &str, partitions: &[(String, i32)]) -> OffsetFetchRequest {
+    let mut topics: Vec<OffsetFetchTopic> = Vec::new();
+    for (topic, partition) in partitions {
+        let p = OffsetFetchPartition {
+            partition: *partition,
+        };
+        match topics
+            .iter_mut()
+            .find(|t| t.topic.as_deref() == Some(topic.as_str()))
+        {
+            Some(t) => t.partitions.push(p),
+            None => topics.push(OffsetFetchTopic {
+                topic: Some(topic.as_str().into()),
+                partitions: vec![p],
+            }),
+        }
+    }
+    OffsetFetchRequest {
+        group_id: Some(group.into()),
+        topics,
+    }
+}
+
+/// The answers matched to the request by topic and partition.
+fn committed_offsets(
+    partitions: Vec<(String, i32)>,
+    r: OffsetFetchResponse,
+) -> Vec<CommittedOffset> {
+    let mut by_key: BTreeMap<(String, i32), (i64, Option<String>, ErrorCode)> = BTreeMap::new();
+    for t in r.topics {
+        let topic = t.topic.map(|s| s.to_string()).unwrap_or_default();
+        for p in t.partitions {
+            by_key.entry((topic.clone(), p.partition)).or_insert((
+                p.offset,
+                p.metadata.map(|m| m.to_string()),
+                p.error_code,
+            ));
+        }
+    }
+    partitions
+        .into_iter()
+        .map(|(topic, partition)| {
+            let result = match by_key.get(&(topic.clone(), partition)) {
+                Some((offset, metadata, code)) if *code == ErrorCode::NONE => Ok(
+                    crate::consumer::offset_model::resume_from(*offset, metadata.as_deref()),
+                ),
+                Some((_, _, code)) => Err(AdminError::Request(RequestError::Broker {
+                    api_key: ApiKey::OFFSET_FETCH,
+                    code: *code,
+                    address: BrokerAddress::new("", 0),
+                })),
+                None => Err(AdminError::UnknownPartition {
+                    topic: topic.clone(),
+                    partition,
+                }),
+            };
+            CommittedOffset {
+                topic,
+                partition,
+                result,
+            }
+        })
+        .collect()
 }
 
 fn leaderless(topic: &str, partition: i32, reason: LeaderlessReason) -> AdminError {

@@ -142,9 +142,9 @@ pub mod timers;
 pub mod topic;
 
 pub use admin::{
-    AdminRequest, AdminResponse, ApiSupport, BrokerApiVersions, ClusterStatus, DecommissionResult,
-    ListedOffset, OffsetInfo, OffsetSpec, PartitionOutcome, ReassertedPartition, TopicAdminResult,
-    TopicDescription,
+    AdminRequest, AdminResponse, ApiSupport, BrokerApiVersions, ClusterStatus, CommittedOffset,
+    DecommissionResult, ListedOffset, OffsetInfo, OffsetSpec, PartitionOutcome,
+    ReassertedPartition, TopicAdminResult, TopicDescription,
 };
 pub use client::Client;
 pub use config::{BrokerAddress, ClientConfig, HeaderFields, parse_bootstrap};

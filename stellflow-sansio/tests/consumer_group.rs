@@ -674,3 +674,55 @@ fn every_close_consumer_call_gets_its_own_closed() {
     w.step();
     assert_eq!(closed(&mut w), 1);
 }
+
+/// The admin OffsetFetch: a group's committed positions through FindCoordinator and the
+/// coordinator's host:port, typed (mid-blob index included), in request order.
+#[test]
+fn admin_committed_offsets_reads_what_the_consumer_committed() {
+    let (mut w, tp, exp) = commit_world("adm");
+    let n = exp[&tp].len();
+    drain(&mut w, Duration::from_secs(10), |g| count(g) >= n / 2);
+    let id = w.client.commit(w.now).unwrap();
+    let (_, result) = commit_outcome(&mut w, id);
+    let committed = result.unwrap()[0].1;
+    assert_eq!(w.client.committed(&tp), Some(committed));
+    let now = w.now;
+    let id = w
+        .client
+        .admin(
+            now,
+            stellflow_sansio::AdminRequest::CommittedOffsets {
+                group: "adm".into(),
+                partitions: vec![("t".into(), 0), ("other".into(), 3)],
+            },
+            &stellflow_sansio::RequestOptions::default(),
+        )
+        .unwrap();
+    let r = w.admin(id).unwrap();
+    let stellflow_sansio::AdminResponse::CommittedOffsets(list) = r else {
+        panic!("{r:?}");
+    };
+    assert_eq!(list.len(), 2);
+    assert_eq!((list[0].topic.as_str(), list[0].partition), ("t", 0));
+    assert_eq!(list[0].result, Ok(Some(committed)));
+    assert_eq!((list[1].topic.as_str(), list[1].partition), ("other", 3));
+    assert_eq!(list[1].result, Ok(None), "nothing committed there");
+    // A group that never committed.
+    let now = w.now;
+    let id = w
+        .client
+        .admin(
+            now,
+            stellflow_sansio::AdminRequest::CommittedOffsets {
+                group: "nobody".into(),
+                partitions: vec![("t".into(), 0)],
+            },
+            &stellflow_sansio::RequestOptions::default(),
+        )
+        .unwrap();
+    let r = w.admin(id).unwrap();
+    assert!(
+        matches!(&r, stellflow_sansio::AdminResponse::CommittedOffsets(l) if l[0].result == Ok(None)),
+        "{r:?}"
+    );
+}
