@@ -726,3 +726,38 @@ fn admin_committed_offsets_reads_what_the_consumer_committed() {
         "{r:?}"
     );
 }
+
+/// `next_position` after a blob's last record names the next blob, `(offset + 1, 0)`, the
+/// same position the consumer reports (and would auto-commit) once the blob is finished;
+/// inside a blob it is `(offset, index + 1)`.
+#[test]
+fn next_position_after_a_blob_s_last_record_is_the_next_blob() {
+    let (mut w, tp, exp) = commit_world("np");
+    let n = exp[&tp].len();
+    let mut seen = 0;
+    let mut lasts = 0;
+    let ok = w.run_until(Duration::from_secs(30), |w| {
+        while let Some(r) = w.client.poll_record() {
+            seen += 1;
+            let next = r.next_position();
+            if r.last_in_blob {
+                lasts += 1;
+                assert_eq!(next, Position::blob(r.offset + 1));
+                assert_eq!(
+                    w.client.position(&tp),
+                    Some(next),
+                    "consistent with position()"
+                );
+            } else {
+                assert_eq!(next, Position::new(r.offset, r.index + 1));
+            }
+        }
+        seen >= n
+    });
+    assert!(ok, "{seen} of {n} records");
+    assert_eq!(lasts, 10, "one last record per blob");
+    // Committing it is the same as committing the consumer's own position.
+    let id = w.client.commit(w.now).unwrap();
+    let (_, result) = commit_outcome(&mut w, id);
+    assert_eq!(result.unwrap()[0].1, Position::blob(10));
+}

@@ -82,13 +82,28 @@ pub struct ConsumerRecord {
     pub headers: Headers,
     /// The format of the blob it came from.
     pub format: BlobFormat,
+    /// Whether the record is known to be the last of its blob. The consumer decodes one
+    /// record ahead, so this is known for every record; it is `false` for the record before a
+    /// corrupt remainder of the blob (that remainder is reported as
+    /// [`ConsumerEvent::CorruptBlob`] and skipped).
+    pub last_in_blob: bool,
 }
 
 impl ConsumerRecord {
     /// The position right after this record: commit it (with
     /// [`crate::Client::commit_positions`]) once the record is processed.
+    ///
+    /// After the last record of a blob ([`ConsumerRecord::last_in_blob`]) this is the start
+    /// of the next blob, `(offset + 1, 0)` — the same position the consumer itself reports
+    /// (and auto-commits) once the blob is finished. Otherwise it is `(offset, index + 1)`;
+    /// when the end of the blob cannot be known (a corrupt remainder) that form resumes at
+    /// the same place, as the skipped remainder has no records to deliver.
     pub fn next_position(&self) -> Position {
-        Position::new(self.offset, self.index.saturating_add(1))
+        if self.last_in_blob {
+            Position::blob(offset_model::next_after(self.offset))
+        } else {
+            Position::new(self.offset, self.index.saturating_add(1))
+        }
     }
 }
 

@@ -389,6 +389,7 @@ impl Consumer {
                         value: rec.value,
                         headers: rec.headers,
                         format: r.format,
+                        last_in_blob: done,
                     };
                     if done {
                         self.finish_front();
