@@ -11,6 +11,10 @@
 //! dropped, the driver closes the producer (delivering what is buffered, up to
 //! [`Options::close_timeout`]) and the consumer (auto-commit), closes its sockets and ends.
 //!
+//! The driver loop, the handles and their channels are runtime-neutral and live in
+//! `stellflow-async`; this crate is its [`Runtime`](stellflow_async::Runtime) for `async-io`
+//! ([`Smol`]: a thread per driver, `Async<TcpStream>`, `async_io::Timer`) and names the handles.
+//!
 //! The adapter holds no protocol logic: every decision about Stellflow semantics is the core's.
 //! Encoded requests go from the core straight into one reused write buffer and to the socket;
 //! reads land in one reused read buffer that the core takes without copying.
@@ -46,93 +50,87 @@
 //! ```
 #![forbid(unsafe_code)]
 
-mod admin;
-mod consumer;
-mod driver;
-mod producer;
+// Everything runtime-neutral: `Record`, `Delivery`, `Options`, `Error`, the core's types.
+pub use stellflow_async::prelude::*;
 
-pub use admin::Admin;
-pub use consumer::Consumer;
-pub use producer::{Delivery, Producer, Record};
-pub use stellflow_sansio::{
-    Acks, AdminError, AdminRequest, AdminResponse, BatchFormat, ClientConfig, ClusterMetadata,
-    ConfigError, ConsumerError, ConsumerEvent, ConsumerRecord, Counters, DeliveryError,
-    OffsetReset, OffsetSpec, Position, ProduceError, RecordMetadata, RequestError, RequestOptions,
-    SeekTo, Target, TopicPartition,
-};
+use async_io::{Async, Timer};
+use bytes::BytesMut;
+use std::future::Future;
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use stellflow_sansio::BrokerAddress;
 
-use std::time::Duration;
+/// Sends records; its driver runs on a thread of its own (see [`stellflow_async::Producer`]).
+pub type Producer = stellflow_async::Producer<Smol>;
+/// Reads records; its driver runs on a thread of its own (see [`stellflow_async::Consumer`]).
+pub type Consumer = stellflow_async::Consumer<Smol>;
+/// Administration; its driver runs on a thread of its own (see [`stellflow_async::Admin`]).
+pub type Admin = stellflow_async::Admin<Smol>;
 
-/// Adapter settings (everything about Stellflow itself is in [`ClientConfig`]).
-///
-/// ```
-/// use std::time::Duration;
-/// let mut options = stellflow_smol::Options::default();
-/// options.max_block = Duration::from_secs(5);
-/// ```
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Options {
-    /// How long [`Producer::send`] / [`Producer::enqueue`] wait for buffer space when the
-    /// producer holds `buffer_memory` bytes. Default 60 s.
-    pub max_block: Duration,
-    /// Limit on one TCP connect (the core reconnects with backoff after a failure). Default 10 s.
-    pub connect_timeout: Duration,
-    /// How long a driver whose handles are all gone keeps delivering buffered records and
-    /// committing before it closes its sockets. Default 30 s.
-    pub close_timeout: Duration,
-    /// Seed of the core's random choices; `None` derives one from the clock.
-    pub seed: Option<u64>,
-}
+/// The `async-io` [`Runtime`](stellflow_async::Runtime): each driver (and each connect, whose
+/// name resolution blocks) runs on a thread of its own under `async_io::block_on`, so the
+/// handles work under any executor.
+#[derive(Debug, Clone, Copy)]
+pub struct Smol;
 
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            max_block: Duration::from_secs(60),
-            connect_timeout: Duration::from_secs(10),
-            close_timeout: Duration::from_secs(30),
-            seed: None,
-        }
+impl stellflow_async::Runtime for Smol {
+    type Socket = Async<TcpStream>;
+
+    fn spawn(
+        name: &'static str,
+        task: impl Future<Output = ()> + Send + 'static,
+    ) -> io::Result<()> {
+        let name = format!("{}-smol", name);
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(move || async_io::block_on(task))
+            .map(drop)
+    }
+
+    async fn connect(address: BrokerAddress, limit: Duration) -> io::Result<Async<TcpStream>> {
+        // Runs on a thread of its own (see `spawn`), so blocking here is fine.
+        Async::new(connect(&address, limit)?)
+    }
+
+    async fn sleep_until(deadline: Instant) {
+        Timer::at(deadline).await;
+    }
+
+    fn try_read(socket: &Async<TcpStream>, buf: &mut BytesMut) -> io::Result<usize> {
+        // Reads into the spare capacity the driver reserved (zeroed: `read` needs init bytes).
+        let filled = buf.len();
+        buf.resize(filled + (buf.capacity() - filled).min(256 * 1024), 0);
+        let r = socket.get_ref().read(&mut buf[filled..]);
+        buf.truncate(filled + *r.as_ref().unwrap_or(&0));
+        r
+    }
+
+    fn try_write(socket: &Async<TcpStream>, buf: &[u8]) -> io::Result<usize> {
+        socket.get_ref().write(buf)
+    }
+
+    fn poll_readable(socket: &Async<TcpStream>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        socket.poll_readable(cx)
+    }
+
+    fn poll_writable(socket: &Async<TcpStream>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        socket.poll_writable(cx)
     }
 }
 
-/// Everything that can go wrong, each variant saying what the caller can do.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The configuration cannot work: fix the named field.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The record was refused before queueing (bad topic or partition, too large, closed).
-    #[error(transparent)]
-    Produce(#[from] ProduceError),
-    /// The record was queued but not delivered.
-    #[error(transparent)]
-    Delivery(#[from] DeliveryError),
-    /// An admin command failed ([`AdminError::is_retriable`] says whether to retry).
-    #[error(transparent)]
-    Admin(#[from] AdminError),
-    /// A consumer command failed.
-    #[error(transparent)]
-    Consumer(#[from] ConsumerError),
-    /// A raw request failed ([`RequestError::is_retriable`] says whether to retry).
-    #[error(transparent)]
-    Request(#[from] RequestError),
-    /// No buffer space within [`Options::max_block`]: the broker is slow or unreachable. Retry
-    /// later, or raise `producer.buffer_memory` or `max_block`.
-    #[error("producer buffer stayed full for {0:?} (max_block); the broker is slow or unreachable")]
-    BufferFull(Duration),
-    /// The driver has stopped (its runtime shut down or the client was closed): connect again.
-    #[error("the client driver has stopped; connect a new client")]
-    Shutdown,
-    /// The core answered a command with a result of another kind (a bug: please report it).
-    #[error("unexpected answer to {0} (please report this bug)")]
-    Unexpected(&'static str),
-}
-
-fn seed(options: &Options) -> u64 {
-    options.seed.unwrap_or_else(|| {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-        t.map(|d| d.as_nanos() as u64).unwrap_or(0x5eed) ^ u64::from(std::process::id())
-    })
+/// Resolves and connects within `limit` (blocking: runs on its own thread).
+fn connect(address: &BrokerAddress, limit: Duration) -> io::Result<TcpStream> {
+    let mut last = io::Error::new(ErrorKind::NotFound, "the name resolved to no address");
+    for addr in (address.host.as_str(), address.port).to_socket_addrs()? {
+        match TcpStream::connect_timeout(&addr, limit) {
+            Ok(s) => {
+                s.set_nodelay(true)?;
+                return Ok(s);
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }

@@ -3,13 +3,16 @@
 //! One driver task owns one [`stellflow_sansio::Client`] and its `TcpStream`s (TCP_NODELAY).
 //! It follows the core's drain rule: after every input or command it drains `poll_connect`,
 //! `poll_close`, `poll_transmit` and `poll_event` until a whole pass yields nothing, then
-//! sleeps in one `tokio::select!` until the earliest of socket readiness, a new command, a
-//! finished connect, or `poll_timeout()`. The handles — [`Producer`], [`Consumer`], [`Admin`] —
+//! sleeps until the earliest of socket readiness, a new command, a finished connect, or
+//! `poll_timeout()`. The handles — [`Producer`], [`Consumer`], [`Admin`] —
 //! are cheap to clone, `Send + Sync`, and talk to the driver over channels. When the last handle
 //! of a driver is dropped, the driver closes the producer (delivering what is buffered, up to
 //! [`Options::close_timeout`]) and the consumer (auto-commit), closes its sockets and ends.
 //!
 //! The adapter holds no protocol logic: every decision about Stellflow semantics is the core's.
+//! The driver loop, the handles and their channels are runtime-neutral and live in
+//! `stellflow-async`; this crate is its [`Runtime`](stellflow_async::Runtime) for tokio
+//! ([`Tokio`]: `tokio::spawn`, `tokio::net::TcpStream`, `tokio::time`) and names the handles.
 //! Encoded requests go from the core straight into one reused write buffer and to the socket;
 //! reads land in one reused read buffer that the core takes without copying.
 //!
@@ -45,93 +48,64 @@
 //! ```
 #![forbid(unsafe_code)]
 
-mod admin;
-mod consumer;
-mod driver;
-mod producer;
+// Everything runtime-neutral: `Record`, `Delivery`, `Options`, `Error`, the core's types.
+pub use stellflow_async::prelude::*;
 
-pub use admin::Admin;
-pub use consumer::Consumer;
-pub use producer::{Delivery, Producer, Record};
-pub use stellflow_sansio::{
-    Acks, AdminError, AdminRequest, AdminResponse, BatchFormat, ClientConfig, ClusterMetadata,
-    ConfigError, ConsumerError, ConsumerEvent, ConsumerRecord, Counters, DeliveryError,
-    OffsetReset, OffsetSpec, Position, ProduceError, RecordMetadata, RequestError, RequestOptions,
-    SeekTo, Target, TopicPartition,
-};
+use bytes::BytesMut;
+use std::future::Future;
+use std::io::{self, ErrorKind};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use stellflow_sansio::BrokerAddress;
+use tokio::net::TcpStream;
 
-use std::time::Duration;
+/// Sends records; its driver runs on the current tokio runtime (see [`stellflow_async::Producer`]).
+pub type Producer = stellflow_async::Producer<Tokio>;
+/// Reads records; its driver runs on the current tokio runtime (see [`stellflow_async::Consumer`]).
+pub type Consumer = stellflow_async::Consumer<Tokio>;
+/// Administration; its driver runs on the current tokio runtime (see [`stellflow_async::Admin`]).
+pub type Admin = stellflow_async::Admin<Tokio>;
 
-/// Adapter settings (everything about Stellflow itself is in [`ClientConfig`]).
-///
-/// ```
-/// use std::time::Duration;
-/// let mut options = stellflow_tokio::Options::default();
-/// options.max_block = Duration::from_secs(5);
-/// ```
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Options {
-    /// How long [`Producer::send`] / [`Producer::enqueue`] wait for buffer space when the
-    /// producer holds `buffer_memory` bytes. Default 60 s.
-    pub max_block: Duration,
-    /// Limit on one TCP connect (the core reconnects with backoff after a failure). Default 10 s.
-    pub connect_timeout: Duration,
-    /// How long a driver whose handles are all gone keeps delivering buffered records and
-    /// committing before it closes its sockets. Default 30 s.
-    pub close_timeout: Duration,
-    /// Seed of the core's random choices; `None` derives one from the clock.
-    pub seed: Option<u64>,
-}
+/// The tokio [`Runtime`](stellflow_async::Runtime): drivers and connects are `tokio::spawn`ed
+/// on the current runtime (so `connect` must be called inside one).
+#[derive(Debug, Clone, Copy)]
+pub struct Tokio;
 
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            max_block: Duration::from_secs(60),
-            connect_timeout: Duration::from_secs(10),
-            close_timeout: Duration::from_secs(30),
-            seed: None,
-        }
+impl stellflow_async::Runtime for Tokio {
+    type Socket = TcpStream;
+
+    fn spawn(_: &'static str, task: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
+        tokio::spawn(task);
+        Ok(())
     }
-}
 
-/// Everything that can go wrong, each variant saying what the caller can do.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The configuration cannot work: fix the named field.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The record was refused before queueing (bad topic or partition, too large, closed).
-    #[error(transparent)]
-    Produce(#[from] ProduceError),
-    /// The record was queued but not delivered.
-    #[error(transparent)]
-    Delivery(#[from] DeliveryError),
-    /// An admin command failed ([`AdminError::is_retriable`] says whether to retry).
-    #[error(transparent)]
-    Admin(#[from] AdminError),
-    /// A consumer command failed.
-    #[error(transparent)]
-    Consumer(#[from] ConsumerError),
-    /// A raw request failed ([`RequestError::is_retriable`] says whether to retry).
-    #[error(transparent)]
-    Request(#[from] RequestError),
-    /// No buffer space within [`Options::max_block`]: the broker is slow or unreachable. Retry
-    /// later, or raise `producer.buffer_memory` or `max_block`.
-    #[error("producer buffer stayed full for {0:?} (max_block); the broker is slow or unreachable")]
-    BufferFull(Duration),
-    /// The driver has stopped (its runtime shut down or the client was closed): connect again.
-    #[error("the client driver has stopped; connect a new client")]
-    Shutdown,
-    /// The core answered a command with a result of another kind (a bug: please report it).
-    #[error("unexpected answer to {0} (please report this bug)")]
-    Unexpected(&'static str),
-}
+    async fn connect(address: BrokerAddress, limit: Duration) -> io::Result<TcpStream> {
+        let connect = TcpStream::connect(address.to_string());
+        let stream = match tokio::time::timeout(limit, connect).await {
+            Ok(r) => r?,
+            Err(_) => return Err(io::Error::new(ErrorKind::TimedOut, "connect timed out")),
+        };
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
+    }
 
-fn seed(options: &Options) -> u64 {
-    options.seed.unwrap_or_else(|| {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-        t.map(|d| d.as_nanos() as u64).unwrap_or(0x5eed) ^ u64::from(std::process::id())
-    })
+    fn sleep_until(deadline: Instant) -> impl Future<Output = ()> + Send {
+        tokio::time::sleep_until(deadline.into())
+    }
+
+    fn try_read(socket: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
+        socket.try_read_buf(buf)
+    }
+
+    fn try_write(socket: &TcpStream, buf: &[u8]) -> io::Result<usize> {
+        socket.try_write(buf)
+    }
+
+    fn poll_readable(socket: &TcpStream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        socket.poll_read_ready(cx)
+    }
+
+    fn poll_writable(socket: &TcpStream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        socket.poll_write_ready(cx)
+    }
 }

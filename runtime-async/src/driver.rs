@@ -2,16 +2,15 @@
 //! handles' commands. Commands are closures run against [`State`]; outcomes that arrive later
 //! (admin results, deliveries, flushes, commits, polls) wait in [`State`]'s maps.
 
+use crate::Runtime;
 use crate::producer::Record;
 use crate::{Error, Options};
 use async_channel as chan;
-use async_io::{Async, Timer};
 use bytes::{Buf, BytesMut};
 use futures_lite::future;
 use std::collections::{HashMap, VecDeque};
-use std::io::Read;
 use std::io::{self, ErrorKind};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -210,24 +209,25 @@ impl State {
     }
 }
 
-struct Conn {
-    stream: Async<TcpStream>,
+struct Conn<S> {
+    stream: S,
     /// Bytes the socket did not take yet (only under backpressure).
     pending: BytesMut,
 }
 
-type Connected = (ConnId, io::Result<TcpStream>);
+type Connected<S> = (ConnId, io::Result<S>);
 
 /// The driver task.
-pub(crate) struct Driver {
+pub(crate) struct Driver<R: Runtime> {
     st: State,
-    conns: HashMap<ConnId, Conn>,
+    conns: HashMap<ConnId, Conn<R::Socket>>,
     out: BytesMut,
     inbuf: BytesMut,
     ctl: chan::Receiver<Job>,
     lane: chan::Receiver<LaneMsg>,
-    connected_tx: chan::Sender<Connected>,
-    connected_rx: chan::Receiver<Connected>,
+    connected_tx: chan::Sender<Connected<R::Socket>>,
+    connected_rx: chan::Receiver<Connected<R::Socket>>,
+    runtime: PhantomData<R>,
 }
 
 /// The handles' side of a driver: cheap to clone; the driver ends when the last clone is gone.
@@ -246,18 +246,17 @@ impl std::fmt::Debug for Link {
     }
 }
 
-enum Wake {
+enum Wake<S> {
     Job(Option<Job>),
     Lane(Option<LaneMsg>),
-    Connected(Option<Connected>),
+    Connected(Option<Connected<S>>),
     Io(ConnId, bool),
     Timer,
 }
 
 impl Link {
-    /// Creates the client and starts its driver on a thread of its own (`async_io::block_on`),
-    /// so the handles work under any executor.
-    pub fn start(config: ClientConfig, options: Options) -> Result<Link, Error> {
+    /// Creates the client and starts its driver with [`Runtime::spawn`].
+    pub fn start<R: Runtime>(config: ClientConfig, options: Options) -> Result<Link, Error> {
         let now = Instant::now();
         let mut client = Client::new(config, now, crate::seed(&options))?;
         if let Ok(d) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
@@ -281,7 +280,7 @@ impl Link {
             stash: VecDeque::new(),
             blocked: None,
         };
-        let driver = Driver {
+        let driver = Driver::<R> {
             st,
             conns: HashMap::new(),
             out: BytesMut::with_capacity(READ_CHUNK),
@@ -290,11 +289,9 @@ impl Link {
             lane,
             connected_tx,
             connected_rx,
+            runtime: PhantomData,
         };
-        std::thread::Builder::new()
-            .name("stellflow-smol-driver".into())
-            .spawn(move || async_io::block_on(driver.run()))
-            .map_err(|_| Error::Shutdown)?;
+        R::spawn("stellflow-driver", driver.run()).map_err(|_| Error::Shutdown)?;
         Ok(Link {
             ctl: ctl_tx,
             lane: lane_tx,
@@ -335,7 +332,7 @@ impl Link {
     }
 }
 
-impl Driver {
+impl<R: Runtime> Driver<R> {
     async fn run(mut self) {
         let (mut ctl_open, mut lane_open) = (true, true);
         let mut closing: Option<Instant> = None;
@@ -375,11 +372,11 @@ impl Driver {
                 };
                 let connected = async { Wake::Connected(self.connected_rx.recv().await.ok()) };
                 let io = async move {
-                    let (id, write) = io_ready(conns).await;
+                    let (id, write) = io_ready::<R>(conns).await;
                     Wake::Io(id, write)
                 };
                 let timer = async move {
-                    Timer::at(wake).await;
+                    R::sleep_until(wake).await;
                     Wake::Timer
                 };
                 future::race(
@@ -406,17 +403,11 @@ impl Driver {
                         self.lane_msg(now, msg);
                     }
                 }
-                Wake::Connected(Some((id, Ok(stream)))) => match Async::new(stream) {
-                    Ok(stream) => {
-                        let pending = BytesMut::new();
-                        self.conns.insert(id, Conn { stream, pending });
-                        self.st.client.handle_connected(id, now);
-                    }
-                    Err(e) => {
-                        let reason = DisconnectReason::ConnectFailed(e.to_string());
-                        self.st.client.handle_disconnected(id, now, reason);
-                    }
-                },
+                Wake::Connected(Some((id, Ok(stream)))) => {
+                    let pending = BytesMut::new();
+                    self.conns.insert(id, Conn { stream, pending });
+                    self.st.client.handle_connected(id, now);
+                }
                 Wake::Connected(Some((id, Err(e)))) => {
                     let reason = DisconnectReason::ConnectFailed(e.to_string());
                     self.st.client.handle_disconnected(id, now, reason);
@@ -457,10 +448,9 @@ impl Driver {
             while let Some(req) = self.st.client.poll_connect() {
                 progress = true;
                 let (tx, limit) = (self.connected_tx.clone(), self.st.options.connect_timeout);
-                // Name resolution and connect block: they run on a short-lived thread.
-                let spawned = std::thread::Builder::new()
-                    .name("stellflow-smol-connect".into())
-                    .spawn(move || drop(tx.try_send((req.conn, connect(&req.address, limit)))));
+                let (conn, connect) = (req.conn, R::connect(req.address, limit));
+                let task = async move { drop(tx.try_send((conn, connect.await))) };
+                let spawned = R::spawn("stellflow-connect", task);
                 if let Err(e) = spawned {
                     let reason = DisconnectReason::ConnectFailed(e.to_string());
                     self.st.client.handle_disconnected(req.conn, now, reason);
@@ -498,7 +488,7 @@ impl Driver {
                 c.pending.extend_from_slice(&self.out);
                 continue;
             }
-            match write_some(&c.stream, &mut self.out) {
+            match write_some::<R>(&c.stream, &mut self.out) {
                 Ok(()) if self.out.is_empty() => {}
                 Ok(()) => c.pending = self.out.split(),
                 Err(e) => self.lost(id, now, DisconnectReason::Io(e.to_string())),
@@ -508,7 +498,7 @@ impl Driver {
 
     fn write_pending(&mut self, id: ConnId, now: Instant) {
         if let Some(c) = self.conns.get_mut(&id)
-            && let Err(e) = write_some(&c.stream, &mut c.pending)
+            && let Err(e) = write_some::<R>(&c.stream, &mut c.pending)
         {
             self.lost(id, now, DisconnectReason::Io(e.to_string()));
         }
@@ -519,11 +509,8 @@ impl Driver {
         let mut gone = None;
         if let Some(c) = self.conns.get(&id) {
             while self.inbuf.len() < READ_BATCH {
-                let filled = self.inbuf.len();
-                self.inbuf.resize(filled + READ_CHUNK, 0);
-                let r = c.stream.get_ref().read(&mut self.inbuf[filled..]);
-                self.inbuf.truncate(filled + *r.as_ref().unwrap_or(&0));
-                match r {
+                self.inbuf.reserve(READ_CHUNK);
+                match R::try_read(&c.stream, &mut self.inbuf) {
                     Ok(0) => gone = Some(DisconnectReason::PeerClosed),
                     Ok(_) => continue,
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {}
@@ -548,26 +535,10 @@ impl Driver {
     }
 }
 
-/// Resolves and connects within `limit` (blocking: runs on its own thread).
-fn connect(address: &stellflow_sansio::BrokerAddress, limit: Duration) -> io::Result<TcpStream> {
-    let mut last = io::Error::new(ErrorKind::NotFound, "the name resolved to no address");
-    for addr in (address.host.as_str(), address.port).to_socket_addrs()? {
-        match TcpStream::connect_timeout(&addr, limit) {
-            Ok(s) => {
-                s.set_nodelay(true)?;
-                return Ok(s);
-            }
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
-}
-
 /// Writes as much of `buf` as the socket takes now.
-fn write_some(stream: &Async<TcpStream>, buf: &mut BytesMut) -> io::Result<()> {
-    use std::io::Write;
+fn write_some<R: Runtime>(stream: &R::Socket, buf: &mut BytesMut) -> io::Result<()> {
     while !buf.is_empty() {
-        match stream.get_ref().write(buf) {
+        match R::try_write(stream, buf) {
             Ok(0) => return Err(ErrorKind::WriteZero.into()),
             Ok(n) => buf.advance(n),
             Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
@@ -578,13 +549,13 @@ fn write_some(stream: &Async<TcpStream>, buf: &mut BytesMut) -> io::Result<()> {
 }
 
 /// The first connection that is writable (with bytes waiting) or readable.
-async fn io_ready(conns: &HashMap<ConnId, Conn>) -> (ConnId, bool) {
+async fn io_ready<R: Runtime>(conns: &HashMap<ConnId, Conn<R::Socket>>) -> (ConnId, bool) {
     future::poll_fn(|cx| {
         for (id, c) in conns {
-            if !c.pending.is_empty() && c.stream.poll_writable(cx).is_ready() {
+            if !c.pending.is_empty() && R::poll_writable(&c.stream, cx).is_ready() {
                 return Poll::Ready((*id, true));
             }
-            if c.stream.poll_readable(cx).is_ready() {
+            if R::poll_readable(&c.stream, cx).is_ready() {
                 return Poll::Ready((*id, false));
             }
         }

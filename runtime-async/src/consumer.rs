@@ -1,13 +1,15 @@
 //! The [`Consumer`] handle.
 
 use crate::driver::{Committed, Link, PollWaiter};
-use crate::{Admin, ClientConfig, Error, Options};
+use crate::{Admin, ClientConfig, Error, Options, Runtime};
+use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 use stellflow_sansio::{ConsumerEvent, ConsumerRecord, Position, SeekTo, TopicPartition};
 
 /// Reads records: manual assignment ([`Consumer::assign`], recommended on today's server) or
 /// group subscription ([`Consumer::subscribe`], needs `config.consumer.group_id`). Cheap to
-/// clone; all clones share one consumer and its positions.
+/// clone; all clones share one consumer and its positions. `R` is the runtime that drives the
+/// client; the adapter crates name it for you (`stellflow_tokio::Consumer`, …).
 ///
 /// ```no_run
 /// # async fn f() -> Result<(), stellflow_tokio::Error> {
@@ -24,25 +26,30 @@ use stellflow_sansio::{ConsumerEvent, ConsumerRecord, Position, SeekTo, TopicPar
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
-pub struct Consumer {
+pub struct Consumer<R: Runtime> {
     link: Link,
+    runtime: PhantomData<R>,
 }
 
-impl Consumer {
-    /// Starts a client on the current tokio runtime with default [`Options`].
-    pub async fn connect(config: ClientConfig) -> Result<Consumer, Error> {
+impl<R: Runtime> Consumer<R> {
+    /// Starts a client on the runtime `R` with default [`Options`].
+    pub async fn connect(config: ClientConfig) -> Result<Consumer<R>, Error> {
         Self::connect_with(config, Options::default()).await
     }
 
     /// Like [`Consumer::connect`], with adapter options.
-    pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Consumer, Error> {
+    pub async fn connect_with(
+        config: ClientConfig,
+        options: Options,
+    ) -> Result<Consumer<R>, Error> {
         Ok(Consumer {
-            link: Link::start(config, options)?,
+            link: Link::start::<R>(config, options)?,
+            runtime: PhantomData,
         })
     }
 
     /// An admin handle on the same client.
-    pub fn admin(&self) -> Admin {
+    pub fn admin(&self) -> Admin<R> {
         Admin::from_link(self.link.clone())
     }
 
@@ -94,7 +101,7 @@ impl Consumer {
         self.link
             .call(|st, now, tx| match st.client.commit(now) {
                 Ok(id) => drop(st.commits.insert(id, tx)),
-                Err(e) => drop(tx.send(Err(e.into()))),
+                Err(e) => drop(crate::driver::answer(&tx, Err(e.into()))),
             })
             .await?
     }
@@ -105,7 +112,7 @@ impl Consumer {
             .call(
                 |st, now, tx| match st.client.commit_positions(now, positions) {
                     Ok(id) => drop(st.commits.insert(id, tx)),
-                    Err(e) => drop(tx.send(Err(e.into()))),
+                    Err(e) => drop(crate::driver::answer(&tx, Err(e.into()))),
                 },
             )
             .await?
@@ -169,7 +176,7 @@ impl Consumer {
                 st.client.close_consumer(now);
                 match st.consumer_closed.0 {
                     true => {
-                        let _ = tx.send(());
+                        let _ = crate::driver::answer(&tx, ());
                     }
                     false => st.consumer_closed.1.push(tx),
                 }

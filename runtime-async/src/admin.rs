@@ -1,18 +1,20 @@
 //! The [`Admin`] handle: every admin operation of the core, awaited.
 
 use crate::driver::Link;
-use crate::{ClientConfig, Error, Options};
+use crate::{ClientConfig, Error, Options, Runtime};
+use std::marker::PhantomData;
 use stellflow_sansio::{
     AdminRequest, AdminResponse, BrokerApiVersions, ClusterMetadata, ClusterStatus, Counters,
     DecommissionResult, ListedOffset, OffsetSpec, ReassertedPartition, RequestOptions, Target,
     TopicAdminResult, TopicDescription,
 };
 
-/// Cluster and topic administration. Cheap to clone.
+/// Cluster and topic administration. Cheap to clone. `R` is the runtime that drives the
+/// client; the adapter crates name it for you (`stellflow_tokio::Admin`, …).
 ///
 /// ```no_run
-/// # async fn f() -> Result<(), stellflow_smol::Error> {
-/// use stellflow_smol::{Admin, ClientConfig, Target};
+/// # async fn f() -> Result<(), stellflow_tokio::Error> {
+/// use stellflow_tokio::{Admin, ClientConfig, Target};
 /// let admin = Admin::connect(ClientConfig::new("127.0.0.1:9092")?).await?;
 /// admin.create_topic("orders", 6, Target::Any).await?;
 /// let (topics, missing) = admin.describe_topics(&["orders"]).await?;
@@ -20,8 +22,9 @@ use stellflow_sansio::{
 /// # let _ = missing; Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
-pub struct Admin {
+pub struct Admin<R: Runtime> {
     link: Link,
+    runtime: PhantomData<R>,
 }
 
 /// Runs one admin request and unwraps the expected answer variant.
@@ -34,19 +37,22 @@ macro_rules! op {
     };
 }
 
-impl Admin {
-    /// Starts a client (its driver runs on a thread of its own) with default [`Options`].
-    pub async fn connect(config: ClientConfig) -> Result<Admin, Error> {
+impl<R: Runtime> Admin<R> {
+    /// Starts a client on the runtime `R` with default [`Options`].
+    pub async fn connect(config: ClientConfig) -> Result<Admin<R>, Error> {
         Self::connect_with(config, Options::default()).await
     }
 
     /// Like [`Admin::connect`], with adapter options.
-    pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Admin, Error> {
-        Ok(Admin::from_link(Link::start(config, options)?))
+    pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Admin<R>, Error> {
+        Ok(Admin::from_link(Link::start::<R>(config, options)?))
     }
 
-    pub(crate) fn from_link(link: Link) -> Admin {
-        Admin { link }
+    pub(crate) fn from_link(link: Link) -> Admin<R> {
+        Admin {
+            link,
+            runtime: PhantomData,
+        }
     }
 
     /// Runs any admin command with per-request options (trace context, timeout).

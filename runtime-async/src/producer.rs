@@ -1,10 +1,11 @@
 //! The [`Producer`] handle and its [`Record`].
 
 use crate::driver::{LaneMsg, Link, Pending, Reply, State};
-use crate::{Admin, ClientConfig, Error, Options, RecordMetadata};
+use crate::{Admin, ClientConfig, Error, Options, RecordMetadata, Runtime};
 use bytes::Bytes;
 use futures_lite::Stream;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -13,7 +14,7 @@ use std::time::Instant;
 /// core copies it once, into its partition's batch.
 ///
 /// ```
-/// let r = stellflow_smol::Record::new("orders", "payload").with_key("customer-7");
+/// let r = stellflow_async::Record::new("orders", "payload").with_key("customer-7");
 /// assert_eq!(r.partition, None);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -85,11 +86,13 @@ impl Future for Delivery {
     }
 }
 
-/// Sends records. Cheap to clone; every clone feeds the same client, in call order.
+/// Sends records. Cheap to clone; every clone feeds the same client, in call order. `R` is the
+/// runtime that drives the client; the adapter crates name it for you
+/// (`stellflow_tokio::Producer`, `stellflow_smol::Producer`).
 ///
 /// ```no_run
-/// # async fn f() -> Result<(), stellflow_smol::Error> {
-/// use stellflow_smol::{ClientConfig, Producer, Record};
+/// # async fn f() -> Result<(), stellflow_tokio::Error> {
+/// use stellflow_tokio::{ClientConfig, Producer, Record};
 /// let producer = Producer::connect(ClientConfig::new("127.0.0.1:9092")?).await?;
 /// let meta = producer.send(Record::new("orders", "one")).await?;   // waits for the ack
 /// let pending = producer.enqueue(Record::new("orders", "two")).await?; // waits for buffer only
@@ -98,26 +101,31 @@ impl Future for Delivery {
 /// # let _ = (meta, meta2); Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
-pub struct Producer {
+pub struct Producer<R: Runtime> {
     link: Link,
+    runtime: PhantomData<R>,
 }
 
-impl Producer {
-    /// Starts a client (its driver runs on a thread of its own) with default [`Options`].
-    /// Connections open on demand: this does not wait for the broker.
-    pub async fn connect(config: ClientConfig) -> Result<Producer, Error> {
+impl<R: Runtime> Producer<R> {
+    /// Starts a client on the runtime `R` with default [`Options`]. Connections open on
+    /// demand: this does not wait for the broker.
+    pub async fn connect(config: ClientConfig) -> Result<Producer<R>, Error> {
         Self::connect_with(config, Options::default()).await
     }
 
     /// Like [`Producer::connect`], with adapter options.
-    pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Producer, Error> {
+    pub async fn connect_with(
+        config: ClientConfig,
+        options: Options,
+    ) -> Result<Producer<R>, Error> {
         Ok(Producer {
-            link: Link::start(config, options)?,
+            link: Link::start::<R>(config, options)?,
+            runtime: PhantomData,
         })
     }
 
     /// An admin handle on the same client.
-    pub fn admin(&self) -> Admin {
+    pub fn admin(&self) -> Admin<R> {
         Admin::from_link(self.link.clone())
     }
 
@@ -145,7 +153,7 @@ impl Producer {
         });
         let send = async { Some(self.link.lane.send(msg).await) };
         let expire = async {
-            async_io::Timer::at(deadline).await;
+            R::sleep_until(deadline).await;
             None
         };
         match futures_lite::future::or(send, expire).await {

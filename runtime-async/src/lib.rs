@@ -1,0 +1,124 @@
+//! The runtime-neutral half of the Stellflow async adapters: `stellflow-tokio` and
+//! `stellflow-smol` are this crate plus one small [`Runtime`] implementation each.
+//!
+//! Here live the handles ([`Producer`], [`Consumer`], [`Admin`]), [`Record`], [`Delivery`],
+//! [`Options`], [`Error`], the commands and channels between handles and driver
+//! (`async-channel`, so nothing here needs a particular executor), and the whole driver loop:
+//! it owns one [`stellflow_sansio::Client`] and its sockets and follows the core's drain rule —
+//! after every input or command it drains `poll_connect`, `poll_close`, `poll_transmit` and
+//! `poll_event` until a whole pass yields nothing, then waits (one race of futures) for the
+//! earliest of socket readiness, a new command, a finished connect, or `poll_timeout()`. When
+//! the last handle of a driver is dropped, the driver closes the producer (delivering what is
+//! buffered, up to [`Options::close_timeout`]) and the consumer (auto-commit), closes its
+//! sockets and ends.
+//!
+//! What differs per runtime — where the driver runs, how a TCP connection is opened, how a
+//! socket is read, written and waited on, and how to sleep — is the [`Runtime`] trait. The
+//! handles are generic over it; each runtime crate names them with a type alias
+//! (`pub type Producer = stellflow_async::Producer<Tokio>`), so users never see the parameter.
+//!
+//! Like the adapters, this crate holds no protocol logic: every decision about Stellflow
+//! semantics is the core's. It is an implementation detail of the two adapters
+//! (`publish = false`); depend on `stellflow-tokio` or `stellflow-smol` instead.
+#![forbid(unsafe_code)]
+
+mod admin;
+mod consumer;
+mod driver;
+pub mod perf;
+mod producer;
+mod runtime;
+
+pub use admin::Admin;
+pub use consumer::Consumer;
+pub use prelude::*;
+pub use producer::{Delivery, Producer, Record};
+pub use runtime::Runtime;
+
+/// What each adapter crate re-exports (`pub use stellflow_async::prelude::*`) next to its own
+/// names for the handles: the runtime-neutral types and the core's public types.
+pub mod prelude {
+    pub use crate::{Delivery, Error, Options, Record, Runtime};
+    pub use stellflow_sansio::{
+        Acks, AdminError, AdminRequest, AdminResponse, BatchFormat, ClientConfig, ClusterMetadata,
+        ConfigError, ConsumerError, ConsumerEvent, ConsumerRecord, Counters, DeliveryError,
+        OffsetReset, OffsetSpec, Position, ProduceError, RecordMetadata, RequestError,
+        RequestOptions, SeekTo, Target, TopicPartition,
+    };
+}
+
+use std::time::Duration;
+
+/// Adapter settings (everything about Stellflow itself is in [`ClientConfig`]).
+///
+/// ```
+/// use std::time::Duration;
+/// let mut options = stellflow_async::Options::default();
+/// options.max_block = Duration::from_secs(5);
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// How long [`Producer::send`] / [`Producer::enqueue`] wait for buffer space when the
+    /// producer holds `buffer_memory` bytes. Default 60 s.
+    pub max_block: Duration,
+    /// Limit on one TCP connect (the core reconnects with backoff after a failure). Default 10 s.
+    pub connect_timeout: Duration,
+    /// How long a driver whose handles are all gone keeps delivering buffered records and
+    /// committing before it closes its sockets. Default 30 s.
+    pub close_timeout: Duration,
+    /// Seed of the core's random choices; `None` derives one from the clock.
+    pub seed: Option<u64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_block: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+            close_timeout: Duration::from_secs(30),
+            seed: None,
+        }
+    }
+}
+
+/// Everything that can go wrong, each variant saying what the caller can do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration cannot work: fix the named field.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The record was refused before queueing (bad topic or partition, too large, closed).
+    #[error(transparent)]
+    Produce(#[from] ProduceError),
+    /// The record was queued but not delivered.
+    #[error(transparent)]
+    Delivery(#[from] DeliveryError),
+    /// An admin command failed ([`AdminError::is_retriable`] says whether to retry).
+    #[error(transparent)]
+    Admin(#[from] AdminError),
+    /// A consumer command failed.
+    #[error(transparent)]
+    Consumer(#[from] ConsumerError),
+    /// A raw request failed ([`RequestError::is_retriable`] says whether to retry).
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    /// No buffer space within [`Options::max_block`]: the broker is slow or unreachable. Retry
+    /// later, or raise `producer.buffer_memory` or `max_block`.
+    #[error("producer buffer stayed full for {0:?} (max_block); the broker is slow or unreachable")]
+    BufferFull(Duration),
+    /// The driver has stopped (its runtime shut down or the client was closed): connect again.
+    #[error("the client driver has stopped; connect a new client")]
+    Shutdown,
+    /// The core answered a command with a result of another kind (a bug: please report it).
+    #[error("unexpected answer to {0} (please report this bug)")]
+    Unexpected(&'static str),
+}
+
+pub(crate) fn seed(options: &Options) -> u64 {
+    options.seed.unwrap_or_else(|| {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        t.map(|d| d.as_nanos() as u64).unwrap_or(0x5eed) ^ u64::from(std::process::id())
+    })
+}

@@ -1,0 +1,41 @@
+//! The [`Runtime`] trait: the few things the driver cannot do without a runtime.
+
+use bytes::BytesMut;
+use std::future::Future;
+use std::io;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use stellflow_sansio::BrokerAddress;
+
+/// What an async runtime provides to the driver: a place to run, TCP connects, non-blocking
+/// socket I/O with readiness, and a timer. Implemented by a marker type in each adapter crate
+/// (`stellflow_tokio::Tokio`, `stellflow_smol::Smol`); nothing about Stellflow belongs here.
+pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
+    /// A connected, non-blocking TCP stream (TCP_NODELAY set).
+    type Socket: Send + Sync + 'static;
+
+    /// Runs `task` (a driver, or one connect) to completion in the background.
+    fn spawn(name: &'static str, task: impl Future<Output = ()> + Send + 'static)
+    -> io::Result<()>;
+
+    /// Opens a TCP connection to `address` within `limit`; run through [`Runtime::spawn`].
+    fn connect(
+        address: BrokerAddress,
+        limit: Duration,
+    ) -> impl Future<Output = io::Result<Self::Socket>> + Send + 'static;
+
+    /// Completes at `deadline`.
+    fn sleep_until(deadline: Instant) -> impl Future<Output = ()> + Send;
+
+    /// Appends what the socket has now to `buf` (`WouldBlock` when nothing; `Ok(0)` at EOF).
+    fn try_read(socket: &Self::Socket, buf: &mut BytesMut) -> io::Result<usize>;
+
+    /// Writes what the socket takes now from `buf` (`WouldBlock` when nothing).
+    fn try_write(socket: &Self::Socket, buf: &[u8]) -> io::Result<usize>;
+
+    /// Ready when the socket may be readable (registers `cx` otherwise).
+    fn poll_readable(socket: &Self::Socket, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+
+    /// Ready when the socket may be writable (registers `cx` otherwise).
+    fn poll_writable(socket: &Self::Socket, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+}
