@@ -2,8 +2,8 @@
 //! values, acks=1.
 //!
 //! ```sh
-//! cargo run --release -p stellflow-smol --example perf               # sim broker
-//! cargo run --release -p stellflow-smol --example perf -- 200000 127.0.0.1:9092
+//! cargo run --release -p stellflow-smol --example perf_smol               # sim broker
+//! cargo run --release -p stellflow-smol --example perf_smol -- 200000 127.0.0.1:9092
 //! ```
 //!
 //! Prints `RESULT smol-produce-MBps X` and `RESULT smol-consume-MBps X` (the body is

@@ -1,8 +1,8 @@
 //! Throughput against the loopback sim broker (or a real one): 1 KiB values, acks=1.
 //!
 //! ```sh
-//! cargo run --release -p stellflow-tokio --example perf               # sim broker
-//! cargo run --release -p stellflow-tokio --example perf -- 200000 127.0.0.1:9092
+//! cargo run --release -p stellflow-tokio --example perf_tokio               # sim broker
+//! cargo run --release -p stellflow-tokio --example perf_tokio -- 200000 127.0.0.1:9092
 //! ```
 //!
 //! Prints `RESULT tokio-produce-MBps X` and `RESULT tokio-consume-MBps X` (the body is
