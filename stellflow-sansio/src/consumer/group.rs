@@ -183,6 +183,21 @@ impl Consumer {
         }
         self.expire_pending_commits(now, ctx);
         let mut sent = self.auto_commit(now, ctx);
+        // The session expires on its own clock, whether or not the coordinator is known.
+        if !self.closing
+            && self.group.member == Member::Stable
+            && self
+                .group
+                .last_ok
+                .is_some_and(|t| t + self.config.session_timeout <= now)
+        {
+            self.rejoin(
+                now,
+                "no successful heartbeat within the session timeout",
+                false,
+                ctx,
+            );
+        }
         let g = &mut self.group;
         let subscribed = !g.subscription.is_empty() && !self.closing;
         if g.coordinator.is_none()
@@ -267,16 +282,7 @@ impl Consumer {
                 sent = true;
             }
             if g.member == Member::Stable {
-                if g.last_ok
-                    .is_some_and(|t| t + self.config.session_timeout <= now)
-                {
-                    self.rejoin(
-                        now,
-                        "no successful heartbeat within the session timeout",
-                        false,
-                        ctx,
-                    );
-                } else if g.hb_seq.is_none() && g.next_heartbeat.is_some_and(|t| t <= now) {
+                if g.hb_seq.is_none() && g.next_heartbeat.is_some_and(|t| t <= now) {
                     let seq = ctx.net.submit(
                         now,
                         Target::Address(coordinator.clone()),
@@ -712,6 +718,10 @@ impl Consumer {
                         let reason = format!("Heartbeat answered {:?}", r.error_code);
                         self.rejoin(now, &reason, false, ctx);
                     }
+                    // A timed-out heartbeat is not a lost session: only its answer may have
+                    // been lost (the broker may have counted it). The next heartbeat is due at
+                    // once; the session-timeout check rejoins when none succeeds in time.
+                    None if matches!(transport, Some(RequestError::Timeout { .. })) => {}
                     None => {
                         if transport.is_some() {
                             self.group.lost_coordinator(now);
