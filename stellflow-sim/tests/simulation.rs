@@ -25,9 +25,7 @@ const THREADS: u64 = 2;
 /// Seeds of the CI range that fail on open bugs, each kept as an ignored test in
 /// `simulation/regressions.rs`; the CI set skips them (the soak with `STELLFLOW_SIM_ALL=1`
 /// runs them too). Remove a seed here when its regression test is un-ignored.
-const KNOWN_FAILING: [u64; 1] = [
-    96, // seed_96_idempotent_producer_no_duplicates
-];
+const KNOWN_FAILING: [u64; 0] = [];
 
 fn run_all() -> bool {
     std::env::var("STELLFLOW_SIM_ALL").as_deref() == Ok("1")

@@ -251,9 +251,15 @@ pub fn run_plan(plan: &FaultPlan) -> RunReport {
     if world.violations().is_empty() {
         check_ledger(&mut world, &loads.ledger);
         if let Some(p) = &loads.producer {
-            let state_lost = plan
-                .kinds()
-                .any(|k| matches!(k, FaultKind::Crash | FaultKind::MoveLeader));
+            // The server forgets its de-duplication state on a restart or a leader move, and
+            // never records a batch it answered with 7 (acks=-1 replication timeout, PROTOCOL.md
+            // §3.3.2): if that answer is lost, the retry is appended again by design.
+            let state_lost = plan.kinds().any(|k| {
+                matches!(
+                    k,
+                    FaultKind::Crash | FaultKind::MoveLeader | FaultKind::PauseReplication
+                )
+            });
             p.check_logs(&mut world, state_lost);
         }
         if let Some(c) = &loads.consumer {
