@@ -114,3 +114,19 @@ fn seed_12_black_hole_set_group_session_stays_alive() {
          safety=13677;wl=3244850125;f=9766:drop:-1,4",
     );
 }
+
+/// Open issue from the seed set that also generates `BlackHole` (not the CI set yet): one
+/// dropped SyncGroup response during the fault phase times out after the network healed, and
+/// the member rejoins during the healthy idle phase ("SyncGroup failed"). Either the consumer
+/// should retry SyncGroup instead of rejoining on a mere timeout (as it now does for
+/// heartbeats), or the invariant's healthy window should start once the fault phase's
+/// requests have timed out. Shrunk to one fault. Decide, fix, un-ignore, then generate
+/// `BlackHole` from seeds.
+#[test]
+#[ignore = "open issue: rejoin after a timed-out SyncGroup on a healed network"]
+fn seed_129_sync_group_timeout_keeps_session() {
+    assert_passes(
+        "seed=129;b=1;c=1;p=1;rf=1;rt=3500;mif=4;lat=1892;jit=1511;split=20;ops=4;\
+         safety=12465;wl=3760159993;f=5164:drop:10,1",
+    );
+}
