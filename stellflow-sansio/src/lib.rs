@@ -120,6 +120,7 @@
 //! assert!(asked.is_some());
 //! ```
 #![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod admin;
 pub mod backoff;

@@ -35,6 +35,7 @@
 //! assert_eq!(frame.len(), 4 + 209); // ApiVersions answer: frameLength 209
 //! ```
 #![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod broker;
 pub mod cluster;
