@@ -85,21 +85,7 @@ pub(crate) struct State {
 impl State {
     /// Hands a record to the core; gives it back when the buffer is full and time remains.
     fn produce(&mut self, now: Instant, p: Pending) -> Option<Pending> {
-        let r = &p.record;
-        let headers: Vec<(&str, Option<&[u8]>)> = r
-            .headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_deref()))
-            .collect();
-        let rec = stellflow_sansio::producer::ProducerRecord {
-            topic: &r.topic,
-            partition: r.partition,
-            key: r.key.as_deref(),
-            value: r.value.as_deref(),
-            headers: &headers,
-            timestamp: r.timestamp,
-        };
-        match self.client.produce(now, &rec) {
+        match p.record.with_borrowed(|rec| self.client.produce(now, rec)) {
             Ok(id) => {
                 self.deliveries.insert(id, p.reply);
             }

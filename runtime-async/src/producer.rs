@@ -1,72 +1,15 @@
-//! The [`Producer`] handle and its [`Record`].
+//! The [`Producer`] handle and its [`Delivery`].
+
+pub use stellflow_sansio::producer::OwnedRecord as Record;
 
 use crate::driver::{LaneMsg, Link, Pending, Reply, State};
 use crate::{Admin, ClientConfig, Error, Options, RecordMetadata, Runtime};
-use bytes::Bytes;
 use futures_lite::Stream;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
-
-/// A record to send. Keys and values are [`Bytes`], so passing one in does not copy it; the
-/// core copies it once, into its partition's batch.
-///
-/// ```
-/// let r = stellflow_async::Record::new("orders", "payload").with_key("customer-7");
-/// assert_eq!(r.partition, None);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Record {
-    /// The topic.
-    pub topic: String,
-    /// An explicit partition; `None` lets the partitioner choose.
-    pub partition: Option<i32>,
-    /// The key (`None`: no key).
-    pub key: Option<Bytes>,
-    /// The value (`None`: a tombstone).
-    pub value: Option<Bytes>,
-    /// Headers: UTF-8 keys, optional values.
-    pub headers: Vec<(String, Option<Bytes>)>,
-    /// Milliseconds since the Unix epoch; `None` takes the current time.
-    pub timestamp: Option<i64>,
-}
-
-impl Record {
-    /// A record with a value and nothing else.
-    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>) -> Self {
-        Record {
-            topic: topic.into(),
-            value: Some(value.into()),
-            ..Record::default()
-        }
-    }
-
-    /// Sets the key.
-    pub fn with_key(mut self, key: impl Into<Bytes>) -> Self {
-        self.key = Some(key.into());
-        self
-    }
-
-    /// Sets an explicit partition.
-    pub fn with_partition(mut self, partition: i32) -> Self {
-        self.partition = Some(partition);
-        self
-    }
-
-    /// Adds a header.
-    pub fn with_header(mut self, key: impl Into<String>, value: impl Into<Bytes>) -> Self {
-        self.headers.push((key.into(), Some(value.into())));
-        self
-    }
-
-    /// Sets the timestamp (ms since the Unix epoch).
-    pub fn with_timestamp(mut self, timestamp: i64) -> Self {
-        self.timestamp = Some(timestamp);
-        self
-    }
-}
 
 /// The outcome of one [`Producer::enqueue`]: await it for the record's [`RecordMetadata`].
 /// Dropping it does not cancel the send; the outcome is then discarded.

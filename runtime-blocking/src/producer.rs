@@ -2,84 +2,9 @@
 
 use crate::driver::Waiting;
 use crate::{Admin, Client, Error, Pending, ProduceError, ProducerRecord, RecordMetadata, Result};
-use bytes::Bytes;
 use std::time::Instant;
 
-/// An owned record to send. Keys and values are [`Bytes`], so passing one in does not copy it;
-/// the core copies it once, into its partition's batch. (A borrowed
-/// [`ProducerRecord`] works as well: see [`AsRecord`].)
-///
-/// ```
-/// let r = stellflow_blocking::Record::new("orders", "payload").with_key("customer-7");
-/// assert_eq!(r.partition, None);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Record {
-    /// The topic.
-    pub topic: String,
-    /// An explicit partition; `None` lets the partitioner choose.
-    pub partition: Option<i32>,
-    /// The key (`None`: no key).
-    pub key: Option<Bytes>,
-    /// The value (`None`: a tombstone).
-    pub value: Option<Bytes>,
-    /// Headers: UTF-8 keys, optional values.
-    pub headers: Vec<(String, Option<Bytes>)>,
-    /// Milliseconds since the Unix epoch; `None` takes the current time.
-    pub timestamp: Option<i64>,
-}
-
-impl Record {
-    /// A record with a value and nothing else.
-    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>) -> Self {
-        Record {
-            topic: topic.into(),
-            value: Some(value.into()),
-            ..Record::default()
-        }
-    }
-
-    /// An owned copy of a borrowed record.
-    pub fn from_borrowed(r: &ProducerRecord<'_>) -> Self {
-        let bytes = |b: Option<&[u8]>| b.map(Bytes::copy_from_slice);
-        Record {
-            topic: r.topic.to_owned(),
-            partition: r.partition,
-            key: bytes(r.key),
-            value: bytes(r.value),
-            headers: r
-                .headers
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), bytes(*v)))
-                .collect(),
-            timestamp: r.timestamp,
-        }
-    }
-
-    /// Sets the key.
-    pub fn with_key(mut self, key: impl Into<Bytes>) -> Self {
-        self.key = Some(key.into());
-        self
-    }
-
-    /// Sets an explicit partition.
-    pub fn with_partition(mut self, partition: i32) -> Self {
-        self.partition = Some(partition);
-        self
-    }
-
-    /// Adds a header.
-    pub fn with_header(mut self, key: impl Into<String>, value: impl Into<Bytes>) -> Self {
-        self.headers.push((key.into(), Some(value.into())));
-        self
-    }
-
-    /// Sets the timestamp (ms since the Unix epoch).
-    pub fn with_timestamp(mut self, timestamp: i64) -> Self {
-        self.timestamp = Some(timestamp);
-        self
-    }
-}
+pub use stellflow_sansio::producer::OwnedRecord as Record;
 
 /// The bytes a record holds, for the overflow queue's bound.
 fn record_size(r: &ProducerRecord<'_>) -> usize {
@@ -114,20 +39,8 @@ impl AsRecord for ProducerRecord<'_> {
 }
 
 impl AsRecord for Record {
-    fn with_record<T>(&self, mut f: impl FnMut(&ProducerRecord<'_>) -> T) -> T {
-        let headers: Vec<(&str, Option<&[u8]>)> = self
-            .headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_deref()))
-            .collect();
-        f(&ProducerRecord {
-            topic: &self.topic,
-            partition: self.partition,
-            key: self.key.as_deref(),
-            value: self.value.as_deref(),
-            headers: &headers,
-            timestamp: self.timestamp,
-        })
+    fn with_record<T>(&self, f: impl FnMut(&ProducerRecord<'_>) -> T) -> T {
+        self.with_borrowed(f)
     }
 }
 

@@ -21,10 +21,12 @@
 mod accumulator;
 mod api;
 pub mod idempotence;
+mod owned;
 pub mod partitioner;
 mod sender;
 mod types;
 
+pub use owned::OwnedRecord;
 pub use partitioner::{KeyedPartitioner, KeylessPartitioner, Partitioner, fnv1a32, java_hash};
 pub use types::{
     Acks, BatchFormat, DeliveryError, FlushId, ProduceError, ProduceId, ProducerConfig,

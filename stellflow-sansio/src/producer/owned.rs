@@ -1,0 +1,121 @@
+//! [`OwnedRecord`]: a record that owns its data, for callers that hand records to another
+//! thread or task (the runtime adapters' `Record`).
+
+use crate::producer::ProducerRecord;
+use bytes::Bytes;
+
+/// A record to produce that owns its data. Keys and values are [`Bytes`], so building one from
+/// `Bytes` does not copy; [`crate::Client::produce`] copies it once, into its partition's batch
+/// (through [`OwnedRecord::with_borrowed`]). The runtime adapters re-export it as `Record`.
+///
+/// ```
+/// use stellflow_sansio::producer::OwnedRecord;
+/// let r = OwnedRecord::new("orders", "payload").with_key("customer-7");
+/// assert_eq!(r.partition, None);
+/// r.with_borrowed(|b| assert_eq!(b.key, Some(&b"customer-7"[..])));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OwnedRecord {
+    /// The topic.
+    pub topic: String,
+    /// An explicit partition; `None` lets the partitioner choose.
+    pub partition: Option<i32>,
+    /// The key (`None`: no key).
+    pub key: Option<Bytes>,
+    /// The value (`None`: a tombstone).
+    pub value: Option<Bytes>,
+    /// Headers: UTF-8 keys, optional values.
+    pub headers: Vec<(String, Option<Bytes>)>,
+    /// Milliseconds since the Unix epoch; `None` takes the current time.
+    pub timestamp: Option<i64>,
+}
+
+impl OwnedRecord {
+    /// A record with a value and nothing else.
+    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>) -> Self {
+        OwnedRecord {
+            topic: topic.into(),
+            value: Some(value.into()),
+            ..OwnedRecord::default()
+        }
+    }
+
+    /// An owned copy of a borrowed record.
+    pub fn from_borrowed(r: &ProducerRecord<'_>) -> Self {
+        let bytes = |b: Option<&[u8]>| b.map(Bytes::copy_from_slice);
+        OwnedRecord {
+            topic: r.topic.to_owned(),
+            partition: r.partition,
+            key: bytes(r.key),
+            value: bytes(r.value),
+            headers: r
+                .headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), bytes(*v)))
+                .collect(),
+            timestamp: r.timestamp,
+        }
+    }
+
+    /// Sets the key.
+    pub fn with_key(mut self, key: impl Into<Bytes>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Sets an explicit partition.
+    pub fn with_partition(mut self, partition: i32) -> Self {
+        self.partition = Some(partition);
+        self
+    }
+
+    /// Adds a header.
+    pub fn with_header(mut self, key: impl Into<String>, value: impl Into<Bytes>) -> Self {
+        self.headers.push((key.into(), Some(value.into())));
+        self
+    }
+
+    /// Sets the timestamp (ms since the Unix epoch).
+    pub fn with_timestamp(mut self, timestamp: i64) -> Self {
+        self.timestamp = Some(timestamp);
+        self
+    }
+
+    /// Calls `f` with the record in the borrowed form [`crate::Client::produce`] takes. Nothing
+    /// is copied (a record without headers allocates nothing).
+    pub fn with_borrowed<T>(&self, f: impl FnOnce(&ProducerRecord<'_>) -> T) -> T {
+        let headers: Vec<(&str, Option<&[u8]>)> = self
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_deref()))
+            .collect();
+        f(&ProducerRecord {
+            topic: &self.topic,
+            partition: self.partition,
+            key: self.key.as_deref(),
+            value: self.value.as_deref(),
+            headers: &headers,
+            timestamp: self.timestamp,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn borrowed_round_trip_keeps_every_field() {
+        let r = OwnedRecord::new("t", "v")
+            .with_key("k")
+            .with_partition(3)
+            .with_header("h", "x")
+            .with_timestamp(42);
+        let back = r.with_borrowed(OwnedRecord::from_borrowed);
+        assert_eq!(back, r);
+        r.with_borrowed(|b| {
+            assert_eq!(b.headers, &[("h", Some(&b"x"[..]))]);
+            assert_eq!(b.timestamp, Some(42));
+        });
+    }
+}
