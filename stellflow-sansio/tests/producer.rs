@@ -558,6 +558,48 @@ fn close_producer_flushes_then_fails_the_rest_at_the_deadline() {
     assert_eq!(closed, vec![Event::ProducerClosed { failed: 1 }]);
 }
 
+/// Regression: `Client::close` failed the records it abandoned in hash-map order, so a
+/// partition's later records could be reported before its earlier ones (in flight, queued,
+/// open batch). Outcomes now keep produce order per partition.
+#[test]
+fn close_fails_abandoned_records_in_produce_order() {
+    let mut p = cfg();
+    p.batch_size = 256;
+    p.max_in_flight_per_partition = 1;
+    p.linger = Duration::from_millis(1);
+    let mut w = world(1, "q", 2, 1, p);
+    // Produce answers are lost, so the first batch of each partition stays in flight and the
+    // rest queue behind it.
+    w.sim
+        .inject_fault(FaultRule::random(ApiKey::PRODUCE, 1.0, Fault::DropResponse));
+    let mut by_partition: HashMap<ProduceId, i32> = HashMap::new();
+    for i in 0..60u32 {
+        let partition = (i % 2) as i32;
+        let value = [i as u8; 40];
+        let rec = ProducerRecord::new("q", &value).with_partition(partition);
+        by_partition.insert(w.client.produce(w.now, &rec).unwrap(), partition);
+        if i % 10 == 9 {
+            w.tick(Duration::from_millis(2));
+        }
+    }
+    w.client.close(w.now);
+    w.step();
+    let mut last: HashMap<i32, ProduceId> = HashMap::new();
+    let mut failed = 0;
+    for e in w.take(|e| matches!(e, Event::Produced { .. })) {
+        let Event::Produced { id, result } = e else {
+            unreachable!()
+        };
+        assert_eq!(result, Err(DeliveryError::Closed));
+        let partition = by_partition[&id];
+        if let Some(prev) = last.insert(partition, id) {
+            assert!(prev < id, "partition {partition}: {id:?} reported after {prev:?}");
+        }
+        failed += 1;
+    }
+    assert_eq!(failed, 60, "every record gets exactly one outcome");
+}
+
 #[derive(Debug)]
 struct LastByte;
 

@@ -510,35 +510,32 @@ impl Producer {
             failed += 1;
             self.emit_failure(p.id, error.clone());
         }
+        // Every batch still holding records, failed oldest first so that outcomes keep the
+        // order the records were produced in (per partition, as a caller expects).
+        let mut failing: Vec<(usize, usize, Batch, bool)> = Vec::new();
         for ti in 0..self.topics.len() {
             let parts = self.topics.get(ti).map_or(0, |t| t.parts.len());
             for pi in 0..parts {
                 let Some(ps) = self.part_mut(ti, pi) else {
                     continue;
                 };
-                let open = ps.open.take();
-                let queued: Vec<Batch> = ps.queue.drain(..).collect();
                 ps.in_flight = 0;
-                for b in queued {
-                    failed += b.slots.len() as u64;
-                    self.fail_batch(ti, pi, b, error.clone(), true);
-                }
-                if let Some(b) = open {
-                    failed += b.slots.len() as u64;
-                    self.fail_batch(ti, pi, b, error.clone(), false);
-                }
+                let open = ps.open.take();
+                failing.extend(ps.queue.drain(..).map(|b| (ti, pi, b, true)));
+                failing.extend(open.map(|b| (ti, pi, b, false)));
             }
         }
-        let inflight: Vec<Flight> = self.inflight.drain().map(|(_, f)| f).collect();
-        for f in inflight {
+        for (_, f) in self.inflight.drain() {
             if let Flight::Produce { sent, .. } = f {
-                for s in sent {
-                    if !s.batch.reported {
-                        failed += s.batch.slots.len() as u64;
-                    }
-                    self.fail_batch(s.topic, s.part, s.batch, error.clone(), true);
-                }
+                failing.extend(sent.into_iter().map(|s| (s.topic, s.part, s.batch, true)));
             }
+        }
+        failing.sort_by_key(|(_, _, b, _)| b.first_id());
+        for (ti, pi, b, closed) in failing {
+            if !b.reported {
+                failed += b.slots.len() as u64;
+            }
+            self.fail_batch(ti, pi, b, error.clone(), closed);
         }
         if let Some(i) = &mut self.idem
             && i.pid == PidState::Requested
