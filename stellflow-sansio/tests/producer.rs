@@ -593,7 +593,10 @@ fn close_fails_abandoned_records_in_produce_order() {
         assert_eq!(result, Err(DeliveryError::Closed));
         let partition = by_partition[&id];
         if let Some(prev) = last.insert(partition, id) {
-            assert!(prev < id, "partition {partition}: {id:?} reported after {prev:?}");
+            assert!(
+                prev < id,
+                "partition {partition}: {id:?} reported after {prev:?}"
+            );
         }
         failed += 1;
     }
