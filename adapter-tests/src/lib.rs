@@ -11,6 +11,8 @@
 //!   once at the `(partition, offset, index)` its delivery reported, in order per partition;
 //! * `group_commit_resume` — subscribe, consume part, `commit_sync` (mid-blob), close; a second
 //!   member of the group resumes exactly after the commit; also seek, position, pause, resume;
+//! * `admin_committed_offsets` — a group member commits; `Admin::committed_offsets` reads the
+//!   same positions back in request order, and `None` for a group that never committed;
 //! * `broker_restart_mid_stream` — the sim broker restarts between two halves of a stream
 //!   while producer and consumer are live; leadership is re-asserted through the Admin API;
 //!   every record arrives exactly once;
@@ -42,9 +44,9 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 use stellflow_sansio::{
-    AdminResponse, BrokerApiVersions, ClientConfig, ClusterStatus, ConsumerRecord, Counters,
-    ListedOffset, OffsetReset, OffsetSpec, Position, ReassertedPartition, RecordMetadata, SeekTo,
-    TopicAdminResult, TopicDescription, TopicPartition,
+    AdminResponse, BrokerApiVersions, ClientConfig, ClusterStatus, CommittedOffset, ConsumerRecord,
+    Counters, ListedOffset, OffsetReset, OffsetSpec, Position, ReassertedPartition, RecordMetadata,
+    SeekTo, TopicAdminResult, TopicDescription, TopicPartition,
 };
 use stellflow_sim::{Fault, FaultRule, SimServer};
 
@@ -103,6 +105,12 @@ pub trait Adapter: 'static {
     ) -> R<Vec<ListedOffset>>;
     /// `Admin::reassert_leadership(broker)`.
     async fn reassert_leadership(a: &Self::Admin, broker: i32) -> R<Vec<ReassertedPartition>>;
+    /// `Admin::committed_offsets(group, partitions)`.
+    async fn committed_offsets(
+        a: &Self::Admin,
+        group: &str,
+        partitions: &[(&str, i32)],
+    ) -> R<Vec<CommittedOffset>>;
     /// `Admin::request(AdminRequest::DecommissionBroker { .. })`-style generic call, used to
     /// check that the generic entry point answers.
     async fn admin_request(
@@ -238,6 +246,13 @@ macro_rules! impl_async_adapter {
             ) -> $crate::R<Vec<stellflow_sansio::ReassertedPartition>> {
                 Ok(a.reassert_leadership(b).await?)
             }
+            async fn committed_offsets(
+                a: &Self::Admin,
+                g: &str,
+                p: &[(&str, i32)],
+            ) -> $crate::R<Vec<stellflow_sansio::CommittedOffset>> {
+                Ok(a.committed_offsets(g, p).await?)
+            }
             async fn admin_request(
                 a: &Self::Admin,
                 r: stellflow_sansio::AdminRequest,
@@ -337,6 +352,7 @@ macro_rules! suite {
         $crate::suite!(@case $a, admin_round_trip);
         $crate::suite!(@case $a, produce_consume_100k);
         $crate::suite!(@case $a, group_commit_resume);
+        $crate::suite!(@case $a, admin_committed_offsets);
         $crate::suite!(@case $a, broker_restart_mid_stream);
         $crate::suite!(@case $a, broker_stops_answering);
         $crate::suite!(@case $a, commit_during_outage);
@@ -640,6 +656,62 @@ pub async fn group_commit_resume<A: Adapter>() -> R<()> {
     )?;
     A::commit_async(&second).await?;
     A::close_consumer(&second).await?;
+    A::close_producer(&producer).await?;
+    Ok(())
+}
+
+/// `Admin::committed_offsets` reads back what a group member committed (mid-blob positions
+/// included), in request order; a group that never committed has `None` everywhere.
+pub async fn admin_committed_offsets<A: Adapter>() -> R<()> {
+    let server = sim()?;
+    let admin = A::admin(config(&server)?).await?;
+    create_topic::<A>(&admin, "cmt", 2).await?;
+    // One blob per partition (the flush sends them), so 30 records end inside a blob.
+    let mut pcfg = config(&server)?;
+    pcfg.producer.linger = Duration::from_secs(10);
+    let producer = A::producer(pcfg, Duration::from_secs(10)).await?;
+    for i in 0..200 {
+        let (k, v) = payload(i);
+        drop(A::enqueue(&producer, "cmt", k, v).await?);
+    }
+    A::flush(&producer).await?;
+    let mut cfg = config(&server)?;
+    cfg.consumer.group_id = Some("cmt-g".into());
+    cfg.consumer.enable_auto_commit = false;
+    let consumer = A::consumer(cfg).await?;
+    A::subscribe(&consumer, &["cmt"]).await?;
+    // Take a few records only, so that a position is likely inside a blob.
+    let mut got = Vec::new();
+    let end = Instant::now() + Duration::from_secs(30);
+    while got.len() < 30 && Instant::now() < end {
+        got.extend(A::poll(&consumer, Duration::from_millis(200), 30 - got.len()).await?);
+    }
+    check(got.len() == 30, || format!("consumed {}", got.len()))?;
+    let committed = A::commit_sync(&consumer).await?;
+    check(committed.iter().any(|(_, p)| p.index > 0), || {
+        format!("no mid-blob position committed: {committed:?}")
+    })?;
+
+    // Asked in reverse partition order: answered in that order.
+    let ask = [("cmt", 1), ("cmt", 0)];
+    let read = A::committed_offsets(&admin, "cmt-g", &ask).await?;
+    check(read.len() == 2, || format!("read {read:?}"))?;
+    for (r, (topic, partition)) in read.iter().zip(ask) {
+        check(r.topic == topic && r.partition == partition, || {
+            format!("answer out of request order: {read:?}")
+        })?;
+        let tp = TopicPartition::new(topic, partition);
+        let want = committed.iter().find(|(t, _)| *t == tp).map(|(_, p)| *p);
+        check(r.result == Ok(want), || {
+            format!("{tp}: committed {want:?}, admin read {:?}", r.result)
+        })?;
+    }
+    let none = A::committed_offsets(&admin, "cmt-nobody", &ask).await?;
+    check(
+        none.len() == 2 && none.iter().all(|r| r.result == Ok(None)),
+        || format!("a group that never committed: {none:?}"),
+    )?;
+    A::close_consumer(&consumer).await?;
     A::close_producer(&producer).await?;
     Ok(())
 }

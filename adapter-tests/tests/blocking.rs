@@ -6,9 +6,9 @@ use std::time::Duration;
 use stellflow_adapter_tests::{Adapter, R};
 use stellflow_blocking as sb;
 use stellflow_sansio::{
-    AdminRequest, AdminResponse, BrokerApiVersions, ClientConfig, ClusterStatus, ConsumerRecord,
-    Counters, ListedOffset, OffsetSpec, Position, ReassertedPartition, RecordMetadata, SeekTo,
-    TopicAdminResult, TopicDescription, TopicPartition,
+    AdminRequest, AdminResponse, BrokerApiVersions, ClientConfig, ClusterStatus, CommittedOffset,
+    ConsumerRecord, Counters, ListedOffset, OffsetSpec, Position, ReassertedPartition,
+    RecordMetadata, SeekTo, TopicAdminResult, TopicDescription, TopicPartition,
 };
 
 struct Blocking;
@@ -67,6 +67,13 @@ impl Adapter for Blocking {
     }
     async fn reassert_leadership(a: &Self::Admin, broker: i32) -> R<Vec<ReassertedPartition>> {
         Ok(a.reassert_leadership(broker)?)
+    }
+    async fn committed_offsets(
+        a: &Self::Admin,
+        group: &str,
+        partitions: &[(&str, i32)],
+    ) -> R<Vec<CommittedOffset>> {
+        Ok(a.committed_offsets(group, partitions)?)
     }
     async fn admin_request(a: &Self::Admin, request: AdminRequest) -> R<AdminResponse> {
         Ok(a.request(request, Default::default())?)

@@ -4,9 +4,9 @@ use crate::driver::Link;
 use crate::{ClientConfig, Error, Options, Runtime};
 use std::marker::PhantomData;
 use stellflow_sansio::{
-    AdminRequest, AdminResponse, BrokerApiVersions, ClusterMetadata, ClusterStatus, Counters,
-    DecommissionResult, ListedOffset, OffsetSpec, ReassertedPartition, RequestOptions, Target,
-    TopicAdminResult, TopicDescription,
+    AdminRequest, AdminResponse, BrokerApiVersions, ClusterMetadata, ClusterStatus,
+    CommittedOffset, Counters, DecommissionResult, ListedOffset, OffsetSpec, ReassertedPartition,
+    RequestOptions, Target, TopicAdminResult, TopicDescription,
 };
 
 /// Cluster and topic administration. Cheap to clone. `R` is the runtime that drives the
@@ -159,6 +159,23 @@ impl<R: Runtime> Admin<R> {
             .map(|(t, p, s)| ((*t).to_owned(), *p, *s))
             .collect();
         op!(self, AdminRequest::ListOffsets { partitions }, Offsets(o) => o)
+    }
+
+    /// The positions `group` committed for `(topic, partition)` pairs (FindCoordinator, then
+    /// OffsetFetch on the coordinator), in request order; `None` where nothing is committed.
+    /// Reads only: no consumer joins the group.
+    pub async fn committed_offsets(
+        &self,
+        group: &str,
+        partitions: &[(&str, i32)],
+    ) -> Result<Vec<CommittedOffset>, Error> {
+        let group = group.to_owned();
+        let partitions = partitions
+            .iter()
+            .map(|(t, p)| ((*t).to_owned(), *p))
+            .collect();
+        let req = AdminRequest::CommittedOffsets { group, partitions };
+        op!(self, req, CommittedOffsets(c) => c)
     }
 
     /// DecommissionBroker (a stub on today's server).

@@ -1,9 +1,9 @@
 //! [`Admin`]: every admin operation of the core, blocking until its typed result.
 
 use crate::{
-    AdminRequest, AdminResponse, BrokerApiVersions, Client, ClusterStatus, Error, ListedOffset,
-    OffsetSpec, ReassertedPartition, RequestOptions, Result, Target, TopicAdminResult,
-    TopicDescription,
+    AdminRequest, AdminResponse, BrokerApiVersions, Client, ClusterStatus, CommittedOffset, Error,
+    ListedOffset, OffsetSpec, ReassertedPartition, RequestOptions, Result, Target,
+    TopicAdminResult, TopicDescription,
 };
 use stellflow_sansio::DecommissionResult;
 
@@ -125,6 +125,23 @@ impl Admin {
             .map(|(t, p, s)| ((*t).to_owned(), *p, *s))
             .collect();
         expect!(self.go(AdminRequest::ListOffsets { partitions }), AdminResponse::Offsets(o) => o)
+    }
+
+    /// The positions `group` committed for `(topic, partition)` pairs (FindCoordinator, then
+    /// OffsetFetch on the coordinator), in request order; `None` where nothing is committed.
+    /// Reads only: no consumer joins the group.
+    pub fn committed_offsets(
+        &self,
+        group: &str,
+        partitions: &[(&str, i32)],
+    ) -> Result<Vec<CommittedOffset>> {
+        let group = group.to_owned();
+        let partitions = partitions
+            .iter()
+            .map(|(t, p)| ((*t).to_owned(), *p))
+            .collect();
+        expect!(self.go(AdminRequest::CommittedOffsets { group, partitions }),
+            AdminResponse::CommittedOffsets(c) => c)
     }
 
     /// DecommissionBroker (a stub on today's server).

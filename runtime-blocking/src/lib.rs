@@ -69,10 +69,11 @@ pub(crate) use oneshot::pending;
 pub use producer::{AsRecord, Producer, Record};
 pub use stellflow_sansio::{
     Acks, AdminError, AdminRequest, AdminResponse, BatchFormat, BrokerApiVersions, ClientConfig,
-    ClusterMetadata, ClusterStatus, CommitKind, ConfigError, ConsumerError, ConsumerEvent,
-    ConsumerRecord, DeliveryError, ListedOffset, OffsetReset, OffsetSpec, Position, ProduceError,
-    ProducerConfig, ProducerRecord, ReassertedPartition, RecordMetadata, RequestError,
-    RequestOptions, SeekTo, Target, TopicAdminResult, TopicDescription, TopicPartition,
+    ClusterMetadata, ClusterStatus, CommitKind, CommittedOffset, ConfigError, ConsumerError,
+    ConsumerEvent, ConsumerRecord, DeliveryError, ListedOffset, OffsetReset, OffsetSpec, Position,
+    ProduceError, ProducerConfig, ProducerRecord, ReassertedPartition, RecordMetadata,
+    RequestError, RequestOptions, SeekTo, Target, TopicAdminResult, TopicDescription,
+    TopicPartition,
 };
 
 /// The `bytes` crate of record keys and values.
