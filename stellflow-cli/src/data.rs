@@ -300,11 +300,7 @@ pub struct OffsetsArgs {
 
 /// `stellflow offsets`
 pub fn offsets(g: &Global, a: &OffsetsArgs) -> CliResult {
-    let env = g.connect(|c| {
-        c.consumer.group_id.clone_from(&a.group);
-        c.consumer.enable_auto_commit = false;
-        c.consumer.auto_offset_reset = OffsetReset::None;
-    })?;
+    let env = g.connect(|_| {})?;
     let count = env.topic_partitions(&a.topic, 1)?;
     let admin = env.client.admin();
     let mut specs = Vec::new();
@@ -313,9 +309,13 @@ pub fn offsets(g: &Global, a: &OffsetsArgs) -> CliResult {
         specs.push((a.topic.as_str(), p, OffsetSpec::Latest));
     }
     let listed = admin.list_offsets(&specs)?;
+    // The group's committed positions, in partition order (OffsetFetch; nobody joins it).
     let committed = match &a.group {
-        Some(_) => committed_positions(&env, &a.topic, count)?,
-        None => BTreeMap::new(),
+        Some(group) => {
+            let parts: Vec<(&str, i32)> = (0..count).map(|p| (a.topic.as_str(), p)).collect();
+            admin.committed_offsets(group, &parts)?
+        }
+        None => Vec::new(),
     };
     let group_col = if a.group.is_some() { "  COMMITTED" } else { "" };
     println!(
@@ -327,10 +327,11 @@ pub fn offsets(g: &Global, a: &OffsetsArgs) -> CliResult {
             Ok(o) => o.offset.to_string(),
             Err(e) => format!("error: {e}"),
         };
-        let c = match (&a.group, committed.get(&(p as i32))) {
-            (None, _) => String::new(),
-            (Some(_), Some(pos)) => format!("  {pos}"),
-            (Some(_), None) => "  -".into(),
+        let c = match committed.get(p).map(|c| &c.result) {
+            None => String::new(),
+            Some(Ok(Some(pos))) => format!("  {pos}"),
+            Some(Ok(None)) => "  -".into(),
+            Some(Err(e)) => format!("  error: {e}"),
         };
         let (e, l) = (pair.first().map(show), pair.get(1).map(show));
         println!(
@@ -341,43 +342,6 @@ pub fn offsets(g: &Global, a: &OffsetsArgs) -> CliResult {
         );
     }
     Ok(())
-}
-
-/// The group's committed positions, read by assigning the partitions (the core has no
-/// OffsetFetch admin command; with reset policy `None` nothing else happens).
-fn committed_positions(env: &Env, topic: &str, count: i32) -> CliResult<BTreeMap<i32, Position>> {
-    let consumer = env.client.consumer();
-    let parts: Vec<TopicPartition> = (0..count).map(|p| TopicPartition::new(topic, p)).collect();
-    consumer.assign(&parts)?;
-    let mut known = BTreeMap::new();
-    let mut resolved = 0;
-    let deadline = Instant::now() + env.timeout;
-    while resolved < parts.len() && Instant::now() < deadline {
-        for e in consumer.events() {
-            match e {
-                ConsumerEvent::PositionResolved {
-                    partition,
-                    position,
-                    committed: true,
-                } => {
-                    known.insert(partition.partition, position);
-                    resolved += 1;
-                }
-                ConsumerEvent::PositionResolved { .. } | ConsumerEvent::NoPosition(_) => {
-                    resolved += 1
-                }
-                _ => {}
-            }
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    if resolved < parts.len() {
-        return fail(format!(
-            "the group coordinator did not answer within {:?}",
-            env.timeout
-        ));
-    }
-    Ok(known)
 }
 
 /// `stellflow demo`
