@@ -151,10 +151,13 @@ pub struct ConsumeArgs {
     /// Stop after this many seconds without a record (0: never).
     #[arg(long, default_value_t = 5.0)]
     pub idle_timeout: f64,
-    /// One JSON object per record.
+    /// One JSON object per record: topic, partition, offset, index, timestamp, key, value.
+    /// A key or value that is valid UTF-8 is a JSON string under "key"/"value"; any other
+    /// bytes are standard base64 under "key_base64"/"value_base64" instead (lossless); an
+    /// absent key or value is null.
     #[arg(long)]
     pub json: bool,
-    /// Print `key<TAB>value` (plain output).
+    /// Print `key<TAB>value` (plain output: the raw bytes, as with values alone).
     #[arg(long)]
     pub print_key: bool,
     /// Print no records, only the summary (with a progress bar on a terminal).
@@ -177,21 +180,63 @@ impl ConsumeArgs {
     }
 }
 
-fn write_record(out: &mut impl Write, r: &ConsumerRecord, a: &ConsumeArgs) -> std::io::Result<()> {
-    let text = |b: &Option<stellflow_blocking::bytes::Bytes>| {
-        b.as_ref().map(|b| String::from_utf8_lossy(b).into_owned())
+/// Adds `bytes` to a JSON object as `name` (a string) when they are valid UTF-8, else as
+/// `name_base64` (standard base64 with padding); `null` under `name` when absent. Lossless.
+fn json_bytes(
+    obj: &mut serde_json::Map<String, serde_json::Value>,
+    name: &str,
+    bytes: Option<&[u8]>,
+) {
+    let (name, v) = match bytes {
+        None => (name.to_owned(), serde_json::Value::Null),
+        Some(b) => match std::str::from_utf8(b) {
+            Ok(text) => (name.to_owned(), text.into()),
+            Err(_) => (format!("{name}_base64"), base64(b).into()),
+        },
     };
+    obj.insert(name, v);
+}
+
+/// Standard base64 (RFC 4648 §4) with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from_be_bytes([0, b[0], b[1], b[2]]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn write_record(out: &mut impl Write, r: &ConsumerRecord, a: &ConsumeArgs) -> std::io::Result<()> {
+    let value = r.value.as_deref().unwrap_or_default();
     if a.json {
-        let v = serde_json::json!({
-            "topic": &*r.topic, "partition": r.partition, "offset": r.offset, "index": r.index,
-            "timestamp": r.timestamp, "key": text(&r.key), "value": text(&r.value),
-        });
-        writeln!(out, "{v}")
-    } else if a.print_key {
-        let key = text(&r.key).unwrap_or_default();
-        writeln!(out, "{key}\t{}", text(&r.value).unwrap_or_default())
+        let mut obj = serde_json::Map::new();
+        obj.insert("topic".into(), serde_json::Value::from(&*r.topic));
+        obj.insert("partition".into(), r.partition.into());
+        obj.insert("offset".into(), r.offset.into());
+        obj.insert("index".into(), r.index.into());
+        obj.insert("timestamp".into(), r.timestamp.into());
+        json_bytes(&mut obj, "key", r.key.as_deref());
+        json_bytes(&mut obj, "value", r.value.as_deref());
+        writeln!(out, "{}", serde_json::Value::Object(obj))
     } else {
-        out.write_all(r.value.as_deref().unwrap_or_default())?;
+        if a.print_key {
+            out.write_all(r.key.as_deref().unwrap_or_default())?;
+            out.write_all(b"\t")?;
+        }
+        out.write_all(value)?;
         out.write_all(b"\n")
     }
 }
@@ -476,4 +521,26 @@ pub fn demo(g: &Global, records: usize) -> CliResult {
     producer.close()?;
     println!("==> done in {:.0} ms", t0.elapsed().as_secs_f64() * 1e3);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::base64;
+
+    #[test]
+    fn base64_matches_rfc_4648_vectors() {
+        let vectors = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (plain, encoded) in vectors {
+            assert_eq!(base64(plain.as_bytes()), encoded);
+        }
+        assert_eq!(base64(&[0xff, 0x00, 0xfe, b'a']), "/wD+YQ==");
+    }
 }

@@ -207,3 +207,100 @@ fn perf_reports_throughput_and_latency() {
         "{out}"
     );
 }
+
+/// Decodes standard base64 with padding (the test's own decoder, to check the CLI's encoder).
+fn unbase64(text: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut out = Vec::new();
+    for c in text.bytes().filter(|c| *c != b'=') {
+        let v = ALPHABET.iter().position(|a| *a == c).expect("base64 digit");
+        bits = bits << 6 | v as u32;
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push((bits >> n) as u8);
+        }
+    }
+    out
+}
+
+#[test]
+fn consume_json_is_lossless_for_binary_keys_and_values() {
+    use stellflow_blocking::{Client, ClientConfig, ProducerRecord, Target};
+    let server = stellflow_sim::serve("127.0.0.1:0").unwrap();
+    let addr = server.local_addr().to_string();
+    let client = Client::connect(ClientConfig::new(&addr).unwrap()).unwrap();
+    client.admin().create_topic("bin", 1, Target::Any).unwrap();
+    let binary_key: &[u8] = &[0xff, 0x00, b'k'];
+    let binary_value: &[u8] = &[0x00, 0x9f, 0x92, 0x96, 0xff, b'\n', b'"'];
+    let producer = client.producer();
+    let records = [
+        ProducerRecord::new("bin", binary_value).with_key(binary_key),
+        ProducerRecord::new("bin", "plain \"text\" é\n".as_bytes()),
+        ProducerRecord {
+            value: None,
+            ..ProducerRecord::new("bin", b"").with_key(b"gone")
+        },
+    ];
+    for r in records {
+        producer.send(r).unwrap();
+    }
+    drop(producer);
+    drop(client);
+
+    let out = ok(
+        &[
+            "--bootstrap",
+            &addr,
+            "consume",
+            "bin",
+            "--count",
+            "3",
+            "--json",
+        ],
+        None,
+    );
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    let (first, second, third) = (&lines[0], &lines[1], &lines[2]);
+    assert_eq!(unbase64(first["key_base64"].as_str().unwrap()), binary_key);
+    assert_eq!(
+        unbase64(first["value_base64"].as_str().unwrap()),
+        binary_value
+    );
+    assert!(
+        first.get("value").is_none() && first.get("key").is_none(),
+        "{first}"
+    );
+    assert_eq!(second["value"], "plain \"text\" é\n");
+    assert_eq!(second["key"], serde_json::Value::Null);
+    assert!(second.get("value_base64").is_none(), "{second}");
+    assert_eq!(third["key"], "gone");
+    assert_eq!(third["value"], serde_json::Value::Null);
+    assert_eq!(
+        (first["offset"].as_i64(), third["offset"].as_i64()),
+        (Some(0), Some(2))
+    );
+
+    // Plain output with --print-key writes the raw bytes.
+    let out = stellflow(
+        &[
+            "--bootstrap",
+            &addr,
+            "consume",
+            "bin",
+            "--count",
+            "1",
+            "--print-key",
+        ],
+        None,
+    );
+    assert!(out.status.success());
+    let want: Vec<u8> = [binary_key, b"\t", binary_value, b"\n"].concat();
+    assert_eq!(out.stdout, want);
+}
