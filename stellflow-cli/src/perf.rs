@@ -13,8 +13,13 @@ use stellflow_blocking::{OffsetReset, Pending, ProducerRecord, RecordMetadata, T
 pub enum PerfCmd {
     /// Produce fixed-size records as fast as allowed; report throughput and ack latency.
     Produce(PerfProduce),
-    /// Consume records from the log start; report throughput. On the embedded broker the
-    /// topic is filled first.
+    /// Consume records from the log start; report throughput and end-to-end latency. On the
+    /// embedded broker the topic is filled first.
+    ///
+    /// End-to-end latency is each record's receive time minus its timestamp (set by the
+    /// producer), in ms: it needs the producer's and this machine's clocks to agree (same
+    /// machine, or NTP), and on a topic filled before the run it measures the records' age,
+    /// not latency (run `perf produce` alongside for latency).
     Consume(PerfConsume),
 }
 
@@ -138,17 +143,12 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
     let secs = start.elapsed().as_secs_f64();
     lat_us.sort_unstable();
     let n = lat_us.len() as f64;
-    let avg = lat_us.iter().map(|&l| f64::from(l)).sum::<f64>() / n.max(1.0) / 1e3;
     println!(
-        "{} records sent, {:.1} records/sec ({:.2} MB/sec), {avg:.2} ms avg latency, {:.2} ms max latency, {:.2} ms 50th, {:.2} ms 95th, {:.2} ms 99th, {:.2} ms 99.9th.",
+        "{} records sent, {:.1} records/sec ({:.2} MB/sec), {}.",
         lat_us.len(),
         n / secs,
         n * a.record_size as f64 / secs / 1e6,
-        percentile(&lat_us, 1.0),
-        percentile(&lat_us, 0.5),
-        percentile(&lat_us, 0.95),
-        percentile(&lat_us, 0.99),
-        percentile(&lat_us, 0.999),
+        latency_summary(&lat_us)
     );
     Ok(())
 }
@@ -194,6 +194,8 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
         .collect();
     consumer.assign(&parts)?;
     let mut progress = Progress::new("perf consume", Some(a.messages));
+    // End-to-end latency of each record in µs (receive time − record timestamp).
+    let mut lat_us: Vec<u32> = Vec::with_capacity(a.messages as usize);
     let start = Instant::now();
     let mut first: Option<Instant> = None;
     let (mut n, mut bytes) = (0u64, 0u64);
@@ -214,10 +216,15 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
         let take = batch
             .len()
             .min(usize::try_from(a.messages - n).unwrap_or(usize::MAX));
-        let b: u64 = batch[..take]
-            .iter()
-            .map(|r| r.value.as_ref().map_or(0, |v| v.len() as u64))
-            .sum();
+        let now_us = wall_clock_us();
+        let mut b = 0;
+        for r in &batch[..take] {
+            b += r.value.as_ref().map_or(0, |v| v.len() as u64);
+            let age = now_us
+                .saturating_sub(r.timestamp.saturating_mul(1000))
+                .max(0);
+            lat_us.push(u32::try_from(age).unwrap_or(u32::MAX));
+        }
         n += take as u64;
         bytes += b;
         progress.add(take as u64, b);
@@ -234,5 +241,31 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
         n as f64 / fetch,
         bytes as f64 / fetch / 1e6
     );
+    lat_us.sort_unstable();
+    println!(
+        "end-to-end latency (receive time - record timestamp): {}.",
+        latency_summary(&lat_us)
+    );
     Ok(())
+}
+
+/// Microseconds since the Unix epoch by the wall clock (what record timestamps count in ms).
+fn wall_clock_us() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// `avg, max, 50th, 95th, 99th, 99.9th` of sorted latencies in µs, printed in ms.
+fn latency_summary(sorted_us: &[u32]) -> String {
+    let avg = sorted_us.iter().map(|&l| f64::from(l)).sum::<f64>()
+        / (sorted_us.len() as f64).max(1.0)
+        / 1e3;
+    format!(
+        "{avg:.2} ms avg latency, {:.2} ms max latency, {:.2} ms 50th, {:.2} ms 95th, {:.2} ms 99th, {:.2} ms 99.9th",
+        percentile(sorted_us, 1.0),
+        percentile(sorted_us, 0.5),
+        percentile(sorted_us, 0.95),
+        percentile(sorted_us, 0.99),
+        percentile(sorted_us, 0.999),
+    )
 }

@@ -206,6 +206,11 @@ fn perf_reports_throughput_and_latency() {
         out.contains("3000 records consumed") && out.contains("MB/sec"),
         "{out}"
     );
+    let latency = out.lines().find(|l| l.starts_with("end-to-end latency"));
+    assert!(
+        latency.is_some_and(|l| l.contains("ms avg latency") && l.contains("ms 99.9th")),
+        "{out}"
+    );
 }
 
 /// Decodes standard base64 with padding (the test's own decoder, to check the CLI's encoder).
