@@ -185,10 +185,20 @@ pub fn topics(env: &Env, cmd: TopicsCmd) -> CliResult {
     Ok(())
 }
 
-/// `stellflow broker`: serves until the process is interrupted.
+/// `stellflow broker`: serves until SIGINT or SIGTERM (Ctrl-C), then shuts the broker down
+/// and returns (exit 0). A second signal while shutting down exits at once with 1.
 pub fn broker(host: &str, port: u16, brokers: usize) -> CliResult {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     if brokers == 0 {
         return fail("--brokers must be at least 1");
+    }
+    // Registered before listening, so a signal right after the address is printed counts.
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 1, stop.clone())?;
+        signal_hook::flag::register(signal, stop.clone())?;
     }
     let config = stellflow_sim::ServerConfig {
         cluster: stellflow_sim::ClusterConfig::with_brokers(brokers),
@@ -203,7 +213,10 @@ pub fn broker(host: &str, port: u16, brokers: usize) -> CliResult {
         "try: stellflow --bootstrap {} cluster    (Ctrl-C stops the broker)",
         server.local_addr()
     );
-    loop {
-        std::thread::park();
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    server.shutdown();
+    eprintln!("stellflow: interrupted; the sim broker has stopped");
+    Ok(())
 }

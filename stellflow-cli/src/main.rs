@@ -70,7 +70,8 @@ enum Command {
     /// Throughput and latency tests (kafka perf-test style).
     #[command(subcommand)]
     Perf(perf::PerfCmd),
-    /// Run the simulated broker on a loopback port until Ctrl-C.
+    /// Run the simulated broker on a loopback port until Ctrl-C (SIGINT or SIGTERM: it shuts
+    /// down and exits 0).
     Broker {
         /// Port of the first broker (0: any free port).
         #[arg(long, default_value_t = 9092)]
