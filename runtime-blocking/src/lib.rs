@@ -78,6 +78,8 @@ pub use stellflow_sansio::{
 
 /// The `bytes` crate of record keys and values.
 pub use bytes;
+/// A broker error code, as admin results carry it.
+pub use stellflow_sansio::stellflow_proto::ErrorCode;
 /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
 pub use stellflow_sansio::stellflow_proto::record::Compression;
 

@@ -2,7 +2,7 @@
 
 use crate::{CliResult, Env, fail};
 use clap::Subcommand;
-use stellflow_blocking::Target;
+use stellflow_blocking::{ErrorCode, Target};
 
 /// `stellflow topics …`
 #[derive(Subcommand, Debug)]
@@ -42,13 +42,22 @@ pub enum TopicsCmd {
     },
 }
 
-fn target(broker: Option<i32>) -> Target {
-    broker.map_or(Target::Any, Target::Broker)
+/// The broker to ask; an id the cluster metadata does not list fails at once (instead of
+/// after the request timeout).
+fn target(env: &Env, broker: Option<i32>) -> CliResult<Target> {
+    match broker {
+        None => Ok(Target::Any),
+        Some(id) if env.client.metadata().brokers.contains_key(&id) => Ok(Target::Broker(id)),
+        Some(id) => {
+            let known: Vec<i32> = env.client.metadata().brokers.keys().copied().collect();
+            fail(format!("unknown broker id {id}: the cluster has {known:?}"))
+        }
+    }
 }
 
 /// `stellflow api-versions`
 pub fn api_versions(env: &Env, broker: Option<i32>) -> CliResult {
-    let v = env.client.admin().api_versions(target(broker))?;
+    let v = env.client.admin().api_versions(target(env, broker)?)?;
     let id = v.broker_id.map_or("?".into(), |i| i.to_string());
     println!(
         "broker {id} at {} ({} {})",
@@ -139,7 +148,7 @@ pub fn topics(env: &Env, cmd: TopicsCmd) -> CliResult {
             partitions,
             broker,
         } => {
-            let r = admin.create_topic(&topic, partitions, target(broker))?;
+            let r = admin.create_topic(&topic, partitions, target(env, broker)?)?;
             if let Some(bad) = r.partitions.iter().find(|p| !p.error_code.is_ok()) {
                 return fail(format!(
                     "broker {} refused to create {topic:?}: {} (partition {})",
@@ -152,8 +161,11 @@ pub fn topics(env: &Env, cmd: TopicsCmd) -> CliResult {
             );
         }
         TopicsCmd::Delete { topic, broker } => {
-            let r = admin.delete_topic(&topic, target(broker))?;
+            let r = admin.delete_topic(&topic, target(env, broker)?)?;
             if let Some(bad) = r.partitions.iter().find(|p| !p.error_code.is_ok()) {
+                if bad.error_code == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION {
+                    return fail(format!("unknown topic {topic:?}"));
+                }
                 return fail(format!(
                     "broker {} refused to delete {topic:?}: {}",
                     r.address, bad.error_code
@@ -163,7 +175,10 @@ pub fn topics(env: &Env, cmd: TopicsCmd) -> CliResult {
         }
         TopicsCmd::ReassertLeaders { broker } => {
             let ids: Vec<i32> = match broker {
-                Some(b) => vec![b],
+                Some(b) => {
+                    target(env, Some(b))?;
+                    vec![b]
+                }
                 None => env.client.metadata().brokers.keys().copied().collect(),
             };
             for id in ids {

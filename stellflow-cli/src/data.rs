@@ -57,7 +57,13 @@ pub fn reap(queue: &mut VecDeque<Pending<RecordMetadata>>, all: bool) -> CliResu
 
 /// `stellflow produce`
 pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
-    env.topic_partitions(&a.topic, a.partitions)?;
+    let count = env.topic_partitions(&a.topic, a.partitions)?;
+    if let Some(p) = a.partition.filter(|p| !(0..count).contains(p)) {
+        return fail(format!(
+            "{} has {count} partition(s); partition {p} does not exist",
+            a.topic
+        ));
+    }
     let input: Box<dyn BufRead> = match &a.file {
         Some(path) => Box::new(std::io::BufReader::new(
             std::fs::File::open(path)

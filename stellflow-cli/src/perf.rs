@@ -164,6 +164,9 @@ fn progress_line(n: u64, secs: f64, size: usize, lat_sum_us: u64, max_us: u64) {
 }
 
 fn consume(g: &Global, a: &PerfConsume) -> CliResult {
+    if a.record_size == 0 || a.messages == 0 {
+        return fail("--messages and --record-size must be positive");
+    }
     let env = g.connect(|c| {
         c.consumer.auto_offset_reset = OffsetReset::Earliest;
         c.producer.acks = stellflow_blocking::Acks::Leader;
