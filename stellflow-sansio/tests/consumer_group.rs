@@ -761,3 +761,75 @@ fn next_position_after_a_blob_s_last_record_is_the_next_blob() {
     let (_, result) = commit_outcome(&mut w, id);
     assert_eq!(result.unwrap()[0].1, Position::blob(10));
 }
+
+/// A world like [`subscribed_world_with`] whose coordinator drops SyncGroup answers by `rule`
+/// from the start; returns once the client subscribed (not joined).
+fn world_dropping_sync(group: &str, rule: FaultRule) -> common::World {
+    let mut cfg = consumer_config("broker-1:9092", Some(group));
+    cfg.consumer.session_timeout = Duration::from_secs(10);
+    cfg.consumer.heartbeat_interval = Duration::from_secs(3);
+    cfg.consumer.rebalance_timeout = Duration::from_secs(4);
+    let mut w = common::World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("s", 2, 1).unwrap();
+    w.sim.inject_fault(rule);
+    w.bootstrap();
+    w.client.subscribe(w.now, &["s"]).unwrap();
+    w
+}
+
+/// dst seed 129: a SyncGroup whose answer was lost timed out and the member rejoined, which
+/// on this server bumps the generation and fences every other member. Now the SyncGroup is
+/// asked again for the same generation and member id: one JoinGroup, no rejoin.
+#[test]
+fn a_timed_out_sync_group_is_retried_for_the_same_generation() {
+    let mut w = world_dropping_sync(
+        "sync-lost",
+        FaultRule::next(ApiKey::SYNC_GROUP, 1, Fault::DropResponse),
+    );
+    assert!(wait_for(&mut w, Duration::from_secs(20), |e| matches!(
+        e,
+        ConsumerEvent::GroupJoined { .. }
+    )));
+    let ev = consumer_events(&mut w);
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e, ConsumerEvent::GroupRejoining { .. })),
+        "{ev:?}"
+    );
+    let c = w.client.counters();
+    assert_eq!(c.api(ApiKey::JOIN_GROUP).requests, 1);
+    assert_eq!(c.api(ApiKey::SYNC_GROUP).requests, 2);
+    assert_eq!(generation(&w), 1);
+    // And the member stays: heartbeats succeed on the generation the retry confirmed.
+    w.advance(Duration::from_secs(15));
+    assert!(
+        !consumer_events(&mut w)
+            .iter()
+            .any(|e| matches!(e, ConsumerEvent::GroupRejoining { .. }))
+    );
+    assert_eq!(generation(&w), 1);
+}
+
+/// SyncGroup retries stop once the session the JoinGroup opened may have expired: then the
+/// member rejoins (and joins once answers come through again).
+#[test]
+fn sync_group_retries_end_with_the_session() {
+    let mut w = world_dropping_sync(
+        "sync-mute",
+        FaultRule::random(ApiKey::SYNC_GROUP, 1.0, Fault::DropResponse),
+    );
+    let t0 = w.now;
+    assert!(wait_for(&mut w, Duration::from_secs(30), |e| matches!(
+        e,
+        ConsumerEvent::GroupRejoining { .. }
+    )));
+    // SyncGroup at 0, 4 and 8 s (4 s timeout each); the one timing out at 12 s is past the
+    // 10 s session.
+    assert!(w.now - t0 <= Duration::from_secs(13), "{:?}", w.now - t0);
+    assert_eq!(w.client.counters().api(ApiKey::SYNC_GROUP).requests, 3);
+    w.sim.clear_faults();
+    assert!(wait_for(&mut w, Duration::from_secs(30), |e| matches!(
+        e,
+        ConsumerEvent::GroupJoined { .. }
+    )));
+}

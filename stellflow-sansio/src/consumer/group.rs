@@ -1,7 +1,11 @@
 //! Groups and commits: FindCoordinator (then host:port, never the nodeId), JoinGroup,
 //! SyncGroup (a non-empty assignment wins, else every partition of the subscribed topics),
 //! heartbeats on a timer, rejoin with capped backoff after 19, 1 or a lost coordinator, a
-//! thrash warning, auto-commit, and commits that resume mid-blob (DESIGN §3.1, §3.7).
+//! thrash warning, auto-commit, and commits that resume mid-blob (DESIGN §3.1, §3.7). A
+//! request that merely timed out is no reason to rejoin (its answer may be what got lost): a
+//! heartbeat goes again at once, a SyncGroup is asked again for the same generation while the
+//! session can be alive; only the session timeout, an error answer or a lost connection
+//! rejoin.
 
 use super::offset_model::{self, Position};
 use super::start::by_topic;
@@ -62,6 +66,9 @@ pub struct Group {
     member_id: Option<String>,
     generation: i32,
     join_seq: Option<u64>,
+    /// When the JoinGroup that the current generation came from was sent: the server refreshed
+    /// the member's session no earlier than that (SyncGroup does not refresh it).
+    joined_at: Option<Instant>,
     sync_seq: Option<u64>,
     hb_seq: Option<u64>,
     next_heartbeat: Option<Instant>,
@@ -92,6 +99,7 @@ impl Group {
             member_id: None,
             generation: -1,
             join_seq: None,
+            joined_at: None,
             sync_seq: None,
             hb_seq: None,
             next_heartbeat: None,
@@ -260,6 +268,7 @@ impl Consumer {
                 );
                 ctx.net.counters.group_operations += 1;
                 g.join_seq = Some(seq);
+                g.joined_at = Some(now);
                 g.member = Member::Joining;
                 g.joins.push_back(now);
                 while g
@@ -411,12 +420,42 @@ impl Consumer {
         self.fetch_wake = true;
     }
 
+    /// Sends SyncGroup for the current generation and member id to the coordinator; false
+    /// when no coordinator is known.
+    fn send_sync(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+        let g = &mut self.group;
+        let Some(addr) = g.coordinator.clone() else {
+            return false;
+        };
+        let group_id = self.config.group_id.clone().unwrap_or_default();
+        let seq = ctx.net.submit(
+            now,
+            Target::Address(addr),
+            RequestBody::SyncGroup(SyncGroupRequest {
+                group_id: Some(group_id.as_str().into()),
+                generation_id: g.generation,
+                member_id: g.member_id.as_deref().map(Into::into),
+            }),
+            None,
+            Origin::Consumer(Op::Sync),
+            &RequestOptions {
+                timeout: Some(self.config.rebalance_timeout),
+                ..RequestOptions::default()
+            },
+        );
+        ctx.net.counters.group_operations += 1;
+        g.sync_seq = Some(seq);
+        g.member = Member::Syncing;
+        true
+    }
+
     fn rejoin(&mut self, now: Instant, reason: &str, forget_member: bool, ctx: &mut Ctx<'_>) {
         let g = &mut self.group;
         if forget_member {
             g.member_id = None;
         }
         g.join_seq = None;
+        g.joined_at = None;
         g.sync_seq = None;
         g.hb_seq = None;
         g.next_heartbeat = None;
@@ -606,28 +645,8 @@ impl Consumer {
                         g.member_id = r.member_id.map(|m| m.to_string());
                         g.generation = r.generation_id;
                         let leader = r.leader_id.map(|l| l.to_string());
-                        let group_id = self.config.group_id.clone().unwrap_or_default();
-                        if let Some(addr) = g.coordinator.clone() {
-                            let seq = ctx.net.submit(
-                                now,
-                                Target::Address(addr),
-                                RequestBody::SyncGroup(SyncGroupRequest {
-                                    group_id: Some(group_id.as_str().into()),
-                                    generation_id: g.generation,
-                                    member_id: g.member_id.as_deref().map(Into::into),
-                                }),
-                                None,
-                                Origin::Consumer(Op::Sync),
-                                &RequestOptions {
-                                    timeout: Some(self.config.rebalance_timeout),
-                                    ..RequestOptions::default()
-                                },
-                            );
-                            ctx.net.counters.group_operations += 1;
-                            g.sync_seq = Some(seq);
-                            g.member = Member::Syncing;
-                            g.is_leader = leader.is_some() && leader == g.member_id;
-                        } else {
+                        g.is_leader = leader.is_some() && leader == g.member_id;
+                        if !self.send_sync(now, ctx) {
                             self.rejoin(now, "coordinator lost during the join", false, ctx);
                         }
                     }
@@ -684,6 +703,18 @@ impl Consumer {
                         let reason = format!("SyncGroup answered {:?}", r.error_code);
                         self.rejoin(now, &reason, r.error_code == ErrorCode(1), ctx);
                     }
+                    // A timed-out SyncGroup does not mean the generation is gone: only its
+                    // answer may have been lost. SyncGroup is a pure check on this server
+                    // (PROTOCOL.md §3.10), so ask again with the same generation and member id
+                    // while the session the JoinGroup opened can still be alive; a JoinGroup
+                    // instead would bump the generation and fence every other member
+                    // (§3.11). A 19 or 1 in the answer then rejoins as usual.
+                    None if matches!(transport, Some(RequestError::Timeout { .. }))
+                        && self
+                            .group
+                            .joined_at
+                            .is_some_and(|t| now < t + self.config.session_timeout)
+                        && self.send_sync(now, ctx) => {}
                     None => {
                         if transport.is_some() {
                             self.group.lost_coordinator(now);
