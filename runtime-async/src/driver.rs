@@ -9,6 +9,7 @@ use async_channel as chan;
 use bytes::{Buf, BytesMut};
 use futures_lite::future;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, ErrorKind};
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -43,11 +44,14 @@ pub(crate) enum LaneMsg {
     Job(Job),
 }
 
+/// Where a record's outcome goes: a one-shot slot, one allocation per record.
+pub(crate) type DeliveryTx = futures_channel::oneshot::Sender<Result<RecordMetadata, Error>>;
+
 /// A record on its way into the core.
 pub(crate) struct Pending {
     pub record: Record,
     pub deadline: Instant,
-    pub reply: Reply<Result<RecordMetadata, Error>>,
+    pub reply: DeliveryTx,
 }
 
 /// A consumer poll waiting for records.
@@ -59,19 +63,42 @@ pub(crate) struct PollWaiter {
 
 /// Notable consumer events kept for [`crate::Consumer::events`] (oldest dropped beyond this).
 const EVENT_LOG: usize = 1024;
-/// Bytes reserved in the read buffer before each read.
-const READ_CHUNK: usize = 256 * 1024;
-/// Bytes read from one socket before the core gets them (keeps partial frames rare).
-const READ_BATCH: usize = 8 * 1024 * 1024;
+/// Size of a fresh read buffer (one allocation, shared by the record slices cut from it).
+const READ_BUF: usize = 4 * 1024 * 1024;
+/// Room below which the read buffer is replaced.
+const READ_MIN: usize = 64 * 1024;
+/// Bytes read from one socket per wake-up before the other sources get a turn.
+const READ_BUDGET: usize = 8 * 1024 * 1024;
+/// Records a poll's vector is sized for up front.
+const POLL_PRESIZE: usize = 16 * 1024;
 /// Commands taken from a channel before the next drain.
 const BATCH: usize = 1024;
+
+/// The hasher of the deliveries map: the core's ids are sequential, so a multiplication is
+/// enough (SipHash would cost more than the rest of a record's bookkeeping).
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        bytes
+            .iter()
+            .for_each(|b| self.write_u64(self.0.rotate_left(8) ^ u64::from(*b)));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 /// Everything the commands may touch.
 pub(crate) struct State {
     pub client: Client,
     pub options: Arc<Options>,
     pub admin: HashMap<RequestId, Reply<Result<AdminResponse, AdminError>>>,
-    pub deliveries: HashMap<ProduceId, Reply<Result<RecordMetadata, Error>>>,
+    pub deliveries: HashMap<ProduceId, DeliveryTx, BuildHasherDefault<IdHasher>>,
     pub flushes: HashMap<FlushId, Reply<()>>,
     pub commits: HashMap<CommitId, Reply<Result<Committed, Error>>>,
     pub producer_closed: (bool, Vec<Reply<()>>),
@@ -91,10 +118,10 @@ impl State {
             }
             Err(ProduceError::BufferFull { .. }) if now < p.deadline => return Some(p),
             Err(ProduceError::BufferFull { .. }) => {
-                let _ = answer(&p.reply, Err(Error::BufferFull(self.options.max_block)));
+                let _ = p.reply.send(Err(Error::BufferFull(self.options.max_block)));
             }
             Err(e) => {
-                let _ = answer(&p.reply, Err(e.into()));
+                let _ = p.reply.send(Err(e.into()));
             }
         }
         None
@@ -109,7 +136,7 @@ impl State {
             }
             Event::Produced { id, result } => {
                 if let Some(tx) = self.deliveries.remove(&id) {
-                    let _ = answer(&tx, result.map_err(Error::from));
+                    let _ = tx.send(result.map_err(Error::from));
                 }
             }
             Event::Flushed { id } => {
@@ -155,7 +182,7 @@ impl State {
                 self.polls.pop_front();
                 continue;
             }
-            let mut out = Vec::new();
+            let mut out = Vec::with_capacity(w.max.min(POLL_PRESIZE));
             while out.len() < w.max {
                 match self.stash.pop_front().or_else(|| self.client.poll_record()) {
                     Some(r) => out.push(r),
@@ -256,7 +283,7 @@ impl Link {
             client,
             options: options.clone(),
             admin: HashMap::new(),
-            deliveries: HashMap::new(),
+            deliveries: HashMap::default(),
             flushes: HashMap::new(),
             commits: HashMap::new(),
             producer_closed: (false, Vec::new()),
@@ -269,8 +296,8 @@ impl Link {
         let driver = Driver::<R> {
             st,
             conns: HashMap::new(),
-            out: BytesMut::with_capacity(READ_CHUNK),
-            inbuf: BytesMut::with_capacity(READ_CHUNK),
+            out: BytesMut::new(),
+            inbuf: BytesMut::new(),
             ctl,
             lane,
             connected_tx,
@@ -490,24 +517,31 @@ impl<R: Runtime> Driver<R> {
         }
     }
 
-    /// Reads what the socket has (into the reused buffer) and hands it to the core.
+    /// Reads what the socket has and hands each read to the core without copying: reads land
+    /// back to back in one zeroed buffer, so the core joins a frame split across reads in
+    /// place; a fresh buffer is taken only when little room is left.
     fn read(&mut self, id: ConnId, now: Instant) {
-        let mut gone = None;
-        if let Some(c) = self.conns.get(&id) {
-            while self.inbuf.len() < READ_BATCH {
-                self.inbuf.reserve(READ_CHUNK);
-                match R::try_read(&c.stream, &mut self.inbuf) {
-                    Ok(0) => gone = Some(DisconnectReason::PeerClosed),
-                    Ok(_) => continue,
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                    Err(e) => gone = Some(DisconnectReason::Io(e.to_string())),
-                }
-                break;
+        let (mut gone, mut budget) = (None, READ_BUDGET);
+        while let Some(c) = self.conns.get(&id) {
+            if self.inbuf.len() < READ_MIN {
+                self.inbuf.clear();
+                self.inbuf.reserve(READ_BUF);
+                self.inbuf.resize(self.inbuf.capacity(), 0);
             }
-        }
-        if !self.inbuf.is_empty() {
-            self.st.client.handle_input(id, now, &mut self.inbuf);
-            self.inbuf.clear();
+            match R::try_read(&c.stream, &mut self.inbuf) {
+                Ok(0) => gone = Some(DisconnectReason::PeerClosed),
+                Ok(n) => {
+                    let mut chunk = self.inbuf.split_to(n);
+                    self.st.client.handle_input(id, now, &mut chunk);
+                    budget = budget.saturating_sub(n);
+                    if budget > 0 {
+                        continue;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e) => gone = Some(DisconnectReason::Io(e.to_string())),
+            }
+            break;
         }
         if let Some(reason) = gone {
             self.lost(id, now, reason);

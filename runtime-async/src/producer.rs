@@ -4,7 +4,6 @@ pub use stellflow_sansio::producer::OwnedRecord as Record;
 
 use crate::driver::{LaneMsg, Link, Pending, Reply, State};
 use crate::{Admin, ClientConfig, Error, Options, RecordMetadata, Runtime};
-use futures_lite::Stream;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -15,16 +14,15 @@ use std::time::Instant;
 /// Dropping it does not cancel the send; the outcome is then discarded.
 #[derive(Debug)]
 pub struct Delivery {
-    rx: Pin<Box<async_channel::Receiver<Result<RecordMetadata, Error>>>>,
+    rx: futures_channel::oneshot::Receiver<Result<RecordMetadata, Error>>,
 }
 
 impl Future for Delivery {
     type Output = Result<RecordMetadata, Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.rx
-            .as_mut()
-            .poll_next(cx)
+        Pin::new(&mut self.rx)
+            .poll(cx)
             .map(|r| r.unwrap_or(Err(Error::Shutdown)))
     }
 }
@@ -88,7 +86,7 @@ impl<R: Runtime> Producer<R> {
     pub async fn enqueue(&self, record: Record) -> Result<Delivery, Error> {
         let max_block = self.link.options.max_block;
         let deadline = Instant::now() + max_block;
-        let (reply, rx) = crate::driver::oneshot();
+        let (reply, rx) = futures_channel::oneshot::channel();
         let msg = LaneMsg::Record(Pending {
             record,
             deadline,
@@ -100,7 +98,7 @@ impl<R: Runtime> Producer<R> {
             None
         };
         match futures_lite::future::or(send, expire).await {
-            Some(Ok(())) => Ok(Delivery { rx: Box::pin(rx) }),
+            Some(Ok(())) => Ok(Delivery { rx }),
             Some(Err(_)) => Err(Error::Shutdown),
             None => Err(Error::BufferFull(max_block)),
         }

@@ -1,6 +1,5 @@
 //! The [`Runtime`] trait: the few things the driver cannot do without a runtime.
 
-use bytes::BytesMut;
 use std::future::Future;
 use std::io;
 use std::task::{Context, Poll};
@@ -27,8 +26,8 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// Completes at `deadline`.
     fn sleep_until(deadline: Instant) -> impl Future<Output = ()> + Send;
 
-    /// Appends what the socket has now to `buf` (`WouldBlock` when nothing; `Ok(0)` at EOF).
-    fn try_read(socket: &Self::Socket, buf: &mut BytesMut) -> io::Result<usize>;
+    /// Reads what the socket has now into `buf` (`WouldBlock` when nothing; `Ok(0)` at EOF).
+    fn try_read(socket: &Self::Socket, buf: &mut [u8]) -> io::Result<usize>;
 
     /// Writes what the socket takes now from `buf` (`WouldBlock` when nothing).
     fn try_write(socket: &Self::Socket, buf: &[u8]) -> io::Result<usize>;

@@ -54,7 +54,6 @@
 pub use stellflow_async::prelude::*;
 
 use async_io::{Async, Timer};
-use bytes::BytesMut;
 use std::future::Future;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -98,13 +97,8 @@ impl stellflow_async::Runtime for Smol {
         Timer::at(deadline).await;
     }
 
-    fn try_read(socket: &Async<TcpStream>, buf: &mut BytesMut) -> io::Result<usize> {
-        // Reads into the spare capacity the driver reserved (zeroed: `read` needs init bytes).
-        let filled = buf.len();
-        buf.resize(filled + (buf.capacity() - filled).min(256 * 1024), 0);
-        let r = socket.get_ref().read(&mut buf[filled..]);
-        buf.truncate(filled + *r.as_ref().unwrap_or(&0));
-        r
+    fn try_read(socket: &Async<TcpStream>, buf: &mut [u8]) -> io::Result<usize> {
+        socket.get_ref().read(buf)
     }
 
     fn try_write(socket: &Async<TcpStream>, buf: &[u8]) -> io::Result<usize> {

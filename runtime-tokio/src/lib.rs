@@ -51,7 +51,6 @@
 // Everything runtime-neutral: `Record`, `Delivery`, `Options`, `Error`, the core's types.
 pub use stellflow_async::prelude::*;
 
-use bytes::BytesMut;
 use std::future::Future;
 use std::io::{self, ErrorKind};
 use std::task::{Context, Poll};
@@ -93,8 +92,8 @@ impl stellflow_async::Runtime for Tokio {
         tokio::time::sleep_until(deadline.into())
     }
 
-    fn try_read(socket: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
-        socket.try_read_buf(buf)
+    fn try_read(socket: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+        socket.try_read(buf)
     }
 
     fn try_write(socket: &TcpStream, buf: &[u8]) -> io::Result<usize> {
