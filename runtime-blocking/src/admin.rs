@@ -58,7 +58,7 @@ impl Admin {
         self.client
             .call(|i, now, tx| {
                 let id = i.client.admin(now, request, &opts)?;
-                i.admin.insert(id, tx);
+                i.replies.admin.insert(id, tx);
                 Ok(())
             })?
             .wait()

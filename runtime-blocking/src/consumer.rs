@@ -2,9 +2,11 @@
 
 use crate::driver::Committed;
 use crate::{
-    Client, ConsumerEvent, ConsumerRecord, Error, Pending, Position, Result, SeekTo, TopicPartition,
+    Client, ConsumerError, ConsumerEvent, ConsumerRecord, Error, Pending, Position, Result, SeekTo,
+    TopicPartition,
 };
 use std::time::{Duration, Instant};
+use stellflow_sansio::CommitId;
 
 /// Reads records. Cheap to clone; `Send + Sync` (clones share one consumer: each record is
 /// delivered to exactly one `poll`).
@@ -55,7 +57,7 @@ impl Consumer {
 
     fn run<T>(
         &self,
-        f: impl FnOnce(&mut stellflow_sansio::Client, Instant) -> Result<T, crate::ConsumerError>,
+        f: impl FnOnce(&mut stellflow_sansio::Client, Instant) -> Result<T, ConsumerError>,
     ) -> Result<T> {
         self.client.shared().command(|i, now| {
             if i.closed {
@@ -98,13 +100,9 @@ impl Consumer {
             if g.closed {
                 return Err(Error::Shutdown);
             }
-            let mut out = Vec::new();
-            while out.len() < max {
-                match g.client.poll_record() {
-                    Some(r) => out.push(r),
-                    None => break,
-                }
-            }
+            let out: Vec<_> = std::iter::from_fn(|| g.client.poll_record())
+                .take(max)
+                .collect();
             let now = Instant::now();
             if !out.is_empty() {
                 // Taking records freed buffer space: fetching may resume at once.
@@ -133,21 +131,23 @@ impl Consumer {
     /// Commits explicit positions (e.g. [`ConsumerRecord::next_position`] of the last record
     /// processed) and blocks until confirmed.
     pub fn commit_positions(&self, positions: Committed) -> Result<Committed> {
-        self.client
-            .call(|i, now, tx| {
-                let id = i.client.commit_positions(now, positions)?;
-                i.commits.insert(id, tx);
-                Ok(())
-            })?
+        self.commit(|c, now| c.commit_positions(now, positions))?
             .wait()
     }
 
     /// Starts a commit of every assigned partition's position without waiting (not retried,
     /// like Kafka's `commitAsync`); the [`Pending`] may be ignored.
     pub fn commit_async(&self) -> Result<Pending<Committed>> {
+        self.commit(|c, now| c.commit_async(now))
+    }
+
+    fn commit(
+        &self,
+        f: impl FnOnce(&mut stellflow_sansio::Client, Instant) -> Result<CommitId, ConsumerError>,
+    ) -> Result<Pending<Committed>> {
         self.client.call(|i, now, tx| {
-            let id = i.client.commit_async(now)?;
-            i.commits.insert(id, tx);
+            let id = f(&mut i.client, now)?;
+            i.replies.commits.insert(id, tx);
             Ok(())
         })
     }
@@ -194,7 +194,7 @@ impl Consumer {
             if i.consumer_done {
                 tx.send(Ok(()));
             } else {
-                i.consumer_closed.push(tx);
+                i.replies.consumer_closed.push(tx);
                 i.client.close_consumer(now);
             }
             Ok(())

@@ -5,7 +5,7 @@
 //! outcomes, and the condvar [`Shared::changed`] signalled after every driver pass for callers
 //! that wait for buffer space or records.
 
-use crate::{AsRecord, Error};
+use crate::{AsRecord, Error, Options};
 use bytes::{Bytes, BytesMut};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -43,14 +43,6 @@ pub(crate) enum Msg {
     Shutdown,
 }
 
-/// Socket settings of the connection threads.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct SocketOptions {
-    pub connect_timeout: Duration,
-    pub read_timeout: Duration,
-    pub write_timeout: Duration,
-}
-
 /// Maps keyed by the core's sequential ids: a multiplicative hash is enough (SipHash would
 /// cost more than the rest of a record's bookkeeping).
 pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
@@ -73,14 +65,6 @@ impl Hasher for IdHasher {
     }
 }
 
-/// Producer and shutdown limits of the driver.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    pub max_block: Duration,
-    pub waiting_bytes: usize,
-    pub close_timeout: Duration,
-}
-
 /// A record parked while the producer's buffer is full (an owned copy: the slow path only).
 pub(crate) struct Waiting {
     pub record: crate::Record,
@@ -94,23 +78,30 @@ struct Conn {
     stream: Option<TcpStream>,
 }
 
-/// Everything behind the lock.
-pub(crate) struct Inner {
-    pub client: Client,
-    conns: HashMap<ConnId, Conn>,
-    out: BytesMut,
-    tx: Sender<Msg>,
-    sockets: SocketOptions,
-    stop: Arc<AtomicBool>,
-    /// The deadline the driver sleeps on (`None`: until a message).
-    sleeping_until: Option<Instant>,
-    pub closed: bool,
+/// The callers waiting for an outcome, by the core's ids. Dropping a reply fails its caller
+/// with [`Error::Shutdown`].
+#[derive(Default)]
+pub(crate) struct Replies {
     pub admin: IdMap<RequestId, Reply<AdminResponse>>,
     pub produced: IdMap<ProduceId, Reply<RecordMetadata>>,
     pub flushes: IdMap<FlushId, Reply<()>>,
     pub commits: IdMap<CommitId, Reply<Committed>>,
     pub producer_closed: Vec<Reply<u64>>,
     pub consumer_closed: Vec<Reply<()>>,
+}
+
+/// Everything behind the lock.
+pub(crate) struct Inner {
+    pub client: Client,
+    conns: HashMap<ConnId, Conn>,
+    out: BytesMut,
+    tx: Sender<Msg>,
+    options: Options,
+    stop: Arc<AtomicBool>,
+    /// The deadline the driver sleeps on (`None`: until a message).
+    sleeping_until: Option<Instant>,
+    pub closed: bool,
+    pub replies: Replies,
     pub producer_done: bool,
     pub consumer_done: bool,
     /// [`crate::Client::close`] was called: nothing is left to deliver on drop.
@@ -121,10 +112,8 @@ pub(crate) struct Inner {
     /// Bytes of `waiting`, bounded by the producer's `buffer_memory`.
     pub waiting_bytes: usize,
     pub waiting_limit: usize,
-    max_block: Duration,
     /// Set by the last handle's drop: the graceful close must end by then.
     closing: Option<Instant>,
-    close_timeout: Duration,
     pub events: VecDeque<ConsumerEvent>,
     /// The last failed connection attempt, cleared by the next successful one.
     pub connect_error: Option<String>,
@@ -139,31 +128,25 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn new(client: Client, sockets: SocketOptions, limits: Limits, tx: Sender<Msg>) -> Self {
+    /// `waiting_limit`: the bytes the overflow queue may hold (the producer's buffer size).
+    pub fn new(client: Client, options: Options, waiting_limit: usize, tx: Sender<Msg>) -> Self {
         let inner = Inner {
             client,
             conns: HashMap::new(),
             out: BytesMut::with_capacity(64 * 1024),
             tx: tx.clone(),
-            sockets,
+            options,
             stop: Arc::new(AtomicBool::new(false)),
             sleeping_until: None,
             closed: false,
-            admin: IdMap::default(),
-            produced: IdMap::default(),
-            flushes: IdMap::default(),
-            commits: IdMap::default(),
-            producer_closed: Vec::new(),
-            consumer_closed: Vec::new(),
+            replies: Replies::default(),
             producer_done: false,
             consumer_done: false,
             core_closed: false,
             waiting: VecDeque::new(),
             waiting_bytes: 0,
-            waiting_limit: limits.waiting_bytes,
-            max_block: limits.max_block,
+            waiting_limit,
             closing: None,
-            close_timeout: limits.close_timeout,
             events: VecDeque::new(),
             connect_error: None,
         };
@@ -226,7 +209,7 @@ impl Inner {
                 Ok(id) => Ok(id),
                 Err(stellflow_sansio::ProduceError::BufferFull { .. }) if !expired => break,
                 Err(stellflow_sansio::ProduceError::BufferFull { .. }) => {
-                    Err(Error::BufferFull(self.max_block))
+                    Err(Error::BufferFull(self.options.max_block))
                 }
                 Err(e) => Err(e.into()),
             };
@@ -236,7 +219,7 @@ impl Inner {
             };
             self.waiting_bytes -= w.size;
             match outcome {
-                Ok(id) => drop(self.produced.insert(id, w.reply)),
+                Ok(id) => drop(self.replies.produced.insert(id, w.reply)),
                 Err(e) => w.reply.send(Err(e)),
             }
         }
@@ -279,23 +262,23 @@ impl Inner {
     fn dispatch(&mut self, event: Event) {
         match event {
             Event::Admin { id, result } => {
-                if let Some(tx) = self.admin.remove(&id) {
+                if let Some(tx) = self.replies.admin.remove(&id) {
                     tx.send(result.map_err(Error::from));
                 }
             }
             Event::Produced { id, result } => {
-                if let Some(tx) = self.produced.remove(&id) {
+                if let Some(tx) = self.replies.produced.remove(&id) {
                     tx.send(result.map_err(Error::from));
                 }
             }
             Event::Flushed { id } => {
-                if let Some(tx) = self.flushes.remove(&id) {
+                if let Some(tx) = self.replies.flushes.remove(&id) {
                     tx.send(Ok(()));
                 }
             }
             Event::ProducerClosed { failed } => {
                 self.producer_done = true;
-                for tx in self.producer_closed.drain(..) {
+                for tx in self.replies.producer_closed.drain(..) {
                     tx.send(Ok(failed));
                 }
             }
@@ -313,13 +296,13 @@ impl Inner {
     fn consumer_event(&mut self, e: ConsumerEvent) {
         match &e {
             ConsumerEvent::CommitCompleted { id, result, .. } => {
-                if let Some(tx) = self.commits.remove(id) {
+                if let Some(tx) = self.replies.commits.remove(id) {
                     tx.send(result.clone().map_err(Error::from));
                 }
             }
             ConsumerEvent::Closed => {
                 self.consumer_done = true;
-                for tx in self.consumer_closed.drain(..) {
+                for tx in self.replies.consumer_closed.drain(..) {
                     tx.send(Ok(()));
                 }
             }
@@ -334,7 +317,7 @@ impl Inner {
     /// Starts the reader thread of a new connection (it connects, then spawns the writer).
     fn open(&mut self, req: ConnectRequest) {
         let (wtx, wrx) = std::sync::mpsc::channel();
-        let (tx, opts, stop) = (self.tx.clone(), self.sockets, self.stop.clone());
+        let (tx, opts, stop) = (self.tx.clone(), self.options.clone(), self.stop.clone());
         let address = req.address.to_string();
         let conn = req.conn;
         let spawned = std::thread::Builder::new()
@@ -390,9 +373,10 @@ impl Inner {
             Msg::Shutdown if self.core_closed => self.closing = Some(now),
             Msg::Shutdown if self.closing.is_none() => {
                 // Deliver what is buffered and commit, then close (see `run_driver`).
-                self.closing = Some(now + self.close_timeout);
+                let timeout = self.options.close_timeout;
+                self.closing = Some(now + timeout);
                 if !self.producer_done {
-                    self.client.close_producer(now, self.close_timeout);
+                    self.client.close_producer(now, timeout);
                 }
                 if !self.consumer_done {
                     self.client.close_consumer(now);
@@ -412,13 +396,8 @@ impl Inner {
         for c in conns {
             self.drop_conn(c);
         }
-        // Dropping the reply senders fails the waiters with `Error::Shutdown`.
-        self.admin.clear();
-        self.produced.clear();
-        self.flushes.clear();
-        self.commits.clear();
-        self.producer_closed.clear();
-        self.consumer_closed.clear();
+        // Dropping the replies fails their callers with `Error::Shutdown`.
+        self.replies = Replies::default();
         self.waiting.clear();
     }
 }
@@ -477,7 +456,7 @@ fn run_conn(
     address: &str,
     tx: &Sender<Msg>,
     wrx: Receiver<Bytes>,
-    opts: SocketOptions,
+    opts: Options,
     stop: &AtomicBool,
 ) {
     let setup = connect(address, opts.connect_timeout).and_then(|s| {

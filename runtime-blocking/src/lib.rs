@@ -83,9 +83,9 @@ pub use stellflow_sansio::stellflow_proto::ErrorCode;
 /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
 pub use stellflow_sansio::stellflow_proto::record::Compression;
 
-use driver::{Limits, Msg, Shared, SocketOptions};
+use driver::{Msg, Shared};
+use std::sync::Arc;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -174,14 +174,13 @@ impl Default for Options {
 struct Owner {
     shared: Arc<Shared>,
     options: Options,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl Drop for Owner {
     fn drop(&mut self) {
         let _ = self.shared.tx.send(Msg::Shutdown);
-        let thread = self.thread.get_mut().ok().and_then(Option::take);
-        if let Some(t) = thread {
+        if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
@@ -211,22 +210,18 @@ impl Client {
     pub fn connect_with(config: ClientConfig, options: Options) -> Result<Client> {
         let now = Instant::now();
         let seed = options.seed.unwrap_or_else(os_seed);
-        let limits = Limits {
-            max_block: options.max_block,
-            waiting_bytes: config.producer.buffer_memory,
-            close_timeout: options.close_timeout,
-        };
+        let waiting_limit = config.producer.buffer_memory;
         let mut core = stellflow_sansio::Client::new(config, now, seed)?;
         if let Ok(d) = SystemTime::now().duration_since(UNIX_EPOCH) {
             core.set_wall_clock(now, i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         }
-        let sockets = SocketOptions {
-            connect_timeout: options.connect_timeout,
-            read_timeout: options.read_timeout,
-            write_timeout: options.write_timeout,
-        };
         let (tx, rx) = mpsc::channel();
-        let shared = Arc::new(Shared::new(core, sockets, limits, tx.clone()));
+        let shared = Arc::new(Shared::new(
+            core,
+            options.clone(),
+            waiting_limit,
+            tx.clone(),
+        ));
         let driver = shared.clone();
         let thread = std::thread::Builder::new()
             .name("stellflow-driver".into())
@@ -237,7 +232,7 @@ impl Client {
         let owner = Owner {
             shared,
             options,
-            thread: Mutex::new(Some(thread)),
+            thread: Some(thread),
         };
         Ok(Client {
             owner: Arc::new(owner),
@@ -316,12 +311,6 @@ impl Client {
 
 /// A seed from the OS's randomness (std's hasher keys), so two clients never share one.
 fn os_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.finish()
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(SystemTime::now())
 }

@@ -112,46 +112,35 @@ impl Producer {
         let mut now = Instant::now();
         let deadline = now + max_block;
         let shared = self.client.shared();
-        let (tx, pending) = crate::pending();
-        let mut tx = Some(tx);
+        let (reply, pending) = crate::pending();
         let mut g = shared.lock();
         loop {
             if g.closed {
                 return Err(Error::Shutdown);
             }
-            let mut queued = false;
+            // Records keep their order: none enters the buffer past parked ones.
             if g.waiting.is_empty() {
                 match record.with_record(|r| g.client.produce(now, r)) {
                     Ok(id) => {
-                        if let Some(tx) = tx.take() {
-                            g.produced.insert(id, tx);
-                        }
-                        queued = true;
+                        g.replies.produced.insert(id, reply);
+                        break;
                     }
                     Err(ProduceError::BufferFull { .. }) => {}
                     Err(e) => return Err(e.into()),
                 }
             }
             let size = record.with_record(record_size);
-            if !queued && (g.waiting.is_empty() || g.waiting_bytes + size <= g.waiting_limit) {
-                if let Some(reply) = tx.take() {
-                    let record = record.with_record(Record::from_borrowed);
-                    g.waiting_bytes += size;
-                    let w = Waiting {
-                        record,
-                        size,
-                        deadline,
-                        reply,
-                    };
-                    g.waiting.push_back(w);
-                }
-                queued = true;
-            }
-            if queued {
-                if g.settle(now) {
-                    let _ = shared.tx.send(crate::Msg::Wake);
-                }
-                return Ok(pending);
+            if g.waiting.is_empty() || g.waiting_bytes + size <= g.waiting_limit {
+                let record = record.with_record(Record::from_borrowed);
+                g.waiting_bytes += size;
+                let w = Waiting {
+                    record,
+                    size,
+                    deadline,
+                    reply,
+                };
+                g.waiting.push_back(w);
+                break;
             }
             if now >= deadline {
                 return Err(Error::BufferFull(max_block));
@@ -164,6 +153,10 @@ impl Producer {
                 .0;
             now = Instant::now();
         }
+        if g.settle(now) {
+            let _ = shared.tx.send(crate::Msg::Wake);
+        }
+        Ok(pending)
     }
 
     /// Sends every buffered record at once and blocks until each record produced before this
@@ -172,7 +165,7 @@ impl Producer {
         self.client
             .call(|i, now, tx| {
                 let id = i.client.flush(now);
-                i.flushes.insert(id, tx);
+                i.replies.flushes.insert(id, tx);
                 Ok(())
             })?
             .wait()
@@ -187,7 +180,7 @@ impl Producer {
             if i.producer_done {
                 tx.send(Ok(0));
             } else {
-                i.producer_closed.push(tx);
+                i.replies.producer_closed.push(tx);
                 i.client.close_producer(now, timeout);
             }
             Ok(())
