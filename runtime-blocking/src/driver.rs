@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use stellflow_sansio::{
     AdminResponse, Client, CommitId, ConnId, ConnectRequest, ConsumerEvent, DisconnectReason,
-    Event, FlushId, Position, ProduceId, RecordMetadata, RequestId, TopicPartition,
+    Event, FlushId, Position, ProduceError, ProduceId, RecordMetadata, RequestId, TopicPartition,
 };
 
 /// Read chunk size; one chunk holds many small responses or a slice of a big one.
@@ -203,15 +203,12 @@ impl Inner {
     fn retry_waiting(&mut self, now: Instant) -> bool {
         let mut progress = false;
         while let Some(w) = self.waiting.front() {
-            let r = w.record.with_record(|r| self.client.produce(now, r));
-            let expired = w.deadline <= now;
-            let outcome = match r {
-                Ok(id) => Ok(id),
-                Err(stellflow_sansio::ProduceError::BufferFull { .. }) if !expired => break,
-                Err(stellflow_sansio::ProduceError::BufferFull { .. }) => {
+            let outcome = match w.record.with_record(|r| self.client.produce(now, r)) {
+                Err(ProduceError::BufferFull { .. }) if w.deadline > now => break,
+                Err(ProduceError::BufferFull { .. }) => {
                     Err(Error::BufferFull(self.options.max_block))
                 }
-                Err(e) => Err(e.into()),
+                r => r.map_err(Error::from),
             };
             progress = true;
             let Some(w) = self.waiting.pop_front() else {
