@@ -17,9 +17,9 @@ pub enum PerfCmd {
     /// embedded broker the topic is filled first.
     ///
     /// End-to-end latency is each record's receive time minus its timestamp (set by the
-    /// producer), in ms: it needs the producer's and this machine's clocks to agree (same
-    /// machine, or NTP), and on a topic filled before the run it measures the records' age,
-    /// not latency (run `perf produce` alongside for latency).
+    /// producer, in whole ms), in ms: it needs the producer's and this machine's clocks to
+    /// agree (same machine, or NTP), and on a topic filled before the run it measures the
+    /// records' age, not latency (run `perf produce` alongside for latency).
     Consume(PerfConsume),
 }
 
@@ -83,6 +83,11 @@ fn payload(size: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Room for `n` latencies in µs, allocated once (up to 16 Mi of them: 64 MiB; longer runs grow).
+fn latencies(n: u64) -> Vec<u32> {
+    Vec::with_capacity(n.min(1 << 24) as usize)
+}
+
 fn percentile(sorted: &[u32], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -101,7 +106,7 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
     let value = payload(a.record_size);
     let record = ProducerRecord::new(&a.topic, &value);
     let mut queue: VecDeque<(Instant, Pending<RecordMetadata>)> = VecDeque::new();
-    let mut lat_us: Vec<u32> = Vec::with_capacity(a.num_records as usize);
+    let mut lat_us = latencies(a.num_records);
     let mut progress = Progress::new("perf produce", Some(a.num_records));
     let start = Instant::now();
     let mut window = (Instant::now(), 0u64, 0u64, 0u64); // start, count, latency sum, max
@@ -198,7 +203,7 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
     consumer.assign(&parts)?;
     let mut progress = Progress::new("perf consume", Some(a.messages));
     // End-to-end latency of each record in µs (receive time − record timestamp).
-    let mut lat_us: Vec<u32> = Vec::with_capacity(a.messages as usize);
+    let mut lat_us = latencies(a.messages);
     let start = Instant::now();
     let mut first: Option<Instant> = None;
     let (mut n, mut bytes) = (0u64, 0u64);
