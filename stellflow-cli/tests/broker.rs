@@ -1,4 +1,5 @@
 //! `stellflow broker` runs until SIGINT/SIGTERM, then stops the sim broker and exits 0.
+#![cfg(unix)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
