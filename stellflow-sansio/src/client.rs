@@ -122,6 +122,14 @@ impl Client {
         self.process(now);
     }
 
+    /// Bytes still missing of the response frame `conn` has started to receive (0 when no
+    /// frame is partly received, or its length is not known yet). A driver that reads into one
+    /// buffer can make room for that much before it reads on, so the frame stays in one
+    /// allocation and is never copied (see [`Client::handle_input`]).
+    pub fn input_wanted(&self, conn: ConnId) -> usize {
+        self.net.input_wanted(conn)
+    }
+
     /// `conn` failed to connect, or closed, or failed on read/write. Requests in flight on it
     /// fail with a retriable error; the core reconnects with backoff when it still needs it.
     pub fn handle_disconnected(&mut self, conn: ConnId, now: Instant, reason: DisconnectReason) {

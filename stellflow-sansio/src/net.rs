@@ -437,6 +437,19 @@ impl Net {
         self.slots.iter().position(|s| s.state.conn() == Some(conn))
     }
 
+    /// Bytes still missing of the frame `conn` has started to receive (0: none, or unknown).
+    pub fn input_wanted(&self, conn: ConnId) -> usize {
+        let Some(s) = self.slot_of_conn(conn).and_then(|i| self.slots.get(i)) else {
+            return 0;
+        };
+        match frame_total(&s.rx) {
+            Some(total) if total <= s.decoder.max_frame_length() => {
+                total.saturating_sub(s.rx.len())
+            }
+            _ => 0,
+        }
+    }
+
     /// The driver connected `conn`.
     pub fn handle_connected(&mut self, _now: Instant, conn: ConnId) {
         let Some(slot) = self.slot_of_conn(conn) else {
