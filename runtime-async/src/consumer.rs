@@ -1,10 +1,14 @@
 //! The [`Consumer`] handle.
 
-use crate::driver::{Committed, Link, PollWaiter};
+use crate::driver::{Committed, Link};
 use crate::{Admin, ClientConfig, Error, Options, Runtime};
+use futures_lite::future;
 use std::marker::PhantomData;
+use std::task::Poll;
 use std::time::{Duration, Instant};
-use stellflow_sansio::{ConsumerEvent, ConsumerRecord, Position, SeekTo, TopicPartition};
+use stellflow_sansio::{
+    ConsumerError, ConsumerEvent, ConsumerRecord, Position, SeekTo, TopicPartition,
+};
 
 /// Reads records: manual assignment ([`Consumer::assign`], recommended on today's server) or
 /// group subscription ([`Consumer::subscribe`], needs `config.consumer.group_id`). Cheap to
@@ -77,7 +81,8 @@ impl<R: Runtime> Consumer<R> {
         self.poll_max(timeout, 500).await
     }
 
-    /// Like [`Consumer::poll`], returning at most `max` records.
+    /// Like [`Consumer::poll`], returning at most `max` records. The records are decoded (and
+    /// their batches checked) on the calling task.
     pub async fn poll_max(
         &self,
         timeout: Duration,
@@ -85,14 +90,29 @@ impl<R: Runtime> Consumer<R> {
     ) -> Result<Vec<ConsumerRecord>, Error> {
         let deadline = Instant::now() + timeout;
         let max = max.max(1);
-        let wait = move |st: &mut crate::driver::State, _, reply| {
-            st.polls.push_back(PollWaiter {
-                max,
-                deadline,
-                reply,
-            })
+        let take = future::poll_fn(|cx| {
+            let r = self.link.with(|st, _| {
+                let out = st.take_records(max);
+                match out.is_empty() {
+                    true if st.consumer_closed.0 => Some(Err(ConsumerError::Closed.into())),
+                    true => {
+                        st.wait(cx);
+                        None
+                    }
+                    false => Some(Ok(out)),
+                }
+            });
+            match r {
+                Ok(Some(r)) => Poll::Ready(r),
+                Ok(None) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            }
+        });
+        let expire = async {
+            R::sleep_until(deadline).await;
+            Ok(Vec::new())
         };
-        self.link.call(wait).await?
+        future::or(take, expire).await
     }
 
     /// Commits the positions of every assigned partition (the first record not yet returned

@@ -2,12 +2,14 @@
 //! `stellflow-smol` are this crate plus one small [`Runtime`] implementation each.
 //!
 //! Here live the handles ([`Producer`], [`Consumer`], [`Admin`]), [`Record`], [`Delivery`],
-//! [`Options`], [`Error`], the commands and channels between handles and driver
-//! (`async-channel`, so nothing here needs a particular executor), and the whole driver loop:
-//! it owns one [`stellflow_sansio::Client`] and its sockets and follows the core's drain rule —
-//! after every input or command it drains `poll_connect`, `poll_close`, `poll_transmit` and
-//! `poll_event` until a whole pass yields nothing, then waits (one race of futures) for the
-//! earliest of socket readiness, a new command, a finished connect, or `poll_timeout()`. When
+//! [`Options`], [`Error`], and the driver. One [`stellflow_sansio::Client`] per driver sits
+//! behind a mutex shared with the handles: a handle runs its command on the calling task (a
+//! record is copied into its batch, consumed records are decoded there), then follows the
+//! core's drain rule — it drains `poll_connect`, `poll_close`, `poll_transmit` and `poll_event`
+//! until a whole pass yields nothing, writing what the sockets take — and wakes the driver only
+//! when it must re-plan. The driver task owns the reading side of the sockets, the connects and
+//! the timers: it waits (one race of futures) for the earliest of socket readiness, a wake-up,
+//! a finished connect, or `poll_timeout()`, and drains the same way after every input. When
 //! the last handle of a driver is dropped, the driver closes the producer (delivering what is
 //! buffered, up to [`Options::close_timeout`]) and the consumer (auto-commit), closes its
 //! sockets and ends.

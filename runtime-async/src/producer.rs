@@ -2,7 +2,7 @@
 
 pub use stellflow_sansio::producer::OwnedRecord as Record;
 
-use crate::driver::{LaneMsg, Link, Pending, Reply, State};
+use crate::driver::{Link, Pending, Reply, State};
 use crate::{Admin, ClientConfig, Error, Options, RecordMetadata, Runtime};
 use std::future::Future;
 use std::marker::PhantomData;
@@ -76,32 +76,47 @@ impl<R: Runtime> Producer<R> {
         self.enqueue(record).await?.await
     }
 
-    /// Queues a record without waiting for its delivery; records keep their call order.
+    /// Queues a record without waiting for its delivery; records keep their call order. The
+    /// record is copied into its batch on the calling task.
     ///
     /// Backpressure: a record that finds the core's buffer (`producer.buffer_memory`) full
-    /// waits in the driver up to [`Options::max_block`] and then fails its [`Delivery`] with
-    /// [`Error::BufferFull`]; behind it at most 1024 records wait in the hand-off queue, and
-    /// `enqueue` itself waits (again up to `max_block`) while that queue is full. Memory stays
-    /// bounded by `buffer_memory` plus those 1024 records.
+    /// waits in a lane up to [`Options::max_block`] and then fails its [`Delivery`] with
+    /// [`Error::BufferFull`]; behind it at most 1024 records wait in the lane, and `enqueue`
+    /// itself waits (again up to `max_block`) while the lane is full. Memory stays bounded by
+    /// `buffer_memory` plus those 1024 records.
     pub async fn enqueue(&self, record: Record) -> Result<Delivery, Error> {
         let max_block = self.link.options.max_block;
         let deadline = Instant::now() + max_block;
         let (reply, rx) = futures_channel::oneshot::channel();
-        let msg = LaneMsg::Record(Pending {
+        let mut pending = Some(Pending {
             record,
             deadline,
             reply,
         });
-        let send = async { Some(self.link.lane.send(msg).await) };
+        let queue = futures_lite::future::poll_fn(|cx| {
+            let queued = self.link.with(|st, now| {
+                let p = pending.take()?;
+                let back = st.enqueue(now, p);
+                if back.is_some() {
+                    st.wait(cx);
+                }
+                back
+            });
+            match queued {
+                Ok(Some(back)) => {
+                    pending = Some(back);
+                    Poll::Pending
+                }
+                Ok(None) => Poll::Ready(Ok(())),
+                Err(e) => Poll::Ready(Err(e)),
+            }
+        });
         let expire = async {
             R::sleep_until(deadline).await;
-            None
+            Err(Error::BufferFull(max_block))
         };
-        match futures_lite::future::or(send, expire).await {
-            Some(Ok(())) => Ok(Delivery { rx }),
-            Some(Err(_)) => Err(Error::Shutdown),
-            None => Err(Error::BufferFull(max_block)),
-        }
+        futures_lite::future::or(queue, expire).await?;
+        Ok(Delivery { rx })
     }
 
     /// Sends every buffered record now and waits until every record enqueued before this call

@@ -1,23 +1,25 @@
 //! Drives the Stellflow sans-IO client ([`stellflow_sansio`]) on `async-io`, executor-neutral.
 //!
-//! Each client's driver runs on a thread of its own under `async_io::block_on`, owning one
-//! [`stellflow_sansio::Client`] and its sockets (`Async<TcpStream>`, TCP_NODELAY). It follows the
-//! core's drain rule: after every input or command it drains `poll_connect`, `poll_close`,
-//! `poll_transmit` and `poll_event` until a whole pass yields nothing, then waits (one race of
-//! futures) for the earliest of socket readiness, a new command, a finished connect, or
-//! `poll_timeout()`. The handles — [`Producer`], [`Consumer`], [`Admin`] — are cheap to clone,
-//! `Send + Sync`, and talk to the driver over `async-channel`s, so they work under smol, the
-//! async-std executor, tokio, or any other executor. When the last handle of a driver is
-//! dropped, the driver closes the producer (delivering what is buffered, up to
+//! Each client's driver runs on a thread of its own under `async_io::block_on`, owning the
+//! reading side of one [`stellflow_sansio::Client`]'s sockets (`Async<TcpStream>`, TCP_NODELAY),
+//! its connects and its timers; the client itself sits behind a mutex shared with the handles —
+//! [`Producer`], [`Consumer`], [`Admin`], cheap to clone and `Send + Sync` — which run their
+//! commands on the calling task (records are copied into batches and decoded there) and write
+//! what the core has to send, so they work under smol, the async-std executor, tokio, or any
+//! other executor. Everyone follows the core's drain rule: after every input or command, drain
+//! `poll_connect`, `poll_close`, `poll_transmit` and `poll_event` until a whole pass yields
+//! nothing; the driver then waits (one race of futures) for the earliest of socket readiness, a
+//! wake-up from a handle, a finished connect, or `poll_timeout()`. When the last handle of a
+//! driver is dropped, the driver closes the producer (delivering what is buffered, up to
 //! [`Options::close_timeout`]) and the consumer (auto-commit), closes its sockets and ends.
 //!
-//! The driver loop, the handles and their channels are runtime-neutral and live in
+//! The driver loop and the handles are runtime-neutral and live in
 //! `stellflow-async`; this crate is its [`Runtime`](stellflow_async::Runtime) for `async-io`
 //! ([`Smol`]: a thread per driver, `Async<TcpStream>`, `async_io::Timer`) and names the handles.
 //!
 //! The adapter holds no protocol logic: every decision about Stellflow semantics is the core's.
 //! Encoded requests go from the core straight into one reused write buffer and to the socket;
-//! reads land in one reused read buffer that the core takes without copying.
+//! reads land back to back in one read buffer per socket that the core slices without copying.
 //!
 //! # Quickstart
 //!

@@ -1,20 +1,22 @@
 //! Drives the Stellflow sans-IO client ([`stellflow_sansio`]) on tokio.
 //!
-//! One driver task owns one [`stellflow_sansio::Client`] and its `TcpStream`s (TCP_NODELAY).
-//! It follows the core's drain rule: after every input or command it drains `poll_connect`,
-//! `poll_close`, `poll_transmit` and `poll_event` until a whole pass yields nothing, then
-//! sleeps until the earliest of socket readiness, a new command, a finished connect, or
-//! `poll_timeout()`. The handles — [`Producer`], [`Consumer`], [`Admin`] —
-//! are cheap to clone, `Send + Sync`, and talk to the driver over channels. When the last handle
-//! of a driver is dropped, the driver closes the producer (delivering what is buffered, up to
+//! One driver task owns the reading side of one [`stellflow_sansio::Client`]'s `TcpStream`s
+//! (TCP_NODELAY), its connects and its timers; the client itself sits behind a mutex shared with
+//! the handles — [`Producer`], [`Consumer`], [`Admin`], cheap to clone and `Send + Sync` — which
+//! run their commands on the calling task (records are copied into batches and decoded there)
+//! and write what the core has to send. Everyone follows the core's drain rule: after every
+//! input or command, drain `poll_connect`, `poll_close`, `poll_transmit` and `poll_event` until
+//! a whole pass yields nothing; the driver then sleeps until the earliest of socket readiness,
+//! a wake-up from a handle, a finished connect, or `poll_timeout()`. When the last handle of a
+//! driver is dropped, the driver closes the producer (delivering what is buffered, up to
 //! [`Options::close_timeout`]) and the consumer (auto-commit), closes its sockets and ends.
 //!
 //! The adapter holds no protocol logic: every decision about Stellflow semantics is the core's.
-//! The driver loop, the handles and their channels are runtime-neutral and live in
+//! The driver loop and the handles are runtime-neutral and live in
 //! `stellflow-async`; this crate is its [`Runtime`](stellflow_async::Runtime) for tokio
 //! ([`Tokio`]: `tokio::spawn`, `tokio::net::TcpStream`, `tokio::time`) and names the handles.
 //! Encoded requests go from the core straight into one reused write buffer and to the socket;
-//! reads land in one reused read buffer that the core takes without copying.
+//! reads land back to back in one read buffer per socket that the core slices without copying.
 //!
 //! # Quickstart
 //!
