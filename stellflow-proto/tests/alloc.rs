@@ -2,54 +2,18 @@
 //! while touching every key, value and header, allocate a number of times that does not depend
 //! on the number of records (appending: not at all).
 //!
-//! A counting global allocator needs `unsafe impl GlobalAlloc`; this test binary is the only
-//! place in the crate that allows unsafe code, and it only forwards to `System`. The binary
-//! holds a single test so no other test allocates concurrently.
-#![allow(unsafe_code, clippy::unwrap_used)]
+//! The counting global allocator (`alloc-counter`) counts per thread, so only this test's own
+//! allocations are seen, whatever the harness's other threads do.
+#![allow(clippy::unwrap_used)]
 
+use alloc_counter::allocations_during;
 use bytes::Bytes;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use stellflow_proto::record::{
     BatchBuilder, BatchParams, Compression, Envelope, V1Batch, blob_records,
 };
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged; counting is
-// a relaxed atomic increment.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded as is.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations_during(f: impl FnOnce()) -> usize {
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    f();
-    ALLOCATIONS.load(Ordering::Relaxed) - before
-}
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
 const VALUE: [u8; 100] = [7; 100];
 const HEADER_VALUE: [u8; 8] = [1; 8];

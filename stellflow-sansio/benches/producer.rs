@@ -17,14 +17,11 @@
 //!
 //! Run: `cargo bench -p stellflow-sansio --bench producer`. Also prints
 //! `RESULT producer-allocs-per-record X` (heap allocations per record in the measured loops,
-//! counted by a global allocator — the only unsafe code here, and it only forwards to
-//! `System`).
-#![allow(unsafe_code, clippy::unwrap_used, clippy::expect_used)]
+//! counted per thread by the `alloc-counter` global allocator).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use bytes::{Buf, BytesMut};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use stellflow_proto::frame;
 use stellflow_proto::header::ResponseHeader;
@@ -36,34 +33,8 @@ use stellflow_sansio::producer::{ProduceError, ProducerRecord};
 use stellflow_sansio::{Client, ClientConfig, ConnId, Event};
 use stellflow_sim::SimCluster;
 
-struct Counting;
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every method forwards to `System` unchanged; counting is a relaxed increment.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded as is.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
 const TOPIC: &str = "bench";
 const PARTITIONS: i32 = 16;
@@ -275,13 +246,13 @@ fn main() {
         // Baseline: copy the same key and value bytes into a batch-sized buffer.
         let (copy_rate, copy_cpu) = memcpy_baseline(&keys, &value, records, &mut sink);
         let delivered_before = d.delivered;
-        let allocs_before = ALLOCATIONS.load(Ordering::Relaxed);
+        let allocs_before = alloc_counter::allocations() as u64;
         let cpu_before = cpu_time();
         let t = Instant::now();
         run(&mut d, records);
         let elapsed = t.elapsed();
         let cpu = cpu_before.zip(cpu_time()).map(|(a, b)| b.saturating_sub(a));
-        allocs += ALLOCATIONS.load(Ordering::Relaxed) - allocs_before;
+        allocs += alloc_counter::allocations() as u64 - allocs_before;
         elapsed_total += elapsed;
         assert_eq!(d.failed, 0);
         assert_eq!(

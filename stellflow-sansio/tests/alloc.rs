@@ -1,60 +1,22 @@
 //! Heap allocations per request/response round trip inside the core.
 //!
-//! A counting global allocator needs `unsafe impl GlobalAlloc`; this test binary is the only
-//! place in the crate that allows unsafe code, and it only forwards to `System`. Only the
-//! client's own calls are counted (the simulated broker's work and the driver's buffers are
-//! not). The binary holds a single test so nothing else allocates concurrently.
+//! The counting global allocator (`alloc-counter`) counts per thread. Only the client's own
+//! calls are counted (the simulated broker's work and the driver's buffers are not).
 //!
 //! Run with `cargo test -p stellflow-sansio --test alloc -- --nocapture` to see the figures.
-#![allow(unsafe_code, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
+use alloc_counter::counted;
 use bytes::{Bytes, BytesMut};
 use common::World;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use stellflow_proto::ApiKey;
 use stellflow_proto::messages::{HealthCheckRequest, RequestBody};
 use stellflow_sansio::{Event, RequestOptions, Target};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged; counting is
-// a relaxed atomic increment.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded as is.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn counted<T>(total: &mut usize, f: impl FnOnce() -> T) -> T {
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let r = f();
-    *total += ALLOCATIONS.load(Ordering::Relaxed) - before;
-    r
-}
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
 /// One round trip; returns the allocations made inside the client.
 fn round_trip(w: &mut World, out: &mut BytesMut, body: &Bytes, raw: bool) -> usize {
