@@ -343,3 +343,25 @@ fn no_position_policy_waits_for_a_seek() {
     assert_eq!(got[&tp].len(), exp[&tp].len());
     let _ = Instant::now;
 }
+
+#[test]
+fn a_fresh_consumer_fetches_as_soon_as_metadata_names_the_leader() {
+    // Assigned before the first metadata round: the partitions wait for a leader, and that
+    // wait ends with the metadata, not after `fetch_backoff_max`.
+    let mut cfg = consumer_config("broker-1:9092", None);
+    cfg.consumer.fetch_backoff_max = Duration::from_secs(30);
+    let mut w = World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("fresh", 2, 1).unwrap();
+    let exp = fill(&mut w, "fresh", 2, 3, 10);
+    let n: usize = exp.values().map(Vec::len).sum();
+    let tps: Vec<_> = (0..2).map(|p| TopicPartition::new("fresh", p)).collect();
+    w.client.assign(w.now, &tps).unwrap();
+    let start = w.now;
+    let got = drain(&mut w, Duration::from_secs(60), |g| count(g) >= n);
+    assert_exact(&exp, &got);
+    let took = w.now - start;
+    assert!(
+        took < Duration::from_secs(1),
+        "first records after {took:?}"
+    );
+}

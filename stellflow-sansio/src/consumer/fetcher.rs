@@ -58,13 +58,14 @@ impl Consumer {
         let mut refresh = false;
         let cluster = ctx.metadata.cluster();
         for (tp, p) in self.parts.iter_mut() {
+            let leader = cluster
+                .partition(&tp.topic, tp.partition)
+                .map(|i| i.leader());
+            p.leader_known(matches!(leader, Some(Ok(_))));
             if !p.fetchable(now) {
                 continue;
             }
-            match cluster
-                .partition(&tp.topic, tp.partition)
-                .map(|i| i.leader())
-            {
+            match leader {
                 Some(Ok(leader)) => {
                     if !self.fetching.contains(&leader) {
                         by_broker.entry(leader).or_default().push(tp.clone());
@@ -72,6 +73,7 @@ impl Consumer {
                 }
                 _ => {
                     refresh = true;
+                    p.leader_wait = true;
                     p.not_before = Some(now + self.config.fetch_backoff_max);
                 }
             }

@@ -60,6 +60,8 @@ pub struct PartState {
     pub parked: VecDeque<ReadyBlob>,
     /// Start resolution is retried no earlier than this.
     pub retry_at: Option<Instant>,
+    /// Backing off because no leader was known: ends as soon as the metadata names one.
+    pub leader_wait: bool,
 }
 
 impl PartState {
@@ -79,6 +81,16 @@ impl PartState {
             committed: None,
             parked: VecDeque::new(),
             retry_at: None,
+            leader_wait: false,
+        }
+    }
+
+    /// Ends a backoff that only waited for a leader once `known` (metadata names one).
+    pub fn leader_known(&mut self, known: bool) {
+        if self.leader_wait && known {
+            self.leader_wait = false;
+            self.retry_at = None;
+            self.not_before = None;
         }
     }
 

@@ -127,13 +127,14 @@ impl Consumer {
             let Start::NeedsReset(policy) = p.start else {
                 continue;
             };
+            let leader = cluster
+                .partition(&tp.topic, tp.partition)
+                .map(|i| i.leader());
+            p.leader_known(matches!(leader, Some(Ok(_))));
             if p.retry_at.is_some_and(|t| t > now) {
                 continue;
             }
-            match cluster
-                .partition(&tp.topic, tp.partition)
-                .map(|i| i.leader())
-            {
+            match leader {
                 Some(Ok(leader)) => {
                     p.start = Start::AwaitReset;
                     by_leader
@@ -143,6 +144,7 @@ impl Consumer {
                 }
                 _ => {
                     refresh = true;
+                    p.leader_wait = true;
                     p.retry_at = Some(now + self.config.fetch_backoff_max);
                 }
             }
