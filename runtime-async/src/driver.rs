@@ -64,9 +64,9 @@ const EVENT_LOG: usize = 1024;
 /// Records that may wait in the lane for buffer space (beyond it, `enqueue` waits).
 const LANE: usize = 1024;
 /// Size of a fresh read buffer (one allocation, shared by the record slices cut from it).
-const READ_BUF: usize = 32 * 1024 * 1024;
+const READ_BUF: usize = 16 * 1024 * 1024;
 /// Room a new frame starts with (a larger frame may need one copy).
-const FRAME_ROOM: usize = 16 * 1024 * 1024;
+const FRAME_ROOM: usize = 8 * 1024 * 1024 + 256 * 1024;
 /// Most bytes read at a frame boundary (the next frame's length is not known yet).
 const READ_MIN: usize = 64 * 1024;
 /// Bytes read from one socket per wake-up before the core's outputs are drained.
