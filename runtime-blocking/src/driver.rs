@@ -71,6 +71,20 @@ pub(crate) struct Waiting {
     pub size: usize,
     pub deadline: Instant,
     pub reply: Reply<RecordMetadata>,
+    /// Flushes and closes called after this record was parked: they run once it has left the
+    /// queue, so they cover it (see [`Inner::after_parked`]).
+    pub then: Vec<Deferred>,
+}
+
+/// A producer command that must not overtake parked records.
+pub(crate) enum Deferred {
+    /// [`crate::Producer::flush`].
+    Flush(Reply<()>),
+    /// A graceful producer close ending at `deadline`; `reply` for [`crate::Producer::close`].
+    Close {
+        deadline: Instant,
+        reply: Option<Reply<u64>>,
+    },
 }
 
 struct Conn {
@@ -219,8 +233,40 @@ impl Inner {
                 Ok(id) => drop(self.replies.produced.insert(id, w.reply)),
                 Err(e) => w.reply.send(Err(e)),
             }
+            for d in w.then {
+                self.run_deferred(now, d);
+            }
         }
         progress
+    }
+
+    /// Runs `d` now, or — when records are parked — once the newest of them has left the
+    /// queue, so a flush or close covers every record enqueued before it.
+    pub fn after_parked(&mut self, now: Instant, d: Deferred) {
+        match self.waiting.back_mut() {
+            Some(w) => w.then.push(d),
+            None => self.run_deferred(now, d),
+        }
+    }
+
+    fn run_deferred(&mut self, now: Instant, d: Deferred) {
+        match d {
+            Deferred::Flush(reply) => {
+                let id = self.client.flush(now);
+                self.replies.flushes.insert(id, reply);
+            }
+            Deferred::Close { deadline, reply } => {
+                if self.producer_done {
+                    if let Some(r) = reply {
+                        r.send(Ok(0));
+                    }
+                    return;
+                }
+                self.replies.producer_closed.extend(reply);
+                let timeout = deadline.saturating_duration_since(now);
+                self.client.close_producer(now, timeout);
+            }
+        }
     }
 
     /// The drain rule: every output until a whole pass yields nothing.
@@ -370,11 +416,13 @@ impl Inner {
             Msg::Shutdown if self.core_closed => self.closing = Some(now),
             Msg::Shutdown if self.closing.is_none() => {
                 // Deliver what is buffered and commit, then close (see `run_driver`).
-                let timeout = self.options.close_timeout;
-                self.closing = Some(now + timeout);
-                if !self.producer_done {
-                    self.client.close_producer(now, timeout);
-                }
+                let deadline = now + self.options.close_timeout;
+                self.closing = Some(deadline);
+                let close = Deferred::Close {
+                    deadline,
+                    reply: None,
+                };
+                self.after_parked(now, close);
                 if !self.consumer_done {
                     self.client.close_consumer(now);
                 }

@@ -1,6 +1,6 @@
 //! [`Producer`]: blocking and enqueue-only sends, flush and close.
 
-use crate::driver::Waiting;
+use crate::driver::{Deferred, Waiting};
 use crate::{Admin, Client, Error, Pending, ProduceError, ProducerRecord, RecordMetadata, Result};
 use std::time::Instant;
 
@@ -138,6 +138,7 @@ impl Producer {
                     size,
                     deadline,
                     reply,
+                    then: Vec::new(),
                 };
                 g.waiting.push_back(w);
                 break;
@@ -159,13 +160,12 @@ impl Producer {
         Ok(pending)
     }
 
-    /// Sends every buffered record at once and blocks until each record produced before this
-    /// call has its outcome.
+    /// Sends every buffered record at once and blocks until each record enqueued before this
+    /// call (parked ones included) has its outcome.
     pub fn flush(&self) -> Result<()> {
         self.client
             .call(|i, now, tx| {
-                let id = i.client.flush(now);
-                i.replies.flushes.insert(id, tx);
+                i.after_parked(now, Deferred::Flush(tx));
                 Ok(())
             })?
             .wait()
@@ -177,12 +177,11 @@ impl Producer {
     pub fn close(&self) -> Result<()> {
         let timeout = self.client.options().close_timeout;
         let pending = self.client.call(|i, now, tx| {
-            if i.producer_done {
-                tx.send(Ok(0));
-            } else {
-                i.replies.producer_closed.push(tx);
-                i.client.close_producer(now, timeout);
-            }
+            let close = Deferred::Close {
+                deadline: now + timeout,
+                reply: Some(tx),
+            };
+            i.after_parked(now, close);
             Ok(())
         })?;
         pending.wait().map(drop)

@@ -174,3 +174,52 @@ fn handles_are_send_sync_and_cheap_to_clone() {
     fn send<T: Send>() {}
     send::<stellflow_blocking::Pending<stellflow_blocking::RecordMetadata>>();
 }
+
+/// Regression: `flush` (and `close`) covered only the records inside the core's buffer, not
+/// those parked in the overflow queue while the buffer was full, so `flush` could return
+/// before records enqueued ahead of it had their outcomes.
+#[test]
+fn flush_and_close_cover_parked_records() {
+    let server = stellflow_sim::serve("127.0.0.1:0").unwrap();
+    let mut c = config(&server);
+    c.producer.batch_size = 4 * 1024;
+    c.producer.buffer_memory = 8 * 1024;
+    let client = Client::connect(c).unwrap();
+    client
+        .admin()
+        .create_topic("parked", 1, Target::Any)
+        .unwrap();
+    let producer = client.producer();
+    let value = vec![7u8; 3000];
+    for round in 0..20 {
+        let pending: Vec<_> = (0..12)
+            .map(|_| {
+                producer
+                    .enqueue(Record::new("parked", value.clone()))
+                    .unwrap()
+            })
+            .collect();
+        producer.flush().unwrap();
+        for (i, p) in pending.iter().enumerate() {
+            let outcome = p.try_wait();
+            assert!(
+                matches!(outcome, Some(Ok(_))),
+                "round {round}, record {i}: {outcome:?} after flush"
+            );
+        }
+    }
+    let pending: Vec<_> = (0..12)
+        .map(|_| {
+            producer
+                .enqueue(Record::new("parked", value.clone()))
+                .unwrap()
+        })
+        .collect();
+    producer.close().unwrap();
+    for p in &pending {
+        assert!(
+            matches!(p.try_wait(), Some(Ok(_))),
+            "close delivers parked records"
+        );
+    }
+}
