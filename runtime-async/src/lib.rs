@@ -41,11 +41,18 @@ pub use runtime::Runtime;
 /// names for the handles: the runtime-neutral types and the core's public types.
 pub mod prelude {
     pub use crate::{Delivery, Error, Options, Record, Runtime};
+    /// The `bytes` crate of record keys and values.
+    pub use bytes;
+    pub use stellflow_sansio::stellflow_proto::ErrorCode;
+    /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
+    pub use stellflow_sansio::stellflow_proto::record::Compression;
     pub use stellflow_sansio::{
-        Acks, AdminError, AdminRequest, AdminResponse, BatchFormat, ClientConfig, ClusterMetadata,
-        ConfigError, ConsumerError, ConsumerEvent, ConsumerRecord, Counters, DeliveryError,
-        OffsetReset, OffsetSpec, Position, ProduceError, RecordMetadata, RequestError,
-        RequestOptions, SeekTo, Target, TopicPartition,
+        Acks, AdminError, AdminRequest, AdminResponse, BatchFormat, BrokerApiVersions,
+        ClientConfig, ClusterMetadata, ClusterStatus, CommitKind, CommittedOffset, ConfigError,
+        ConsumerError, ConsumerEvent, ConsumerRecord, Counters, DeliveryError, ListedOffset,
+        OffsetReset, OffsetSpec, Position, ProduceError, ProducerConfig, ReassertedPartition,
+        RecordMetadata, RequestError, RequestOptions, SeekTo, Target, TopicAdminResult,
+        TopicDescription, TopicPartition,
     };
 }
 
