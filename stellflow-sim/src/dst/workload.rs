@@ -1,6 +1,7 @@
 //! The raw workload: each client issues admin commands, metadata refreshes and raw
 //! Produce/Fetch requests (blobs from `BatchBuilder`) at random times, at most one Produce in
-//! flight per partition. Checked: exactly one outcome per command within its bound; acked
+//! flight per partition, each Produce to the partition's leader in the client's metadata
+//! (a Produce waits until the client knows one). Checked: exactly one outcome per command within its bound; acked
 //! offsets grow per partition; one offset never acknowledges two different blobs; a fetched
 //! blob equals the blob acknowledged at its offset; and (at the end) every acknowledged blob is
 //! in the current leader's log at its offset.
@@ -199,8 +200,12 @@ impl RawWorkload {
             self.retry_at = None;
             let goals: Vec<i32> = self.goals_produce.iter().copied().collect();
             for p in goals {
-                if !self.busy.contains(&p) {
-                    self.produce(world, p, 1, 1, true);
+                if self.busy.contains(&p) {
+                    continue;
+                }
+                match leader(world, self.client, p) {
+                    Some(broker) => self.produce(world, broker, p, 1, 1, true),
+                    None => self.schedule_retry(world),
                 }
             }
             if self.goal_admin
@@ -234,10 +239,14 @@ impl RawWorkload {
                 records,
                 acks,
             } => {
-                if self.busy.contains(&partition) {
-                    self.deferred.push_back(op);
-                } else {
-                    self.produce(world, partition, records, acks, false);
+                // Only to the leader the client knows: a Produce to any other broker makes
+                // that broker create the partition locally (PROTOCOL.md §8 item 21), a second
+                // log with its own offsets. Wait for metadata instead.
+                match leader(world, c, partition) {
+                    Some(broker) if !self.busy.contains(&partition) => {
+                        self.produce(world, broker, partition, records, acks, false);
+                    }
+                    _ => self.deferred.push_back(op),
                 }
             }
             Op::Fetch { partition } => {
@@ -312,7 +321,15 @@ impl RawWorkload {
         }
     }
 
-    fn produce(&mut self, world: &mut World, partition: i32, records: u32, acks: i16, goal: bool) {
+    fn produce(
+        &mut self,
+        world: &mut World,
+        broker: i32,
+        partition: i32,
+        records: u32,
+        acks: i16,
+        goal: bool,
+    ) {
         let c = self.client;
         let now = world.now();
         self.seq += 1;
@@ -341,10 +358,9 @@ impl RawWorkload {
             }],
         }
         .to_bytes();
-        let target = leader_target(world, c, partition);
         let id = world.client(c).request(
             now,
-            target,
+            Target::Broker(broker),
             ApiKey::PRODUCE,
             None,
             body,
@@ -556,13 +572,19 @@ impl RawWorkload {
     }
 }
 
-fn leader_target(world: &mut World, c: ClientId, partition: i32) -> Target {
+/// The leader of `t0-partition` in client `c`'s metadata, if it knows one.
+fn leader(world: &mut World, c: ClientId, partition: i32) -> Option<i32> {
     world
         .client(c)
         .metadata()
         .partition(TOPIC, partition)
         .and_then(|p| p.leader().ok())
-        .map_or(Target::Any, Target::Broker)
+}
+
+/// Where a request about `t0-partition` goes: its known leader, else any broker (fine for
+/// reads; never used for Produce, which waits for a known leader).
+fn leader_target(world: &mut World, c: ClientId, partition: i32) -> Target {
+    leader(world, c, partition).map_or(Target::Any, Target::Broker)
 }
 
 /// Every acknowledged blob must be in the current leader's log at its offset.

@@ -115,15 +115,15 @@ fn seed_12_black_hole_set_group_session_stays_alive() {
     );
 }
 
-/// Open issue from the seed set that also generates `BlackHole` (not the CI set yet): one
-/// dropped SyncGroup response during the fault phase times out after the network healed, and
-/// the member rejoins during the healthy idle phase ("SyncGroup failed"). Either the consumer
-/// should retry SyncGroup instead of rejoining on a mere timeout (as it now does for
-/// heartbeats), or the invariant's healthy window should start once the fault phase's
-/// requests have timed out. Shrunk to one fault. Decide, fix, un-ignore, then generate
-/// `BlackHole` from seeds.
+/// Was a bug in stellflow-sansio's consumer, found when `BlackHole` was added to the
+/// generated fault kinds (seed 129 of that set; shrunk to one fault): the response of one
+/// SyncGroup sent during the fault phase was dropped; the request timed out after the network
+/// healed and the member rejoined ("SyncGroup failed") — on this server every JoinGroup bumps
+/// the generation and fences the other members. Fixed in the consumer's group logic: a
+/// timed-out SyncGroup is asked again for the same generation and member id while the
+/// session the JoinGroup opened can still be alive (SyncGroup is a pure check here,
+/// PROTOCOL.md §3.10); an error answer or the end of the session still rejoins.
 #[test]
-#[ignore = "open issue: rejoin after a timed-out SyncGroup on a healed network"]
 fn seed_129_sync_group_timeout_keeps_session() {
     assert_passes(
         "seed=129;b=1;c=1;p=1;rf=1;rt=3500;mif=4;lat=1892;jit=1511;split=20;ops=4;\
@@ -131,18 +131,58 @@ fn seed_129_sync_group_timeout_keeps_session() {
     );
 }
 
-/// Open issue found by the `fault_plan` fuzz target in its first minute: with no fault at all
-/// (3 brokers, rf 1, two clients, raw workload), offset 2 of `t0-2` is acknowledged for two
-/// different blobs. Not diagnosed; a likely cause is a Produce reaching a broker that is not
-/// the partition's replica, which the server (and the sim) answers by auto-creating the
-/// partition locally (PROTOCOL.md §8 item 21) — then either the workload's routing or the
-/// invariant (offsets are per broker log) is at fault, or the client routed before it knew
-/// the leader.
+/// Was a bug in the harness's raw workload, found by the `fault_plan` fuzz target: with no
+/// fault at all (3 brokers, rf 1, two clients), offset 2 of `t0-2` was acknowledged for two
+/// different blobs. The workload sent a raw Produce at t = 0, before its client's metadata
+/// named the partition's leader, to `Target::Any` (broker 1, not a replica of `t0-2`); the
+/// broker created the partition locally, as the server does (PROTOCOL.md §8 item 21), so
+/// `t0-2` had two logs with their own offsets, both leader in their broker's local view, and
+/// the clients' merged metadata later sent Produces to either. Fixed in the workload: a raw
+/// Produce goes only to the leader its client knows and waits for metadata otherwise (the
+/// SDK's producer already does).
 #[test]
-#[ignore = "open issue: acked-offsets-unique with no fault (fault_plan fuzz find)"]
 fn fuzz_found_offset_acknowledged_for_two_blobs() {
     assert_passes(
         "seed=9079259047835729920;b=3;c=2;p=3;rf=1;rt=1000;mif=1;lat=50;jit=0;split=0;ops=4;\
          safety=3000;wl=0",
+    );
+}
+
+/// Harness regression of the linger upper bound (found when it was added): a record produced
+/// before the client's metadata named the topic's partitions waits unbatched and opens its
+/// batch when they become known, so its linger counts from then, not from `produce` (as in
+/// the Java client). Shrunk from seed 13 to no fault at all.
+#[test]
+fn seed_13_linger_counts_from_when_metadata_places_the_record() {
+    assert_passes(
+        "seed=13;b=1;c=1;p=1;rf=1;rt=1000;mif=4;lat=491;jit=4536;split=80;ops=5;\
+         safety=5911;wl=2716491750",
+    );
+}
+
+/// Harness regression of the linger upper bound (found when it was added): while broker 1 was
+/// down, an idempotent producer's due batch for `t0-0` was handed to the network layer, timed
+/// out there and waited for its retry backoff when the broker came back; nothing of this
+/// shows on the wire, so a batch becomes exempt from the bound once a request timeout has
+/// passed since it was first due with a known leader.
+#[test]
+fn seed_66_linger_bound_spares_a_batch_in_retry_backoff() {
+    assert_passes(
+        "seed=66;b=1;c=1;p=2;rf=1;rt=1000;mif=1;lat=516;jit=2133;split=80;ops=10;\
+         safety=7663;wl=535497818;f=1079:crash:1,3669;f=3300:move:0,1",
+    );
+}
+
+/// Harness regression of the linger upper bound (found when it was added): with `acks = -1`
+/// the producer gives a Produce up to `ack_timeout + 1 s` rather than the request timeout, so
+/// a Produce lost in a black hole still held the connection's only in-flight slot when the
+/// harness thought it free. Requests now count as possibly in flight for the request timeout
+/// plus the ack timeout plus a second.
+#[test]
+fn seed_337_linger_bound_waits_for_an_acks_all_produce_to_time_out() {
+    assert_passes(
+        "seed=337;b=2;c=2;p=3;rf=1;rt=1500;mif=1;lat=665;jit=2328;split=80;ops=9;\
+         safety=6898;wl=2009717158;f=1135:crash:1,444;f=2746:reorder:92,20,2275;\
+         f=3508:close:10,3;f=5366:blackhole:12;f=5843:close:3,3;f=5857:blackhole:4",
     );
 }
