@@ -6,16 +6,18 @@
 //! * `STELLFLOW_SIM_SEED=<seed>` — replays one seed and prints its plan and trace hash.
 //! * `STELLFLOW_SIM_PLAN='<code>'` — replays one (e.g. shrunk) plan.
 //! * `STELLFLOW_SIM_ALL=1` — also runs the seeds skipped as known failures.
+//! * `STELLFLOW_SIM_TRACE=1` — with a replay, also prints the run's readable trace (faults,
+//!   connections, request/response frames, client events, violations, by virtual time).
 //!
 //! A failing seed prints its plan, the violation and a shrunk plan that still fails.
 
 #[path = "simulation/regressions.rs"]
 mod regressions;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Instant;
-use stellflow_sim::dst::{FaultKind, FaultPlan, RunReport, run_plan, shrink};
+use stellflow_sim::dst::{FaultKind, FaultPlan, RunReport, run_plan, run_plan_logged, shrink};
 
 /// Seeds the CI set runs by default.
 const CI_SEEDS: u64 = 500;
@@ -26,6 +28,10 @@ const THREADS: u64 = 2;
 /// `simulation/regressions.rs`; the CI set skips them (the soak with `STELLFLOW_SIM_ALL=1`
 /// runs them too). Remove a seed here when its regression test is un-ignored.
 const KNOWN_FAILING: [u64; 0] = [];
+
+/// What one thread of the CI set found: seeds run, failure texts, planned faults per kind,
+/// commands completed, linger upper bound armings.
+type ThreadResult = (u64, Vec<String>, BTreeMap<FaultKind, u64>, u64, u64);
 
 fn run_all() -> bool {
     std::env::var("STELLFLOW_SIM_ALL").as_deref() == Ok("1")
@@ -82,13 +88,14 @@ fn simulation_seeds() {
     }
     let count = env_u64("STELLFLOW_SIM_SEEDS").unwrap_or(CI_SEEDS);
     let started = Instant::now(); // wall clock for the seeds/s report only, never in a world
-    let results: Vec<(u64, Vec<String>, BTreeSet<FaultKind>, u64)> = std::thread::scope(|s| {
+    let results: Vec<ThreadResult> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..THREADS)
             .map(|t| {
                 s.spawn(move || {
                     let mut failures = Vec::new();
-                    let mut kinds = BTreeSet::new();
+                    let mut kinds = BTreeMap::new();
                     let mut commands = 0u64;
+                    let mut linger_checks = 0u64;
                     let mut ran = 0u64;
                     let mut seed = t;
                     while seed < count {
@@ -97,9 +104,12 @@ fn simulation_seeds() {
                             continue;
                         }
                         let plan = ci_plan(seed);
-                        kinds.extend(plan.kinds());
+                        for k in plan.kinds() {
+                            *kinds.entry(k).or_insert(0u64) += 1;
+                        }
                         let (report, failure) = check_plan(&plan);
                         commands += report.commands as u64;
+                        linger_checks += report.linger_bound_checks;
                         if let Some(msg) = failure {
                             let text = report_failure(&plan, &report, &msg);
                             eprintln!("{text}");
@@ -108,7 +118,7 @@ fn simulation_seeds() {
                         ran += 1;
                         seed += THREADS;
                     }
-                    (ran, failures, kinds, commands)
+                    (ran, failures, kinds, commands, linger_checks)
                 })
             })
             .collect();
@@ -121,7 +131,11 @@ fn simulation_seeds() {
     let ran: u64 = results.iter().map(|r| r.0).sum();
     let commands: u64 = results.iter().map(|r| r.3).sum();
     let failures: Vec<&String> = results.iter().flat_map(|r| &r.1).collect();
-    let kinds: BTreeSet<FaultKind> = results.iter().flat_map(|r| r.2.iter().copied()).collect();
+    let linger_checks: u64 = results.iter().map(|r| r.4).sum();
+    let mut kinds: BTreeMap<FaultKind, u64> = BTreeMap::new();
+    for (k, n) in results.iter().flat_map(|r| r.2.iter()) {
+        *kinds.entry(*k).or_insert(0) += n;
+    }
     // Written to the stdout handle directly: libtest captures `println!` of passing tests.
     let mut out = std::io::stdout();
     let _ = writeln!(
@@ -129,9 +143,15 @@ fn simulation_seeds() {
         "dst: {ran} seeds x2 runs, {commands} commands, {secs:.1} s wall, {:.1} seeds/s ({THREADS} threads)",
         ran as f64 / secs.max(1e-9)
     );
+    let per_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k:?}={n}")).collect();
+    let _ = writeln!(
+        out,
+        "dst: planned faults per kind: {}; linger upper bound armed {linger_checks} times",
+        per_kind.join(" ")
+    );
     let missing: Vec<&FaultKind> = FaultKind::ALL
         .iter()
-        .filter(|k| !kinds.contains(k))
+        .filter(|k| !kinds.contains_key(k))
         .collect();
     assert!(missing.is_empty(), "fault kinds never planned: {missing:?}");
     assert!(
@@ -145,10 +165,17 @@ fn simulation_seeds() {
             .join("\n")
     );
     let _ = writeln!(out, "RESULT dst-seeds {ran}");
+    let _ = writeln!(out, "RESULT dst-fault-kinds {}", kinds.len());
 }
 
 fn replay(plan: &FaultPlan) {
     println!("{plan}");
+    if std::env::var("STELLFLOW_SIM_TRACE").as_deref() == Ok("1") {
+        let (_, log) = run_plan_logged(plan);
+        for line in log {
+            println!("{line}");
+        }
+    }
     let (report, failure) = check_plan(plan);
     println!(
         "trace hash {:#x}, {} commands, {:?} virtual, stats {:?}",

@@ -19,7 +19,8 @@
 //! boundaries, each segment arrives after latency plus jitter but never before the one ahead
 //! of it, and everything due at one instant is coalesced into one read, so clients and brokers
 //! see arbitrary splits of a correct TCP stream. Faults: reset (mid-frame when bytes are in
-//! flight), half-open (the broker side vanishes silently), partitions (bytes are held, connects
+//! flight), half-open (the broker side vanishes; the next write draws an RST), black hole (no
+//! FIN, no RST, ever: only the client's timeouts notice), partitions (bytes are held, connects
 //! fail) and heals; broker crash and restart (with leadership re-asserted), leader moves within
 //! the ISR, injected errors (header-level and per partition), dropped responses, connections
 //! closed by the broker, response delays, response and execution reordering across correlation
@@ -35,15 +36,22 @@
 //! Checked by the built-in workload: every command gets exactly one outcome, within its
 //! deadline; acknowledged offsets grow per partition; one offset never acknowledges two blobs;
 //! fetched blobs equal acknowledged ones; every acknowledged blob is in the leader's log at the
-//! end; the healed system finishes all work within a bound; idle clients make almost no
-//! requests and timer wake-ups.
+//! end, with idempotence no record twice (unless the server lost its de-duplication state);
+//! linger both ways: no batch leaves before `linger` (without a flush), and a due batch whose
+//! partition could be sent leaves within [`pipeline::LINGER_SLACK`] (the precise rule is on
+//! [`pipeline::ProducerLoad`]); consumers deliver records in order per partition, twice only
+//! across a restart without a covering commit, and every acknowledged record in the end; a
+//! healthy network keeps a group member's session (no rejoin while idle); the healed system
+//! finishes all work within a bound; idle clients make almost no requests and timer
+//! wake-ups.
 //!
 //! # Replay
 //!
 //! A run is a pure function of its plan: the same seed gives the same trace hash. The
 //! `simulation` test target prints each failing seed's plan and shrunk plan;
 //! `STELLFLOW_SIM_SEED=<seed>` replays one seed, `STELLFLOW_SIM_PLAN='<code>'` one plan, and
-//! `STELLFLOW_SIM_SEEDS=<n>` runs a longer soak.
+//! `STELLFLOW_SIM_SEEDS=<n>` runs a longer soak; with `STELLFLOW_SIM_TRACE=1` a replay also
+//! prints the run's readable trace ([`run_plan_logged`]).
 //!
 //! # Running your own code under the simulation
 //!
@@ -98,7 +106,8 @@ pub mod world;
 pub use check::Violation;
 pub use net::NetConfig;
 pub use plan::{FaultAction, FaultKind, FaultPlan, PlannedFault, Scenario};
-pub use run::{RunReport, run_plan, run_seed};
+pub use run::{RunReport, run_plan, run_plan_logged, run_seed};
 pub use shrink::shrink;
 pub use trace::TraceHash;
-pub use world::{ClientId, World, WorldStats};
+pub use wire::Outstanding;
+pub use world::{ClientId, LinkView, World, WorldStats};

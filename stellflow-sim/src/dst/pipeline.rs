@@ -4,8 +4,10 @@
 //! times. Checked: exactly one `Produced` per accepted record within the delivery bound;
 //! acknowledged positions grow with the sequence per partition; every acknowledged record is
 //! in the leader's log at its `(offset, index)`; with idempotence no record is in the log
-//! twice; linger: a batch's first record never hits the wire earlier than `linger` after it
-//! was produced (unless a flush was asked for).
+//! twice; linger, both ways: a batch's first record never hits the wire earlier than `linger`
+//! after it was produced (unless a flush was asked for), and never later than
+//! [`LINGER_SLACK`] after the batch is due and its partition could be sent (see
+//! [`ProducerLoad`] for the precise rule).
 //!
 //! Consumer: one consumer (group subscription or manual assignment with commits), restarted
 //! gracefully at random times. Checked: records of a partition come in strictly increasing
@@ -15,8 +17,9 @@
 //! rejoins.
 
 use super::check::OutcomeBook;
+use super::wire::Outstanding;
 use super::workload::{Ledger, TOPIC};
-use super::world::{ClientId, World};
+use super::world::{ClientId, LinkView, World};
 use crate::rng::SimRng;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -67,11 +70,73 @@ impl PipelineShape {
     }
 }
 
+/// How late past its due time a sendable batch may hit the wire: the producer must send it
+/// in the step in which it becomes due, so any positive gap is a missed wake-up.
+pub const LINGER_SLACK: Duration = Duration::from_millis(1);
+
 /// The producer workload.
+///
+/// # Linger upper bound (`linger-upper-bound`)
+///
+/// Checked after every step, per partition `p`. Let `R` be the oldest record of `p` that has
+/// no outcome yet and was never on the wire (so it opens its batch), produced at `t_R`. Its
+/// batch opens at `o_R = max(t_R, k)`, `k` being the first instant the client's metadata
+/// named the topic's partitions (a record produced before waits unbatched, as in the Java
+/// client, and its linger starts when it is placed). It is *due* at `min(o_R + linger, f)`,
+/// `f` being the first flush asked for after `t_R`. The
+/// partition is *sendable* while everything the producer legitimately waits for is there, as
+/// seen from outside the client:
+///
+/// 1. no record of `p` that was on the wire is still without its outcome (a batch in flight
+///    or waiting for its retry backoff blocks the partition: one Produce in flight per
+///    partition, retries keep their order);
+/// 2. no Produce carrying `p` is on any of the producer's connections unanswered and younger
+///    than `request timeout + ack timeout + 1 s` (after that the client has certainly given up
+///    on it; a Produce with `acks = -1` may wait longer than the plain request timeout);
+/// 3. the client's metadata names a leader `L` for `p`;
+/// 4. the producer has at least one connection to `L`, and each of them is negotiated
+///    (ApiVersions answered) and has fewer than `max_in_flight_per_connection` requests
+///    unanswered and younger than that bound;
+/// 5. with idempotence, a Produce of this producer was on the wire before (the producer id is
+///    known; it is never forgotten, only fenced, and fencing fails every waiting record).
+///
+/// 6. `R`'s batch cannot be waiting for a retry: the producer hands a due batch whose leader is
+///    known to its network layer at once, where it waits for the connection or an in-flight
+///    slot and times out after the request timeout (at the soonest), then waits for its retry
+///    backoff — none of which shows on the wire. So once the request timeout has passed since
+///    the first step at which `R` was due while metadata named a leader, `R` is exempt (until
+///    it is sent or has its outcome).
+///
+/// If `R` is still not on the wire at a step more than [`LINGER_SLACK`] after both its due
+/// time and the instant since which the partition has been sendable without a break, the
+/// producer sat on a ready batch: violation. Everything else (reconnect and metadata backoff,
+/// retry backoff, in-flight limits, a producer id on its way) makes the partition not
+/// sendable, so the bound never fires for them.
 #[derive(Debug)]
 pub struct ProducerLoad {
     client: ClientId,
     linger: Duration,
+    /// The client's request timeout: no request of the producer times out sooner.
+    request_timeout: Duration,
+    /// No request of the producer is still awaited by the client after this long (a Produce
+    /// with `acks = -1` may get longer than the request timeout, up to the ack timeout plus
+    /// a margin; this bound covers both).
+    request_timeout_max: Duration,
+    max_in_flight: usize,
+    /// Every record value seen on the wire.
+    sent: BTreeSet<String>,
+    /// A Produce of this producer was on the wire.
+    produce_seen: bool,
+    /// Per partition: since when it has been sendable without a break.
+    sendable_since: BTreeMap<i32, Duration>,
+    /// Per partition: the oldest unsent record and the first sample at which it was due while
+    /// metadata named a leader (the producer may have handed it to the network layer then).
+    attempt_from: BTreeMap<i32, (String, Duration)>,
+    /// When the client's metadata first named the partitions of the topic (records produced
+    /// before wait unbatched until then, and their linger starts then).
+    topic_known_at: Option<Duration>,
+    /// Samples at which the upper bound was armed (a due record on a sendable partition).
+    bound_checks: u64,
     idempotent: bool,
     bound: Duration,
     schedule: VecDeque<(Duration, i32)>,
@@ -118,6 +183,7 @@ impl ProducerLoad {
         p.retry_backoff = Duration::from_millis(50);
         p.retry_backoff_max = Duration::from_millis(500);
         let linger = p.linger;
+        let ack_timeout = p.ack_timeout;
         let bound = p.delivery_timeout + config.request_timeout * 2 + Duration::from_secs(1);
         let client = match world.add_client(config) {
             Ok(c) => c,
@@ -140,6 +206,15 @@ impl ProducerLoad {
         Some(ProducerLoad {
             client,
             linger,
+            request_timeout: base.request_timeout,
+            request_timeout_max: base.request_timeout + ack_timeout + Duration::from_secs(1),
+            max_in_flight: base.max_in_flight_per_connection.max(1),
+            sent: BTreeSet::new(),
+            produce_seen: false,
+            sendable_since: BTreeMap::new(),
+            attempt_from: BTreeMap::new(),
+            topic_known_at: None,
+            bound_checks: 0,
             idempotent: shape.idempotent,
             bound,
             schedule: schedule.into(),
@@ -175,6 +250,12 @@ impl ProducerLoad {
     /// Outcomes received.
     pub fn completed(&self) -> usize {
         self.book.completed()
+    }
+
+    /// How many times the linger upper bound was armed (a due record on a sendable partition,
+    /// sampled after a step).
+    pub fn linger_bound_checks(&self) -> u64 {
+        self.bound_checks
     }
 
     /// Whether every record has its outcome and every liveness goal is met.
@@ -308,6 +389,121 @@ impl ProducerLoad {
         if let Some(detail) = self.book.overdue(world.elapsed()) {
             world.report("outcome-in-time", format!("producer: {detail}"));
         }
+        self.check_linger_bound(world);
+    }
+
+    /// The linger upper bound (see [`ProducerLoad`]).
+    fn check_linger_bound(&mut self, world: &mut World) {
+        let now = world.elapsed();
+        if self.topic_known_at.is_none()
+            && world
+                .client(self.client)
+                .metadata()
+                .topics
+                .get(TOPIC)
+                .is_some_and(|t| !t.partitions.is_empty())
+        {
+            self.topic_known_at = Some(now);
+        }
+        let Some(known_at) = self.topic_known_at else {
+            return; // every record waits for metadata
+        };
+        // Per partition: the oldest unsent record without outcome, and whether a record that
+        // was on the wire still waits for its outcome.
+        let mut oldest: BTreeMap<i32, (u64, &str)> = BTreeMap::new();
+        let mut busy: BTreeSet<i32> = BTreeSet::new();
+        for (partition, seq, value) in self.info.values() {
+            if self.sent.contains(value) {
+                busy.insert(*partition);
+            } else if oldest.get(partition).is_none_or(|(s, _)| seq < s) {
+                oldest.insert(*partition, (*seq, value.as_str()));
+            }
+        }
+        let mut due: Vec<(i32, Duration, String)> = Vec::new();
+        for p in 0..self.partitions {
+            let Some((_, value)) = oldest.get(&p) else {
+                self.sendable_since.remove(&p);
+                self.attempt_from.remove(&p);
+                continue;
+            };
+            let Some(produced) = self.produced_at.get(*value).copied() else {
+                continue;
+            };
+            // A record produced before the topic's partitions were known opens its batch when
+            // they become known.
+            let opened = produced.max(known_at);
+            let flushed = self.flushes.iter().copied().find(|f| *f > produced);
+            let due_at = flushed.map_or(opened + self.linger, |f| f.min(opened + self.linger));
+            due.push((p, due_at, (*value).to_owned()));
+        }
+        if due.is_empty() {
+            return;
+        }
+        let links = world.links(self.client);
+        let live = |o: &&Outstanding| o.sent_at + self.request_timeout_max > now;
+        let mut in_flight: BTreeSet<i32> = BTreeSet::new();
+        for l in &links {
+            for o in l.outstanding.iter().filter(live) {
+                let Some(body) = o.body.clone() else { continue };
+                if let Ok(req) = ProduceRequest::decode(&mut Reader::new(body)) {
+                    in_flight.extend(
+                        req.topic_data
+                            .iter()
+                            .flat_map(|t| t.partitions.iter().map(|p| p.partition)),
+                    );
+                }
+            }
+        }
+        for (p, due_at, value) in due {
+            let leader = world
+                .client(self.client)
+                .metadata()
+                .partition(TOPIC, p)
+                .and_then(|m| m.leader().ok());
+            if self.attempt_from.get(&p).is_some_and(|(v, _)| *v != value) {
+                self.attempt_from.remove(&p);
+            }
+            if now >= due_at && leader.is_some() && !self.attempt_from.contains_key(&p) {
+                self.attempt_from.insert(p, (value.clone(), now));
+            }
+            // Handed to the network layer at that sample at the latest, the request may have
+            // timed out waiting for a connection or an in-flight slot since: then the batch
+            // waits for its retry backoff, which the wire does not show.
+            let maybe_retrying = self
+                .attempt_from
+                .get(&p)
+                .is_some_and(|(_, at)| now >= *at + self.request_timeout);
+            let sendable = !maybe_retrying
+                && !busy.contains(&p)
+                && !in_flight.contains(&p)
+                && (!self.idempotent || self.produce_seen)
+                && leader.is_some_and(|l| {
+                    let to: Vec<&LinkView> = links.iter().filter(|k| k.broker == l).collect();
+                    !to.is_empty()
+                        && to.iter().all(|k| {
+                            k.negotiated
+                                && k.outstanding.iter().filter(live).count() < self.max_in_flight
+                        })
+                });
+            if !sendable {
+                self.sendable_since.remove(&p);
+                continue;
+            }
+            let since = *self.sendable_since.entry(p).or_insert(now);
+            let deadline = due_at.max(since) + LINGER_SLACK;
+            if now >= due_at {
+                self.bound_checks += 1;
+            }
+            if now > deadline {
+                world.report(
+                    "linger-upper-bound",
+                    format!(
+                        "t0-{p}: batch starting with {value} due at {due_at:?} (linger {:?}), partition sendable to leader {leader:?} since {since:?}, still not sent at {now:?}",
+                        self.linger
+                    ),
+                );
+            }
+        }
     }
 
     fn acked_at(&mut self, world: &mut World, partition: i32, seq: u64, pos: Pos, value: &str) {
@@ -352,6 +548,12 @@ impl ProducerLoad {
         for t in req.topic_data {
             for p in t.partitions {
                 let Some(blob) = p.records else { continue };
+                self.produce_seen = true;
+                for r in blob_records(blob.clone()).flatten() {
+                    if let Some(v) = r.record.value {
+                        self.sent.insert(String::from_utf8_lossy(&v).into_owned());
+                    }
+                }
                 let Some(Ok(first)) = blob_records(blob).next() else {
                     continue;
                 };

@@ -25,6 +25,8 @@ pub struct RunReport {
     pub commands: usize,
     /// Virtual time the run took.
     pub elapsed: Duration,
+    /// How often the producer's linger upper bound was armed (0 without a producer).
+    pub linger_bound_checks: u64,
 }
 
 impl RunReport {
@@ -134,6 +136,17 @@ impl Loads {
 
 /// Runs `plan` to the end and reports (stops early at the first violation).
 pub fn run_plan(plan: &FaultPlan) -> RunReport {
+    run(plan, false).0
+}
+
+/// Like [`run_plan`], and also returns the run's readable trace ([`World::keep_log`]): one
+/// line per fault, connect, disconnect, request and response frame, client event and
+/// violation. The run itself (and its trace hash) is the same as without the log.
+pub fn run_plan_logged(plan: &FaultPlan) -> (RunReport, Vec<String>) {
+    run(plan, true)
+}
+
+fn run(plan: &FaultPlan, keep_log: bool) -> (RunReport, Vec<String>) {
     let s = plan.scenario;
     let net = NetConfig {
         latency: Duration::from_micros(u64::from(s.latency_us)),
@@ -142,6 +155,9 @@ pub fn run_plan(plan: &FaultPlan) -> RunReport {
     };
     let brokers = s.brokers.max(1) as usize;
     let mut world = World::new(plan.seed, ClusterConfig::with_brokers(brokers), net);
+    if keep_log {
+        world.keep_log();
+    }
     let partitions = s.partitions.max(1) as i32;
     let rf = (s.replication.max(1) as usize).min(brokers);
     if let Err(e) = world.cluster_mut().create_topic(TOPIC, partitions, rf) {
@@ -266,13 +282,19 @@ pub fn run_plan(plan: &FaultPlan) -> RunReport {
             c.check_values(&mut world, loads.producer.as_ref());
         }
     }
-    RunReport {
+    let log = world.take_log();
+    let report = RunReport {
         trace_hash: world.trace_hash(),
         violations: world.violations().to_vec(),
         stats: world.stats(),
         commands: loads.completed(),
         elapsed: world.elapsed(),
-    }
+        linger_bound_checks: loads
+            .producer
+            .as_ref()
+            .map_or(0, |p| p.linger_bound_checks()),
+    };
+    (report, log)
 }
 
 fn idle_phase(world: &mut World, loads: &mut Loads, s: &super::plan::Scenario) {

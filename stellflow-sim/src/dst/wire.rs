@@ -4,9 +4,24 @@
 
 use bytes::{Bytes, BytesMut};
 use std::collections::BTreeMap;
+use std::time::Duration;
 use stellflow_proto::frame::{FrameDecoder, split_request, split_response};
-use stellflow_proto::messages::ApiVersionsResponse;
+use stellflow_proto::messages::{ApiVersionsResponse, ProduceRequest, ProduceResponse};
+use stellflow_proto::record::blob_records;
 use stellflow_proto::{ApiKey, Reader, Wire};
+
+/// A request on the wire whose answer has not arrived (the client may have given up on it).
+#[derive(Debug, Clone)]
+pub struct Outstanding {
+    /// Its API.
+    pub api: ApiKey,
+    /// The client's request-timeout counter when it was written.
+    pub timeouts: u64,
+    /// When it was written (virtual time since the start).
+    pub sent_at: Duration,
+    /// Its body, for the tapped API only.
+    pub body: Option<Bytes>,
+}
 
 /// The observer of one connection's two byte streams.
 #[derive(Debug, Default)]
@@ -17,14 +32,18 @@ pub struct LinkObserver {
     down_buf: BytesMut,
     /// Version ranges from the ApiVersions answer, once it arrived.
     negotiated: Option<BTreeMap<i16, (i16, i16)>>,
-    /// Requests sent and not answered: correlation id → (api key, client timeouts at send).
-    outstanding: BTreeMap<i32, (ApiKey, u64)>,
+    /// Requests sent and not answered, by correlation id.
+    outstanding: BTreeMap<i32, Outstanding>,
     /// Requests seen on this connection.
     pub requests: u64,
     /// Keep the bodies of requests of this API ([`LinkObserver::tapped`]).
     pub tap: Option<ApiKey>,
     /// Bodies of tapped requests, in wire order.
     pub tapped: Vec<Bytes>,
+    /// Keep a readable line per request and response frame ([`LinkObserver::frames`]).
+    pub record_frames: bool,
+    /// Readable lines of the frames seen since the owner last drained them.
+    pub frames: Vec<String>,
 }
 
 impl LinkObserver {
@@ -36,10 +55,17 @@ impl LinkObserver {
         }
     }
 
+    /// Keeps readable lines of the frames seen ([`LinkObserver::frames`]) when `on`.
+    pub fn recording(mut self, on: bool) -> Self {
+        self.record_frames = on;
+        self
+    }
+
     /// Client → broker bytes, in order. `timeouts` is the client's request-timeout counter now.
     pub fn on_request_bytes(
         &mut self,
         bytes: &[u8],
+        at: Duration,
         timeouts: u64,
         max_in_flight: usize,
     ) -> Result<(), (&'static str, String)> {
@@ -50,21 +76,54 @@ impl LinkObserver {
                 Ok(None) => return Ok(()),
                 Err(e) => return Err(("well-formed-requests", format!("framing: {e}"))),
             };
-            self.on_request(frame, timeouts, max_in_flight)?;
+            self.on_request(frame, at, timeouts, max_in_flight)?;
         }
     }
 
     fn on_request(
         &mut self,
         frame: Bytes,
+        at: Duration,
         timeouts: u64,
         max_in_flight: usize,
     ) -> Result<(), (&'static str, String)> {
         let (h, body) = split_request(frame)
             .map_err(|e| ("well-formed-requests", format!("request header: {e}")))?;
         self.requests += 1;
-        if self.tap == Some(h.api_key) {
-            self.tapped.push(body);
+        if self.record_frames {
+            let mut line = format!(
+                "-> {:?} v{} corr {} ({} body bytes)",
+                h.api_key,
+                h.api_version,
+                h.correlation_id,
+                body.len()
+            );
+            if h.api_key == ApiKey::PRODUCE
+                && let Ok(r) = ProduceRequest::decode(&mut Reader::new(body.clone()))
+            {
+                for t in &r.topic_data {
+                    for p in &t.partitions {
+                        let first = p
+                            .records
+                            .clone()
+                            .and_then(|b| blob_records(b).next())
+                            .and_then(|r| r.ok())
+                            .and_then(|r| r.record.value)
+                            .map(|v| String::from_utf8_lossy(&v).into_owned());
+                        line.push_str(&format!(
+                            " [{}-{} first {:?}]",
+                            t.topic.as_deref().unwrap_or("?"),
+                            p.partition,
+                            first
+                        ));
+                    }
+                }
+            }
+            self.frames.push(line);
+        }
+        let tapped = self.tap == Some(h.api_key);
+        if tapped {
+            self.tapped.push(body.clone());
         }
         match &self.negotiated {
             None if h.api_key != ApiKey::API_VERSIONS => {
@@ -92,7 +151,15 @@ impl LinkObserver {
         }
         if self
             .outstanding
-            .insert(h.correlation_id, (h.api_key, timeouts))
+            .insert(
+                h.correlation_id,
+                Outstanding {
+                    api: h.api_key,
+                    timeouts,
+                    sent_at: at,
+                    body: tapped.then_some(body),
+                },
+            )
             .is_some()
         {
             return Err((
@@ -104,7 +171,7 @@ impl LinkObserver {
         let sure = self
             .outstanding
             .values()
-            .filter(|(_, t)| *t == timeouts)
+            .filter(|o| o.timeouts == timeouts)
             .count();
         if sure > max_in_flight {
             return Err((
@@ -126,7 +193,35 @@ impl LinkObserver {
             };
             let (h, body) = split_response(frame)
                 .map_err(|e| ("well-formed-responses", format!("response header: {e}")))?;
-            let Some((key, _)) = self.outstanding.remove(&h.correlation_id) else {
+            let known = self.outstanding.remove(&h.correlation_id);
+            if self.record_frames {
+                let mut line = format!(
+                    "<- {} corr {} error {}",
+                    known
+                        .as_ref()
+                        .map_or("late answer".to_owned(), |o| format!("{:?}", o.api)),
+                    h.correlation_id,
+                    h.error_code.0
+                );
+                if known.as_ref().is_some_and(|o| o.api == ApiKey::PRODUCE)
+                    && let Some(b) = body.clone()
+                    && let Ok(r) = ProduceResponse::decode(&mut Reader::new(b))
+                {
+                    for t in &r.responses {
+                        for p in &t.partitions {
+                            line.push_str(&format!(
+                                " [{}-{} error {} offset {}]",
+                                t.topic.as_deref().unwrap_or("?"),
+                                p.partition,
+                                p.error_code.0,
+                                p.base_offset
+                            ));
+                        }
+                    }
+                }
+                self.frames.push(line);
+            }
+            let Some(Outstanding { api: key, .. }) = known else {
                 continue; // a late answer to a request the client already gave up on
             };
             if key == ApiKey::API_VERSIONS
@@ -147,5 +242,10 @@ impl LinkObserver {
     /// Whether the ApiVersions answer arrived.
     pub fn negotiated(&self) -> bool {
         self.negotiated.is_some()
+    }
+
+    /// Requests written and not answered yet, in correlation-id order.
+    pub fn outstanding(&self) -> impl Iterator<Item = &Outstanding> {
+        self.outstanding.values()
     }
 }

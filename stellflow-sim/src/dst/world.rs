@@ -5,7 +5,7 @@ use super::check::Violation;
 use super::net::{NetConfig, Pipe};
 use super::plan::FaultAction;
 use super::trace::TraceHash;
-use super::wire::LinkObserver;
+use super::wire::{LinkObserver, Outstanding};
 use crate::cluster::{ConnId as SimConnId, SimCluster};
 use crate::config::ClusterConfig;
 use crate::knobs::{DelayRule, Fault, FaultRule};
@@ -16,6 +16,31 @@ use std::time::{Duration, Instant};
 use stellflow_proto::{ApiKey, ErrorCode};
 use stellflow_sansio::consumer::ConsumerRecord;
 use stellflow_sansio::{Client, ClientConfig, ConnId, DisconnectReason, Event};
+
+/// Appends one readable line to an optional log (formatted only when the log is kept).
+macro_rules! note {
+    ($log:expr, $at:expr, $($arg:tt)*) => {
+        let at: Duration = $at;
+        if let Some(log) = $log.as_mut() {
+            log.push(format!("{:>11.6} {}", at.as_secs_f64(), format_args!($($arg)*)));
+        }
+    };
+}
+
+/// One of a client's connections as the world sees it ([`World::links`]).
+#[derive(Debug, Clone)]
+pub struct LinkView {
+    /// The client's connection id.
+    pub conn: ConnId,
+    /// The broker at the other end.
+    pub broker: i32,
+    /// Whether the ApiVersions answer reached the client.
+    pub negotiated: bool,
+    /// Whether the broker side is gone (half-open or black hole); the client cannot know.
+    pub dead: bool,
+    /// Requests written on it and not answered, oldest first (bodies for the tapped API).
+    pub outstanding: Vec<Outstanding>,
+}
 
 /// Identifies a client added with [`World::add_client`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -119,6 +144,8 @@ pub struct World {
     violations: Vec<Violation>,
     stuck_steps: u32,
     buf: BytesMut,
+    /// Readable trace lines, when asked for with [`World::keep_log`].
+    log: Option<Vec<String>>,
 }
 
 /// Bound on drain passes at one instant before the world reports a livelock.
@@ -153,6 +180,7 @@ impl World {
             violations: Vec::new(),
             stuck_steps: 0,
             buf: BytesMut::with_capacity(64 * 1024),
+            log: None,
         }
     }
 
@@ -251,6 +279,48 @@ impl World {
             .map_or((0, 0), |s| (s.requests, s.wakeups))
     }
 
+    /// From now on, keeps a readable trace (one line per fault, connect, disconnect, request
+    /// and response frame, client event and violation, with its virtual time) for
+    /// [`World::take_log`]. Off by default; it does not change the run or its trace hash.
+    pub fn keep_log(&mut self) {
+        if self.log.is_none() {
+            self.log = Some(Vec::new());
+        }
+        for link in self.links.values_mut() {
+            link.obs.record_frames = true;
+        }
+    }
+
+    /// The readable trace lines kept since the last call (empty unless [`World::keep_log`]).
+    pub fn take_log(&mut self) -> Vec<String> {
+        self.log.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Adds a line to the readable trace (if kept), e.g. a workload's own observations.
+    pub fn note(&mut self, line: impl FnOnce() -> String) {
+        let at = self.elapsed();
+        note!(self.log, at, "{}", line());
+    }
+
+    /// Client `id`'s connections that are established (connect done, not closed by either
+    /// side), with the requests written on each and not answered yet.
+    pub fn links(&self, id: ClientId) -> Vec<LinkView> {
+        self.links
+            .range((id.0, 0)..=(id.0, u64::MAX))
+            .map(|((_, conn), l)| {
+                let mut outstanding: Vec<Outstanding> = l.obs.outstanding().cloned().collect();
+                outstanding.sort_by_key(|o| o.sent_at);
+                LinkView {
+                    conn: ConnId(*conn),
+                    broker: l.broker,
+                    negotiated: l.obs.negotiated(),
+                    dead: l.half_open,
+                    outstanding,
+                }
+            })
+            .collect()
+    }
+
     /// What happened so far.
     pub fn stats(&self) -> WorldStats {
         self.stats
@@ -269,6 +339,7 @@ impl World {
     /// Records a violation found by code outside the world (workload checks).
     pub fn report(&mut self, invariant: &'static str, detail: String) {
         let at = self.elapsed();
+        note!(self.log, at, "VIOLATION {invariant}: {detail}");
         self.violations.push(Violation {
             at,
             invariant,
@@ -296,6 +367,7 @@ impl World {
     pub fn apply(&mut self, action: FaultAction) {
         let m = self.micros();
         self.trace.record(b'F', m, format!("{action:?}").as_bytes());
+        note!(self.log, self.elapsed(), "FAULT {action:?}");
         let now = self.now;
         let ms = |v: u32| Duration::from_millis(u64::from(v));
         match action {
@@ -393,6 +465,7 @@ impl World {
         self.cluster.set_reordering(0.0, 0.0);
         let m = self.micros();
         self.trace.record(b'H', m, b"heal");
+        note!(self.log, self.elapsed(), "HEAL");
         self.settle();
     }
 
@@ -482,6 +555,13 @@ impl World {
         let now = self.now;
         let m = self.micros();
         self.trace.record(b'R', m, &key.1.to_le_bytes());
+        note!(
+            self.log,
+            self.elapsed(),
+            "client {} conn {}: reset",
+            key.0,
+            key.1
+        );
         if let Some(slot) = self.clients.get_mut(key.0) {
             slot.client.handle_disconnected(
                 ConnId(key.1),
@@ -509,6 +589,18 @@ impl World {
         }
         let m = self.micros();
         self.trace.record(b'O', m, &key.1.to_le_bytes());
+        let how = if black_hole {
+            "black hole"
+        } else {
+            "half-open"
+        };
+        note!(
+            self.log,
+            self.elapsed(),
+            "client {} conn {}: {how}",
+            key.0,
+            key.1
+        );
     }
 
     // ----- driving ------------------------------------------------------------------------
@@ -668,6 +760,12 @@ impl World {
             progress = true;
             let address = cr.address.to_string();
             self.trace.record(b'C', m, address.as_bytes());
+            note!(
+                self.log,
+                now - self.epoch,
+                "client {i} conn {}: connect to {address}",
+                cr.conn.0
+            );
             let at = now + self.net.latency;
             self.connects.push(PendingConnect {
                 at,
@@ -679,6 +777,12 @@ impl World {
         while let Some(c) = slot.client.poll_close() {
             progress = true;
             self.trace.record(b'X', m, &c.0.to_le_bytes());
+            note!(
+                self.log,
+                now - self.epoch,
+                "client {i} conn {}: closed by the client",
+                c.0
+            );
             self.connects.retain(|p| !(p.client == i && p.conn == c));
             if let Some(link) = self.links.remove(&(i, c.0))
                 && let Some(sim) = link.sim
@@ -709,7 +813,7 @@ impl World {
             let before = link.obs.requests;
             if let Err((invariant, detail)) =
                 link.obs
-                    .on_request_bytes(&self.buf, timeouts, slot.max_in_flight)
+                    .on_request_bytes(&self.buf, now - self.epoch, timeouts, slot.max_in_flight)
             {
                 self.violations.push(Violation {
                     at: now - self.epoch,
@@ -722,6 +826,9 @@ impl World {
             let at = now - self.epoch;
             slot.tapped
                 .extend(link.obs.tapped.drain(..).map(|b| (at, b)));
+            for f in link.obs.frames.drain(..) {
+                note!(self.log, at, "client {i} conn {}: {f}", c.0);
+            }
             if !link.half_open {
                 link.up.push(&mut self.rng, &self.net, now, &self.buf);
             } else if !link.black_hole && !link.rst {
@@ -733,6 +840,7 @@ impl World {
         while let Some(e) = slot.client.poll_event() {
             progress = true;
             self.trace.record(b'E', m, format!("{i}{e:?}").as_bytes());
+            note!(self.log, now - self.epoch, "client {i} event {e:?}");
             slot.events.push_back(e);
         }
         while let Some(r) = slot.client.poll_record() {
@@ -807,6 +915,15 @@ impl World {
                         detail,
                     });
                 }
+                for f in link.obs.frames.drain(..) {
+                    note!(
+                        self.log,
+                        now - self.epoch,
+                        "client {} conn {}: {f}",
+                        key.0,
+                        key.1
+                    );
+                }
                 if let Some(slot) = self.clients.get_mut(key.0) {
                     slot.client.handle_input(ConnId(key.1), now, &mut self.buf);
                 }
@@ -815,6 +932,13 @@ impl World {
                 progress = true;
                 self.links.remove(&key);
                 self.trace.record(b'P', m, &key.1.to_le_bytes());
+                note!(
+                    self.log,
+                    now - self.epoch,
+                    "client {} conn {}: closed by the peer",
+                    key.0,
+                    key.1
+                );
                 if let Some(slot) = self.clients.get_mut(key.0) {
                     slot.client.handle_disconnected(
                         ConnId(key.1),
@@ -853,6 +977,13 @@ impl World {
                 Ok((broker, sim)) => {
                     self.stats.connects += 1;
                     self.trace.record(b'c', m, &c.conn.0.to_le_bytes());
+                    note!(
+                        self.log,
+                        now - self.epoch,
+                        "client {} conn {}: connected to broker {broker}",
+                        c.client,
+                        c.conn.0
+                    );
                     self.links.insert(
                         (c.client, c.conn.0),
                         Link {
@@ -863,7 +994,7 @@ impl World {
                             half_open: false,
                             black_hole: false,
                             rst: false,
-                            obs: LinkObserver::tapping(slot.tap),
+                            obs: LinkObserver::tapping(slot.tap).recording(self.log.is_some()),
                         },
                     );
                     self.by_sim.insert(sim, (c.client, c.conn.0));
@@ -872,6 +1003,13 @@ impl World {
                 Err(e) => {
                     self.stats.connect_failures += 1;
                     self.trace.record(b'f', m, e.as_bytes());
+                    note!(
+                        self.log,
+                        now - self.epoch,
+                        "client {} conn {}: connect failed: {e}",
+                        c.client,
+                        c.conn.0
+                    );
                     slot.client.handle_disconnected(
                         c.conn,
                         now,
