@@ -16,10 +16,7 @@ pub enum FaultKind {
     /// it from the RST its next write provokes.
     HalfOpen,
     /// A connection turns into a silent black hole (no FIN, no RST, ever): only the client's
-    /// own timeouts can notice. Not generated from seeds yet: generating it reshuffles every
-    /// seed's plan, and that set still had a failing seed (129) when this was written;
-    /// covered by the seed-15 and seed-12 regressions, [`crate::dst::World::apply`] and plan
-    /// codes.
+    /// own timeouts can notice.
     BlackHole,
     /// A broker is cut off from every client for a while (bytes are held, connects fail).
     Partition,
@@ -43,9 +40,10 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// Every kind [`FaultPlan::from_seed`] generates, for coverage checks.
-    pub const ALL: [FaultKind; 11] = [
+    pub const ALL: [FaultKind; 12] = [
         FaultKind::Reset,
         FaultKind::HalfOpen,
+        FaultKind::BlackHole,
         FaultKind::Partition,
         FaultKind::Crash,
         FaultKind::MoveLeader,
