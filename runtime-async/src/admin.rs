@@ -4,7 +4,7 @@ use crate::driver::Link;
 use crate::{ClientConfig, Error, Options, Runtime};
 use std::marker::PhantomData;
 use stellflow_sansio::{
-    AdminRequest, AdminResponse, BrokerApiVersions, ClusterMetadata, ClusterStatus,
+    AdminCall, AdminRequest, AdminResponse, BrokerApiVersions, ClusterMetadata, ClusterStatus,
     CommittedOffset, Counters, DecommissionResult, ListedOffset, OffsetSpec, ReassertedPartition,
     RequestOptions, Target, TopicAdminResult, TopicDescription,
 };
@@ -25,16 +25,6 @@ use stellflow_sansio::{
 pub struct Admin<R: Runtime> {
     link: Link,
     runtime: PhantomData<R>,
-}
-
-/// Runs one admin request and unwraps the expected answer variant.
-macro_rules! op {
-    ($self:ident, $req:expr, $variant:ident($v:pat) => $out:expr) => {
-        match $self.request($req, RequestOptions::default()).await? {
-            AdminResponse::$variant($v) => Ok($out),
-            _ => Err(Error::Unexpected(stringify!($variant))),
-        }
-    };
 }
 
 impl<R: Runtime> Admin<R> {
@@ -73,19 +63,27 @@ impl<R: Runtime> Admin<R> {
         Ok(result?)
     }
 
+    /// Runs `call` with default options and takes its typed result out of the answer.
+    async fn go<T>(&self, call: AdminCall<T>) -> Result<T, Error> {
+        let response = self
+            .request(call.request, RequestOptions::default())
+            .await?;
+        Ok((call.take)(response)?)
+    }
+
     /// The API versions one broker supports and the ones this client chose.
     pub async fn api_versions(&self, target: Target) -> Result<BrokerApiVersions, Error> {
-        op!(self, AdminRequest::ApiVersions { target }, ApiVersions(v) => v)
+        self.go(AdminCall::api_versions(target)).await
     }
 
     /// DescribeCluster on one broker (its local view).
     pub async fn describe_cluster(&self, target: Target) -> Result<ClusterStatus, Error> {
-        op!(self, AdminRequest::DescribeCluster { target }, Cluster(c) => c)
+        self.go(AdminCall::describe_cluster(target)).await
     }
 
     /// HealthCheck on one broker.
     pub async fn health_check(&self, target: Target) -> Result<ClusterStatus, Error> {
-        op!(self, AdminRequest::HealthCheck { target }, Health(c) => c)
+        self.go(AdminCall::health_check(target)).await
     }
 
     /// Topics from a fresh metadata round (empty = all), and requested names no broker knows.
@@ -93,12 +91,7 @@ impl<R: Runtime> Admin<R> {
         &self,
         topics: &[&str],
     ) -> Result<(Vec<TopicDescription>, Vec<String>), Error> {
-        let topics = topics.iter().map(|t| (*t).to_owned()).collect();
-        let req = AdminRequest::DescribeTopics { topics };
-        match self.request(req, RequestOptions::default()).await? {
-            AdminResponse::Topics { topics, missing } => Ok((topics, missing)),
-            _ => Err(Error::Unexpected("Topics")),
-        }
+        self.go(AdminCall::describe_topics(topics)).await
     }
 
     /// CreateTopic on one broker.
@@ -108,13 +101,8 @@ impl<R: Runtime> Admin<R> {
         partitions: i32,
         target: Target,
     ) -> Result<TopicAdminResult, Error> {
-        let topic = topic.to_owned();
-        let req = AdminRequest::CreateTopic {
-            topic,
-            partitions,
-            target,
-        };
-        op!(self, req, TopicCreated(r) => r)
+        self.go(AdminCall::create_topic(topic, partitions, target))
+            .await
     }
 
     /// DeleteTopic on one broker.
@@ -123,8 +111,7 @@ impl<R: Runtime> Admin<R> {
         topic: &str,
         target: Target,
     ) -> Result<TopicAdminResult, Error> {
-        let topic = topic.to_owned();
-        op!(self, AdminRequest::DeleteTopic { topic, target }, TopicDeleted(r) => r)
+        self.go(AdminCall::delete_topic(topic, target)).await
     }
 
     /// AlterPartition: overrides one partition's leader, epoch, replicas and ISR on one broker
@@ -146,7 +133,7 @@ impl<R: Runtime> Admin<R> {
             isr: assignment.1,
             target,
         };
-        op!(self, req, PartitionAltered(r) => r)
+        self.go(AdminCall::alter_partition(req)).await
     }
 
     /// ListOffsets for `(topic, partition, spec)` triples, routed to the leaders.
@@ -154,11 +141,7 @@ impl<R: Runtime> Admin<R> {
         &self,
         partitions: &[(&str, i32, OffsetSpec)],
     ) -> Result<Vec<ListedOffset>, Error> {
-        let partitions = partitions
-            .iter()
-            .map(|(t, p, s)| ((*t).to_owned(), *p, *s))
-            .collect();
-        op!(self, AdminRequest::ListOffsets { partitions }, Offsets(o) => o)
+        self.go(AdminCall::list_offsets(partitions)).await
     }
 
     /// The positions `group` committed for `(topic, partition)` pairs (FindCoordinator, then
@@ -169,13 +152,8 @@ impl<R: Runtime> Admin<R> {
         group: &str,
         partitions: &[(&str, i32)],
     ) -> Result<Vec<CommittedOffset>, Error> {
-        let group = group.to_owned();
-        let partitions = partitions
-            .iter()
-            .map(|(t, p)| ((*t).to_owned(), *p))
-            .collect();
-        let req = AdminRequest::CommittedOffsets { group, partitions };
-        op!(self, req, CommittedOffsets(c) => c)
+        self.go(AdminCall::committed_offsets(group, partitions))
+            .await
     }
 
     /// DecommissionBroker (a stub on today's server).
@@ -184,8 +162,8 @@ impl<R: Runtime> Admin<R> {
         broker_id: i32,
         target: Target,
     ) -> Result<DecommissionResult, Error> {
-        let req = AdminRequest::DecommissionBroker { broker_id, target };
-        op!(self, req, Decommissioned(d) => d)
+        self.go(AdminCall::decommission_broker(broker_id, target))
+            .await
     }
 
     /// Re-asserts leadership of a restarted broker's leaderless partitions.
@@ -193,8 +171,7 @@ impl<R: Runtime> Admin<R> {
         &self,
         broker_id: i32,
     ) -> Result<Vec<ReassertedPartition>, Error> {
-        let req = AdminRequest::ReassertLeadership { broker_id };
-        op!(self, req, LeadershipReasserted(r) => r)
+        self.go(AdminCall::reassert_leadership(broker_id)).await
     }
 
     /// Asks for a metadata refresh now (the core also refreshes on errors and periodically).

@@ -186,7 +186,7 @@ impl<R: Runtime> Consumer<R> {
     /// positions, fetch errors, commit outcomes of `commit_async` and auto-commit, group
     /// warnings); the oldest are dropped beyond 1024.
     pub async fn events(&self) -> Result<Vec<ConsumerEvent>, Error> {
-        self.link.query(|st, _| st.events.drain(..).collect()).await
+        self.link.query(|st, _| st.events.take()).await
     }
 
     /// Stops consuming (committing positions first when auto-commit is on) and waits for it.

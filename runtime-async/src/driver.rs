@@ -15,11 +15,11 @@ use async_channel as chan;
 use bytes::{Buf, BytesMut};
 use futures_lite::future;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, ErrorKind};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
+use stellflow_sansio::adapter::{EventLog, IdMap, start_client};
 use stellflow_sansio::{
     AdminError, AdminResponse, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
     ConsumerEvent, ConsumerRecord, DisconnectReason, Event, FlushId, Position, ProduceError,
@@ -59,8 +59,6 @@ pub(crate) struct Pending {
     pub reply: DeliveryTx,
 }
 
-/// Notable consumer events kept for [`crate::Consumer::events`] (oldest dropped beyond this).
-const EVENT_LOG: usize = 1024;
 /// Records that may wait in the lane for buffer space (beyond it, `enqueue` waits).
 const LANE: usize = 1024;
 /// Size of a fresh read buffer (one allocation, shared by the record slices cut from it).
@@ -71,25 +69,6 @@ const FRAME_ROOM: usize = 8 * 1024 * 1024 + 256 * 1024;
 const READ_MIN: usize = 64 * 1024;
 /// Bytes read from one socket per wake-up before the core's outputs are drained.
 const READ_BUDGET: usize = 8 * 1024 * 1024;
-
-/// The hasher of the deliveries map: the core's ids are sequential, so a multiplication is
-/// enough (SipHash would cost more than the rest of a record's bookkeeping).
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        bytes
-            .iter()
-            .for_each(|b| self.write_u64(self.0.rotate_left(8) ^ u64::from(*b)));
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
 
 /// A socket's writing side as the shared state sees it (the runtime's type erased).
 trait Transmit: Send + Sync {
@@ -124,12 +103,12 @@ pub(crate) struct State {
     pub client: Client,
     pub options: Arc<Options>,
     pub admin: HashMap<RequestId, Reply<Result<AdminResponse, AdminError>>>,
-    pub deliveries: HashMap<ProduceId, DeliveryTx, BuildHasherDefault<IdHasher>>,
+    pub deliveries: IdMap<ProduceId, DeliveryTx>,
     pub flushes: HashMap<FlushId, Reply<()>>,
     pub commits: HashMap<CommitId, Reply<Result<Committed, Error>>>,
     pub producer_closed: (bool, Vec<Reply<()>>),
     pub consumer_closed: (bool, Vec<Reply<()>>),
-    pub events: VecDeque<ConsumerEvent>,
+    pub events: EventLog,
     /// The lane: records that found the buffer full and what must stay behind them.
     parked: VecDeque<Parked>,
     parked_records: usize,
@@ -261,7 +240,9 @@ impl State {
             Event::Consumer(ConsumerEvent::CommitCompleted { id, result, kind }) => {
                 match self.commits.remove(&id) {
                     Some(tx) => drop(answer(&tx, result.map_err(Error::from))),
-                    None => self.log(ConsumerEvent::CommitCompleted { id, result, kind }),
+                    None => self
+                        .events
+                        .push(ConsumerEvent::CommitCompleted { id, result, kind }),
                 }
             }
             Event::Consumer(ConsumerEvent::Closed) => {
@@ -270,16 +251,9 @@ impl State {
                     let _ = answer(&tx, ());
                 });
             }
-            Event::Consumer(e) => self.log(e),
+            Event::Consumer(e) => self.events.push(e),
             _ => {}
         }
-    }
-
-    fn log(&mut self, e: ConsumerEvent) {
-        if self.events.len() == EVENT_LOG {
-            self.events.pop_front();
-        }
-        self.events.push_back(e);
     }
 
     /// The drain rule: take every output of the core until a whole pass yields nothing.
@@ -443,10 +417,8 @@ impl Link {
     /// Creates the client and starts its driver with [`Runtime::spawn`].
     pub fn start<R: Runtime>(config: ClientConfig, options: Options) -> Result<Link, Error> {
         let now = Instant::now();
-        let mut client = Client::new(config, now, crate::seed(&options))?;
-        if let Ok(d) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-            client.set_wall_clock(now, i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        }
+        let wall = std::time::SystemTime::now();
+        let client = start_client(config, now, wall, crate::seed(&options))?;
         let options = Arc::new(options);
         let (wake_tx, wake) = chan::bounded(1);
         let (connected_tx, connected_rx) = chan::unbounded();
@@ -459,7 +431,7 @@ impl Link {
             commits: HashMap::new(),
             producer_closed: (false, Vec::new()),
             consumer_closed: (false, Vec::new()),
-            events: VecDeque::new(),
+            events: EventLog::default(),
             parked: VecDeque::new(),
             parked_records: 0,
             waiters: Vec::new(),

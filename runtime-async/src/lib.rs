@@ -40,7 +40,7 @@ pub use runtime::Runtime;
 /// What each adapter crate re-exports (`pub use stellflow_async::prelude::*`) next to its own
 /// names for the handles: the runtime-neutral types and the core's public types.
 pub mod prelude {
-    pub use crate::{Delivery, Error, Options, Record, Runtime};
+    pub use crate::{Delivery, Error, Options, Record, Result, Runtime};
     /// The `bytes` crate of record keys and values.
     pub use bytes;
     pub use stellflow_sansio::stellflow_proto::ErrorCode;
@@ -91,39 +91,12 @@ impl Default for Options {
     }
 }
 
-/// Everything that can go wrong, each variant saying what the caller can do.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The configuration cannot work: fix the named field.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The record was refused before queueing (bad topic or partition, too large, closed).
-    #[error(transparent)]
-    Produce(#[from] ProduceError),
-    /// The record was queued but not delivered.
-    #[error(transparent)]
-    Delivery(#[from] DeliveryError),
-    /// An admin command failed ([`AdminError::is_retriable`] says whether to retry).
-    #[error(transparent)]
-    Admin(#[from] AdminError),
-    /// A consumer command failed.
-    #[error(transparent)]
-    Consumer(#[from] ConsumerError),
-    /// A raw request failed ([`RequestError::is_retriable`] says whether to retry).
-    #[error(transparent)]
-    Request(#[from] RequestError),
-    /// No buffer space within [`Options::max_block`]: the broker is slow or unreachable. Retry
-    /// later, or raise `producer.buffer_memory` or `max_block`.
-    #[error("producer buffer stayed full for {0:?} (max_block); the broker is slow or unreachable")]
-    BufferFull(Duration),
-    /// The driver has stopped (its runtime shut down or the client was closed): connect again.
-    #[error("the client driver has stopped; connect a new client")]
-    Shutdown,
-    /// The core answered a command with a result of another kind (a bug: please report it).
-    #[error("unexpected answer to {0} (please report this bug)")]
-    Unexpected(&'static str),
-}
+/// Everything that can go wrong, each variant saying what the caller can do (the core's
+/// [`stellflow_sansio::AdapterError`], shared with the blocking adapter).
+pub use stellflow_sansio::AdapterError as Error;
+
+/// A result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 pub(crate) fn seed(options: &Options) -> u64 {
     options.seed.unwrap_or_else(|| {

@@ -1,11 +1,11 @@
 //! [`Admin`]: every admin operation of the core, blocking until its typed result.
 
 use crate::{
-    AdminRequest, AdminResponse, BrokerApiVersions, Client, ClusterStatus, CommittedOffset, Error,
+    AdminRequest, AdminResponse, BrokerApiVersions, Client, ClusterStatus, CommittedOffset,
     ListedOffset, OffsetSpec, ReassertedPartition, RequestOptions, Result, Target,
     TopicAdminResult, TopicDescription,
 };
-use stellflow_sansio::DecommissionResult;
+use stellflow_sansio::{AdminCall, DecommissionResult};
 
 /// Admin operations. Cheap to clone; `Send + Sync`.
 ///
@@ -21,15 +21,6 @@ use stellflow_sansio::DecommissionResult;
 #[derive(Debug, Clone)]
 pub struct Admin {
     client: Client,
-}
-
-macro_rules! expect {
-    ($e:expr, $p:pat => $v:expr) => {
-        match $e? {
-            $p => Ok($v),
-            other => Err(Error::Unexpected(format!("{other:?}"))),
-        }
-    };
 }
 
 impl Admin {
@@ -64,31 +55,32 @@ impl Admin {
             .wait()
     }
 
-    fn go(&self, request: AdminRequest) -> Result<AdminResponse> {
-        self.request(request, RequestOptions::default())
+    /// Runs `call` with default options and takes its typed result out of the answer.
+    fn go<T>(&self, call: AdminCall<T>) -> Result<T> {
+        Ok((call.take)(
+            self.request(call.request, RequestOptions::default())?,
+        )?)
     }
 
     /// The API versions one broker supports and the ones this client chose.
     pub fn api_versions(&self, target: Target) -> Result<BrokerApiVersions> {
-        expect!(self.go(AdminRequest::ApiVersions { target }), AdminResponse::ApiVersions(v) => v)
+        self.go(AdminCall::api_versions(target))
     }
 
     /// DescribeCluster on one broker (its local view).
     pub fn describe_cluster(&self, target: Target) -> Result<ClusterStatus> {
-        expect!(self.go(AdminRequest::DescribeCluster { target }), AdminResponse::Cluster(c) => c)
+        self.go(AdminCall::describe_cluster(target))
     }
 
     /// HealthCheck on one broker.
     pub fn health_check(&self, target: Target) -> Result<ClusterStatus> {
-        expect!(self.go(AdminRequest::HealthCheck { target }), AdminResponse::Health(c) => c)
+        self.go(AdminCall::health_check(target))
     }
 
     /// Topics from a fresh metadata round (empty = all), and the requested names no broker
     /// knows.
     pub fn describe_topics(&self, topics: &[&str]) -> Result<(Vec<TopicDescription>, Vec<String>)> {
-        let topics = topics.iter().map(|t| (*t).to_owned()).collect();
-        expect!(self.go(AdminRequest::DescribeTopics { topics }),
-            AdminResponse::Topics { topics, missing } => (topics, missing))
+        self.go(AdminCall::describe_topics(topics))
     }
 
     /// CreateTopic on one broker (per-partition outcomes are in the result).
@@ -98,21 +90,18 @@ impl Admin {
         partitions: i32,
         target: Target,
     ) -> Result<TopicAdminResult> {
-        let topic = topic.to_owned();
-        expect!(self.go(AdminRequest::CreateTopic { topic, partitions, target }),
-            AdminResponse::TopicCreated(r) => r)
+        self.go(AdminCall::create_topic(topic, partitions, target))
     }
 
     /// DeleteTopic on one broker.
     pub fn delete_topic(&self, topic: &str, target: Target) -> Result<TopicAdminResult> {
-        let topic = topic.to_owned();
-        expect!(self.go(AdminRequest::DeleteTopic { topic, target }), AdminResponse::TopicDeleted(r) => r)
+        self.go(AdminCall::delete_topic(topic, target))
     }
 
     /// AlterPartition: a controller-style override of one partition (use with care). Build the
     /// request as [`AdminRequest::AlterPartition`].
     pub fn alter_partition(&self, request: AdminRequest) -> Result<TopicAdminResult> {
-        expect!(self.go(request), AdminResponse::PartitionAltered(r) => r)
+        self.go(AdminCall::alter_partition(request))
     }
 
     /// ListOffsets, routed to each partition's leader; results in request order.
@@ -120,11 +109,7 @@ impl Admin {
         &self,
         partitions: &[(&str, i32, OffsetSpec)],
     ) -> Result<Vec<ListedOffset>> {
-        let partitions = partitions
-            .iter()
-            .map(|(t, p, s)| ((*t).to_owned(), *p, *s))
-            .collect();
-        expect!(self.go(AdminRequest::ListOffsets { partitions }), AdminResponse::Offsets(o) => o)
+        self.go(AdminCall::list_offsets(partitions))
     }
 
     /// The positions `group` committed for `(topic, partition)` pairs (FindCoordinator, then
@@ -135,13 +120,7 @@ impl Admin {
         group: &str,
         partitions: &[(&str, i32)],
     ) -> Result<Vec<CommittedOffset>> {
-        let group = group.to_owned();
-        let partitions = partitions
-            .iter()
-            .map(|(t, p)| ((*t).to_owned(), *p))
-            .collect();
-        expect!(self.go(AdminRequest::CommittedOffsets { group, partitions }),
-            AdminResponse::CommittedOffsets(c) => c)
+        self.go(AdminCall::committed_offsets(group, partitions))
     }
 
     /// DecommissionBroker (a stub on today's server).
@@ -150,13 +129,11 @@ impl Admin {
         broker_id: i32,
         target: Target,
     ) -> Result<DecommissionResult> {
-        expect!(self.go(AdminRequest::DecommissionBroker { broker_id, target }),
-            AdminResponse::Decommissioned(r) => r)
+        self.go(AdminCall::decommission_broker(broker_id, target))
     }
 
     /// Re-asserts the leadership of a restarted broker's leaderless partitions.
     pub fn reassert_leadership(&self, broker_id: i32) -> Result<Vec<ReassertedPartition>> {
-        expect!(self.go(AdminRequest::ReassertLeadership { broker_id }),
-            AdminResponse::LeadershipReasserted(r) => r)
+        self.go(AdminCall::reassert_leadership(broker_id))
     }
 }

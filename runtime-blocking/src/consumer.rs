@@ -185,7 +185,7 @@ impl Consumer {
     /// Takes the consumer notifications seen so far (rebalances, positions, commits, fetch
     /// errors; the latest 1024 are kept).
     pub fn events(&self) -> Vec<ConsumerEvent> {
-        self.client.shared().lock().events.drain(..).collect()
+        self.client.shared().lock().events.take()
     }
 
     /// Stops consuming; with auto-commit on, commits the positions first. Blocks until done.

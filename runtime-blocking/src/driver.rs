@@ -8,13 +8,13 @@
 use crate::{AsRecord, Error, Options};
 use bytes::{Bytes, BytesMut};
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+use stellflow_sansio::adapter::{EventLog, IdMap};
 use stellflow_sansio::{
     AdminResponse, Client, CommitId, ConnId, ConnectRequest, ConsumerEvent, DisconnectReason,
     Event, FlushId, Position, ProduceError, ProduceId, RecordMetadata, RequestId, TopicPartition,
@@ -22,8 +22,6 @@ use stellflow_sansio::{
 
 /// Read chunk size; one chunk holds many small responses or a slice of a big one.
 const READ_CHUNK: usize = 256 * 1024;
-/// Consumer notifications kept for [`crate::Consumer::events`] (oldest dropped first).
-const MAX_EVENTS: usize = 1024;
 
 pub(crate) use crate::oneshot::Reply;
 /// Committed positions.
@@ -41,28 +39,6 @@ pub(crate) enum Msg {
     Wake,
     /// The last handle is gone: close gracefully, then stop.
     Shutdown,
-}
-
-/// Maps keyed by the core's sequential ids: a multiplicative hash is enough (SipHash would
-/// cost more than the rest of a record's bookkeeping).
-pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
-
-/// The hasher of [`IdMap`].
-#[derive(Default, Clone, Copy)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(self.0.rotate_left(8) ^ u64::from(*b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
 }
 
 /// A record parked while the producer's buffer is full (an owned copy: the slow path only).
@@ -128,7 +104,7 @@ pub(crate) struct Inner {
     pub waiting_limit: usize,
     /// Set by the last handle's drop: the graceful close must end by then.
     closing: Option<Instant>,
-    pub events: VecDeque<ConsumerEvent>,
+    pub events: EventLog,
     /// The last failed connection attempt, cleared by the next successful one.
     pub connect_error: Option<String>,
 }
@@ -161,7 +137,7 @@ impl Shared {
             waiting_bytes: 0,
             waiting_limit,
             closing: None,
-            events: VecDeque::new(),
+            events: EventLog::default(),
             connect_error: None,
         };
         Shared {
@@ -351,10 +327,7 @@ impl Inner {
             }
             _ => {}
         }
-        if self.events.len() == MAX_EVENTS {
-            self.events.pop_front();
-        }
-        self.events.push_back(e);
+        self.events.push(e);
     }
 
     /// Starts the reader thread of a new connection (it connects, then spawns the writer).

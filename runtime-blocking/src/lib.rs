@@ -87,48 +87,11 @@ use driver::{Msg, Shared};
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
-/// Everything that can go wrong, each variant saying what the caller can do.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The configuration cannot work: fix the named setting.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// An admin command failed ([`AdminError::is_retriable`] says whether to try again).
-    #[error(transparent)]
-    Admin(#[from] AdminError),
-    /// The record was refused at once (bad topic or partition, too large, closed); nothing
-    /// was queued.
-    #[error(transparent)]
-    Produce(#[from] ProduceError),
-    /// The record was queued but not delivered.
-    #[error(transparent)]
-    Delivery(#[from] DeliveryError),
-    /// A consumer command or commit failed.
-    #[error(transparent)]
-    Consumer(#[from] ConsumerError),
-    /// A raw request failed ([`RequestError::is_retriable`] says whether to retry).
-    #[error(transparent)]
-    Request(#[from] RequestError),
-    /// No buffer space within [`Options::max_block`]: the broker is slow or unreachable. Retry
-    /// later, or raise `producer.buffer_memory` or `max_block`.
-    #[error("producer buffer stayed full for {0:?} (max_block); the broker is slow or unreachable")]
-    BufferFull(Duration),
-    /// The client's driver has stopped (its last handle dropped): connect a new client.
-    #[error("the client driver has stopped; connect a new client")]
-    Shutdown,
-    /// No outcome within the time the caller allowed; the operation may still complete.
-    #[error("no outcome within {0:?}")]
-    Timeout(Duration),
-    /// The driver thread could not be started (the OS refused a thread).
-    #[error("cannot start the driver thread: {0}")]
-    Spawn(String),
-    /// The core answered with a result of another kind (a bug: please report it).
-    #[error("unexpected answer from the core: {0}")]
-    Unexpected(String),
-}
+/// Everything that can go wrong, each variant saying what the caller can do (the core's
+/// [`stellflow_sansio::AdapterError`], shared with the async adapters).
+pub use stellflow_sansio::AdapterError as Error;
 
 /// A result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -211,10 +174,7 @@ impl Client {
         let now = Instant::now();
         let seed = options.seed.unwrap_or_else(os_seed);
         let waiting_limit = config.producer.buffer_memory;
-        let mut core = stellflow_sansio::Client::new(config, now, seed)?;
-        if let Ok(d) = SystemTime::now().duration_since(UNIX_EPOCH) {
-            core.set_wall_clock(now, i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        }
+        let core = stellflow_sansio::adapter::start_client(config, now, SystemTime::now(), seed)?;
         let (tx, rx) = mpsc::channel();
         let shared = Arc::new(Shared::new(
             core,

@@ -309,6 +309,233 @@ pub enum AdminResponse {
     CommittedOffsets(Vec<CommittedOffset>),
 }
 
+/// An [`AdminResponse`] of another kind than the typed accessor expected (the core answers
+/// each [`AdminRequest`] with its own variant, so this is a bug: please report it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("got {got} where {expected} was expected (please report this bug)")]
+pub struct UnexpectedResponse {
+    /// The variant the accessor wanted.
+    pub expected: &'static str,
+    /// The variant the core gave.
+    pub got: &'static str,
+}
+
+/// Defines one typed accessor per response variant.
+macro_rules! typed {
+    ($($(#[$doc:meta])* $name:ident: $variant:ident($ty:ty);)*) => {
+        impl AdminResponse {
+            /// The variant's name, as [`UnexpectedResponse`] reports it.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(AdminResponse::$variant(..) => stringify!($variant),)*
+                    AdminResponse::Topics { .. } => "Topics",
+                }
+            }
+            $(
+                $(#[$doc])*
+                pub fn $name(self) -> Result<$ty, UnexpectedResponse> {
+                    match self {
+                        AdminResponse::$variant(v) => Ok(v),
+                        other => Err(other.unexpected(stringify!($variant))),
+                    }
+                }
+            )*
+        }
+    };
+}
+
+typed! {
+    /// The result of [`AdminRequest::ApiVersions`].
+    into_api_versions: ApiVersions(BrokerApiVersions);
+    /// The result of [`AdminRequest::DescribeCluster`].
+    into_cluster: Cluster(ClusterStatus);
+    /// The result of [`AdminRequest::HealthCheck`].
+    into_health: Health(ClusterStatus);
+    /// The result of [`AdminRequest::CreateTopic`].
+    into_topic_created: TopicCreated(TopicAdminResult);
+    /// The result of [`AdminRequest::DeleteTopic`].
+    into_topic_deleted: TopicDeleted(TopicAdminResult);
+    /// The result of [`AdminRequest::AlterPartition`].
+    into_partition_altered: PartitionAltered(TopicAdminResult);
+    /// The result of [`AdminRequest::ListOffsets`], in request order.
+    into_offsets: Offsets(Vec<ListedOffset>);
+    /// The result of [`AdminRequest::DecommissionBroker`].
+    into_decommissioned: Decommissioned(DecommissionResult);
+    /// The result of [`AdminRequest::ReassertLeadership`].
+    into_leadership_reasserted: LeadershipReasserted(Vec<ReassertedPartition>);
+    /// The result of [`AdminRequest::CommittedOffsets`], in request order.
+    into_committed_offsets: CommittedOffsets(Vec<CommittedOffset>);
+}
+
+impl AdminResponse {
+    /// The result of [`AdminRequest::DescribeTopics`]: the topics found, and the requested
+    /// names no broker knows.
+    pub fn into_topics(self) -> Result<(Vec<TopicDescription>, Vec<String>), UnexpectedResponse> {
+        match self {
+            AdminResponse::Topics { topics, missing } => Ok((topics, missing)),
+            other => Err(other.unexpected("Topics")),
+        }
+    }
+
+    fn unexpected(&self, expected: &'static str) -> UnexpectedResponse {
+        UnexpectedResponse {
+            expected,
+            got: self.kind(),
+        }
+    }
+}
+
+/// An [`AdminRequest`] paired with the accessor of its typed result: what an adapter's admin
+/// shortcut sends ([`AdminCall::request`]) and how it unwraps the answer ([`AdminCall::take`]).
+/// The constructors take borrowed arguments, as the adapters' shortcuts do.
+#[derive(Debug, Clone)]
+pub struct AdminCall<T> {
+    /// The command to run (with [`Client::admin`]).
+    pub request: AdminRequest,
+    /// Takes the typed result out of the command's [`AdminResponse`].
+    pub take: fn(AdminResponse) -> Result<T, UnexpectedResponse>,
+}
+
+fn owned(names: &[&str]) -> Vec<String> {
+    names.iter().map(|t| (*t).to_owned()).collect()
+}
+
+impl AdminCall<BrokerApiVersions> {
+    /// The API versions one broker supports and the ones this client chose.
+    pub fn api_versions(target: Target) -> Self {
+        let request = AdminRequest::ApiVersions { target };
+        AdminCall {
+            request,
+            take: AdminResponse::into_api_versions,
+        }
+    }
+}
+
+impl AdminCall<ClusterStatus> {
+    /// DescribeCluster on one broker (its local view).
+    pub fn describe_cluster(target: Target) -> Self {
+        let request = AdminRequest::DescribeCluster { target };
+        AdminCall {
+            request,
+            take: AdminResponse::into_cluster,
+        }
+    }
+
+    /// HealthCheck on one broker.
+    pub fn health_check(target: Target) -> Self {
+        let request = AdminRequest::HealthCheck { target };
+        AdminCall {
+            request,
+            take: AdminResponse::into_health,
+        }
+    }
+}
+
+impl AdminCall<(Vec<TopicDescription>, Vec<String>)> {
+    /// Topics from a fresh metadata round (empty = all), and the requested names no broker
+    /// knows.
+    pub fn describe_topics(topics: &[&str]) -> Self {
+        let request = AdminRequest::DescribeTopics {
+            topics: owned(topics),
+        };
+        AdminCall {
+            request,
+            take: AdminResponse::into_topics,
+        }
+    }
+}
+
+impl AdminCall<TopicAdminResult> {
+    /// CreateTopic on one broker.
+    pub fn create_topic(topic: &str, partitions: i32, target: Target) -> Self {
+        let topic = topic.to_owned();
+        let request = AdminRequest::CreateTopic {
+            topic,
+            partitions,
+            target,
+        };
+        AdminCall {
+            request,
+            take: AdminResponse::into_topic_created,
+        }
+    }
+
+    /// DeleteTopic on one broker.
+    pub fn delete_topic(topic: &str, target: Target) -> Self {
+        let request = AdminRequest::DeleteTopic {
+            topic: topic.to_owned(),
+            target,
+        };
+        AdminCall {
+            request,
+            take: AdminResponse::into_topic_deleted,
+        }
+    }
+
+    /// AlterPartition, built as [`AdminRequest::AlterPartition`] (other requests fail with
+    /// an [`UnexpectedResponse`] when their answer is taken).
+    pub fn alter_partition(request: AdminRequest) -> Self {
+        AdminCall {
+            request,
+            take: AdminResponse::into_partition_altered,
+        }
+    }
+}
+
+impl AdminCall<Vec<ListedOffset>> {
+    /// ListOffsets for `(topic, partition, spec)` triples, routed to the leaders.
+    pub fn list_offsets(partitions: &[(&str, i32, OffsetSpec)]) -> Self {
+        let partitions = partitions.iter().map(|(t, p, s)| ((*t).to_owned(), *p, *s));
+        let request = AdminRequest::ListOffsets {
+            partitions: partitions.collect(),
+        };
+        AdminCall {
+            request,
+            take: AdminResponse::into_offsets,
+        }
+    }
+}
+
+impl AdminCall<Vec<CommittedOffset>> {
+    /// The positions `group` committed for `(topic, partition)` pairs.
+    pub fn committed_offsets(group: &str, partitions: &[(&str, i32)]) -> Self {
+        let partitions = partitions
+            .iter()
+            .map(|(t, p)| ((*t).to_owned(), *p))
+            .collect();
+        let request = AdminRequest::CommittedOffsets {
+            group: group.to_owned(),
+            partitions,
+        };
+        AdminCall {
+            request,
+            take: AdminResponse::into_committed_offsets,
+        }
+    }
+}
+
+impl AdminCall<DecommissionResult> {
+    /// DecommissionBroker.
+    pub fn decommission_broker(broker_id: i32, target: Target) -> Self {
+        let request = AdminRequest::DecommissionBroker { broker_id, target };
+        AdminCall {
+            request,
+            take: AdminResponse::into_decommissioned,
+        }
+    }
+}
+
+impl AdminCall<Vec<ReassertedPartition>> {
+    /// Re-asserts the leadership of a restarted broker's leaderless partitions.
+    pub fn reassert_leadership(broker_id: i32) -> Self {
+        let request = AdminRequest::ReassertLeadership { broker_id };
+        AdminCall {
+            request,
+            take: AdminResponse::into_leadership_reasserted,
+        }
+    }
+}
+
 /// One partition's committed position for [`AdminRequest::CommittedOffsets`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommittedOffset {
