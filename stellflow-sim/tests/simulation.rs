@@ -30,7 +30,7 @@ const THREADS: u64 = 2;
 const KNOWN_FAILING: [u64; 0] = [];
 
 /// What one thread of the CI set found: seeds run, failure texts, planned faults per kind,
-/// commands completed, linger upper bound armings.
+/// commands completed, batches held to the linger upper bound.
 type ThreadResult = (u64, Vec<String>, BTreeMap<FaultKind, u64>, u64, u64);
 
 fn run_all() -> bool {
@@ -146,7 +146,7 @@ fn simulation_seeds() {
     let per_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k:?}={n}")).collect();
     let _ = writeln!(
         out,
-        "dst: planned faults per kind: {}; linger upper bound armed {linger_checks} times",
+        "dst: planned faults per kind: {}; {linger_checks} producer batches held to the linger upper bound",
         per_kind.join(" ")
     );
     let missing: Vec<&FaultKind> = FaultKind::ALL

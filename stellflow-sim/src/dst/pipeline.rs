@@ -135,8 +135,11 @@ pub struct ProducerLoad {
     /// When the client's metadata first named the partitions of the topic (records produced
     /// before wait unbatched until then, and their linger starts then).
     topic_known_at: Option<Duration>,
-    /// Samples at which the upper bound was armed (a due record on a sendable partition).
+    /// Batches held to the upper bound: their first record was seen unsent on a sendable
+    /// partition at least once (counted once per batch).
     bound_checks: u64,
+    /// Per partition: the first record of the last batch counted in `bound_checks`.
+    bound_counted: BTreeMap<i32, String>,
     idempotent: bool,
     bound: Duration,
     schedule: VecDeque<(Duration, i32)>,
@@ -215,6 +218,7 @@ impl ProducerLoad {
             attempt_from: BTreeMap::new(),
             topic_known_at: None,
             bound_checks: 0,
+            bound_counted: BTreeMap::new(),
             idempotent: shape.idempotent,
             bound,
             schedule: schedule.into(),
@@ -252,8 +256,8 @@ impl ProducerLoad {
         self.book.completed()
     }
 
-    /// How many times the linger upper bound was armed (a due record on a sendable partition,
-    /// sampled after a step).
+    /// How many batches were held to the linger upper bound: their first record was unsent on
+    /// a sendable partition at some step, so a late send would have been reported.
     pub fn linger_bound_checks(&self) -> u64 {
         self.bound_checks
     }
@@ -491,7 +495,8 @@ impl ProducerLoad {
             }
             let since = *self.sendable_since.entry(p).or_insert(now);
             let deadline = due_at.max(since) + LINGER_SLACK;
-            if now >= due_at {
+            if self.bound_counted.get(&p) != Some(&value) {
+                self.bound_counted.insert(p, value.clone());
                 self.bound_checks += 1;
             }
             if now > deadline {

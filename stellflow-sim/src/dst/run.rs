@@ -25,7 +25,8 @@ pub struct RunReport {
     pub commands: usize,
     /// Virtual time the run took.
     pub elapsed: Duration,
-    /// How often the producer's linger upper bound was armed (0 without a producer).
+    /// How many of the producer's batches were held to the linger upper bound (0 without a
+    /// producer).
     pub linger_bound_checks: u64,
 }
 
