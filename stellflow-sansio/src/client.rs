@@ -203,6 +203,11 @@ impl Client {
     /// version; `None` uses the negotiated one (the request fails with
     /// [`RequestError::UnsupportedApi`] if the broker does not list `api_key`). The answer comes
     /// as [`Event::Response`] with the body undecoded.
+    ///
+    /// Nothing is routed for you: a raw Produce sent to a broker that is not the partition's
+    /// replica makes today's server create the partition locally (PROTOCOL.md §8), giving it a
+    /// second log with offsets of its own. Send raw Produce and Fetch requests to the leader
+    /// the metadata names ([`Client::metadata`]), or use [`Client::produce`].
     pub fn request(
         &mut self,
         now: Instant,

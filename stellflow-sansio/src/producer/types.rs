@@ -151,7 +151,8 @@ pub struct ProducerConfig {
     /// Acknowledgements to wait for. Default [`Acks::All`].
     pub acks: Acks,
     /// `timeoutMs` sent with `acks = -1`: how long the leader waits for replication. Default
-    /// 10 s (keep it below the client's request timeout).
+    /// 10 s. A Produce with `acks = -1` is given `max(request timeout, ack_timeout + 1 s)` to
+    /// answer before the client gives up on it and retries.
     pub ack_timeout: Duration,
     /// Largest batch (one blob) per partition, in bytes. A single larger record gets a batch of
     /// its own. Default 1 MiB (DESIGN §3.12: the server wants big blobs).
