@@ -146,7 +146,10 @@ fn unreachable_broker_times_out_with_a_reason() {
     assert!(client.connect_error().unwrap().contains("cannot connect"));
     let started = Instant::now();
     drop(client);
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "not prompt (loaded machine: generous bound)"
+    );
 }
 
 #[test]
@@ -161,7 +164,10 @@ fn explicit_close_then_drop_is_prompt() {
     ));
     let started = Instant::now();
     drop(client);
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "not prompt (loaded machine: generous bound)"
+    );
 }
 
 #[test]

@@ -22,7 +22,10 @@ fn dropping_the_last_handle_stops_every_thread() {
     }
     let started = Instant::now();
     drop((client, admin, producer));
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "not prompt (loaded machine: generous bound)"
+    );
     let deadline = Instant::now() + Duration::from_secs(3);
     while threads() > before && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));

@@ -169,7 +169,8 @@ fn unreachable_broker_fails_fast_with_one_line() {
         line.contains("unreachable") && line.contains(&addr),
         "{line}"
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // Below the default 10 s request timeout: it did not wait for one.
+    assert!(started.elapsed() < std::time::Duration::from_secs(8));
 }
 
 #[test]

@@ -5,6 +5,10 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// "At once": well under the `--timeout 60` the commands get, so a failure that waited for
+/// the timeout is told apart from one that did not, with room for a loaded CI machine.
+const AT_ONCE: Duration = Duration::from_secs(20);
+
 /// Runs `stellflow args` with empty stdin; the exit code, the one stderr line (notes in
 /// parentheses aside) and how long it took. Panics when it succeeds or prints more lines.
 fn fails(args: &[&str]) -> (i32, String, Duration) {
@@ -65,12 +69,12 @@ fn unknown_topic_fails_at_once_for_every_command() {
     let mut commands = ON_NOPE.to_vec();
     commands.push(&["topics", "delete", "nope"]);
     each(
-        &["--bootstrap", &addr],
+        &["--bootstrap", &addr, "--timeout", "60"],
         &commands,
         |args, code, line, took| {
             assert_eq!(code, 1, "{args:?}: {line}");
             assert!(line.contains("unknown topic \"nope\""), "{args:?}: {line}");
-            assert!(took < Duration::from_secs(5), "{args:?} took {took:?}");
+            assert!(took < AT_ONCE, "{args:?} took {took:?}");
         },
     );
 }
@@ -80,7 +84,7 @@ fn unreachable_broker_fails_fast_for_every_command() {
     let mut commands = ON_NOPE.to_vec();
     commands.extend([&["api-versions"][..], &["cluster"], &["topics", "list"]]);
     each(
-        &["--bootstrap", "127.0.0.1:1"],
+        &["--bootstrap", "127.0.0.1:1", "--timeout", "60"],
         &commands,
         |args, code, line, took| {
             assert_eq!(code, 1, "{args:?}: {line}");
@@ -88,7 +92,7 @@ fn unreachable_broker_fails_fast_for_every_command() {
                 line.contains("broker unreachable") && line.contains("127.0.0.1:1"),
                 "{args:?}: {line}"
             );
-            assert!(took < Duration::from_secs(5), "{args:?} took {took:?}");
+            assert!(took < AT_ONCE, "{args:?} took {took:?}");
         },
     );
 }
@@ -119,7 +123,8 @@ fn silent_broker_fails_within_the_timeout() {
                 line.contains(&format!("no broker at {addr} answered within 1s")),
                 "{args:?}: {line}"
             );
-            assert!(took < Duration::from_secs(5), "{args:?} took {took:?}");
+            // Bounded by the 1 s timeout, not a hang (generous for a loaded machine).
+            assert!(took < AT_ONCE, "{args:?} took {took:?}");
         },
     );
 }
@@ -174,7 +179,8 @@ fn bad_arguments_fail_at_once() {
             let case = cases.iter().find(|c| args.ends_with(c.0)).unwrap();
             assert_eq!(code, case.1, "{args:?}: {line}");
             assert!(line.contains(case.2), "{args:?}: {line}");
-            assert!(took < Duration::from_secs(5), "{args:?} took {took:?}");
+            // Below the default 10 s request timeout: nothing waited for a broker.
+            assert!(took < Duration::from_secs(8), "{args:?} took {took:?}");
         },
     );
 }

@@ -136,7 +136,10 @@ fn basic_apis_over_loopback() {
     assert_eq!(l.unwrap().topics[0].partitions[0].offset, 1);
     let started = Instant::now();
     server.shutdown();
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "not prompt (loaded machine: generous bound)"
+    );
     // The connection is closed by the shutdown.
     assert!(c.read_frame().is_none());
 }
@@ -189,6 +192,9 @@ fn drop_shuts_down_promptly() {
     let _idle = Client::connect(addr);
     let started = Instant::now();
     drop(server);
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "not prompt (loaded machine: generous bound)"
+    );
     assert!(TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err());
 }
