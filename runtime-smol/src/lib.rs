@@ -14,7 +14,7 @@
 //! [`Options::close_timeout`]) and the consumer (auto-commit), closes its sockets and ends.
 //!
 //! The driver loop and the handles are runtime-neutral and live in
-//! `stellflow-async`; this crate is its [`Runtime`](stellflow_async::Runtime) for `async-io`
+//! `stellflow-async`; this crate is its [`Runtime`] for `async-io`
 //! ([`Smol`]: a thread per driver, `Async<TcpStream>`, `async_io::Timer`) and names the handles.
 //!
 //! The adapter holds no protocol logic: every decision about Stellflow semantics is the core's.
@@ -70,7 +70,7 @@ pub type Consumer = stellflow_async::Consumer<Smol>;
 /// Administration; its driver runs on a thread of its own (see [`stellflow_async::Admin`]).
 pub type Admin = stellflow_async::Admin<Smol>;
 
-/// The `async-io` [`Runtime`](stellflow_async::Runtime): each driver (and each connect, whose
+/// The `async-io` [`Runtime`]: each driver (and each connect, whose
 /// name resolution blocks) runs on a thread of its own under `async_io::block_on`, so the
 /// handles work under any executor.
 #[derive(Debug, Clone, Copy)]

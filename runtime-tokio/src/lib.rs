@@ -13,7 +13,7 @@
 //!
 //! The adapter holds no protocol logic: every decision about Stellflow semantics is the core's.
 //! The driver loop and the handles are runtime-neutral and live in
-//! `stellflow-async`; this crate is its [`Runtime`](stellflow_async::Runtime) for tokio
+//! `stellflow-async`; this crate is its [`Runtime`] for tokio
 //! ([`Tokio`]: `tokio::spawn`, `tokio::net::TcpStream`, `tokio::time`) and names the handles.
 //! Encoded requests go from the core straight into one reused write buffer and to the socket;
 //! reads land back to back in one read buffer per socket that the core slices without copying.
@@ -67,7 +67,7 @@ pub type Consumer = stellflow_async::Consumer<Tokio>;
 /// Administration; its driver runs on the current tokio runtime (see [`stellflow_async::Admin`]).
 pub type Admin = stellflow_async::Admin<Tokio>;
 
-/// The tokio [`Runtime`](stellflow_async::Runtime): drivers and connects are `tokio::spawn`ed
+/// The tokio [`Runtime`]: drivers and connects are `tokio::spawn`ed
 /// on the current runtime (so `connect` must be called inside one).
 #[derive(Debug, Clone, Copy)]
 pub struct Tokio;

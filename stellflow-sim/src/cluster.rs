@@ -794,7 +794,7 @@ impl SimCluster {
     /// leader 0: if another live broker still holds a real assignment for it (a multi-broker
     /// cluster), the controller pushes that assignment again; otherwise the documented
     /// single-broker workaround is applied (an AlterPartition with leader = this broker, the
-    /// current epoch, replicas = ISR = [broker]).
+    /// current epoch, replicas = ISR = \[broker\]).
     pub fn reassert_leadership(&mut self, broker: i32) -> Result<(), SimError> {
         let n = self
             .nodes

@@ -11,7 +11,7 @@
 //! * [`run_plan`] / [`run_seed`] — the built-in scenario: a safety phase (workload plus
 //!   faults), a healed liveness phase (every pending command and a fresh produce per partition
 //!   must finish within a bound), an idle phase (the system must go quiet), then log checks.
-//! * [`shrink`] — delta debugging of a failing plan down to a small one.
+//! * [`shrink()`] — delta debugging of a failing plan down to a small one.
 //!
 //! # The network
 //!
