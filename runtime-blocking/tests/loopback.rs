@@ -196,15 +196,19 @@ fn flush_and_close_cover_parked_records() {
         .create_topic("parked", 1, Target::Any)
         .unwrap();
     let producer = client.producer();
-    let value = vec![7u8; 3000];
-    for round in 0..20 {
-        let pending: Vec<_> = (0..12)
+    let value = stellflow_blocking::bytes::Bytes::from(vec![7u8; 3000]);
+    // More than the buffer holds: the last records wait in the overflow queue.
+    let enqueue_twelve = || -> Vec<_> {
+        (0..12)
             .map(|_| {
                 producer
                     .enqueue(Record::new("parked", value.clone()))
                     .unwrap()
             })
-            .collect();
+            .collect()
+    };
+    for round in 0..20 {
+        let pending = enqueue_twelve();
         producer.flush().unwrap();
         for (i, p) in pending.iter().enumerate() {
             let outcome = p.try_wait();
@@ -214,13 +218,7 @@ fn flush_and_close_cover_parked_records() {
             );
         }
     }
-    let pending: Vec<_> = (0..12)
-        .map(|_| {
-            producer
-                .enqueue(Record::new("parked", value.clone()))
-                .unwrap()
-        })
-        .collect();
+    let pending = enqueue_twelve();
     producer.close().unwrap();
     for p in &pending {
         assert!(

@@ -58,6 +58,10 @@ impl Consumer {
         let mut refresh = false;
         let cluster = ctx.metadata.cluster();
         for (tp, p) in self.parts.iter_mut() {
+            // Look the leader up only for a partition that may fetch or waits for a leader.
+            if !p.leader_wait && !p.fetchable(now) {
+                continue;
+            }
             let leader = cluster
                 .partition(&tp.topic, tp.partition)
                 .map(|i| i.leader());

@@ -127,6 +127,10 @@ impl Consumer {
             let Start::NeedsReset(policy) = p.start else {
                 continue;
             };
+            // Look the leader up only for a partition that may reset or waits for a leader.
+            if !p.leader_wait && p.retry_at.is_some_and(|t| t > now) {
+                continue;
+            }
             let leader = cluster
                 .partition(&tp.topic, tp.partition)
                 .map(|i| i.leader());

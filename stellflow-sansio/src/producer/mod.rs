@@ -313,26 +313,31 @@ impl Producer {
         }
     }
 
+    /// The earliest deadline that is not a partition's: the close deadline, the oldest record
+    /// waiting for metadata, and the producer-id retry.
+    fn non_partition_deadline(&self) -> Option<Instant> {
+        let pid_retry = self.idem.as_ref().and_then(|i| match i.pid {
+            PidState::Needed(Some(t)) if self.has_records() => Some(t),
+            _ => None,
+        });
+        [
+            self.closing,
+            self.pending.front().map(|p| p.deadline),
+            pid_retry,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
     /// The earliest instant at which something is due. O(1) when nothing changed, otherwise
     /// O(log n) per stale heap entry dropped (amortised over the changes that pushed them).
     pub(crate) fn poll_timeout(&mut self) -> Option<Instant> {
         if self.closed {
             return None;
         }
-        let mut best: Option<Instant> = None;
+        let mut best = self.non_partition_deadline();
         let mut at = |t: Instant| best = Some(best.map_or(t, |b| b.min(t)));
-        if let Some(c) = self.closing {
-            at(c);
-        }
-        if let Some(p) = self.pending.front() {
-            at(p.deadline);
-        }
-        if let Some(i) = &self.idem
-            && let PidState::Needed(Some(t)) = i.pid
-            && self.has_records()
-        {
-            at(t);
-        }
         let sending = self.sending();
         while let Some(&Reverse((t, ti, pi))) = self.timers.peek() {
             match self.part_deadline(ti, pi, sending) {
@@ -358,20 +363,8 @@ impl Producer {
     /// builds.
     #[cfg(debug_assertions)]
     fn poll_timeout_scan(&self) -> Option<Instant> {
-        let mut best: Option<Instant> = None;
+        let mut best = self.non_partition_deadline();
         let mut at = |t: Instant| best = Some(best.map_or(t, |b| b.min(t)));
-        if let Some(c) = self.closing {
-            at(c);
-        }
-        if let Some(p) = self.pending.front() {
-            at(p.deadline);
-        }
-        if let Some(i) = &self.idem
-            && let PidState::Needed(Some(t)) = i.pid
-            && self.has_records()
-        {
-            at(t);
-        }
         let sending = self.sending();
         for (ti, t) in self.topics.iter().enumerate() {
             for pi in 0..t.parts.len() {
