@@ -297,8 +297,29 @@ pub fn consume(env: &Env, a: &ConsumeArgs) -> CliResult {
                 break;
             }
             for e in consumer.events() {
-                if let ConsumerEvent::FetchError { partition, code } = e {
-                    eprintln!("stellflow: warning: fetch of {partition} failed with {code}");
+                match e {
+                    ConsumerEvent::FetchError { partition, code } => {
+                        eprintln!("stellflow: warning: fetch of {partition} failed with {code}");
+                    }
+                    ConsumerEvent::PositionOutOfRange {
+                        partition,
+                        position,
+                        log_end,
+                        action,
+                    } => eprintln!(
+                        "stellflow: warning: {partition} position {position} is past the log \
+                         end {log_end} (topic re-created?): {action:?}"
+                    ),
+                    ConsumerEvent::FetchTooLarge {
+                        partition,
+                        offset,
+                        size,
+                        max,
+                    } => eprintln!(
+                        "stellflow: warning: {partition} blob {offset} needs a {size}-byte \
+                         answer, over the {max}-byte limit: partition stopped"
+                    ),
+                    _ => {}
                 }
             }
             continue;

@@ -564,9 +564,11 @@ impl Net {
             if s.state.conn() != Some(conn) {
                 return;
             }
+            // An oversize frame is refused once its correlation id is in (so the request it
+            // answers fails with `ResponseTooLarge`, not as a plain disconnect).
             if let Some(total) = frame_total(&s.rx)
-                && total <= s.decoder.max_frame_length()
                 && s.rx.len() < total
+                && (total <= s.decoder.max_frame_length() || s.rx.len() < 8)
             {
                 // Incomplete: wait for more without letting the decoder reserve room (that
                 // would move the bytes, and the next read could no longer be joined in place).
@@ -576,10 +578,19 @@ impl Net {
                 Ok(Some(frame)) => self.handle_frame(now, slot, frame),
                 Ok(None) => return,
                 Err(FrameError::TooLong { length, max }) => {
-                    let err = ConnectionError::FrameTooLarge {
-                        size: u64::from(length) + 4,
-                        max,
-                    };
+                    let size = u64::from(length) + 4;
+                    let refused =
+                        s.rx.get(4..8)
+                            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                            .and_then(|id| s.in_flight.remove(i32::from_be_bytes(id)));
+                    if let Some(req) = refused {
+                        self.counters.requests_in_flight =
+                            self.counters.requests_in_flight.saturating_sub(1);
+                        let api_key = req.api_key;
+                        let err = RequestError::ResponseTooLarge { api_key, size, max };
+                        self.complete(now, req, Err(err));
+                    }
+                    let err = ConnectionError::FrameTooLarge { size, max };
                     return self.close_with_error(now, slot, err);
                 }
                 Err(e) => {
