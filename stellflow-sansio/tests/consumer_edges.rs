@@ -321,3 +321,65 @@ fn a_refused_answer_makes_its_partitions_go_alone_and_nothing_is_lost() {
         "each blob fits alone"
     );
 }
+
+#[test]
+fn a_committed_position_of_a_recreated_topic_resets_and_delivers_the_new_records() {
+    // The issue's scenario: commit (5, 0), delete and re-create the topic, produce two blobs,
+    // assign with the same group.
+    let mut cfg = consumer_config("broker-1:9092", Some("g"));
+    cfg.consumer.enable_auto_commit = false;
+    let mut w = World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("r", 1, 1).unwrap();
+    fill(&mut w, "r", 1, 5, 4);
+    let tp = TopicPartition::new("r", 0);
+    w.bootstrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    let id = w
+        .client
+        .commit_positions(w.now, vec![(tp.clone(), Position::blob(5))])
+        .unwrap();
+    assert!(wait_for(&mut w, Duration::from_secs(10), |e| matches!(
+        e,
+        ConsumerEvent::CommitCompleted { id: i, result: Ok(_), .. } if *i == id
+    )));
+    w.client.assign(w.now, &[]).unwrap();
+    let del = w
+        .client
+        .delete_topic(w.now, "r", stellflow_sansio::Target::Any)
+        .unwrap();
+    assert!(w.admin(del).is_ok());
+    let cre = w
+        .client
+        .create_topic(w.now, "r", 1, stellflow_sansio::Target::Any)
+        .unwrap();
+    assert!(w.admin(cre).is_ok());
+    let mut exp = Expected::new();
+    for i in 0..2 {
+        produce_values(
+            &mut w,
+            None,
+            &tp,
+            Kind::V1,
+            values(&format!("n{i}"), 2, 4),
+            &mut exp,
+        );
+    }
+    consumer_events(&mut w);
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    // Without the fix: position stays (5, 0), nothing is delivered, no event.
+    let got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= 4);
+    assert_exact(&exp, &got);
+    let ev = consumer_events(&mut w);
+    assert!(
+        ev.iter().any(|e| matches!(
+            e,
+            ConsumerEvent::PositionOutOfRange {
+                position: 5,
+                log_end: 2,
+                action: LogStartAction::MovedToLogStart,
+                ..
+            }
+        )),
+        "{ev:?}"
+    );
+}
