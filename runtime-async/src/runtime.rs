@@ -6,18 +6,20 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use stellflow_sansio::BrokerAddress;
 
-/// What an async runtime provides to the driver: a place to run, TCP connects, non-blocking
-/// socket I/O with readiness, and a timer. Implemented by a marker type in each adapter crate
-/// (`stellflow_tokio::Tokio`, `stellflow_smol::Smol`); nothing about Stellflow belongs here.
+/// What a runtime provides to the driver: a place to run, TCP connects, non-blocking socket
+/// I/O with readiness, and a timer. Implemented by a marker type in each adapter crate
+/// (`stellflow_tokio::Tokio`, `stellflow_smol::Smol`, `stellflow_blocking::Blocking`);
+/// nothing about Stellflow belongs here.
 pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// A connected, non-blocking TCP stream (TCP_NODELAY set).
     type Socket: Send + Sync + 'static;
 
-    /// Runs `task` (a driver, or one connect) to completion in the background.
+    /// Runs the driver `task` to completion in the background.
     fn spawn(name: &'static str, task: impl Future<Output = ()> + Send + 'static)
     -> io::Result<()>;
 
-    /// Opens a TCP connection to `address` within `limit`; run through [`Runtime::spawn`].
+    /// Opens a TCP connection to `address` within `limit`. The driver polls it among its
+    /// other work, so it must not block the thread.
     fn connect(
         address: BrokerAddress,
         limit: Duration,
