@@ -36,6 +36,9 @@ impl<R: Runtime> Transmit for Sock<R> {
     fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
         R::try_write(&self.0, buf)
     }
+    fn hand_over(&self, buf: &mut BytesMut) -> Option<io::Result<()>> {
+        R::hand_over(&self.0, buf)
+    }
 }
 
 /// A socket's reading side, the driver's own.
@@ -188,6 +191,26 @@ impl<R: Runtime> Driver<R> {
         };
         let mut budget = READ_BUDGET;
         let gone = loop {
+            if let Some(read) = R::take_read(&r.sock.0) {
+                match read {
+                    Ok(chunk) if chunk.is_empty() => break Some(DisconnectReason::PeerClosed),
+                    Ok(mut chunk) => {
+                        let n = chunk.len();
+                        let mut st = self.shared.lock();
+                        if !st.conns.contains_key(&id) {
+                            return;
+                        }
+                        st.client.handle_input(id, now, &mut chunk);
+                        budget = budget.saturating_sub(n);
+                        if budget == 0 {
+                            break None;
+                        }
+                        continue;
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
+                    Err(e) => break Some(DisconnectReason::Io(e.to_string())),
+                }
+            }
             let limit = match r.want {
                 0 if r.buf.len() < FRAME_ROOM => {
                     // calloc'd: fresh pages need no zeroing pass, and untouched ones cost nothing.

@@ -45,6 +45,7 @@ pub mod prelude {
     pub use crate::{Committed, Delivery, Error, Events, Options, Record, Result, Runtime, SeekTo};
     /// The `bytes` crate of record keys and values.
     pub use bytes;
+    pub use stellflow_sansio::metrics::{ApiCounters, DurationHistogram};
     pub use stellflow_sansio::producer::{KeyedPartitioner, KeylessPartitioner, Partitioner};
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
     pub use stellflow_sansio::stellflow_proto::record::Compression;

@@ -1,5 +1,6 @@
 //! The [`Runtime`] trait: the few things the driver cannot do without a runtime.
 
+use bytes::BytesMut;
 use std::future::Future;
 use std::io;
 use std::task::{Context, Poll};
@@ -39,4 +40,17 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
 
     /// Ready when the socket may be writable (registers `cx` otherwise).
     fn poll_writable(socket: &Self::Socket, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+
+    /// For a runtime that reads on threads of its own (the blocking one): the next chunk it
+    /// read, handed over without copying — empty at EOF, `WouldBlock` when none is queued.
+    /// `None` (the default): the driver reads with [`Runtime::try_read`].
+    fn take_read(_socket: &Self::Socket) -> Option<io::Result<BytesMut>> {
+        None
+    }
+
+    /// For a runtime that writes on threads of its own: takes all of `bytes` without copying.
+    /// `None` (the default): the driver writes with [`Runtime::try_write`].
+    fn hand_over(_socket: &Self::Socket, _bytes: &mut BytesMut) -> Option<io::Result<()>> {
+        None
+    }
 }

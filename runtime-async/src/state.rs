@@ -96,6 +96,7 @@ pub(crate) struct Pending {
 /// A socket's writing side as the shared state sees it (the runtime's type erased).
 pub(crate) trait Transmit: Send + Sync {
     fn try_write(&self, buf: &[u8]) -> std::io::Result<usize>;
+    fn hand_over(&self, buf: &mut BytesMut) -> Option<std::io::Result<()>>;
 }
 
 pub(crate) struct Conn {
@@ -460,6 +461,9 @@ impl State {
 /// Writes as much of `buf` as the socket takes now.
 fn write_some(sock: &dyn Transmit, buf: &mut BytesMut) -> std::io::Result<()> {
     use bytes::Buf;
+    if let Some(r) = sock.hand_over(buf) {
+        return r;
+    }
     while !buf.is_empty() {
         match sock.try_write(buf) {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
@@ -592,4 +596,14 @@ impl Link {
 pub(crate) fn os_seed() -> u64 {
     use std::hash::BuildHasher;
     std::collections::hash_map::RandomState::new().hash_one(SystemTime::now())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Two clients made at once get different seeds (and so different default client ids).
+    #[test]
+    fn seeds_come_from_the_os_and_differ() {
+        let seeds: std::collections::HashSet<u64> = (0..64).map(|_| super::os_seed()).collect();
+        assert_eq!(seeds.len(), 64);
+    }
 }

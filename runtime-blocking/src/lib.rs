@@ -57,6 +57,7 @@ mod net;
 pub use handles::{Admin, Client, Consumer, Producer};
 pub use stellflow_async::prelude::*;
 
+use bytes::BytesMut;
 use std::cell::Cell;
 use std::future::Future;
 use std::io;
@@ -65,10 +66,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-/// The blocking [`Runtime`]: the driver runs on a thread of its own, each connection has a
+/// The blocking runtime: the driver runs on a thread of its own, each connection has a
 /// reader and a writer thread, and waiting parks the thread.
 #[derive(Debug, Clone, Copy)]
-pub struct Blocking;
+pub(crate) struct Blocking;
 
 impl Runtime for Blocking {
     type Socket = net::Socket;
@@ -112,6 +113,14 @@ impl Runtime for Blocking {
 
     fn poll_writable(_: &net::Socket, _: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(())) // the writer thread takes everything
+    }
+
+    fn take_read(socket: &net::Socket) -> Option<io::Result<BytesMut>> {
+        Some(socket.take_read())
+    }
+
+    fn hand_over(socket: &net::Socket, bytes: &mut BytesMut) -> Option<io::Result<()>> {
+        Some(socket.hand_over(bytes))
     }
 }
 

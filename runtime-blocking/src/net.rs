@@ -1,6 +1,7 @@
 //! Blocking `std::net` sockets behind the driver's non-blocking interface: each connection
 //! has a reader thread (it connects, then reads into one reused buffer and queues what it read
-//! for the driver) and a writer thread (it writes what the driver hands over, in order).
+//! for the driver) and a writer thread (it writes what the driver hands over, in order). Bytes
+//! pass between the threads and the driver without copying.
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures_channel::oneshot;
@@ -20,7 +21,7 @@ const READ_CHUNK: usize = 256 * 1024;
 /// What the reader thread queued and the driver has not taken yet.
 #[derive(Default)]
 struct Inbox {
-    chunks: VecDeque<Bytes>,
+    chunks: VecDeque<BytesMut>,
     /// The end of the stream: `None` while open, then EOF (`Ok`) or the error.
     end: Option<Result<(), (ErrorKind, String)>>,
     waker: Option<Waker>,
@@ -38,7 +39,26 @@ fn lock(inbox: &Mutex<Inbox>) -> MutexGuard<'_, Inbox> {
 }
 
 impl Socket {
-    /// Copies what the reader thread queued into `buf`.
+    /// The next chunk the reader thread queued (empty at EOF; `WouldBlock` when none).
+    pub fn take_read(&self) -> io::Result<BytesMut> {
+        let mut inbox = lock(&self.inbox);
+        if let Some(chunk) = inbox.chunks.pop_front() {
+            return Ok(chunk);
+        }
+        match &inbox.end {
+            None => Err(ErrorKind::WouldBlock.into()),
+            Some(Ok(())) => Ok(BytesMut::new()),
+            Some(Err((kind, msg))) => Err(io::Error::new(*kind, msg.clone())),
+        }
+    }
+
+    /// Hands all of `bytes` to the writer thread.
+    pub fn hand_over(&self, bytes: &mut BytesMut) -> io::Result<()> {
+        let gone = |_| io::Error::new(ErrorKind::BrokenPipe, "the connection's writer stopped");
+        self.writer.send(bytes.split().freeze()).map_err(gone)
+    }
+
+    /// Copies what the reader thread queued into `buf` (the driver uses [`Socket::take_read`]).
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
         let mut inbox = lock(&self.inbox);
         let mut n = 0;
@@ -152,16 +172,21 @@ fn open(
 
 /// The reader thread: reads until EOF or an error, queueing each read for the driver.
 fn read(mut stream: TcpStream, inbox: &Mutex<Inbox>) {
+    // `buf`'s length is zeroed free space: reads go into it and each filled prefix is split
+    // off. It is refilled once little is left, reusing the allocation when the core has
+    // dropped every slice of the earlier chunks.
     let mut buf = BytesMut::new();
     loop {
         if buf.len() < READ_CHUNK / 16 {
-            buf = BytesMut::zeroed(READ_CHUNK);
+            buf.clear();
+            buf.reserve(READ_CHUNK);
+            buf.resize(buf.capacity(), 0);
         }
         let r = stream.read(&mut buf);
         let mut st = lock(inbox);
         match r {
             Ok(0) => st.end = Some(Ok(())),
-            Ok(n) => st.chunks.push_back(buf.split_to(n).freeze()),
+            Ok(n) => st.chunks.push_back(buf.split_to(n)),
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => st.end = Some(Err((e.kind(), e.to_string()))),
         }
