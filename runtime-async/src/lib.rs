@@ -17,6 +17,19 @@
 //!
 //! Like the adapters, this crate holds no protocol logic: every decision about Stellflow
 //! semantics is the core's. Depend on an adapter crate instead of this one.
+//!
+//! # The same semantics on every runtime
+//!
+//! * `commit_sync` / `commit_positions` are the core's commits, retried within the request
+//!   timeout; `commit_async` is sent once and its outcome goes to `events()`.
+//! * `events()` returns every consumer event nobody waits for (rebalances, positions, fetch
+//!   errors, group warnings, outcomes of `commit_async` and auto-commit), at most
+//!   [`Events::CAP`] between two calls, with the number dropped beyond that.
+//! * `poll` returns at most [`Options::max_poll_records`]; after `Consumer::close` it fails
+//!   with `ConsumerError::Closed` (and the async stream ends).
+//! * [`SeekTo`] is the adapters' own: the core's targets plus [`SeekTo::Timestamp`], resolved
+//!   with ListOffsets by time before the core's seek.
+//! * Ending: see [`Client`]. Seeds come from the OS unless [`Options::seed`] is set.
 #![forbid(unsafe_code)]
 
 mod admin;
