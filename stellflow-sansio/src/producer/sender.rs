@@ -672,6 +672,7 @@ impl Producer {
         error: DeliveryError,
         closed: bool,
     ) {
+        let error = self.with_leaderless_cause(ti, pi, error);
         if !batch.reported {
             for s in &batch.slots {
                 self.events.push_back(Event::Produced {
@@ -684,6 +685,26 @@ impl Producer {
             self.release(ti, pi, batch);
         } else {
             self.recycle(batch);
+        }
+    }
+
+    /// A delivery timeout with no failure attached gets the reason the partition has no
+    /// leader, when the metadata gave one (a broker restarted on its data, a leader that is
+    /// not a known broker).
+    fn with_leaderless_cause(&self, ti: usize, pi: usize, error: DeliveryError) -> DeliveryError {
+        match error {
+            DeliveryError::Timeout { after, last: None } => {
+                let last = self.topics.get(ti).and_then(|t| {
+                    let reason = t.parts.get(pi)?.leaderless.clone()?;
+                    Some(Box::new(DeliveryError::Leaderless {
+                        topic: t.name.to_string(),
+                        partition: i32::try_from(pi).unwrap_or(i32::MAX),
+                        reason,
+                    }))
+                });
+                DeliveryError::Timeout { after, last }
+            }
+            e => e,
         }
     }
 
