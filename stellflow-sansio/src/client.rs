@@ -338,6 +338,18 @@ impl Client {
                 break;
             }
         }
+        #[cfg(feature = "metrics")]
+        {
+            let assigned = self.assignment();
+            let lags: Vec<_> = assigned
+                .into_iter()
+                .filter_map(|tp| Some((tp.clone(), self.lag(&tp)?)))
+                .collect();
+            let buffered = self.producer.buffered();
+            self.obs
+                .metrics
+                .publish(&self.net.counters, buffered, lags.into_iter());
+        }
     }
 
     fn dispatch(&mut self, now: Instant, c: Completion) {

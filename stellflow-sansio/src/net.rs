@@ -720,6 +720,8 @@ impl Net {
             self.counters
                 .request_duration
                 .record(now.saturating_duration_since(req.created));
+            let took = now.saturating_duration_since(req.created);
+            crate::metrics::emit::request_duration(req.api_key, took);
         }
         if failed {
             self.counters.request_errors += 1;

@@ -30,6 +30,9 @@ pub(crate) struct Observe {
     /// The last delivery failure logged at `warn`: the same failure for the next records of
     /// a batch or a burst goes to `debug`, so one cause is one warning.
     last_delivery_warning: Option<String>,
+    /// What the `metrics` feature published last.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub metrics: crate::metrics::emit::Publisher,
 }
 
 impl Default for Observe {
@@ -38,6 +41,7 @@ impl Default for Observe {
             span: tracing::Span::none(),
             seen: None,
             last_delivery_warning: None,
+            metrics: Default::default(),
         }
     }
 }

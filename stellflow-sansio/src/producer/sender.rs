@@ -240,6 +240,12 @@ impl Producer {
                     });
                 }
                 net.counters.producer_records += s.batch.slots.len() as u64;
+                crate::metrics::emit::produced(
+                    &mut net.counters,
+                    &t.name,
+                    s.batch.slots.len(),
+                    s.batch.bytes,
+                );
                 s.batch.reported = true;
             }
         }
@@ -530,6 +536,10 @@ impl Producer {
                     ps.next_seq = batch.stamp.sequence.wrapping_add(count);
                 }
                 net.counters.producer_records += batch.slots.len() as u64;
+                if let Some(t) = self.topics.get(ti) {
+                    let (n, bytes) = (batch.slots.len(), batch.bytes);
+                    crate::metrics::emit::produced(&mut net.counters, &t.name, n, bytes);
+                }
                 self.succeed_batch(ti, pi, batch, Some(offset));
             }
             Verdict::NotReplicated(offset) => {
@@ -596,6 +606,7 @@ impl Producer {
                     self.fail_batch(ti, pi, batch, e, true);
                 } else {
                     net.counters.producer_retries += 1;
+                    tracing::debug!(attempt = batch.attempts, "retrying a batch: {error}");
                     batch.retry_at = Some(now + self.retry_delay(batch.attempts));
                     batch.last_error = Some(error);
                     self.requeue(ti, pi, batch);
