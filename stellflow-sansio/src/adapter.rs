@@ -100,6 +100,7 @@ impl EventLog {
     pub fn push(&mut self, event: ConsumerEvent) {
         if self.0.len() == Self::CAP {
             self.0.pop_front();
+            tracing::debug!("oldest consumer event dropped: nobody reads Consumer::events");
         }
         self.0.push_back(event);
     }

@@ -701,7 +701,7 @@ impl Net {
             Some(cause) => tracing::info!(broker = %s.address, broker_id = ?s.broker_id,
                 conn = conn.0, "reconnected (the last connection ended: {cause})"),
             None => tracing::debug!(broker = %s.address, broker_id = ?s.broker_id, conn = conn.0,
-                "ready"),
+                apis = s.api_versions.as_ref().map_or(0, |r| r.api_versions.len()), "ready"),
         }
         self.events.push_back(Event::Connected {
             conn,
