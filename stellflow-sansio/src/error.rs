@@ -359,22 +359,3 @@ impl crate::consumer::ConsumerError {
         }
     }
 }
-
-impl crate::adapter::AdapterError {
-    /// Whether the same call may succeed if repeated: delegates to the wrapped core error;
-    /// a full buffer and a caller's timeout are retriable, a stopped driver or a bad
-    /// configuration are not.
-    pub fn is_retriable(&self) -> bool {
-        use crate::adapter::AdapterError as A;
-        match self {
-            A::Config(e) => e.is_retriable(),
-            A::Produce(e) => e.is_retriable(),
-            A::Delivery(e) => e.is_retriable(),
-            A::Admin(e) => e.is_retriable(),
-            A::Consumer(e) => e.is_retriable(),
-            A::Request(e) => e.is_retriable(),
-            A::BufferFull(_) | A::Timeout(_) => true,
-            _ => false,
-        }
-    }
-}

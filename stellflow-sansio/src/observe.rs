@@ -103,6 +103,9 @@ impl Observe {
 
     /// Logs an event on its way to the driver (what the core did not log where it happened).
     pub fn trace(&mut self, event: &Event) {
+        if !tracing::enabled!(tracing::Level::WARN) {
+            return; // nothing listens: not even the message is formatted
+        }
         match event {
             Event::Produced { result: Err(e), .. } => {
                 let text = e.to_string();
