@@ -1,6 +1,7 @@
 //! A counting global allocator for the tests and benchmarks that prove a hot path allocates
 //! nothing per record (stellflow-proto `tests/alloc.rs`, stellflow-sansio `tests/alloc.rs` and
-//! `benches/producer.rs`).
+//! `benches/producer.rs`), and for the test that bounds the bytes a read path copies
+//! (stellflow-sansio `tests/read_copy.rs`).
 //!
 //! Counts are **per thread**: [`allocations_during`] counts only what the calling thread
 //! allocates while `f` runs, so the test harness's own threads (its reporter, other tests)
@@ -26,15 +27,18 @@ use std::cell::Cell;
 
 thread_local! {
     static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+    static BYTES: Cell<usize> = const { Cell::new(0) };
 }
 
-fn count() {
+fn count(bytes: usize) {
     // `try_with`: during thread teardown the slot may be gone; such allocations are not counted.
     let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+    let _ = BYTES.try_with(|c| c.set(c.get().wrapping_add(bytes)));
 }
 
 /// The counting allocator: `System`, plus a per-thread count of allocations (`alloc`,
-/// `alloc_zeroed` and `realloc` each count one; `dealloc` counts nothing).
+/// `alloc_zeroed` and `realloc` each count one; `dealloc` counts nothing) and of the bytes they
+/// asked for (a `realloc` counts its whole new size).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Counting;
 
@@ -43,12 +47,12 @@ pub struct Counting;
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
+        count(layout.size());
         // SAFETY: forwarded as is.
         unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
+        count(layout.size());
         // SAFETY: forwarded as is.
         unsafe { System.alloc_zeroed(layout) }
     }
@@ -57,7 +61,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
+        count(new_size);
         // SAFETY: forwarded as is.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -67,6 +71,12 @@ unsafe impl GlobalAlloc for Counting {
 /// allocator).
 pub fn allocations() -> usize {
     ALLOCATIONS.try_with(Cell::get).unwrap_or(0)
+}
+
+/// Bytes requested so far by the calling thread's allocations (0 unless [`Counting`] is the
+/// global allocator); wraps around on overflow, so subtract two readings with `wrapping_sub`.
+pub fn bytes_allocated() -> usize {
+    BYTES.try_with(Cell::get).unwrap_or(0)
 }
 
 /// How many allocations the calling thread makes while `f` runs.

@@ -103,29 +103,3 @@ pub fn splitter(data: &[u8]) {
         last = Some(record.index_in_blob);
     }
 }
-
-/// The fast CRC-32C (`stellflow-crc32c`, SIMD with runtime detection) agrees with the
-/// `crc32c` crate on any bytes at any alignment, whole, appended at any split point, and
-/// combined. The first byte picks the alignment offset (0..63), the second the split point.
-pub fn crc32c(data: &[u8]) {
-    let (Some(&skew), Some(&cut)) = (data.first(), data.get(1)) else {
-        return;
-    };
-    let body = data.get(2 + usize::from(skew % 64)..).unwrap_or_default();
-    let expected = crc32c::crc32c(body);
-    assert_eq!(stellflow_crc32c::crc32c(body), expected, "whole");
-    let split = if body.is_empty() {
-        0
-    } else {
-        usize::from(cut) * 257 % (body.len() + 1)
-    };
-    let (a, b) = body.split_at(split);
-    let appended = stellflow_crc32c::crc32c_append(stellflow_crc32c::crc32c(a), b);
-    assert_eq!(appended, expected, "appended at {split}");
-    let combined = stellflow_crc32c::crc32c_combine(
-        stellflow_crc32c::crc32c(a),
-        stellflow_crc32c::crc32c(b),
-        b.len(),
-    );
-    assert_eq!(combined, expected, "combined at {split}");
-}

@@ -4,6 +4,7 @@ use crate::data::reap;
 use crate::progress::Progress;
 use crate::{CliError, CliResult, Global, ProducerOpts, fail};
 use clap::{Args, Subcommand};
+use hdrhistogram::Histogram;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 use stellflow_blocking::{OffsetReset, Pending, ProducerRecord, RecordMetadata, TopicPartition};
@@ -71,29 +72,16 @@ pub fn run(g: &Global, cmd: PerfCmd) -> CliResult {
 }
 
 fn payload(size: usize) -> Vec<u8> {
-    // Printable pseudo-random bytes, like the Kafka tool's random payload.
-    let mut x: u32 = 0x9e37_79b9;
-    (0..size)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            b'A' + (x % 26) as u8
-        })
-        .collect()
+    // Printable pseudo-random bytes, like the Kafka tool's random payload (fixed seed: every
+    // run sends the same bytes).
+    let mut rng = fastrand::Rng::with_seed(0x9e37_79b9);
+    (0..size).map(|_| rng.u8(b'A'..=b'Z')).collect()
 }
 
-/// Room for `n` latencies in µs, allocated once (up to 16 Mi of them: 64 MiB; longer runs grow).
-fn latencies(n: u64) -> Vec<u32> {
-    Vec::with_capacity(n.min(1 << 24) as usize)
-}
-
-fn percentile(sorted: &[u32], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 * p) as usize).min(sorted.len() - 1);
-    f64::from(sorted[i]) / 1e3
+/// Latencies in µs from 1 µs to one hour at 3 significant digits (a fixed ~200 KiB, whatever
+/// the run's length); longer values count as one hour.
+fn latencies() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
 
 fn produce(g: &Global, a: &PerfProduce) -> CliResult {
@@ -106,18 +94,18 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
     let value = payload(a.record_size);
     let record = ProducerRecord::new(&a.topic, &value);
     let mut queue: VecDeque<(Instant, Pending<RecordMetadata>)> = VecDeque::new();
-    let mut lat_us = latencies(a.num_records);
+    let mut lat_us = latencies();
     let mut progress = Progress::new("perf produce", Some(a.num_records));
     let start = Instant::now();
     let mut window = (Instant::now(), 0u64, 0u64, 0u64); // start, count, latency sum, max
     let mut take =
-        |t: Instant, r: stellflow_blocking::Result<RecordMetadata>, lat: &mut Vec<u32>| {
+        |t: Instant, r: stellflow_blocking::Result<RecordMetadata>, lat: &mut Histogram<u64>| {
             r.map_err(|e| CliError(format!("record not delivered: {e}")))?;
-            let us = u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX);
-            lat.push(us);
+            let us = u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX);
+            lat.saturating_record(us);
             window.1 += 1;
-            window.2 += u64::from(us);
-            window.3 = window.3.max(u64::from(us));
+            window.2 += us;
+            window.3 = window.3.max(us);
             if window.0.elapsed() >= Duration::from_secs(5) {
                 let secs = window.0.elapsed().as_secs_f64();
                 progress_line(window.1, secs, a.record_size, window.2, window.3);
@@ -146,7 +134,6 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
     }
     progress.finish();
     let secs = start.elapsed().as_secs_f64();
-    lat_us.sort_unstable();
     let n = lat_us.len() as f64;
     println!(
         "{} records sent, {:.1} records/sec ({:.2} MB/sec), {}.",
@@ -203,7 +190,7 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
     consumer.assign(&parts)?;
     let mut progress = Progress::new("perf consume", Some(a.messages));
     // End-to-end latency of each record in µs (receive time − record timestamp).
-    let mut lat_us = latencies(a.messages);
+    let mut lat_us = latencies();
     let start = Instant::now();
     let mut first: Option<Instant> = None;
     let (mut n, mut bytes) = (0u64, 0u64);
@@ -231,7 +218,7 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
             let age = now_us
                 .saturating_sub(r.timestamp.saturating_mul(1000))
                 .max(0);
-            lat_us.push(u32::try_from(age).unwrap_or(u32::MAX));
+            lat_us.saturating_record(u64::try_from(age).unwrap_or(0));
         }
         n += take as u64;
         bytes += b;
@@ -249,7 +236,6 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
         n as f64 / fetch,
         bytes as f64 / fetch / 1e6
     );
-    lat_us.sort_unstable();
     println!(
         "end-to-end latency (receive time - record timestamp): {}.",
         latency_summary(&lat_us)
@@ -263,17 +249,55 @@ fn wall_clock_us() -> i64 {
     since.map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }
 
-/// `avg, max, 50th, 95th, 99th, 99.9th` of sorted latencies in µs, printed in ms.
-fn latency_summary(sorted_us: &[u32]) -> String {
-    let avg = sorted_us.iter().map(|&l| f64::from(l)).sum::<f64>()
-        / (sorted_us.len() as f64).max(1.0)
-        / 1e3;
+/// `avg, max, 50th, 95th, 99th, 99.9th` of latencies in µs, printed in ms.
+fn latency_summary(us: &Histogram<u64>) -> String {
+    let ms = |v: u64| v as f64 / 1e3;
     format!(
-        "{avg:.2} ms avg latency, {:.2} ms max latency, {:.2} ms 50th, {:.2} ms 95th, {:.2} ms 99th, {:.2} ms 99.9th",
-        percentile(sorted_us, 1.0),
-        percentile(sorted_us, 0.5),
-        percentile(sorted_us, 0.95),
-        percentile(sorted_us, 0.99),
-        percentile(sorted_us, 0.999),
+        "{:.2} ms avg latency, {:.2} ms max latency, {:.2} ms 50th, {:.2} ms 95th, {:.2} ms 99th, {:.2} ms 99.9th",
+        us.mean() / 1e3,
+        ms(us.max()),
+        ms(us.value_at_quantile(0.5)),
+        ms(us.value_at_quantile(0.95)),
+        ms(us.value_at_quantile(0.99)),
+        ms(us.value_at_quantile(0.999)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{latencies, latency_summary};
+
+    #[test]
+    fn summary_reads_percentiles_from_the_histogram() {
+        let mut h = latencies();
+        for us in 1..=1000 {
+            h.saturating_record(us * 1000); // 1..=1000 ms
+        }
+        // Within the histogram's 3 significant digits of the exact figures.
+        assert_eq!(
+            latency_summary(&h),
+            "500.50 ms avg latency, 1000.45 ms max latency, 500.22 ms 50th, 950.27 ms 95th, \
+             990.21 ms 99th, 999.42 ms 99.9th"
+        );
+    }
+
+    #[test]
+    fn an_empty_run_prints_zeros() {
+        let s = latency_summary(&latencies());
+        assert!(
+            s.starts_with("0.00 ms avg latency, 0.00 ms max latency"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn values_past_an_hour_count_as_an_hour() {
+        let mut h = latencies();
+        h.saturating_record(u64::MAX);
+        assert!(
+            h.max() >= 3_599_000_000 && h.max() <= 3_601_000_000,
+            "{}",
+            h.max()
+        );
+    }
 }

@@ -1,84 +1,95 @@
-//! A small progress bar on stderr, shown only when stdout and stderr are terminals.
+//! The progress bar of long produce / consume / perf runs: an `indicatif` bar on stderr, drawn
+//! only when stdout and stderr are both terminals.
 
-use std::io::{IsTerminal, Write};
-use std::time::{Duration, Instant};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Progress of a long produce / consume / perf run.
 pub struct Progress {
-    label: &'static str,
-    total: Option<u64>,
-    done: u64,
-    bytes: u64,
-    start: Instant,
-    last: Instant,
-    enabled: bool,
+    bar: ProgressBar,
+    /// Bytes counted so far, read by the bar's `{mbps}` field.
+    bytes: Arc<AtomicU64>,
 }
 
 impl Progress {
     /// A bar for `total` items (or a counter when the total is unknown).
     pub fn new(label: &'static str, total: Option<u64>) -> Self {
-        let now = Instant::now();
-        Progress {
-            label,
-            total,
-            done: 0,
-            bytes: 0,
-            start: now,
-            last: now,
-            enabled: std::io::stdout().is_terminal() && std::io::stderr().is_terminal(),
-        }
+        let shown = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+        Self::with_target(label, total, shown)
+    }
+
+    fn with_target(label: &'static str, total: Option<u64>, shown: bool) -> Self {
+        let target = if shown {
+            // indicatif also stays silent by itself when stderr is not a terminal.
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        let bytes = Arc::new(AtomicU64::new(0));
+        let template = match total {
+            Some(t) if t > 0 => "{prefix} [{bar:30}] {percent:>3}% {pos}/{len} {per_sec} {mbps}",
+            _ => "{prefix} {pos} {per_sec} {mbps}",
+        };
+        let counted = Arc::clone(&bytes);
+        let style = ProgressStyle::with_template(template)
+            .expect("a valid progress template")
+            .progress_chars("#>.")
+            .with_key(
+                "mbps",
+                move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let secs = state.elapsed().as_secs_f64().max(1e-9);
+                    let mb = counted.load(Ordering::Relaxed) as f64 / 1e6;
+                    let _ = write!(w, "{:.1} MB/s", mb / secs);
+                },
+            );
+        let bar = ProgressBar::with_draw_target(total.filter(|&t| t > 0), target)
+            .with_style(style)
+            .with_prefix(label);
+        Progress { bar, bytes }
     }
 
     /// Never draws (e.g. while records are printed to the same terminal).
-    pub fn hidden(mut self, hide: bool) -> Self {
-        self.enabled &= !hide;
+    pub fn hidden(self, hide: bool) -> Self {
+        if hide {
+            self.bar.set_draw_target(ProgressDrawTarget::hidden());
+        }
         self
     }
 
     /// Counts `n` more items of `bytes` bytes in all.
     pub fn add(&mut self, n: u64, bytes: u64) {
-        self.done += n;
-        self.bytes += bytes;
-        if self.enabled && self.last.elapsed() >= Duration::from_millis(100) {
-            self.last = Instant::now();
-            self.draw();
-        }
-    }
-
-    fn draw(&self) {
-        let secs = self.start.elapsed().as_secs_f64().max(1e-9);
-        let rate = format!(
-            "{:.0} rec/s {:.1} MB/s",
-            self.done as f64 / secs,
-            self.bytes as f64 / secs / 1e6
-        );
-        let line = match self.total {
-            Some(t) if t > 0 => {
-                let frac = (self.done as f64 / t as f64).min(1.0);
-                let filled = (frac * 30.0) as usize;
-                format!(
-                    "{} [{}{}] {:>3.0}% {}/{} {rate}",
-                    self.label,
-                    "#".repeat(filled),
-                    ".".repeat(30 - filled),
-                    frac * 100.0,
-                    self.done,
-                    t
-                )
-            }
-            _ => format!("{} {} {rate}", self.label, self.done),
-        };
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[2K{line}");
-        let _ = err.flush();
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.bar.inc(n);
     }
 
     /// Removes the bar.
     pub fn finish(&self) {
-        if self.enabled {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K");
-            let _ = err.flush();
-        }
+        self.bar.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Progress;
+
+    #[test]
+    fn counts_items_and_bytes_while_hidden() {
+        let mut p = Progress::with_target("test", Some(10), false);
+        p.add(3, 300);
+        p.add(2, 200);
+        assert_eq!(p.bar.position(), 5);
+        assert_eq!(p.bar.length(), Some(10));
+        assert_eq!(p.bytes.load(std::sync::atomic::Ordering::Relaxed), 500);
+        assert!(p.bar.is_hidden());
+        p.finish();
+    }
+
+    #[test]
+    fn an_unknown_total_is_a_counter() {
+        let p = Progress::with_target("test", None, false).hidden(true);
+        assert_eq!(p.bar.length(), None);
+        assert!(p.bar.is_hidden());
     }
 }

@@ -53,8 +53,3 @@ fn srfb_inputs() {
 fn splitter_inputs() {
     replay("splitter", checks::splitter);
 }
-
-#[test]
-fn crc32c_inputs() {
-    replay("crc32c", checks::crc32c);
-}

@@ -886,43 +886,56 @@ impl Client {
             specs,
             results,
             outstanding,
-            ..
+            waited_for_metadata,
         } = op
         else {
             return;
         };
         // Group by target broker: leader if known, else any broker holding the partition
-        // (ListOffsets is not leader-checked on the server).
+        // (ListOffsets is not leader-checked on the server). A partition the metadata does not
+        // route (a topic created a moment ago, or moved) waits for one metadata round that
+        // starts now, as a produce does; only a fresh round's "unknown" is final.
+        let routed: Vec<usize> = outstanding.values().flatten().map(|(i, _, _)| *i).collect();
         let mut groups: BTreeMap<Target, Vec<usize>> = BTreeMap::new();
+        let mut wait = false;
         for (i, (topic, partition, _)) in specs.iter().enumerate() {
+            if results.get(i).is_none_or(Option::is_some) || routed.contains(&i) {
+                continue;
+            }
             let cluster = self.metadata.cluster();
-            let target = match cluster.partition(topic, *partition) {
+            let unroutable = match cluster.partition(topic, *partition) {
                 Some(p) => match p.leader() {
-                    Ok(leader) => Some(Target::Broker(leader)),
+                    Ok(leader) => {
+                        groups.entry(Target::Broker(leader)).or_default().push(i);
+                        continue;
+                    }
                     Err(reason) => match self.metadata.holders(topic, *partition).next() {
-                        Some(a) => Some(Target::Address(a.clone())),
-                        None => {
-                            let reason = reason.clone();
-                            if let Some(r) = results.get_mut(i) {
-                                *r = Some(Err(leaderless(topic, *partition, reason)));
-                            }
-                            None
+                        Some(a) => {
+                            groups
+                                .entry(Target::Address(a.clone()))
+                                .or_default()
+                                .push(i);
+                            continue;
                         }
+                        None => leaderless(topic, *partition, reason.clone()),
                     },
                 },
-                None => {
-                    if let Some(r) = results.get_mut(i) {
-                        *r = Some(Err(AdminError::UnknownPartition {
-                            topic: topic.clone(),
-                            partition: *partition,
-                        }));
-                    }
-                    None
-                }
+                None => AdminError::UnknownPartition {
+                    topic: topic.clone(),
+                    partition: *partition,
+                },
             };
-            if let Some(t) = target {
-                groups.entry(t).or_default().push(i);
+            if *waited_for_metadata {
+                if let Some(r) = results.get_mut(i) {
+                    *r = Some(Err(unroutable));
+                }
+            } else {
+                wait = true;
             }
+        }
+        if wait {
+            *waited_for_metadata = true;
+            self.refresher.wait_next(id);
         }
         for (target, idx) in groups {
             let mut topics: Vec<ListOffsetsTopic> = Vec::new();
@@ -1061,6 +1074,14 @@ impl Client {
                 {
                     let a = r.address.clone();
                     self.metadata.patch_partition(&a, t, p.clone());
+                }
+                // A topic created or deleted changes what the metadata must route: refresh now
+                // so that the next produce, fetch or admin call sees it.
+                if matches!(
+                    result,
+                    Ok(AdminResponse::TopicCreated(_) | AdminResponse::TopicDeleted(_))
+                ) {
+                    self.refresher.request(true);
                 }
                 self.emit(id, result);
                 return;

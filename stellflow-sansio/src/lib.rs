@@ -62,71 +62,13 @@
 //!
 //! # A complete minimal driver
 //!
-//! This one moves bytes between the client and the in-process simulated broker; a socket
-//! driver (`examples/driver.rs`) has the same shape with `TcpStream`s in place of the sim.
+//! This one moves bytes between the client and the in-process simulated broker
+//! ([`stellflow-sim`](https://docs.rs/stellflow-sim)); a socket driver (`examples/driver.rs` in
+//! the repository) has the same shape with `TcpStream`s in place of the sim. (The repository's
+//! `tests/doc_driver.rs` compiles and runs it: it cannot be a doctest, because the simulated
+//! broker itself depends on this crate.)
 //!
-//! ```
-//! use bytes::BytesMut;
-//! use std::collections::HashMap;
-//! use std::time::{Duration, Instant};
-//! use stellflow_sansio::{AdminResponse, Client, ClientConfig, DisconnectReason, Event, Target};
-//! use stellflow_sim::SimCluster;
-//!
-//! let mut now = Instant::now();
-//! let mut broker = SimCluster::single(now, 1); // advertises broker-1:9092
-//! let mut client = Client::new(ClientConfig::new("broker-1:9092").unwrap(), now, 42).unwrap();
-//! let mut links = HashMap::new(); // client ConnId -> sim ConnId
-//! let mut buf = BytesMut::new();
-//! let mut asked = None;
-//!
-//! 'run: for _ in 0..1000 {
-//!     if asked.is_none() && !client.metadata().brokers.is_empty() {
-//!         asked = Some(client.describe_cluster(now, Target::Any).unwrap());
-//!     }
-//!     // Drain every output until a whole pass yields nothing.
-//!     loop {
-//!         let mut progress = false;
-//!         while let Some(req) = client.poll_connect() {
-//!             progress = true;
-//!             match broker.connect_addr(&req.address.to_string(), now) {
-//!                 Ok(sim_conn) => {
-//!                     links.insert(req.conn, sim_conn);
-//!                     client.handle_connected(req.conn, now);
-//!                 }
-//!                 Err(e) => client.handle_disconnected(
-//!                     req.conn, now, DisconnectReason::ConnectFailed(e.to_string())),
-//!             }
-//!         }
-//!         while let Some(conn) = client.poll_close() {
-//!             progress = true;
-//!             if let Some(s) = links.remove(&conn) { broker.disconnect(s); }
-//!         }
-//!         while let Some(conn) = client.poll_transmit(now, &mut buf) {
-//!             progress = true;
-//!             broker.handle_input(links[&conn], now, &mut buf); // "the network"
-//!             buf.clear();
-//!         }
-//!         while let Some((sim_conn, bytes)) = broker.poll_transmit() {
-//!             progress = true;
-//!             let conn = *links.iter().find(|(_, s)| **s == sim_conn).unwrap().0;
-//!             client.handle_input(conn, now, &mut BytesMut::from(&bytes[..]));
-//!         }
-//!         while let Some(event) = client.poll_event() {
-//!             progress = true;
-//!             if let Event::Admin { id, result: Ok(AdminResponse::Cluster(c)) } = event {
-//!                 assert_eq!(Some(id), asked);
-//!                 assert_eq!(c.broker_count, 1);
-//!                 break 'run;
-//!             }
-//!         }
-//!         if !progress { break; }
-//!     }
-//!     // Sleep until the next deadline (virtual time here), then fire timers.
-//!     now = client.poll_timeout().unwrap_or(now + Duration::from_millis(10)).max(now);
-//!     client.handle_timeout(now);
-//! }
-//! assert!(asked.is_some());
-//! ```
+#![doc = concat!("```rust,ignore\n", include_str!("../doc/driver.rs"), "```")]
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 

@@ -145,7 +145,7 @@ fn consumer(event: &ConsumerEvent) {
             log_start,
             action,
         } => tracing::warn!(%partition, position, log_start, ?action,
-            "position is outside the log (retention, or the topic was re-created); reset"),
+            "position below the log start (retention deleted it); reset by policy"),
         ConsumerEvent::CorruptBlob {
             partition,
             offset,

@@ -3,51 +3,21 @@
 //! are joined in place), and is copied at most once otherwise (room for the whole frame is
 //! reserved once, never regrown chunk by chunk).
 //!
-//! A byte-counting global allocator needs `unsafe impl GlobalAlloc`; this test binary only
-//! forwards to `System`. It holds a single test so nothing else allocates concurrently.
-#![allow(unsafe_code, clippy::unwrap_used)]
+//! Bytes are counted by the workspace's counting allocator (alloc-counter), per thread: only
+//! what the test's own thread (which runs the client) allocates.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 mod consumer_support;
 
 use bytes::{Bytes, BytesMut};
 use common::World;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use stellflow_proto::ApiKey;
 use stellflow_proto::messages::{FetchPartition, FetchRequest, FetchTopic, RequestBody};
 use stellflow_sansio::{ConnId, Event, RequestOptions, Target};
 
-struct Counting;
-
-static BYTES: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged; counting is
-// a relaxed atomic add.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        BYTES.fetch_add(layout.size(), Ordering::Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        BYTES.fetch_add(layout.size(), Ordering::Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded as is.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        BYTES.fetch_add(new_size, Ordering::Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
 const BLOB: usize = 1 << 20;
 const CHUNK: usize = 1000;
@@ -114,14 +84,14 @@ fn a_frame_split_over_many_reads_is_not_copied_or_copied_once() {
     let mut buf = BytesMut::with_capacity(frame.len());
     let start = buf.as_ptr() as usize;
     let end = start + frame.len();
-    let before = BYTES.load(Ordering::Relaxed);
+    let before = alloc_counter::bytes_allocated();
     for piece in frame.chunks(CHUNK) {
         buf.extend_from_slice(piece); // the driver's read, into spare capacity
         w.client.handle_input(conn, w.now, &mut buf);
         assert!(buf.is_empty(), "handle_input consumes the caller's bytes");
     }
     let body = response_body(&mut w);
-    let core = BYTES.load(Ordering::Relaxed) - before;
+    let core = alloc_counter::bytes_allocated().wrapping_sub(before);
     let p = body.as_ptr() as usize;
     assert!(
         p >= start && p + body.len() <= end,
@@ -136,13 +106,13 @@ fn a_frame_split_over_many_reads_is_not_copied_or_copied_once() {
     // A driver handing a fresh buffer per read: each byte copied once, room reserved once.
     let (conn, frame) = fetch_answer(&mut w);
     let chunks: Vec<BytesMut> = frame.chunks(CHUNK).map(BytesMut::from).collect();
-    let before = BYTES.load(Ordering::Relaxed);
+    let before = alloc_counter::bytes_allocated();
     for mut c in chunks {
         w.client.handle_input(conn, w.now, &mut c);
         assert!(c.is_empty());
     }
     let body = response_body(&mut w);
-    let core = BYTES.load(Ordering::Relaxed) - before;
+    let core = alloc_counter::bytes_allocated().wrapping_sub(before);
     println!(
         "RESULT sansio-read-path-bytes-allocated-per-frame-byte {:.2}",
         core as f64 / frame.len() as f64

@@ -794,7 +794,12 @@ impl SimCluster {
     /// leader 0: if another live broker still holds a real assignment for it (a multi-broker
     /// cluster), the controller pushes that assignment again; otherwise the documented
     /// single-broker workaround is applied (an AlterPartition with leader = this broker, the
-    /// current epoch, replicas = ISR = \[broker\]).
+    /// current epoch, replicas = ISR = \[broker\]) — but only when no other replica, running
+    /// or crashed, holds a longer log of the partition. The server elects nothing itself and
+    /// accepts any AlterPartition, so this is the operator's rule, the clean election a Kafka
+    /// controller makes: a stale replica made leader would hand out offsets the old leader
+    /// already acknowledged (dst seeds 758, 3228). Such a partition stays leaderless until
+    /// the longer replica is back (then re-assert every live broker again).
     pub fn reassert_leadership(&mut self, broker: i32) -> Result<(), SimError> {
         let n = self
             .nodes
@@ -814,6 +819,13 @@ impl SimCluster {
             {
                 Some(assignment) => self.push_assignment(&t, p, &assignment),
                 None => {
+                    let key = (Some(t.clone()), p);
+                    let end = |n: &Node| n.broker.log_by_key(&key).map_or(-1, |l| l.log_end());
+                    let own = self.nodes.get(&broker).map_or(-1, end);
+                    let longest = self.nodes.values().map(end).max().unwrap_or(-1);
+                    if own < longest {
+                        continue; // a longer replica exists: wait for it
+                    }
                     let meta = PartitionMeta {
                         leader: broker,
                         leader_epoch: m.leader_epoch,

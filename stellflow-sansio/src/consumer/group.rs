@@ -233,8 +233,10 @@ impl Consumer {
             return sent;
         };
         g.want_coordinator = false;
-        // Queued commits.
-        while let Some(c) = self.group.pending.pop_front() {
+        // Queued commits, one at a time and in the order they were made (see `start_commit`).
+        if self.group.in_flight.is_empty()
+            && let Some(c) = self.group.pending.pop_front()
+        {
             self.send_commit(now, &group_id, &coordinator, c, ctx);
             sent = true;
         }
@@ -470,6 +472,12 @@ impl Consumer {
     }
 
     /// Queues a commit of `positions`; its outcome is a [`ConsumerEvent::CommitCompleted`].
+    ///
+    /// Commits go out one at a time, in the order they were made, and a retried commit goes
+    /// back to the front of the queue: two OffsetCommits in flight (or a retry sent after a
+    /// newer commit) can be executed in either order by the server's two handler threads,
+    /// and the older positions would then overwrite the newer ones — a restarted consumer
+    /// would deliver records again (dst seeds 1515, 3022).
     pub(crate) fn start_commit(
         &mut self,
         now: Instant,
@@ -489,9 +497,10 @@ impl Consumer {
             self.finish_commit(req, Ok(()), ctx);
             return id;
         }
+        let first = self.group.pending.is_empty() && self.group.in_flight.is_empty();
         match (self.group.coordinator.clone(), self.config.group_id.clone()) {
-            (Some(addr), Some(group)) => self.send_commit(now, &group, &addr, req, ctx),
-            (None, Some(_)) => self.group.pending.push_back(req),
+            (Some(addr), Some(group)) if first => self.send_commit(now, &group, &addr, req, ctx),
+            (_, Some(_)) => self.group.pending.push_back(req),
             (_, None) => self.finish_commit(req, Err(ConsumerError::NoGroup), ctx),
         }
         id
@@ -801,7 +810,8 @@ impl Consumer {
                     CommitKind::Sync | CommitKind::Close | CommitKind::Revocation
                 ) && now < req.deadline;
                 if retry {
-                    self.group.pending.push_back(req);
+                    // Older than everything queued: it goes first.
+                    self.group.pending.push_front(req);
                 } else {
                     self.finish_commit(req, outcome, ctx);
                 }

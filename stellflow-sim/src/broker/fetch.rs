@@ -18,6 +18,38 @@ fn empty_fetch(partition: i32, code: ErrorCode) -> FetchPartitionResponse {
     }
 }
 
+/// Gives each entry the records the real server's encoder gives it (PROTOCOL.md §3.4,
+/// `ResponseEncoder.removeFirstMatching`): every entry of a (topic, partition) takes the first
+/// not-yet-used region that an entry of the same partition read, in request order, and an
+/// entry that read nothing leaves no region. So an empty entry before a non-empty one of the
+/// same partition takes that entry's bytes, and every later entry shifts by one: offsets
+/// `[0,1,2,3,1,-1]` over three blobs answer `[b0,b1,b2,b1,b0,∅]`. Headers (error, watermarks)
+/// stay each entry's own.
+fn hand_out_regions(responses: &mut [FetchTopicResponse]) {
+    type Key = (Option<String>, i32);
+    let mut regions: Vec<(Key, std::collections::VecDeque<bytes::Bytes>)> = Vec::new();
+    for t in responses.iter() {
+        for p in &t.partitions {
+            let key = (t.topic.as_ref().map(|s| s.as_str().to_owned()), p.partition);
+            let read = p.records.clone().filter(|b| !b.is_empty());
+            match regions.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, q)) => q.extend(read),
+                None => regions.push((key, read.into_iter().collect())),
+            }
+        }
+    }
+    for t in responses.iter_mut() {
+        let topic = t.topic.as_ref().map(|s| s.as_str().to_owned());
+        for p in &mut t.partitions {
+            let next = regions
+                .iter_mut()
+                .find(|((name, part), _)| *name == topic && *part == p.partition)
+                .and_then(|(_, q)| q.pop_front());
+            p.records = Some(next.unwrap_or_default());
+        }
+    }
+}
+
 impl Broker {
     fn fetch_partition(
         &mut self,
@@ -89,6 +121,9 @@ impl Broker {
                 topic: t.topic.clone(),
                 partitions,
             });
+        }
+        if r.replica_id < 0 {
+            hand_out_regions(&mut responses);
         }
         ok(ResponseBody::Fetch(FetchResponse {
             session_id: r.session_id,

@@ -93,6 +93,7 @@
 //! ```
 
 pub mod check;
+pub mod fetch_check;
 pub mod net;
 pub mod pipeline;
 pub mod plan;

@@ -121,6 +121,9 @@ impl LinkObserver {
             }
             self.frames.push(line);
         }
+        if h.api_key == ApiKey::FETCH {
+            super::fetch_check::check_fetch_request(&body)?;
+        }
         let tapped = self.tap == Some(h.api_key);
         if tapped {
             self.tapped.push(body.clone());

@@ -477,7 +477,14 @@ impl World {
             }
             Undo::Restart(b) => {
                 if self.crashed.remove(&b) && self.cluster.restart(b, now).is_ok() {
+                    // Every live broker, not only `b`: a replica that waited for a longer
+                    // one (see `SimCluster::reassert_leadership`) follows it now.
                     let _ = self.cluster.reassert_leadership(b);
+                    for id in self.cluster.broker_ids() {
+                        if id != b && !self.crashed.contains(&id) {
+                            let _ = self.cluster.reassert_leadership(id);
+                        }
+                    }
                 }
             }
             Undo::Resume(b) => {

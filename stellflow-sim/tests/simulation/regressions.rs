@@ -186,3 +186,64 @@ fn seed_337_linger_bound_waits_for_an_acks_all_produce_to_time_out() {
          f=3508:close:10,3;f=5366:blackhole:12;f=5843:close:3,3;f=5857:blackhole:4",
     );
 }
+
+/// Was the harness playing a careless operator (stellflow-sim's cluster, `reassert_leadership`):
+/// with rf 2, broker 2 crashed, broker 1 (the leader) crashed while 2 was down, and broker 2
+/// came back first. Re-asserting leadership made the stale replica 2 the leader of a log
+/// shorter than broker 1's, so it handed out offset 7 again: one offset acknowledged for two
+/// blobs, acknowledged offsets going backwards. The server elects nothing and accepts any
+/// AlterPartition (PROTOCOL.md §8 item 20), so no client can survive this; the operator must
+/// elect cleanly. Fixed in the sim: a restarted broker re-asserts itself only when no other
+/// replica, running or crashed, has a longer log, and every restart re-asserts the other live
+/// brokers too. Found by dst seed 758 (also 3228 and the liveness failure of 3970).
+#[test]
+fn seed_758_stale_replica_never_re_asserted_as_leader() {
+    assert_passes(
+        "seed=758;b=2;c=2;p=1;rf=2;rt=1000;mif=2;lat=1212;jit=3983;split=20;ops=11;\
+         safety=8767;wl=3899310152;f=6150:crash:2,2245;f=8220:crash:1,2522",
+    );
+}
+
+/// Same cause as seed 758, seen as one position acknowledged for two records.
+#[test]
+fn seed_3228_two_crashes_acknowledged_positions_unique() {
+    assert_passes(
+        "seed=3228;b=2;c=1;p=1;rf=2;rt=1500;mif=4;lat=1399;jit=1516;split=0;ops=9;\
+         safety=14777;wl=1939344058;f=5264:crash:2,1948;f=7170:crash:1,3917",
+    );
+}
+
+/// Same cause as seed 758, seen as a record the healed consumer never received (it had been
+/// acknowledged at an offset the stale leader then gave to another blob).
+#[test]
+fn seed_3970_two_crashes_consumer_gets_everything() {
+    assert_passes(
+        "seed=3970;b=2;c=2;p=1;rf=2;rt=4000;mif=1;lat=691;jit=330;split=0;ops=22;\
+         safety=13004;wl=1384263558;f=4571:drop:1,2;f=6326:halfopen:3;f=8015:crash:2,388;\
+         f=8352:crash:1,1113",
+    );
+}
+
+/// Was a bug in stellflow-sansio's consumer (commits): a commit that failed while the
+/// coordinator was down was retried after a newer commit had gone out, and overwrote the
+/// newer positions with older ones; the restarted consumer delivered records again. Fixed:
+/// commits go out one at a time in the order they were made, a retried commit first (the
+/// server's two handler threads may execute two pipelined commits in either order, so
+/// "one at a time" is needed, not only "in order"). Found by dst seed 1515 (shrunk to one
+/// broker crash) and 3022.
+#[test]
+fn seed_1515_commit_retry_never_overwrites_a_newer_commit() {
+    assert_passes(
+        "seed=1515;b=3;c=1;p=2;rf=2;rt=1000;mif=1;lat=1942;jit=1752;split=0;ops=11;\
+         safety=10641;wl=3084789319;f=247:crash:1,1063",
+    );
+}
+
+/// Same cause as seed 1515 (a partition and a reset instead of a crash).
+#[test]
+fn seed_3022_commits_stay_in_order() {
+    assert_passes(
+        "seed=3022;b=3;c=1;p=3;rf=2;rt=1500;mif=2;lat=425;jit=2539;split=0;ops=9;\
+         safety=14907;wl=3722518532;f=6252:partition:1,3824;f=11064:drop:0,1;f=11754:reset:11",
+    );
+}

@@ -231,11 +231,37 @@ fn repeated_entries(ctx: &Ctx) -> CaseResult {
             )
         })
         .collect();
-    let want: Vec<(i32, i16, i64, Vec<u8>)> = ["b0", "b1", "b2", "", "b1", "b0"]
+    // Headers are per entry, but the records bytes are handed out in the order of the entries
+    // that read something: the empty entry at offset 3 takes entry 1@4's blob, and every later
+    // entry shifts by one (PROTOCOL.md §3.4, `removeFirstMatching`).
+    let want: Vec<(i32, i16, i64, Vec<u8>)> = ["b0", "b1", "b2", "b1", "b0", ""]
         .iter()
         .map(|s| (0, 0, 3, s.as_bytes().to_vec()))
         .collect();
-    ensure_eq!(got, want, "one blob per entry, answered in request order");
+    ensure_eq!(
+        got,
+        want,
+        "records of a repeated partition, in order of the entries that read something"
+    );
+    // Ascending consecutive offsets (what the consumer sends) keep every blob at its entry.
+    let entries: Vec<FetchPart> = [1i64, 2, 3, 4]
+        .iter()
+        .map(|&o| FetchPart {
+            partition: 0,
+            fetch_offset: o,
+            partition_max_bytes: 1,
+        })
+        .collect();
+    let r = c.call(FETCH, &fetch_req(FetchOpts::default(), &[(&t, entries)]))?;
+    let got: Vec<Vec<u8>> = parse_fetch_parts(&r)?
+        .iter()
+        .map(|p| p.records.clone().map(|b| b.to_vec()).unwrap_or_default())
+        .collect();
+    ensure_eq!(
+        got,
+        vec![b"b1".to_vec(), b"b2".to_vec(), Vec::new(), Vec::new()],
+        "ascending consecutive entries: each blob at its own entry, empties last"
+    );
     Ok(())
 }
 
