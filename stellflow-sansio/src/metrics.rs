@@ -1,5 +1,5 @@
 //! Counters for the metrics of DESIGN §6, readable without any metrics dependency, and — with
-//! the `metrics` cargo feature — the same figures emitted through the [`metrics`] facade.
+//! the `metrics` cargo feature — the same figures emitted through the `metrics` facade.
 //!
 //! The core always counts ([`Counters`], from [`crate::Client::counters`]). With the feature on,
 //! it also emits through the `metrics` crate, the facade Rust services use (Prometheus,
