@@ -211,28 +211,49 @@ impl Client {
         Some(event)
     }
 
-    /// Replaces an error that blames the wrong thing by the cause the client saw: a topic
-    /// "unknown to every broker" when no broker ever answered is an unreachable cluster.
+    /// Replaces an outcome that blames the wrong thing by the cause the client saw: a topic
+    /// or partition "unknown to every broker" when no broker ever answered is an unreachable
+    /// cluster (with each address and its last failure), not a missing topic.
     fn explain(&self, event: Event) -> Event {
+        if !self.metadata.cluster().brokers.is_empty() {
+            return event;
+        }
+        let Some(unreachable) = self.unreachable_error() else {
+            return event;
+        };
         match event {
             Event::Produced {
                 id,
-                result: Err(crate::producer::DeliveryError::UnknownTopic { topic }),
-            } if self.metadata.cluster().brokers.is_empty() => {
-                let err = self
-                    .unreachable_error()
-                    .unwrap_or(crate::producer::DeliveryError::UnknownTopic { topic });
-                Event::Produced {
-                    id,
-                    result: Err(err),
-                }
-            }
+                result: Err(crate::producer::DeliveryError::UnknownTopic { .. }),
+            } => Event::Produced {
+                id,
+                result: Err(crate::producer::DeliveryError::Request(unreachable)),
+            },
+            Event::Admin {
+                id,
+                result:
+                    Ok(crate::AdminResponse::Topics { .. })
+                    | Err(
+                        crate::AdminError::UnknownPartition { .. }
+                        | crate::AdminError::Leaderless { .. },
+                    ),
+            } => Event::Admin {
+                id,
+                result: Err(crate::AdminError::Request(unreachable)),
+            },
+            Event::Admin {
+                id,
+                result: Ok(crate::AdminResponse::Offsets(offsets)),
+            } if offsets.iter().all(|o| o.result.is_err()) => Event::Admin {
+                id,
+                result: Err(crate::AdminError::Request(unreachable)),
+            },
             e => e,
         }
     }
 
-    /// Why no broker answered: every bootstrap address with its last failure.
-    fn unreachable_error(&self) -> Option<crate::producer::DeliveryError> {
+    /// Why no broker answered: every known address with its last failure.
+    fn unreachable_error(&self) -> Option<RequestError> {
         let mut failed = self
             .net
             .addresses()
@@ -241,13 +262,11 @@ impl Client {
         for (a, c) in failed {
             cause.push_str(&format!("; {a}: {c}"));
         }
-        Some(crate::producer::DeliveryError::Request(
-            RequestError::Unreachable {
-                api_key: ApiKey::METADATA,
-                address,
-                cause,
-            },
-        ))
+        Some(RequestError::Unreachable {
+            api_key: ApiKey::METADATA,
+            address,
+            cause,
+        })
     }
 
     // ---- commands --------------------------------------------------------------------------

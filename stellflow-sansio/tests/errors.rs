@@ -211,3 +211,26 @@ fn bad_consumer_config_is_refused_when_the_client_is_built() {
     );
     assert!(!e.is_retriable());
 }
+
+#[test]
+fn admin_commands_against_nothing_listening_say_unreachable() {
+    let mut w = World::with(
+        ClusterConfig::with_brokers(1),
+        config("nowhere:9092", |_| {}),
+    );
+    let describe = w.client.describe_topics(w.now, &["t"]).unwrap();
+    let offsets = w
+        .client
+        .list_offsets(w.now, &[("t", 0, stellflow_sansio::OffsetSpec::Latest)])
+        .unwrap();
+    let cluster = w.client.describe_cluster(w.now, Target::Any).unwrap();
+    for id in [describe, offsets, cluster] {
+        let e = w.admin(id).expect_err("nothing listens");
+        let text = e.to_string();
+        assert!(
+            text.contains("unreachable") && text.contains("nowhere:9092"),
+            "{text}"
+        );
+        assert!(e.is_retriable(), "{e:?}");
+    }
+}
