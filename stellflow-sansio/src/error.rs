@@ -7,6 +7,14 @@
 //! * [`ConnectionError`]: the core closed a connection (it reconnects on demand by itself);
 //! * [`AdminError`]: an admin command failed as a whole (per-partition errors are data in the
 //!   typed result instead).
+//!
+//! Every error a user can receive answers `is_retriable()` (whether the same call may succeed
+//! later), and those of writes answer `outcome_unknown()` (whether it may have been executed
+//! although it failed: a timeout or a connection lost in flight). Each carries the last cause
+//! the client saw: the address and failure of an unreachable broker
+//! ([`RequestError::Unreachable`]), the bytes of a frame cut off when a connection closed
+//! ([`RequestError::Disconnected`]), the reason a partition has no leader
+//! ([`crate::producer::DeliveryError::Leaderless`]).
 
 use crate::config::BrokerAddress;
 use crate::metadata::LeaderlessReason;
