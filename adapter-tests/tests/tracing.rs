@@ -120,29 +120,25 @@ fn restart(server: &stellflow_sim::SimServer) {
 
 macro_rules! async_scenario {
     ($krate:ident, $prefix:expr) => {{
-        use $krate::{
-            ClientConfig, Consumer, OffsetReset, Producer, Record, Target, TopicPartition,
-        };
+        use $krate::{Client, ClientConfig, OffsetReset, Record, Target, TopicPartition};
         let prefix: &str = $prefix;
         let server = stellflow_sim::serve("127.0.0.1:0").expect("sim server");
         let mut config = ClientConfig::new(&server.local_addr().to_string()).unwrap();
         config.consumer.auto_offset_reset = OffsetReset::Earliest;
-        let mut pc = config.clone();
-        pc.header.client_id = Some(format!("{prefix}p"));
-        let mut cc = config;
-        cc.header.client_id = Some(format!("{prefix}c"));
-        let producer = Producer::connect(pc).await.unwrap();
-        producer
+        config.header.client_id = Some(format!("{prefix}c"));
+        let client = Client::connect(config).await.unwrap();
+        client
             .admin()
             .create_topic("t", 1, Target::Any)
             .await
             .unwrap();
-        producer.send(Record::new("t", "hello")).await.unwrap();
-        let consumer = Consumer::connect(cc).await.unwrap();
-        consumer
-            .assign(vec![TopicPartition::new("t", 0)])
+        client
+            .producer()
+            .send(Record::new("t", "hello"))
             .await
             .unwrap();
+        let consumer = client.consumer();
+        consumer.assign(&[TopicPartition::new("t", 0)]).unwrap();
         let mut got = 0;
         let start = Instant::now();
         while got == 0 {
@@ -155,8 +151,8 @@ macro_rules! async_scenario {
         }
         check_healthy(prefix);
         restart(&server);
-        // The clients stay alive (the driver reconnects by itself) while the log is read.
-        (producer, consumer, server)
+        // The client stays alive (its driver reconnects by itself) while the log is read.
+        (client, server)
     }};
 }
 
@@ -183,9 +179,7 @@ fn smol_logs_a_restart_and_stays_quiet_when_healthy() {
 
 #[test]
 fn blocking_logs_a_restart_and_stays_quiet_when_healthy() {
-    use stellflow_blocking::{
-        Client, ClientConfig, OffsetReset, ProducerRecord, Target, TopicPartition,
-    };
+    use stellflow_blocking::{Client, ClientConfig, OffsetReset, Record, Target, TopicPartition};
     let prefix = "trace-blocking-";
     capture();
     let server = stellflow_sim::serve("127.0.0.1:0").expect("sim server");
@@ -194,10 +188,7 @@ fn blocking_logs_a_restart_and_stays_quiet_when_healthy() {
     config.header.client_id = Some(format!("{prefix}c"));
     let client = Client::connect(config).unwrap();
     client.admin().create_topic("t", 1, Target::Any).unwrap();
-    client
-        .producer()
-        .send(ProducerRecord::new("t", b"hello"))
-        .unwrap();
+    client.producer().send(Record::new("t", "hello")).unwrap();
     let consumer = client.consumer();
     consumer.assign(&[TopicPartition::new("t", 0)]).unwrap();
     let start = Instant::now();

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use hdrhistogram::Histogram;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
-use stellflow_blocking::{OffsetReset, Pending, ProducerRecord, RecordMetadata, TopicPartition};
+use stellflow_blocking::{Delivery, OffsetReset, Record, RecordMetadata, TopicPartition};
 
 /// `stellflow perf …`
 #[derive(Subcommand, Debug)]
@@ -91,9 +91,9 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
     let env = g.connect(|c| a.producer.apply(c))?;
     env.topic_partitions(&a.topic, a.partitions)?;
     let producer = env.client.producer();
-    let value = payload(a.record_size);
-    let record = ProducerRecord::new(&a.topic, &value);
-    let mut queue: VecDeque<(Instant, Pending<RecordMetadata>)> = VecDeque::new();
+    let value = stellflow_blocking::bytes::Bytes::from(payload(a.record_size));
+    let record = Record::new(a.topic.as_str(), value);
+    let mut queue: VecDeque<(Instant, Delivery)> = VecDeque::new();
     let mut lat_us = latencies();
     let mut progress = Progress::new("perf produce", Some(a.num_records));
     let start = Instant::now();
@@ -120,8 +120,8 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
                 std::thread::sleep(wait);
             }
         }
-        queue.push_back((Instant::now(), producer.enqueue(record)?));
-        while let Some((t, p)) = queue.front() {
+        queue.push_back((Instant::now(), producer.enqueue(record.clone())?));
+        while let Some((t, p)) = queue.front_mut() {
             let Some(r) = p.try_wait() else { break };
             take(*t, r, &mut lat_us)?;
             queue.pop_front();
@@ -167,10 +167,10 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
     if env.is_embedded() {
         let t = Instant::now();
         let producer = env.client.producer();
-        let value = payload(a.record_size);
+        let value = stellflow_blocking::bytes::Bytes::from(payload(a.record_size));
         let mut queue = VecDeque::new();
         for _ in 0..a.messages {
-            queue.push_back(producer.enqueue(ProducerRecord::new(&a.topic, &value))?);
+            queue.push_back(producer.enqueue(Record::new(a.topic.as_str(), value.clone()))?);
             reap(&mut queue, false)?;
         }
         producer.flush()?;

@@ -177,6 +177,18 @@ pub enum RequestError {
         /// The limit.
         max: usize,
     },
+    /// The answer's frame was larger than `ClientConfig::max_response_frame`: the connection
+    /// was closed without reading it. Not retriable as it is: ask for less per request, or
+    /// raise the limit.
+    #[error("the {api_key} answer of {size} bytes exceeds max_response_frame ({max} bytes)")]
+    ResponseTooLarge {
+        /// The API called.
+        api_key: ApiKey,
+        /// The announced frame size, length prefix included.
+        size: u64,
+        /// The configured limit.
+        max: usize,
+    },
     /// The client was closed before an answer came.
     #[error("the client was closed")]
     Closed,
@@ -328,16 +340,19 @@ impl crate::producer::DeliveryError {
             D::Request(e) => e.is_retriable(),
             D::RetriesExhausted { last, .. } => last.is_retriable(),
             D::Timeout { .. } | D::Leaderless { .. } => true,
+            D::MaybeWritten { last } => last.is_retriable(),
             _ => false,
         }
     }
 
-    /// Whether the record may have been written although it failed: its last request timed
-    /// out or lost its connection while in flight. The default producer is at-least-once, so
-    /// producing it again may store it twice.
+    /// Whether the record may have been written although it failed (its outcome is unknown:
+    /// a request carrying it timed out or lost its connection in flight). The default
+    /// producer is at-least-once, so producing it again may store it twice. True for
+    /// [`Self::MaybeWritten`] and what wraps an unknown outcome.
     pub fn outcome_unknown(&self) -> bool {
         use crate::producer::DeliveryError as D;
         match self {
+            D::MaybeWritten { .. } => true,
             D::Request(e) => e.outcome_unknown(),
             D::RetriesExhausted { last, .. } => last.outcome_unknown(),
             D::Timeout {

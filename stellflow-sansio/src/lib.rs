@@ -56,9 +56,8 @@
 //!   look.
 //! * **Counters** ([`metrics`]) for the DESIGN §6 metrics, readable without a metrics
 //!   dependency, and emitted through the `metrics` facade with the `metrics` feature.
-//! * **Adapter support** ([`adapter`]): what the runtime adapters share — [`AdapterError`],
-//!   the error their calls return, [`IdMap`] for their waiting callers and [`EventLog`]; the
-//!   typed admin calls ([`AdminCall`]) behind their admin handles.
+//! * **Typed admin calls** ([`AdminCall`]): a request and the function that takes its typed
+//!   result out of the answer, behind the adapters' admin handles.
 //!
 //! # A complete minimal driver
 //!
@@ -72,7 +71,6 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-pub mod adapter;
 pub mod admin;
 pub mod backoff;
 pub mod client;
@@ -94,7 +92,6 @@ pub mod rng;
 pub mod timers;
 pub mod topic;
 
-pub use adapter::{AdapterError, EventLog, IdHasher, IdMap};
 pub use admin::{
     AdminCall, AdminRequest, AdminResponse, ApiSupport, BrokerApiVersions, ClusterStatus,
     CommittedOffset, DecommissionResult, ListedOffset, OffsetInfo, OffsetSpec, PartitionOutcome,
