@@ -85,6 +85,7 @@ pub mod producer;
 pub mod refresh;
 pub mod request;
 pub mod rng;
+pub mod seq_map;
 pub mod timers;
 pub mod topic;
 
@@ -110,5 +111,6 @@ pub use producer::{
     ProducerRecord, RecordMetadata,
 };
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
+pub use seq_map::SeqMap;
 pub use stellflow_proto;
 pub use topic::validate_topic_name;
