@@ -8,8 +8,7 @@ use hdrhistogram::Histogram;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 use stellflow_blocking::{
-    Acks, BatchFormat, ClientConfig, OffsetReset, Pending, ProducerRecord, RecordMetadata,
-    TopicPartition,
+    Acks, BatchFormat, ClientConfig, Delivery, OffsetReset, Record, RecordMetadata, TopicPartition,
 };
 use stellflow_sansio::stellflow_proto::record::Envelope;
 
@@ -120,9 +119,9 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
         return raw_produce(g, &env, a);
     }
     let producer = env.client.producer();
-    let value = payload(a.record_size);
-    let record = ProducerRecord::new(&a.topic, &value);
-    let mut queue: VecDeque<(Instant, Pending<RecordMetadata>)> = VecDeque::new();
+    let value = stellflow_blocking::bytes::Bytes::from(payload(a.record_size));
+    let record = Record::new(a.topic.as_str(), value);
+    let mut queue: VecDeque<(Instant, Delivery)> = VecDeque::new();
     let mut lat_us = latencies();
     let mut progress = Progress::new("perf produce", Some(a.num_records));
     let start = Instant::now();
@@ -157,9 +156,9 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
         if i % STAMP_EVERY == 0 || a.throughput > 0.0 {
             stamp = Instant::now();
         }
-        queue.push_back((stamp, producer.enqueue(record)?));
+        queue.push_back((stamp, producer.enqueue(record.clone())?));
         let mut seen = None;
-        while let Some((t, p)) = queue.front() {
+        while let Some((t, p)) = queue.front_mut() {
             let Some(r) = p.try_wait() else { break };
             let now = *seen.get_or_insert_with(Instant::now);
             take(*t, now, r, &mut lat_us)?;
@@ -258,10 +257,10 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
     if env.is_embedded() {
         let t = Instant::now();
         let producer = env.client.producer();
-        let value = payload(a.record_size);
+        let value = stellflow_blocking::bytes::Bytes::from(payload(a.record_size));
         let mut queue = VecDeque::new();
         for _ in 0..a.messages {
-            queue.push_back(producer.enqueue(ProducerRecord::new(&a.topic, &value))?);
+            queue.push_back(producer.enqueue(Record::new(a.topic.as_str(), value.clone()))?);
             reap(&mut queue, false)?;
         }
         producer.flush()?;

@@ -287,7 +287,7 @@ fn unbase64(text: &str) -> Vec<u8> {
 
 #[test]
 fn consume_json_is_lossless_for_binary_keys_and_values() {
-    use stellflow_blocking::{Client, ClientConfig, ProducerRecord, Target};
+    use stellflow_blocking::{Client, ClientConfig, Record, Target};
     let server = stellflow_sim::serve("127.0.0.1:0").unwrap();
     let addr = server.local_addr().to_string();
     let client = Client::connect(ClientConfig::new(&addr).unwrap()).unwrap();
@@ -296,11 +296,11 @@ fn consume_json_is_lossless_for_binary_keys_and_values() {
     let binary_value: &[u8] = &[0x00, 0x9f, 0x92, 0x96, 0xff, b'\n', b'"'];
     let producer = client.producer();
     let records = [
-        ProducerRecord::new("bin", binary_value).with_key(binary_key),
-        ProducerRecord::new("bin", "plain \"text\" é\n".as_bytes()),
-        ProducerRecord {
+        Record::new("bin", binary_value.to_vec()).with_key(binary_key.to_vec()),
+        Record::new("bin", "plain \"text\" é\n"),
+        Record {
             value: None,
-            ..ProducerRecord::new("bin", b"").with_key(b"gone")
+            ..Record::new("bin", "").with_key("gone")
         },
     ];
     for r in records {

@@ -150,6 +150,18 @@ pub enum RequestError {
         /// The limit.
         max: usize,
     },
+    /// The answer's frame was larger than `ClientConfig::max_response_frame`: the connection
+    /// was closed without reading it. Not retriable as it is: ask for less per request, or
+    /// raise the limit.
+    #[error("the {api_key} answer of {size} bytes exceeds max_response_frame ({max} bytes)")]
+    ResponseTooLarge {
+        /// The API called.
+        api_key: ApiKey,
+        /// The announced frame size, length prefix included.
+        size: u64,
+        /// The configured limit.
+        max: usize,
+    },
     /// The client was closed before an answer came.
     #[error("the client was closed")]
     Closed,

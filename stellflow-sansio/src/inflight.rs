@@ -78,6 +78,11 @@ impl<T> InFlight<T> {
         self.entries.get(&correlation_id)
     }
 
+    /// The request under `correlation_id`, mutably.
+    pub fn get_mut(&mut self, correlation_id: i32) -> Option<&mut T> {
+        self.entries.get_mut(&correlation_id)
+    }
+
     /// Finds the id of the first entry matching `pred`.
     pub fn find(&self, mut pred: impl FnMut(&T) -> bool) -> Option<i32> {
         self.entries

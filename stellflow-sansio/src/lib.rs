@@ -51,9 +51,8 @@
 //!   never reorder a partition, acks 0/1/-1, idempotence over the native format;
 //!   [`Client::flush`] and [`Client::close_producer`].
 //! * **Counters** ([`metrics`]) for the DESIGN §6 metrics, with no metrics dependency.
-//! * **Adapter support** ([`adapter`]): what the runtime adapters share — [`AdapterError`],
-//!   the error their calls return, [`IdMap`] for their waiting callers and [`EventLog`]; the
-//!   typed admin calls ([`AdminCall`]) behind their admin handles.
+//! * **Typed admin calls** ([`AdminCall`]): a request and the function that takes its typed
+//!   result out of the answer, behind the adapters' admin handles.
 //!
 //! # A complete minimal driver
 //!
@@ -67,7 +66,6 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-pub mod adapter;
 pub mod admin;
 pub mod backoff;
 pub mod client;
@@ -89,7 +87,6 @@ pub mod seq_map;
 pub mod timers;
 pub mod topic;
 
-pub use adapter::{AdapterError, EventLog, IdHasher, IdMap};
 pub use admin::{
     AdminCall, AdminRequest, AdminResponse, ApiSupport, BrokerApiVersions, ClusterStatus,
     CommittedOffset, DecommissionResult, ListedOffset, OffsetInfo, OffsetSpec, PartitionOutcome,

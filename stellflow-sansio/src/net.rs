@@ -30,6 +30,10 @@ use stellflow_proto::{ApiKey, ErrorCode, NString, Reader, StrBytes};
 /// The largest request frame the server accepts, length prefix included (PROTOCOL.md §1.2).
 pub const MAX_REQUEST_FRAME: usize = 67_108_864;
 
+/// Request timeouts a request that awaits its late answer ([`Net::await_late_answer`]) waits
+/// before its connection is closed.
+pub const LATE_TIMEOUTS_TO_CLOSE: u32 = 2;
+
 /// Who asked for a request, so its outcome goes back to the right module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
@@ -76,6 +80,12 @@ pub struct Req {
     created: Instant,
     trace: Option<Trace>,
     renegotiated: bool,
+    /// Wait past the request timeout for the late answer (see [`Net::await_late_answer`]).
+    await_late: bool,
+    /// Request timeouts that passed while this request waited for its late answer.
+    late_timeouts: u32,
+    /// The slot and connection it was written on.
+    sent_on: Option<(usize, ConnId)>,
 }
 
 /// A successful exchange: the broker answered (possibly with a request-level error code).
@@ -104,6 +114,9 @@ pub struct Completion {
     pub api_key: ApiKey,
     /// The answer or why there is none.
     pub result: Result<Reply, RequestError>,
+    /// The slot and connection the request was written on; `None` when none of its bytes
+    /// went out (it failed while parked or queued, so the broker never saw it).
+    pub sent_on: Option<(usize, ConnId)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -310,6 +323,9 @@ impl Net {
             created: now,
             trace,
             renegotiated: false,
+            await_late: false,
+            late_timeouts: 0,
+            sent_on: None,
         };
         self.timers.schedule(deadline, Timer::Request(seq));
         match self.resolve(now, &target) {
@@ -342,6 +358,46 @@ impl Net {
             self.live.remove(&seq);
         }
         req.is_some()
+    }
+
+    /// Makes request `seq` (not yet written) wait past its request timeout for its late
+    /// answer instead of failing with [`RequestError::Timeout`]: the idempotent producer must
+    /// not send a retry while the request it replaces may still be executing on the broker
+    /// (DESIGN §3 item 14). The wait is bounded: once two request timeouts passed without the
+    /// answer (or the connection's silent-timeout rule fires first), the connection is closed
+    /// and the request completes with [`RequestError::Disconnected`]; the caller then waits
+    /// for [`Net::answered_since`] before re-sending.
+    pub fn await_late_answer(&mut self, seq: u64) {
+        let req = match self.live.get(&seq).copied() {
+            Some(Loc::Parked) => self.parked.iter_mut().find(|r| r.seq == seq),
+            Some(Loc::Queued(slot)) => self
+                .slots
+                .get_mut(slot)
+                .and_then(|s| s.queue.iter_mut().find(|r| r.seq == seq)),
+            Some(Loc::InFlight(slot, corr)) => self
+                .slots
+                .get_mut(slot)
+                .and_then(|s| s.in_flight.get_mut(corr)),
+            None => None,
+        };
+        if let Some(r) = req {
+            r.await_late = true;
+        }
+    }
+
+    /// Whether `slot` received an answer on a connection opened after `conn`: the broker
+    /// behind it completed a round trip since `conn` was lost. A request written on `conn`
+    /// and never answered was then either executed already or is lost with that connection.
+    pub fn answered_since(&self, slot: usize, conn: ConnId) -> bool {
+        self.slots
+            .get(slot)
+            .and_then(|s| s.last_answer_conn)
+            .is_some_and(|c| c.0 > conn.0)
+    }
+
+    /// The address of `slot`, as a target.
+    pub fn slot_target(&self, slot: usize) -> Option<Target> {
+        self.address(slot).cloned().map(Target::Address)
     }
 
     /// A fresh id from the request sequence (also used for admin operation ids).
@@ -564,9 +620,11 @@ impl Net {
             if s.state.conn() != Some(conn) {
                 return;
             }
+            // An oversize frame is refused once its correlation id is in (so the request it
+            // answers fails with `ResponseTooLarge`, not as a plain disconnect).
             if let Some(total) = frame_total(&s.rx)
-                && total <= s.decoder.max_frame_length()
                 && s.rx.len() < total
+                && (total <= s.decoder.max_frame_length() || s.rx.len() < 8)
             {
                 // Incomplete: wait for more without letting the decoder reserve room (that
                 // would move the bytes, and the next read could no longer be joined in place).
@@ -576,10 +634,19 @@ impl Net {
                 Ok(Some(frame)) => self.handle_frame(now, slot, frame),
                 Ok(None) => return,
                 Err(FrameError::TooLong { length, max }) => {
-                    let err = ConnectionError::FrameTooLarge {
-                        size: u64::from(length) + 4,
-                        max,
-                    };
+                    let size = u64::from(length) + 4;
+                    let refused =
+                        s.rx.get(4..8)
+                            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                            .and_then(|id| s.in_flight.remove(i32::from_be_bytes(id)));
+                    if let Some(req) = refused {
+                        self.counters.requests_in_flight =
+                            self.counters.requests_in_flight.saturating_sub(1);
+                        let api_key = req.api_key;
+                        let err = RequestError::ResponseTooLarge { api_key, size, max };
+                        self.complete(now, req, Err(err));
+                    }
+                    let err = ConnectionError::FrameTooLarge { size, max };
                     return self.close_with_error(now, slot, err);
                 }
                 Err(e) => {
@@ -607,6 +674,7 @@ impl Net {
         let Some(s) = self.slots.get_mut(slot) else {
             return;
         };
+        s.last_answer_conn = s.state.conn();
         let Some(req) = s.in_flight.remove(header.correlation_id) else {
             self.counters.unknown_correlation_ids += 1;
             return;
@@ -707,6 +775,7 @@ impl Net {
             origin: req.origin,
             api_key: req.api_key,
             result,
+            sent_on: req.sent_on,
         });
     }
 
@@ -740,6 +809,9 @@ impl Net {
                     created: now,
                     trace: None,
                     renegotiated: false,
+                    await_late: false,
+                    late_timeouts: 0,
+                    sent_on: None,
                 };
                 s.state = ConnState::Negotiating(conn, true);
                 let corr = s.in_flight.insert(req);
@@ -782,6 +854,7 @@ impl Net {
                         continue;
                     };
                     req.sent_version = version;
+                    req.sent_on = Some((slot, conn));
                     let mut header = self.header.clone();
                     header.api_key = req.api_key;
                     header.api_version = version;
@@ -878,6 +951,18 @@ impl Net {
                 s.queue.remove(pos)
             }),
             Loc::InFlight(slot, corr) => {
+                let waiting = self
+                    .slots
+                    .get_mut(slot)
+                    .and_then(|s| s.in_flight.get_mut(corr))
+                    .filter(|r| r.await_late)
+                    .map(|r| {
+                        r.late_timeouts += 1;
+                        r.late_timeouts
+                    });
+                if let Some(late) = waiting {
+                    return self.wait_late(now, seq, slot, corr, late);
+                }
                 let r = self
                     .slots
                     .get_mut(slot)
@@ -919,6 +1004,26 @@ impl Net {
                 let timeouts = s.silent_timeouts;
                 self.close_with_error(now, slot, ConnectionError::Unresponsive { timeouts });
             }
+        }
+    }
+
+    /// A request that awaits its late answer passed its request timeout for the `late`-th
+    /// time: keep waiting one more timeout, or give the connection up (then the request
+    /// completes with `Disconnected`, like every other request in flight on it).
+    fn wait_late(&mut self, now: Instant, seq: u64, slot: usize, corr: i32, late: u32) {
+        self.counters.timeouts += 1;
+        self.live.insert(seq, Loc::InFlight(slot, corr));
+        let Some(s) = self.slots.get_mut(slot) else {
+            return;
+        };
+        s.silent_timeouts += 1;
+        let silent = s.silent_timeouts;
+        if late >= LATE_TIMEOUTS_TO_CLOSE || silent >= crate::conn::SILENT_TIMEOUTS_TO_CLOSE {
+            let timeouts = silent.max(late);
+            self.close_with_error(now, slot, ConnectionError::Unresponsive { timeouts });
+        } else {
+            self.timers
+                .schedule(now + self.request_timeout, Timer::Request(seq));
         }
     }
 

@@ -392,3 +392,58 @@ fn queued_produce_follows_a_leader_move_without_waiting_for_the_request_timeout(
         "no request waited for its timeout"
     );
 }
+
+/// Every Produce is executed but its answer never comes (DESIGN §3 item 14): the client
+/// cannot know whether the records were written, so when the delivery timeout ends the
+/// attempts each record fails once with `MaybeWritten` — never a plain "not delivered"
+/// `Timeout` — and the log does hold them. Without idempotence a record may be there more
+/// than once (at-least-once); with idempotence exactly once (retries are de-duplicated and
+/// never sent while the request they replace may still execute).
+#[test]
+fn unanswered_produce_is_reported_as_maybe_written() {
+    for idempotence in [false, true] {
+        let timeout = Duration::from_secs(3);
+        let mut p = ProducerConfig::default();
+        p.delivery_timeout = timeout;
+        p.idempotence = idempotence;
+        p.ack_timeout = Duration::from_millis(300); // a Produce times out after 1.3 s
+        p.retry_backoff = Duration::from_millis(20);
+        let mut c = client_config(1, p);
+        c.request_timeout = Duration::from_millis(400);
+        let mut w = world(1, "t", 1, 1, c);
+        w.sim
+            .inject_fault(FaultRule::random(ApiKey::PRODUCE, 1.0, Fault::DropResponse));
+        let ids = produce_n(&mut w, "t", 0, 20);
+        let mut out = Outcomes::new();
+        w.advance(timeout + Duration::from_secs(6));
+        collect(&mut w, &mut out);
+        assert_eq!(
+            out.len(),
+            ids.len(),
+            "idempotence {idempotence}: every record has its outcome"
+        );
+        for (id, r) in &out {
+            let e = r.as_ref().expect_err("no answer ever came");
+            assert!(
+                matches!(e, DeliveryError::MaybeWritten { .. }) && e.may_have_been_written(),
+                "idempotence {idempotence}, {id:?}: {e:?}"
+            );
+            assert!(e.to_string().contains("may have been written"), "{e}");
+        }
+        let logged = log_values(&w, 1, "t", 0);
+        let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
+        for (_, _, v) in &logged {
+            *counts.entry(*v).or_default() += 1;
+        }
+        assert!(
+            ids.values().all(|v| counts.contains_key(v)),
+            "the records were written: {counts:?}"
+        );
+        if idempotence {
+            assert!(
+                counts.values().all(|n| *n == 1),
+                "idempotence: each record once, {counts:?}"
+            );
+        }
+    }
+}

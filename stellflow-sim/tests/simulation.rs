@@ -1,8 +1,13 @@
-//! Deterministic simulation testing in CI: a fixed set of seeds, each run twice (same seed →
-//! same trace hash), covering every fault kind.
+//! Deterministic simulation testing in CI: a fixed set of seeds plus a window of fresh seeds
+//! that moves with every commit, each run twice (same seed → same trace hash), covering every
+//! fault kind.
 //!
-//! * `cargo test -p stellflow-sim --test simulation` — the CI set (prints `RESULT dst-seeds N`).
-//! * `STELLFLOW_SIM_SEEDS=100000` — a longer soak (seeds `0..N`).
+//! * `cargo test -p stellflow-sim --test simulation` — the CI set: seeds `0..CI_SEEDS` (kept
+//!   for regressions) and `FRESH_SEEDS` seeds from a start derived from `git rev-parse HEAD`
+//!   (the UTC date when git is unavailable), printed as the `STELLFLOW_SIM_SEED_START=…
+//!   STELLFLOW_SIM_SEEDS=…` that replays it (prints `RESULT dst-seeds N`, both sets counted).
+//! * `STELLFLOW_SIM_SEEDS=100000` — a longer soak (seeds `START..START+N`), from
+//!   `STELLFLOW_SIM_SEED_START` (any u64, default 0); either variable replaces the CI set.
 //! * `STELLFLOW_SIM_SEED=<seed>` — replays one seed and prints its plan and trace hash.
 //! * `STELLFLOW_SIM_PLAN='<code>'` — replays one (e.g. shrunk) plan.
 //! * `STELLFLOW_SIM_ALL=1` — also runs the seeds skipped as known failures.
@@ -19,8 +24,10 @@ use std::io::Write;
 use std::time::Instant;
 use stellflow_sim::dst::{FaultKind, FaultPlan, RunReport, run_plan, run_plan_logged, shrink};
 
-/// Seeds the CI set runs by default.
-const CI_SEEDS: u64 = 500;
+/// Fixed seeds the CI set runs by default (`0..CI_SEEDS`).
+const CI_SEEDS: u64 = 400;
+/// Fresh seeds the CI set runs besides, from a start that moves per commit.
+const FRESH_SEEDS: u64 = 200;
 /// Threads the set is spread over (the harness itself is single-threaded per world).
 const THREADS: u64 = 2;
 
@@ -44,6 +51,53 @@ fn ci_plan(seed: u64) -> FaultPlan {
 
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// SplitMix64's finaliser: spreads any 64-bit value over the whole range.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The start of the fresh window and what it was derived from: the commit being tested
+/// (`git rev-parse HEAD`), else the UTC day. A new commit (or day) explores new seeds; the
+/// same commit replays the same ones.
+fn fresh_start() -> (u64, String) {
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| s.len() >= 16);
+    match head.and_then(|h| u64::from_str_radix(&h[..16], 16).ok().map(|v| (v, h))) {
+        Some((v, h)) => (mix(v), format!("commit {h}")),
+        None => {
+            // Wall clock for choosing seeds only, never inside a world.
+            let day = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() / 86_400);
+            (mix(day ^ 0xda7e), format!("UTC day {day} since 1970"))
+        }
+    }
+}
+
+/// The seed ranges to run: `(start, count)` each.
+fn seed_ranges() -> Vec<(u64, u64)> {
+    let start = env_u64("STELLFLOW_SIM_SEED_START");
+    let count = env_u64("STELLFLOW_SIM_SEEDS");
+    if start.is_some() || count.is_some() {
+        return vec![(start.unwrap_or(0), count.unwrap_or(CI_SEEDS))];
+    }
+    let (fresh, from) = fresh_start();
+    let _ = writeln!(
+        std::io::stdout(),
+        "dst: fresh window from {from}: STELLFLOW_SIM_SEED_START={fresh} STELLFLOW_SIM_SEEDS={FRESH_SEEDS} replays it"
+    );
+    vec![(0, CI_SEEDS), (fresh, FRESH_SEEDS)]
 }
 
 /// Runs a plan twice; returns the first report and an error text on failure.
@@ -86,7 +140,12 @@ fn simulation_seeds() {
         replay(&ci_plan(seed));
         return;
     }
-    let count = env_u64("STELLFLOW_SIM_SEEDS").unwrap_or(CI_SEEDS);
+    let ranges = seed_ranges();
+    let seeds: Vec<u64> = ranges
+        .iter()
+        .flat_map(|&(start, n)| (0..n).map(move |i| start.wrapping_add(i)))
+        .collect();
+    let seeds = &seeds;
     let started = Instant::now(); // wall clock for the seeds/s report only, never in a world
     let results: Vec<ThreadResult> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..THREADS)
@@ -97,10 +156,8 @@ fn simulation_seeds() {
                     let mut commands = 0u64;
                     let mut linger_checks = 0u64;
                     let mut ran = 0u64;
-                    let mut seed = t;
-                    while seed < count {
+                    for &seed in seeds.iter().skip(t as usize).step_by(THREADS as usize) {
                         if KNOWN_FAILING.contains(&seed) && !run_all() {
-                            seed += THREADS;
                             continue;
                         }
                         let plan = ci_plan(seed);
@@ -116,7 +173,6 @@ fn simulation_seeds() {
                             failures.push(text);
                         }
                         ran += 1;
-                        seed += THREADS;
                     }
                     (ran, failures, kinds, commands, linger_checks)
                 })
@@ -140,7 +196,12 @@ fn simulation_seeds() {
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
-        "dst: {ran} seeds x2 runs, {commands} commands, {secs:.1} s wall, {:.1} seeds/s ({THREADS} threads)",
+        "dst: {ran} seeds x2 runs ({}), {commands} commands, {secs:.1} s wall, {:.1} seeds/s ({THREADS} threads)",
+        ranges
+            .iter()
+            .map(|(s, n)| format!("{n} from {s}"))
+            .collect::<Vec<_>>()
+            .join(" + "),
         ran as f64 / secs.max(1e-9)
     );
     let per_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k:?}={n}")).collect();

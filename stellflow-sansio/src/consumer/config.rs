@@ -3,8 +3,11 @@
 use crate::config::BrokerAddress;
 use std::time::Duration;
 
-/// What to do when a partition has no usable position: nothing committed, or the position fell
-/// below the log start (retention deleted it; the server clamps silently, PROTOCOL.md §3.4).
+/// What to do when a partition has no usable position: nothing committed, the position fell
+/// below the log start (retention deleted it; the server clamps silently, PROTOCOL.md §3.4), or
+/// it is past the log end (the topic was deleted and re-created; the server answers with
+/// nothing and no error, so the client detects it, see
+/// [`crate::ConsumerEvent::PositionOutOfRange`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum OffsetReset {
@@ -14,8 +17,8 @@ pub enum OffsetReset {
     /// reference SDKs' default.
     #[default]
     Latest,
-    /// Do not move: raise [`crate::ConsumerEvent::NoPosition`] and wait for a
-    /// [`crate::Client::seek`].
+    /// Do not move: raise [`crate::ConsumerEvent::NoPosition`] (nothing committed) or the
+    /// event that found the position unusable, and wait for a [`crate::Client::seek`].
     None,
 }
 
@@ -38,7 +41,8 @@ pub struct ConsumerConfig {
     /// keeps its own group state and offsets (PROTOCOL.md §3.8), so all members of a group must
     /// ask the same one. Default: the first bootstrap address.
     pub coordinator_bootstrap: Option<BrokerAddress>,
-    /// Where to start without a committed offset, or after the log start passed the position.
+    /// Where to start without a committed offset, after the log start passed the position, or
+    /// when the position is past the log end.
     pub auto_offset_reset: OffsetReset,
     /// Commit delivered positions every [`auto_commit_interval`](Self::auto_commit_interval),
     /// before partitions are revoked, and on [`crate::Client::close_consumer`]. Default true.

@@ -5,7 +5,10 @@
 //! request that merely timed out is no reason to rejoin (its answer may be what got lost): a
 //! heartbeat goes again at once, a SyncGroup is asked again for the same generation while the
 //! session can be alive; only the session timeout, an error answer or a lost connection
-//! rejoin.
+//! rejoin. Heartbeats also run while a SyncGroup is unanswered (as the Java client's do in
+//! its completing-rebalance state): SyncGroup does not refresh the session on this server,
+//! a Heartbeat for the new generation does, so a slow or lost SyncGroup answer does not end
+//! the session the JoinGroup opened.
 
 use super::offset_model::{self, Position};
 use super::start::by_topic;
@@ -26,6 +29,11 @@ use stellflow_proto::messages::{
     OffsetCommitResponse, OffsetCommitTopic, RequestBody, SyncGroupRequest, SyncGroupResponse,
 };
 use stellflow_proto::{ErrorCode, Reader, Wire};
+
+/// SyncGroups sent for one generation before a member whose SyncGroups keep timing out
+/// joins again (its heartbeats may keep the session alive meanwhile, so the session alone
+/// does not end the retries).
+const MAX_SYNC_ATTEMPTS: u32 = 3;
 
 /// The member's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +78,8 @@ pub struct Group {
     /// the member's session no earlier than that (SyncGroup does not refresh it).
     joined_at: Option<Instant>,
     sync_seq: Option<u64>,
+    /// SyncGroups sent for the current generation.
+    sync_attempts: u32,
     hb_seq: Option<u64>,
     next_heartbeat: Option<Instant>,
     last_ok: Option<Instant>,
@@ -101,6 +111,7 @@ impl Group {
             join_seq: None,
             joined_at: None,
             sync_seq: None,
+            sync_attempts: 0,
             hb_seq: None,
             next_heartbeat: None,
             last_ok: None,
@@ -172,6 +183,7 @@ impl Group {
                 }
                 d.push(self.last_ok.map(|t| t + config.session_timeout));
             }
+            Member::Syncing if self.hb_seq.is_none() => d.push(self.next_heartbeat),
             _ => {}
         }
         // A queued commit (waiting for a coordinator) fails at its deadline.
@@ -292,39 +304,40 @@ impl Consumer {
                 }
                 sent = true;
             }
-            if g.member == Member::Stable {
-                if g.hb_seq.is_none() && g.next_heartbeat.is_some_and(|t| t <= now) {
-                    let seq = ctx.net.submit(
-                        now,
-                        Target::Address(coordinator.clone()),
-                        RequestBody::Heartbeat(HeartbeatRequest {
-                            group_id: Some(group_id.as_str().into()),
-                            generation_id: g.generation,
-                            member_id: g.member_id.as_deref().map(Into::into),
-                        }),
-                        None,
-                        Origin::Consumer(Op::Heartbeat),
-                        &RequestOptions {
-                            timeout: Some(
-                                self.config
-                                    .heartbeat_interval
-                                    .max(self.config.session_timeout / 2),
-                            ),
-                            ..RequestOptions::default()
-                        },
-                    );
-                    ctx.net.counters.group_operations += 1;
-                    g.hb_seq = Some(seq);
-                    g.next_heartbeat = Some(now + self.config.heartbeat_interval);
-                    sent = true;
-                }
-                if !self.group.server_assignment {
-                    let wanted = self.subscribed_partitions(ctx);
-                    let differs = wanted.len() != self.parts.len()
-                        || wanted.iter().any(|tp| !self.parts.contains_key(tp));
-                    if differs && !wanted.is_empty() {
-                        self.apply_assignment(now, wanted, ctx);
-                    }
+            if matches!(g.member, Member::Stable | Member::Syncing)
+                && g.hb_seq.is_none()
+                && g.next_heartbeat.is_some_and(|t| t <= now)
+            {
+                let seq = ctx.net.submit(
+                    now,
+                    Target::Address(coordinator.clone()),
+                    RequestBody::Heartbeat(HeartbeatRequest {
+                        group_id: Some(group_id.as_str().into()),
+                        generation_id: g.generation,
+                        member_id: g.member_id.as_deref().map(Into::into),
+                    }),
+                    None,
+                    Origin::Consumer(Op::Heartbeat),
+                    &RequestOptions {
+                        timeout: Some(
+                            self.config
+                                .heartbeat_interval
+                                .max(self.config.session_timeout / 2),
+                        ),
+                        ..RequestOptions::default()
+                    },
+                );
+                ctx.net.counters.group_operations += 1;
+                g.hb_seq = Some(seq);
+                g.next_heartbeat = Some(now + self.config.heartbeat_interval);
+                sent = true;
+            }
+            if self.group.member == Member::Stable && !self.group.server_assignment {
+                let wanted = self.subscribed_partitions(ctx);
+                let differs = wanted.len() != self.parts.len()
+                    || wanted.iter().any(|tp| !self.parts.contains_key(tp));
+                if differs && !wanted.is_empty() {
+                    self.apply_assignment(now, wanted, ctx);
                 }
             }
         }
@@ -447,6 +460,7 @@ impl Consumer {
         );
         ctx.net.counters.group_operations += 1;
         g.sync_seq = Some(seq);
+        g.sync_attempts += 1;
         g.member = Member::Syncing;
         true
     }
@@ -655,6 +669,10 @@ impl Consumer {
                         g.generation = r.generation_id;
                         let leader = r.leader_id.map(|l| l.to_string());
                         g.is_leader = leader.is_some() && leader == g.member_id;
+                        // Heartbeats keep the session alive while the SyncGroup is out.
+                        g.last_ok = None;
+                        g.next_heartbeat = Some(now + self.config.heartbeat_interval);
+                        g.sync_attempts = 0;
                         if !self.send_sync(now, ctx) {
                             self.rejoin(now, "coordinator lost during the join", false, ctx);
                         }
@@ -715,13 +733,16 @@ impl Consumer {
                     // A timed-out SyncGroup does not mean the generation is gone: only its
                     // answer may have been lost. SyncGroup is a pure check on this server
                     // (PROTOCOL.md §3.10), so ask again with the same generation and member id
-                    // while the session the JoinGroup opened can still be alive; a JoinGroup
+                    // while the session (opened by the JoinGroup, refreshed by heartbeats)
+                    // can still be alive, up to `MAX_SYNC_ATTEMPTS` times; a JoinGroup
                     // instead would bump the generation and fence every other member
                     // (§3.11). A 19 or 1 in the answer then rejoins as usual.
                     None if matches!(transport, Some(RequestError::Timeout { .. }))
+                        && self.group.sync_attempts < MAX_SYNC_ATTEMPTS
                         && self
                             .group
                             .joined_at
+                            .max(self.group.last_ok)
                             .is_some_and(|t| now < t + self.config.session_timeout)
                         && self.send_sync(now, ctx) => {}
                     None => {

@@ -48,6 +48,15 @@ pub(crate) struct Batch {
     pub last_error: Option<DeliveryError>,
     /// Outcomes already reported (acks = 0).
     pub reported: bool,
+    /// A request carrying this batch was written and never answered (timed out, or its
+    /// connection died): the records may be in the log whatever happens next, so a failure
+    /// is reported as [`DeliveryError::MaybeWritten`].
+    pub maybe_written: bool,
+    /// Idempotence: the request that carried this batch was written on this connection of
+    /// this slot and never answered, so it may still be executing on the broker. The batch
+    /// is not re-sent before the broker answered on a newer connection
+    /// ([`crate::net::Net::answered_since`]).
+    pub in_doubt: Option<(usize, crate::request::ConnId)>,
 }
 
 impl Batch {
@@ -523,6 +532,8 @@ impl Producer {
             stamp,
             last_error: None,
             reported: false,
+            maybe_written: false,
+            in_doubt: None,
         }
     }
 

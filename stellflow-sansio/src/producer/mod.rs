@@ -14,6 +14,33 @@
 //!
 //! Settings live in [`ProducerConfig`] (`ClientConfig::producer`).
 //!
+//! # Delivery guarantees (DESIGN §3 item 14)
+//!
+//! * **An outcome the client cannot know is reported as unknown.** A Produce that reached the
+//!   network and was never answered — it timed out (a frozen, overloaded or partitioned
+//!   broker), its connection died, or the broker answered a request-level error 1 — may have
+//!   been written. If its records then fail (delivery timeout, close, a later refusal) they
+//!   fail with [`DeliveryError::MaybeWritten`] ("may have been written"), never with a plain
+//!   "not delivered" [`DeliveryError::Timeout`]; [`DeliveryError::may_have_been_written`]
+//!   tells the two kinds apart.
+//! * **Without idempotence the producer is at-least-once.** A timed-out request is retried
+//!   (after the retry backoff, possibly on the same connection behind the unanswered one): if
+//!   the first attempt was executed after all — a broker that was frozen (SIGSTOP, a long GC
+//!   pause) runs it when it resumes — the log holds the records twice, and the outcome
+//!   reported is the retry's.
+//! * **With idempotence a retry never runs while the request it replaces may still be
+//!   executing on the broker.** The server checks sequences racily (two handler threads,
+//!   PROTOCOL.md §3.3.2), so a retry overlapping its original can be appended twice. The
+//!   rule: a timed-out idempotent Produce keeps waiting for its late answer on its
+//!   connection, up to [`crate::net::LATE_TIMEOUTS_TO_CLOSE`] request timeouts; when the
+//!   connection is given up (or lost), its batches are *in doubt* and are re-sent only after
+//!   the same broker has completed a round trip on a newer connection (the producer asks
+//!   for one), with the same sequence numbers, which the broker answers as a duplicate if
+//!   the first attempt was written. A broker that is frozen keeps the batches waiting
+//!   (up to the delivery timeout, then [`DeliveryError::MaybeWritten`]); it never gets two.
+//!   Idempotence still cannot help across a broker restart or a leader change: the server
+//!   keeps producer state in memory, per broker.
+//!
 //! Internals: [`partitioner`] (Java/Go-compatible hashes, sticky, round robin),
 //! `accumulator` (per-partition batches), `sender` (requests per leader, retries) and
 //! [`idempotence`] (producer id, sequences, epoch-bump recovery).
@@ -78,6 +105,10 @@ enum Flight {
         sent: Vec<Sent>,
     },
     InitPid,
+    /// A round trip to `slot` on a fresh connection, asked for batches in doubt there.
+    Probe {
+        slot: usize,
+    },
 }
 
 /// The producer state inside the [`crate::Client`].
@@ -272,6 +303,8 @@ impl Producer {
             return expiry;
         }
         let due = match ps.queue.front() {
+            // In doubt: it waits for a round trip (the probe's answer wakes the producer).
+            Some(b) if b.in_doubt.is_some() => None,
             Some(b) => b.retry_at,
             None => ps
                 .open
@@ -520,7 +553,11 @@ impl Producer {
         }
         for (_, f) in self.inflight.drain() {
             if let Flight::Produce { sent, .. } = f {
-                failing.extend(sent.into_iter().map(|s| (s.topic, s.part, s.batch, true)));
+                // Handed to the network and never answered: they may have been written.
+                failing.extend(sent.into_iter().map(|mut s| {
+                    s.batch.maybe_written = true;
+                    (s.topic, s.part, s.batch, true)
+                }));
             }
         }
         failing.sort_by_key(|(_, _, b, _)| b.first_id());

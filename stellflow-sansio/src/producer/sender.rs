@@ -9,6 +9,17 @@
 //!   split only at `max_request_size`.
 //! * A retried batch goes back to the front of its partition's queue, so records of a
 //!   partition are never reordered (with the default of one request in flight).
+//! * A request written and never answered (timed out, or its connection died) may have been
+//!   written: its batches fail, if they fail at all, with [`DeliveryError::MaybeWritten`],
+//!   never as "not delivered" (DESIGN §3 item 14). Without idempotence they are retried at
+//!   once after the backoff (at-least-once: the log may then hold them twice).
+//! * With idempotence a retry never runs while the request it replaces may still be
+//!   executing on the broker (the server checks sequences racily, PROTOCOL.md §3.3.2): a
+//!   timed-out Produce keeps waiting for its late answer on its connection (up to
+//!   [`crate::net::LATE_TIMEOUTS_TO_CLOSE`] request timeouts); if the connection is lost or
+//!   given up, its batches stay *in doubt* until the broker has answered on a newer
+//!   connection (a probe asks for that round trip), and only then are they re-sent with the
+//!   same sequence numbers, which the broker de-duplicates if the first attempt was written.
 
 use super::accumulator::Batch;
 use super::idempotence::{PidState, Stamp, restamp};
@@ -37,6 +48,7 @@ enum Verdict {
 impl Producer {
     /// Sends every ready batch whose leader is known.
     pub(crate) fn drain(&mut self, now: Instant, net: &mut Net) -> bool {
+        self.resolve_doubts(net);
         let stamp_base = match &self.idem {
             None => None,
             Some(i) => match i.pid {
@@ -65,7 +77,7 @@ impl Producer {
                     continue;
                 }
                 let ready = match ps.queue.front() {
-                    Some(b) => b.retry_at.is_none_or(|r| r <= now),
+                    Some(b) => b.in_doubt.is_none() && b.retry_at.is_none_or(|r| r <= now),
                     None => ps.open.as_ref().is_some_and(|b| {
                         !b.slots.is_empty()
                             && (b.created + linger <= now || b.first_id() < flush_upto || closing)
@@ -142,6 +154,63 @@ impl Producer {
         true
     }
 
+    /// Clears the doubt of every queued batch whose broker answered on a newer connection
+    /// since the one its unanswered request was written on.
+    fn resolve_doubts(&mut self, net: &Net) {
+        let mut cleared = Vec::new();
+        for (ti, t) in self.topics.iter_mut().enumerate() {
+            for (pi, ps) in t.parts.iter_mut().enumerate() {
+                for b in &mut ps.queue {
+                    if let Some((slot, conn)) = b.in_doubt
+                        && net.answered_since(slot, conn)
+                    {
+                        b.in_doubt = None;
+                        cleared.push((ti, pi));
+                    }
+                }
+            }
+        }
+        for (ti, pi) in cleared {
+            self.touch(ti, pi);
+        }
+    }
+
+    /// Asks `slot` for a round trip on a fresh connection (one probe per slot at a time)
+    /// unless it answered on one already: the batches in doubt there wait for it.
+    fn probe(&mut self, now: Instant, net: &mut Net, slot: usize, conn: crate::request::ConnId) {
+        if net.answered_since(slot, conn)
+            || self
+                .inflight
+                .values()
+                .any(|f| matches!(f, Flight::Probe { slot: s } if *s == slot))
+        {
+            return;
+        }
+        let Some(target) = net.slot_target(slot) else {
+            return;
+        };
+        let seq = net.submit(
+            now,
+            target,
+            RequestBody::ApiVersions(stellflow_proto::messages::ApiVersionsRequest::default()),
+            Some(0),
+            Origin::Producer,
+            &RequestOptions::default(),
+        );
+        self.inflight.insert(seq, Flight::Probe { slot });
+    }
+
+    /// Whether a queued batch still waits in doubt on `slot`.
+    fn doubt_on(&self, slot: usize) -> Option<crate::request::ConnId> {
+        self.topics
+            .iter()
+            .flat_map(|t| t.parts.iter())
+            .flat_map(|ps| ps.queue.iter())
+            .filter_map(|b| b.in_doubt)
+            .find(|(s, _)| *s == slot)
+            .map(|(_, c)| c)
+    }
+
     fn ready_size(&self, ti: usize, pi: usize) -> usize {
         self.part(ti, pi).map_or(0, |ps| match ps.queue.front() {
             Some(b) => b.size(),
@@ -216,6 +285,9 @@ impl Producer {
             Origin::Producer,
             &opts,
         );
+        if self.idem.is_some() {
+            net.await_late_answer(seq);
+        }
         net.counters.producer_batches += sent.len() as u64;
         if acks == Acks::None {
             for s in &mut sent {
@@ -359,6 +431,15 @@ impl Producer {
         match flight {
             Flight::InitPid => self.on_pid(now, c),
             Flight::Produce { sent, .. } => self.on_produce(now, net, c, sent),
+            Flight::Probe { slot } => {
+                // Answered or not: a batch still in doubt there asks again (a failed probe
+                // took a request timeout or a failed connect, so this cannot spin).
+                if !self.closed
+                    && let Some(conn) = self.doubt_on(slot)
+                {
+                    self.probe(now, net, slot, conn);
+                }
+            }
         }
     }
 
@@ -392,6 +473,16 @@ impl Producer {
     }
 
     fn on_produce(&mut self, now: Instant, net: &mut Net, c: Completion, sent: Vec<Sent>) {
+        // Written and never answered: the broker may have written it, and (with idempotence)
+        // may still be executing it.
+        let unanswered = match &c.result {
+            Err(RequestError::Timeout { .. } | RequestError::Disconnected { .. }) => c.sent_on,
+            Err(RequestError::Broker { code, .. }) if *code == ErrorCode::UNKNOWN_SERVER_ERROR => {
+                c.sent_on // header-only 1: possibly partly applied
+            }
+            _ => None,
+        };
+        let mut doubt = None;
         let parsed: Result<ProduceResponse, RequestError> = match c.result {
             Ok(reply) => match reply.body {
                 Some(b) => ProduceResponse::decode(&mut Reader::new(b)).map_err(|error| {
@@ -420,6 +511,14 @@ impl Producer {
                 self.release(s.topic, s.part, s.batch);
                 self.touch(s.topic, s.part);
                 continue;
+            }
+            let mut s = s;
+            if let Some(on) = unanswered {
+                s.batch.maybe_written = true;
+                if self.idem.is_some() {
+                    s.batch.in_doubt = Some(on);
+                    doubt = Some(on);
+                }
             }
             let verdict = match &parsed {
                 Ok(r) => match r
@@ -453,6 +552,11 @@ impl Producer {
             };
             self.apply(now, net, s.topic, s.part, s.batch, verdict);
             self.touch(s.topic, s.part);
+        }
+        if let Some((slot, conn)) = doubt
+            && self.doubt_on(slot).is_some()
+        {
+            self.probe(now, net, slot, conn);
         }
     }
 
@@ -672,6 +776,11 @@ impl Producer {
         error: DeliveryError,
         closed: bool,
     ) {
+        let error = match error {
+            DeliveryError::MaybeWritten { .. } => error,
+            e if batch.maybe_written => DeliveryError::MaybeWritten { last: Box::new(e) },
+            e => e,
+        };
         if !batch.reported {
             for s in &batch.slots {
                 self.events.push_back(Event::Produced {

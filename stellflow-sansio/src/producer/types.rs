@@ -184,7 +184,10 @@ pub struct ProducerConfig {
     pub format: BatchFormat,
     /// Idempotence: InitProducerId, sequence numbers, and de-duplicated retries. Forces the
     /// native (SRFB) format and one request in flight per partition. Give every producer
-    /// instance its own `client_id` (the server keys producer ids by it). Default off.
+    /// instance its own `client_id` (the server keys producer ids by it). A retry never runs
+    /// while the request it replaces may still be executing on the broker (see the module
+    /// docs, "Delivery guarantees"). Default off: at-least-once, a timed-out request is
+    /// retried and may be written twice.
     pub idempotence: bool,
     /// Gzip level (0–9) for [`BatchFormat::Native`] with gzip. Default 1.
     pub gzip_level: u32,
@@ -385,6 +388,18 @@ pub enum DeliveryError {
     /// The producer (or the client) was closed before the record had an outcome.
     #[error("the producer was closed before the record was delivered")]
     Closed,
+    /// **The outcome is unknown: the record may have been written.** A request carrying it
+    /// reached the network and was never answered (it timed out, or its connection died,
+    /// or the broker answered a request-level error 1 that may follow a partial write), and
+    /// then the record failed for the reason in `last` (delivery timeout, close, a refusal
+    /// of a later attempt, …). The log may hold it once — or, without idempotence, more
+    /// than once. Never read this as "not delivered": check the log (or accept a duplicate)
+    /// before producing it again.
+    #[error("outcome unknown, the record may have been written: {last}")]
+    MaybeWritten {
+        /// Why the client gave up on the record.
+        last: Box<DeliveryError>,
+    },
 }
 
 impl DeliveryError {
@@ -394,5 +409,14 @@ impl DeliveryError {
             DeliveryError::NotReplicated { offset, .. } => Some(*offset),
             _ => None,
         }
+    }
+
+    /// Whether the record may be in the log despite the error: [`DeliveryError::MaybeWritten`]
+    /// (unknown outcome) and [`DeliveryError::NotReplicated`] (written, not replicated).
+    pub fn may_have_been_written(&self) -> bool {
+        matches!(
+            self,
+            DeliveryError::MaybeWritten { .. } | DeliveryError::NotReplicated { .. }
+        )
     }
 }

@@ -41,7 +41,9 @@
 //! partition could be sent leaves within [`pipeline::LINGER_SLACK`] (the precise rule is on
 //! [`pipeline::ProducerLoad`]); consumers deliver records in order per partition, twice only
 //! across a restart without a covering commit, and every acknowledged record in the end; a
-//! healthy network keeps a group member's session (no rejoin while idle); the healed system
+//! healthy network keeps a group member's session (no rejoin while idle, once one and a half
+//! session timeouts passed since the last broker or consumer restart: a restarted
+//! coordinator has lost its groups, which live in memory only); the healed system
 //! finishes all work within a bound; idle clients make almost no requests and timer
 //! wake-ups.
 //!
@@ -50,8 +52,10 @@
 //! A run is a pure function of its plan: the same seed gives the same trace hash. The
 //! `simulation` test target prints each failing seed's plan and shrunk plan;
 //! `STELLFLOW_SIM_SEED=<seed>` replays one seed, `STELLFLOW_SIM_PLAN='<code>'` one plan, and
-//! `STELLFLOW_SIM_SEEDS=<n>` runs a longer soak; with `STELLFLOW_SIM_TRACE=1` a replay also
-//! prints the run's readable trace ([`run_plan_logged`]).
+//! `STELLFLOW_SIM_SEEDS=<n>` runs a longer soak from `STELLFLOW_SIM_SEED_START` (any u64,
+//! default 0); without them the test runs its fixed set plus a window of fresh seeds derived
+//! from the commit (printed, so a failure replays). With `STELLFLOW_SIM_TRACE=1` a replay
+//! also prints the run's readable trace ([`run_plan_logged`]).
 //!
 //! # Running your own code under the simulation
 //!

@@ -92,7 +92,8 @@ pub const LINGER_SLACK: Duration = Duration::from_millis(1);
 ///    partition, retries keep their order);
 /// 2. no Produce carrying `p` is on any of the producer's connections unanswered and younger
 ///    than `request timeout + ack timeout + 1 s` (after that the client has certainly given up
-///    on it; a Produce with `acks = -1` may wait longer than the plain request timeout);
+///    on it; a Produce with `acks = -1` may wait longer than the plain request timeout), twice
+///    that with idempotence (a timed-out idempotent Produce waits for its late answer);
 /// 3. the client's metadata names a leader `L` for `p`;
 /// 4. the producer has at least one connection to `L`, and each of them is negotiated
 ///    (ApiVersions answered) and has fewer than `max_in_flight_per_connection` requests
@@ -210,7 +211,14 @@ impl ProducerLoad {
             client,
             linger,
             request_timeout: base.request_timeout,
-            request_timeout_max: base.request_timeout + ack_timeout + Duration::from_secs(1),
+            // An idempotent Produce waits past its timeout for its late answer (up to
+            // `LATE_TIMEOUTS_TO_CLOSE` timeouts) before its connection is given up.
+            request_timeout_max: (base.request_timeout + ack_timeout + Duration::from_secs(1))
+                * if shape.idempotent {
+                    stellflow_sansio::net::LATE_TIMEOUTS_TO_CLOSE
+                } else {
+                    1
+                },
             max_in_flight: base.max_in_flight_per_connection.max(1),
             sent: BTreeSet::new(),
             produce_seen: false,

@@ -323,7 +323,12 @@ fn idle_phase(world: &mut World, loads: &mut Loads, s: &super::plan::Scenario) {
         ));
         // An earlier incarnation's member expires one session after a restart and fences the
         // live member once (the server's lazy eviction bumps the generation): let that pass.
-        if let Some(r) = c.last_restart() {
+        // A broker restart loses every group it coordinated (group state is in memory only,
+        // PROTOCOL.md §8 item 17): the member learns it from its next heartbeat (error 1)
+        // and must join again, so a restart late in the fault phase forces one rejoin after
+        // the heal (dst seeds 1129, 1979, 2913, 2981): let that pass too.
+        let restarts = [c.last_restart(), world.last_broker_restart()];
+        if let Some(r) = restarts.into_iter().flatten().max() {
             let calm = r + c.session_timeout() * 3 / 2;
             if world.elapsed() < calm {
                 world.run_for(calm - world.elapsed());

@@ -138,6 +138,8 @@ pub struct World {
     partitioned: BTreeSet<i32>,
     paused: BTreeSet<i32>,
     crashed: BTreeSet<i32>,
+    /// When a crashed broker last restarted (virtual time since the start).
+    last_broker_restart: Option<Duration>,
     undo: Vec<(Instant, Undo)>,
     trace: TraceHash,
     stats: WorldStats,
@@ -174,6 +176,7 @@ impl World {
             partitioned: BTreeSet::new(),
             paused: BTreeSet::new(),
             crashed: BTreeSet::new(),
+            last_broker_restart: None,
             undo: Vec::new(),
             trace: TraceHash::default(),
             stats: WorldStats::default(),
@@ -256,7 +259,12 @@ impl World {
         self.now
     }
 
-    /// Virtual time since the world started.
+    /// When a crashed broker last restarted (virtual time since the start), if one did.
+    pub fn last_broker_restart(&self) -> Option<Duration> {
+        self.last_broker_restart
+    }
+
+    /// Virtual time since the start of the world.
     pub fn elapsed(&self) -> Duration {
         self.now - self.epoch
     }
@@ -477,6 +485,7 @@ impl World {
             }
             Undo::Restart(b) => {
                 if self.crashed.remove(&b) && self.cluster.restart(b, now).is_ok() {
+                    self.last_broker_restart = Some(self.elapsed());
                     // Every live broker, not only `b`: a replica that waited for a longer
                     // one (see `SimCluster::reassert_leadership`) follows it now.
                     let _ = self.cluster.reassert_leadership(b);

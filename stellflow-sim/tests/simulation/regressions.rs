@@ -247,3 +247,69 @@ fn seed_3022_commits_stay_in_order() {
          safety=14907;wl=3722518532;f=6252:partition:1,3824;f=11064:drop:0,1;f=11754:reset:11",
     );
 }
+
+/// Issue 13 item 3 in the simulation: the broker of an idempotent producer's partition stops
+/// answering (a partition holds the bytes of its connections, as a frozen — SIGSTOPped —
+/// broker does, and delivers them at the heal). The Produce timed out and was retried on the
+/// same connection behind the unanswered original; both executed when the broker came back,
+/// and the server's racy sequence check (PROTOCOL.md §3.3.2, two handler threads) let both
+/// append: the record twice in the log. Was a bug in stellflow-sansio (producer and router):
+/// fixed by never re-sending while the request it replaces may still execute — a timed-out
+/// idempotent Produce waits for its late answer (two request timeouts), and once its
+/// connection is gone its batch stays in doubt until the broker answered on a newer
+/// connection. Found by dst seed 3763 (also 1244, 3730), shrunk to that one fault.
+#[test]
+fn seed_3763_frozen_broker_idempotent_retry_waits() {
+    assert_passes(
+        "seed=3763;b=2;c=1;p=2;rf=2;rt=1000;mif=1;lat=1031;jit=3987;split=80;ops=20;\
+         safety=7249;wl=2176819635;f=3326:partition:2,1991",
+    );
+}
+
+/// Same cause as seed 3763 (three brokers, four requests in flight per connection).
+#[test]
+fn seed_1244_frozen_broker_idempotent_retry_waits() {
+    assert_passes(
+        "seed=1244;b=3;c=1;p=1;rf=2;rt=3000;mif=4;lat=849;jit=1438;split=0;ops=13;\
+         safety=7486;wl=3336394489;f=2913:partition:1,3387",
+    );
+}
+
+/// Same cause as seed 3763 (two requests in flight per connection).
+#[test]
+fn seed_3730_frozen_broker_idempotent_retry_waits() {
+    assert_passes(
+        "seed=3730;b=2;c=1;p=1;rf=2;rt=1500;mif=2;lat=53;jit=3854;split=80;ops=12;\
+         safety=5156;wl=1553364337;f=3160:partition:1,4170",
+    );
+}
+
+/// Was an invariant claiming more than the server guarantees (`group-session-alive`): the
+/// group coordinator crashed 1 ms before the heal and restarted on its data; groups live in
+/// memory only (PROTOCOL.md §8 item 17), so the member's next heartbeat got 1 (unknown
+/// member) and it had to join again — inside the idle window that counts rejoins on a
+/// healthy network. The idle window now starts one and a half session timeouts after the
+/// last broker restart, as it already did after a consumer restart. Found by dst seed 2913
+/// (also 1129, 1979, 2894, 2981, 3565), shrunk to that one crash.
+#[test]
+fn seed_2913_coordinator_restart_forces_one_rejoin() {
+    assert_passes(
+        "seed=2913;b=1;c=1;p=1;rf=1;rt=1000;mif=1;lat=1090;jit=354;split=0;ops=1;\
+         safety=9279;wl=105124084;f=9278:crash:1,1831",
+    );
+}
+
+/// Was a bug in stellflow-sansio's consumer (group): the answers of the SyncGroup after a
+/// join were dropped twice; the member sent no heartbeat while the SyncGroup was out, and
+/// SyncGroup does not refresh the session on this server (PROTOCOL.md §3.10), so the session
+/// the JoinGroup opened ran out and the member rejoined after the heal. Fixed: heartbeats
+/// also run while a SyncGroup is unanswered (as the Java client's do while completing a
+/// rebalance), and a timed-out SyncGroup is asked again while the session they keep alive
+/// lasts. Found by dst seed 3675, shrunk to two faults.
+#[test]
+fn seed_3675_heartbeats_keep_the_session_while_sync_is_unanswered() {
+    assert_passes(
+        "seed=3675;b=1;c=1;p=1;rf=1;rt=2500;mif=4;lat=1467;jit=4058;split=50;ops=1;\
+         safety=8577;wl=2089960148;f=223:drop:10,3;f=1894:errors:-1,4,10,0",
+    );
+}
