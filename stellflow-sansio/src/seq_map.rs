@@ -98,6 +98,13 @@ impl<V> SeqMap<V> {
         Some(value)
     }
 
+    /// Drops every value.
+    pub fn clear(&mut self) {
+        self.ring.clear();
+        self.old.clear();
+        self.in_ring = 0;
+    }
+
     /// Removes every value, in no particular order.
     pub fn drain(&mut self) -> impl Iterator<Item = V> + '_ {
         self.in_ring = 0;
@@ -197,5 +204,10 @@ mod tests {
         assert!(m.is_empty());
         m.insert(7, 7);
         assert_eq!(m.remove(7), Some(7));
+        m.insert(0, 0);
+        m.insert(9_000, 9);
+        m.clear();
+        assert!(m.is_empty());
+        assert_eq!(m.remove(0), None);
     }
 }
