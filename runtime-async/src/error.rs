@@ -53,8 +53,9 @@ pub enum Error {
 
 impl Error {
     /// Whether the same call may succeed if tried again later (the broker was unreachable,
-    /// slow, or not the leader). Wrapped core errors are classified by the core; a delivery
-    /// that timed out counts as retriable, although it may have been written (at-least-once).
+    /// slow, or not the leader). Wrapped core errors are classified by the core. A delivery
+    /// that may have been written ([`DeliveryError::may_have_been_written`]) is not retriable:
+    /// sending it again may write it twice (check the log first).
     pub fn is_retriable(&self) -> bool {
         match self {
             Error::Admin(e) => e.is_retriable(),
@@ -70,6 +71,7 @@ impl Error {
 
 fn delivery_retriable(e: &DeliveryError) -> bool {
     match e {
+        _ if e.may_have_been_written() => false,
         DeliveryError::Timeout { .. } => true,
         DeliveryError::Broker { code } => code.is_retriable(),
         DeliveryError::Request(e) => e.is_retriable(),
