@@ -586,11 +586,20 @@ fn close_fails_abandoned_records_in_produce_order() {
     w.step();
     let mut last: HashMap<i32, ProduceId> = HashMap::new();
     let mut failed = 0;
+    let mut maybe_written = 0;
     for e in w.take(|e| matches!(e, Event::Produced { .. })) {
         let Event::Produced { id, result } = e else {
             unreachable!()
         };
-        assert_eq!(result, Err(DeliveryError::Closed));
+        // Queued records were never sent: Closed. The batch in flight was written and never
+        // answered: its outcome is unknown (DESIGN §3 item 14).
+        match &result {
+            Err(DeliveryError::Closed) => {}
+            Err(DeliveryError::MaybeWritten { last }) if **last == DeliveryError::Closed => {
+                maybe_written += 1;
+            }
+            other => panic!("{id:?}: {other:?}"),
+        }
         let partition = by_partition[&id];
         if let Some(prev) = last.insert(partition, id) {
             assert!(
@@ -601,6 +610,10 @@ fn close_fails_abandoned_records_in_produce_order() {
         failed += 1;
     }
     assert_eq!(failed, 60, "every record gets exactly one outcome");
+    assert!(
+        maybe_written > 0 && maybe_written < 60,
+        "the batches in flight, and only they, may have been written: {maybe_written}"
+    );
 }
 
 #[derive(Debug)]
