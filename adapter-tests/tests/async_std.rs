@@ -1,14 +1,27 @@
-//! The shared behavioural suite on stellflow-smol under async-std's executor: async-std users
-//! are served by stellflow-smol without it depending on the discontinued runtime (async-std is
-//! a dev-dependency of this test crate only).
+//! The shared suite and the stream on stellflow-smol under async-std's executor: async-std
+//! users are served by stellflow-smol without it depending on the discontinued runtime
+//! (async-std is a dev-dependency of this test crate only).
 
-struct AsyncStd;
+use std::time::Duration;
+use stellflow_smol as sf;
 
-stellflow_adapter_tests::impl_async_adapter!(
-    AsyncStd,
-    stellflow_smol,
-    "smol on async-std",
-    block_on = async_std::task::block_on,
-    sleep = async_std::task::sleep
-);
-stellflow_adapter_tests::suite!(AsyncStd);
+macro_rules! aw {
+    ($e:expr) => {
+        $e.await
+    };
+}
+macro_rules! delivered {
+    ($e:expr) => {
+        $e.await
+    };
+}
+
+use async_std::task::block_on;
+
+async fn sleep(d: Duration) {
+    async_std::task::sleep(d).await;
+}
+
+mod cases;
+#[path = "cases/stream.rs"]
+mod stream;

@@ -1,12 +1,25 @@
-//! The shared behavioural suite on stellflow-smol under smol's executor.
+//! The shared suite and the stream on stellflow-smol under smol's executor.
 
-struct Smol;
+use std::time::Duration;
+use stellflow_smol as sf;
 
-stellflow_adapter_tests::impl_async_adapter!(
-    Smol,
-    stellflow_smol,
-    "smol",
-    block_on = smol::block_on,
-    sleep = async_io::Timer::after
-);
-stellflow_adapter_tests::suite!(Smol);
+macro_rules! aw {
+    ($e:expr) => {
+        $e.await
+    };
+}
+macro_rules! delivered {
+    ($e:expr) => {
+        $e.await
+    };
+}
+
+use smol::block_on;
+
+async fn sleep(d: Duration) {
+    smol::Timer::after(d).await;
+}
+
+mod cases;
+#[path = "cases/stream.rs"]
+mod stream;

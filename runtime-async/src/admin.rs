@@ -1,16 +1,39 @@
 //! The [`Admin`] handle: every admin operation of the core, awaited.
 
-use crate::driver::Link;
-use crate::{ClientConfig, Error, Options, Runtime};
-use std::marker::PhantomData;
+use crate::state::Link;
+use crate::{Client, ClientConfig, ClusterMetadata, Counters, Options, Result, Runtime};
 use stellflow_sansio::{
-    AdminCall, AdminRequest, AdminResponse, BrokerApiVersions, ClusterMetadata, ClusterStatus,
-    CommittedOffset, Counters, DecommissionResult, ListedOffset, OffsetSpec, ReassertedPartition,
-    RequestOptions, Target, TopicAdminResult, TopicDescription,
+    AdminCall, AdminRequest, AdminResponse, BrokerApiVersions, ClusterStatus, CommittedOffset,
+    DecommissionResult, ListedOffset, OffsetSpec, ReassertedPartition, RequestOptions, Target,
+    TopicAdminResult, TopicDescription,
 };
 
+/// Runs one admin request and waits for its answer.
+async fn request(
+    link: &Link,
+    request: AdminRequest,
+    opts: RequestOptions,
+) -> Result<AdminResponse> {
+    let call = move |st: &mut crate::state::State, now, tx: crate::state::Reply<_>| match st
+        .client
+        .admin(now, request, &opts)
+    {
+        Ok(id) => drop(st.admin.insert(id, tx)),
+        Err(e) => drop(tx.send(Err(e))),
+    };
+    Ok(link.call(call).await??)
+}
+
+/// Runs `call` with default options and takes its typed result out of the answer.
+pub(crate) async fn run<T>(link: &Link, call: AdminCall<T>) -> Result<T> {
+    let response = request(link, call.request, RequestOptions::default()).await?;
+    Ok((call.take)(response)?)
+}
+
 /// Cluster and topic administration. Cheap to clone. `R` is the runtime that drives the
-/// client; the adapter crates name it for you (`stellflow_tokio::Admin`, …).
+/// client; the adapter crates name it for you (`stellflow_tokio::Admin`, …). Every call waits
+/// for the broker's answer, bounded by the core's request timeout; dropping the future before
+/// the answer does not undo a command already sent (cancel safety).
 ///
 /// ```no_run
 /// # async fn f() -> Result<(), stellflow_tokio::Error> {
@@ -23,26 +46,23 @@ use stellflow_sansio::{
 /// ```
 #[derive(Debug, Clone)]
 pub struct Admin<R: Runtime> {
-    link: Link,
-    runtime: PhantomData<R>,
+    pub(crate) client: Client<R>,
 }
 
 impl<R: Runtime> Admin<R> {
-    /// Starts a client on the runtime `R` with default [`Options`].
-    pub async fn connect(config: ClientConfig) -> Result<Admin<R>, Error> {
-        Self::connect_with(config, Options::default()).await
+    /// Starts a client of its own with default [`Options`] (see [`Client::connect`]).
+    pub async fn connect(config: ClientConfig) -> Result<Admin<R>> {
+        Ok(Client::connect(config).await?.admin())
     }
 
     /// Like [`Admin::connect`], with adapter options.
-    pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Admin<R>, Error> {
-        Ok(Admin::from_link(Link::start::<R>(config, options)?))
+    pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Admin<R>> {
+        Ok(Client::connect_with(config, options).await?.admin())
     }
 
-    pub(crate) fn from_link(link: Link) -> Admin<R> {
-        Admin {
-            link,
-            runtime: PhantomData,
-        }
+    /// The client this handle runs on (for the other handles).
+    pub fn client(&self) -> &Client<R> {
+        &self.client
     }
 
     /// Runs any admin command with per-request options (trace context, timeout).
@@ -50,39 +70,26 @@ impl<R: Runtime> Admin<R> {
         &self,
         request: AdminRequest,
         opts: RequestOptions,
-    ) -> Result<AdminResponse, Error> {
-        let result = self
-            .link
-            .call(
-                move |st, now, tx| match st.client.admin(now, request, &opts) {
-                    Ok(id) => drop(st.admin.insert(id, tx)),
-                    Err(e) => drop(crate::driver::answer(&tx, Err(e))),
-                },
-            )
-            .await?;
-        Ok(result?)
+    ) -> Result<AdminResponse> {
+        self::request(&self.client.link, request, opts).await
     }
 
-    /// Runs `call` with default options and takes its typed result out of the answer.
-    async fn go<T>(&self, call: AdminCall<T>) -> Result<T, Error> {
-        let response = self
-            .request(call.request, RequestOptions::default())
-            .await?;
-        Ok((call.take)(response)?)
+    async fn go<T>(&self, call: AdminCall<T>) -> Result<T> {
+        run(&self.client.link, call).await
     }
 
     /// The API versions one broker supports and the ones this client chose.
-    pub async fn api_versions(&self, target: Target) -> Result<BrokerApiVersions, Error> {
+    pub async fn api_versions(&self, target: Target) -> Result<BrokerApiVersions> {
         self.go(AdminCall::api_versions(target)).await
     }
 
     /// DescribeCluster on one broker (its local view).
-    pub async fn describe_cluster(&self, target: Target) -> Result<ClusterStatus, Error> {
+    pub async fn describe_cluster(&self, target: Target) -> Result<ClusterStatus> {
         self.go(AdminCall::describe_cluster(target)).await
     }
 
     /// HealthCheck on one broker.
-    pub async fn health_check(&self, target: Target) -> Result<ClusterStatus, Error> {
+    pub async fn health_check(&self, target: Target) -> Result<ClusterStatus> {
         self.go(AdminCall::health_check(target)).await
     }
 
@@ -90,57 +97,39 @@ impl<R: Runtime> Admin<R> {
     pub async fn describe_topics(
         &self,
         topics: &[&str],
-    ) -> Result<(Vec<TopicDescription>, Vec<String>), Error> {
+    ) -> Result<(Vec<TopicDescription>, Vec<String>)> {
         self.go(AdminCall::describe_topics(topics)).await
     }
 
-    /// CreateTopic on one broker.
+    /// CreateTopic on one broker (per-partition outcomes are in the result).
     pub async fn create_topic(
         &self,
         topic: &str,
         partitions: i32,
         target: Target,
-    ) -> Result<TopicAdminResult, Error> {
+    ) -> Result<TopicAdminResult> {
         self.go(AdminCall::create_topic(topic, partitions, target))
             .await
     }
 
     /// DeleteTopic on one broker.
-    pub async fn delete_topic(
-        &self,
-        topic: &str,
-        target: Target,
-    ) -> Result<TopicAdminResult, Error> {
+    pub async fn delete_topic(&self, topic: &str, target: Target) -> Result<TopicAdminResult> {
         self.go(AdminCall::delete_topic(topic, target)).await
     }
 
     /// AlterPartition: overrides one partition's leader, epoch, replicas and ISR on one broker
-    /// (a controller operation: use with care). `assignment` is `(replicas, isr)`.
-    pub async fn alter_partition(
-        &self,
-        topic: &str,
-        partition: i32,
-        leader: (i32, i32),
-        assignment: (Vec<i32>, Vec<i32>),
-        target: Target,
-    ) -> Result<TopicAdminResult, Error> {
-        let req = AdminRequest::AlterPartition {
-            topic: topic.to_owned(),
-            partition,
-            leader_id: leader.0,
-            leader_epoch: leader.1,
-            replicas: assignment.0,
-            isr: assignment.1,
-            target,
-        };
-        self.go(AdminCall::alter_partition(req)).await
+    /// (a controller operation: use with care). Build the request as
+    /// [`AdminRequest::AlterPartition`].
+    pub async fn alter_partition(&self, request: AdminRequest) -> Result<TopicAdminResult> {
+        self.go(AdminCall::alter_partition(request)).await
     }
 
-    /// ListOffsets for `(topic, partition, spec)` triples, routed to the leaders.
+    /// ListOffsets for `(topic, partition, spec)` triples, routed to the leaders; results in
+    /// request order.
     pub async fn list_offsets(
         &self,
         partitions: &[(&str, i32, OffsetSpec)],
-    ) -> Result<Vec<ListedOffset>, Error> {
+    ) -> Result<Vec<ListedOffset>> {
         self.go(AdminCall::list_offsets(partitions)).await
     }
 
@@ -151,7 +140,7 @@ impl<R: Runtime> Admin<R> {
         &self,
         group: &str,
         partitions: &[(&str, i32)],
-    ) -> Result<Vec<CommittedOffset>, Error> {
+    ) -> Result<Vec<CommittedOffset>> {
         self.go(AdminCall::committed_offsets(group, partitions))
             .await
     }
@@ -161,33 +150,28 @@ impl<R: Runtime> Admin<R> {
         &self,
         broker_id: i32,
         target: Target,
-    ) -> Result<DecommissionResult, Error> {
+    ) -> Result<DecommissionResult> {
         self.go(AdminCall::decommission_broker(broker_id, target))
             .await
     }
 
     /// Re-asserts leadership of a restarted broker's leaderless partitions.
-    pub async fn reassert_leadership(
-        &self,
-        broker_id: i32,
-    ) -> Result<Vec<ReassertedPartition>, Error> {
+    pub async fn reassert_leadership(&self, broker_id: i32) -> Result<Vec<ReassertedPartition>> {
         self.go(AdminCall::reassert_leadership(broker_id)).await
     }
 
-    /// Asks for a metadata refresh now (the core also refreshes on errors and periodically).
-    pub async fn refresh_metadata(&self) -> Result<(), Error> {
-        self.link
-            .query(|st, now| st.client.refresh_metadata(now))
-            .await
+    /// A snapshot of the merged cluster metadata (see [`Client::metadata`]).
+    pub fn metadata(&self) -> ClusterMetadata {
+        self.client.metadata()
     }
 
-    /// A snapshot of the merged cluster metadata.
-    pub async fn metadata(&self) -> Result<ClusterMetadata, Error> {
-        self.link.query(|st, _| st.client.metadata().clone()).await
+    /// Asks for a metadata refresh now (see [`Client::refresh_metadata`]).
+    pub fn refresh_metadata(&self) -> Result<()> {
+        self.client.refresh_metadata()
     }
 
-    /// A snapshot of the client's counters (DESIGN §6 metrics).
-    pub async fn counters(&self) -> Result<Counters, Error> {
-        self.link.query(|st, _| st.client.counters().clone()).await
+    /// A snapshot of the client's counters (see [`Client::counters`]).
+    pub fn counters(&self) -> Counters {
+        self.client.counters()
     }
 }

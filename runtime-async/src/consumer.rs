@@ -1,113 +1,143 @@
-//! The [`Consumer`] handle.
+//! The [`Consumer`] handle: assignment or subscription, polling (also as a [`Stream`]),
+//! commits, positions and seeks (by time too).
 
-use crate::driver::{Committed, Link};
-use crate::{Admin, ClientConfig, Error, Options, Runtime};
-use futures_lite::future;
-use std::marker::PhantomData;
-use std::task::Poll;
+use crate::admin::run as admin;
+use crate::state::Committed;
+use crate::{Client, ClientConfig, Error, Events, Options, Result, Runtime};
+use futures_lite::{Stream, future};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use stellflow_sansio::{
-    ConsumerError, ConsumerEvent, ConsumerRecord, Position, SeekTo, TopicPartition,
+    AdminCall, ConsumerError, ConsumerRecord, ListedOffset, OffsetSpec, Position, TopicPartition,
 };
+
+/// Where [`Consumer::seek`] moves a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SeekTo {
+    /// An exact position (blob offset and in-blob index).
+    Position(Position),
+    /// The log start (ListOffsets EARLIEST).
+    Beginning,
+    /// The log end (ListOffsets LATEST).
+    End,
+    /// The committed position of the group (or the reset policy when there is none).
+    Committed,
+    /// The first blob the broker appended at or after this time (ms since the Unix epoch),
+    /// found with ListOffsets by time; the log end when there is none.
+    Timestamp(i64),
+}
 
 /// Reads records: manual assignment ([`Consumer::assign`], recommended on today's server) or
 /// group subscription ([`Consumer::subscribe`], needs `config.consumer.group_id`). Cheap to
-/// clone; all clones share one consumer and its positions. `R` is the runtime that drives the
-/// client; the adapter crates name it for you (`stellflow_tokio::Consumer`, …).
+/// clone; all clones share one consumer and its positions (each record goes to one caller).
+/// Also a [`Stream`] of records, which ends when the consumer is closed. `R` is the runtime
+/// that drives the client; the adapter crates name it for you (`stellflow_tokio::Consumer`, …).
+///
+/// Records stay in the core's bounded buffer until they are taken, so a slow caller slows
+/// fetching down instead of growing memory. Fetch sizes: `consumer.fetch_max_bytes` is
+/// Kafka's `fetch.max.bytes`; Kafka's `max.partition.fetch.bytes` has no byte equivalent,
+/// because each Fetch entry reads one whole blob: a partition's share of a request is
+/// `consumer.max_entries_per_partition` blobs (the README maps the Kafka settings).
 ///
 /// ```no_run
 /// # async fn f() -> Result<(), stellflow_tokio::Error> {
+/// use futures_lite::StreamExt;
 /// use std::time::Duration;
-/// use stellflow_tokio::{ClientConfig, Consumer};
-/// let mut config = ClientConfig::new("127.0.0.1:9092")?;
-/// config.consumer.group_id = Some("billing".into());
-/// let consumer = Consumer::connect(config).await?;
-/// consumer.subscribe(&["orders"]).await?;
+/// use stellflow_tokio::{ClientConfig, Consumer, TopicPartition};
+/// let consumer = Consumer::connect(ClientConfig::new("127.0.0.1:9092")?).await?;
+/// consumer.assign(&[TopicPartition::new("orders", 0)])?;
 /// for record in consumer.poll(Duration::from_secs(1)).await? {
 ///     println!("{}-{} {}#{}", record.topic, record.partition, record.offset, record.index);
 /// }
+/// let mut stream = consumer.clone();
+/// while let Some(record) = stream.next().await {
+///     let record = record?;
+///     # let _ = record; break;
+/// }
 /// consumer.commit_sync().await?;
+/// consumer.close().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct Consumer<R: Runtime> {
-    link: Link,
-    runtime: PhantomData<R>,
+    pub(crate) client: Client<R>,
 }
 
 impl<R: Runtime> Consumer<R> {
-    /// Starts a client on the runtime `R` with default [`Options`].
-    pub async fn connect(config: ClientConfig) -> Result<Consumer<R>, Error> {
-        Self::connect_with(config, Options::default()).await
+    /// Starts a client of its own with default [`Options`] (see [`Client::connect`]).
+    pub async fn connect(config: ClientConfig) -> Result<Consumer<R>> {
+        Ok(Client::connect(config).await?.consumer())
     }
 
     /// Like [`Consumer::connect`], with adapter options.
-    pub async fn connect_with(
-        config: ClientConfig,
-        options: Options,
-    ) -> Result<Consumer<R>, Error> {
-        Ok(Consumer {
-            link: Link::start::<R>(config, options)?,
-            runtime: PhantomData,
-        })
+    pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Consumer<R>> {
+        Ok(Client::connect_with(config, options).await?.consumer())
     }
 
-    /// An admin handle on the same client.
-    pub fn admin(&self) -> Admin<R> {
-        Admin::from_link(self.link.clone())
+    /// The client this handle runs on (for the other handles, metadata and counters).
+    pub fn client(&self) -> &Client<R> {
+        &self.client
     }
 
-    /// Consumes exactly `partitions` (replaces any subscription).
-    pub async fn assign(&self, partitions: Vec<TopicPartition>) -> Result<(), Error> {
-        let r = self
-            .link
-            .query(move |st, now| st.client.assign(now, &partitions));
-        Ok(r.await??)
+    fn run<T>(
+        &self,
+        f: impl FnOnce(&mut stellflow_sansio::Client, Instant) -> Result<T, ConsumerError>,
+    ) -> Result<T> {
+        Ok(self.client.link.with(|st, now| f(&mut st.client, now))??)
     }
 
-    /// Joins `config.consumer.group_id` and consumes the topics' partitions.
-    pub async fn subscribe(&self, topics: &[&str]) -> Result<(), Error> {
-        let topics: Vec<String> = topics.iter().map(|t| (*t).to_owned()).collect();
-        let r = self.link.query(move |st, now| {
-            let names: Vec<&str> = topics.iter().map(String::as_str).collect();
-            st.client.subscribe(now, &names)
+    /// Consumes exactly `partitions` (replaces any subscription). Does not wait: positions
+    /// are resolved in the background.
+    pub fn assign(&self, partitions: &[TopicPartition]) -> Result<()> {
+        self.run(|c, now| c.assign(now, partitions))
+    }
+
+    /// Joins `config.consumer.group_id` and consumes the topics' partitions. Does not wait.
+    pub fn subscribe(&self, topics: &[&str]) -> Result<()> {
+        self.run(|c, now| c.subscribe(now, topics))
+    }
+
+    /// The partitions assigned now.
+    pub fn assignment(&self) -> Vec<TopicPartition> {
+        self.client.link.get(|st| st.client.assignment())
+    }
+
+    /// Takes up to `max` ready records, or registers `cx`; `None` when there are none.
+    fn take(&self, cx: &Context<'_>, max: usize) -> Option<Result<Vec<ConsumerRecord>>> {
+        let r = self.client.link.with(|st, _| {
+            let out = st.take_records(max);
+            match out.is_empty() {
+                true if st.consumer_closed.done.is_some() => {
+                    Some(Err(ConsumerError::Closed.into()))
+                }
+                true => {
+                    st.wait(cx);
+                    None
+                }
+                false => Some(Ok(out)),
+            }
         });
-        Ok(r.await??)
+        r.unwrap_or_else(|e| Some(Err(e)))
     }
 
-    /// Waits up to `timeout` for records and returns the ones available (at most 500; see
-    /// [`Consumer::poll_max`]); an empty vector when none came in time.
-    pub async fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>, Error> {
-        self.poll_max(timeout, 500).await
+    /// Waits up to `timeout` for records and returns the ones available (at most
+    /// [`Options::max_poll_records`]); an empty vector when none came in time.
+    /// [`ConsumerError::Closed`] after [`Consumer::close`].
+    ///
+    /// Cancel safety: cancel-safe; no record is taken unless the call returns it.
+    pub async fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
+        self.poll_max(timeout, self.client.link.options.max_poll_records)
+            .await
     }
 
     /// Like [`Consumer::poll`], returning at most `max` records. The records are decoded (and
-    /// their batches checked) on the calling task.
-    pub async fn poll_max(
-        &self,
-        timeout: Duration,
-        max: usize,
-    ) -> Result<Vec<ConsumerRecord>, Error> {
+    /// their batches checked) on the calling task. Cancel-safe.
+    pub async fn poll_max(&self, timeout: Duration, max: usize) -> Result<Vec<ConsumerRecord>> {
         let deadline = Instant::now() + timeout;
-        let max = max.max(1);
-        let take = future::poll_fn(|cx| {
-            let r = self.link.with(|st, _| {
-                let out = st.take_records(max);
-                match out.is_empty() {
-                    true if st.consumer_closed.0 => Some(Err(ConsumerError::Closed.into())),
-                    true => {
-                        st.wait(cx);
-                        None
-                    }
-                    false => Some(Ok(out)),
-                }
-            });
-            match r {
-                Ok(Some(r)) => Poll::Ready(r),
-                Ok(None) => Poll::Pending,
-                Err(e) => Poll::Ready(Err(e)),
-            }
-        });
+        let take =
+            future::poll_fn(|cx| self.take(cx, max.max(1)).map_or(Poll::Pending, Poll::Ready));
         let expire = async {
             R::sleep_until(deadline).await;
             Ok(Vec::new())
@@ -115,92 +145,150 @@ impl<R: Runtime> Consumer<R> {
         future::or(take, expire).await
     }
 
-    /// Commits the positions of every assigned partition (the first record not yet returned
-    /// by `poll`, mid-blob included) and waits for the outcome.
-    pub async fn commit_sync(&self) -> Result<Committed, Error> {
-        self.link
-            .call(|st, now, tx| match st.client.commit(now) {
-                Ok(id) => drop(st.commits.insert(id, tx)),
-                Err(e) => drop(crate::driver::answer(&tx, Err(e.into()))),
-            })
-            .await?
+    /// Waits (without a time limit) for the next record. [`ConsumerError::Closed`] after
+    /// [`Consumer::close`]. Cancel-safe: no record is taken unless the call returns it.
+    pub async fn recv(&self) -> Result<ConsumerRecord> {
+        future::poll_fn(|cx| match self.take(cx, 1) {
+            Some(Ok(mut v)) => Poll::Ready(v.pop().ok_or(Error::Shutdown)),
+            Some(Err(e)) => Poll::Ready(Err(e)),
+            None => Poll::Pending,
+        })
+        .await
     }
 
-    /// Commits explicit positions (e.g. [`ConsumerRecord::next_position`]) and waits.
-    pub async fn commit_positions(&self, positions: Committed) -> Result<Committed, Error> {
-        self.link
-            .call(
-                |st, now, tx| match st.client.commit_positions(now, positions) {
-                    Ok(id) => drop(st.commits.insert(id, tx)),
-                    Err(e) => drop(crate::driver::answer(&tx, Err(e.into()))),
-                },
-            )
-            .await?
+    /// Commits the positions of every assigned partition (the first record not yet taken,
+    /// mid-blob included) and waits for the outcome; retriable failures are retried by the
+    /// core within its request timeout. Cancel safety: dropping the future does not stop the
+    /// commit; its outcome then shows in [`Consumer::events`].
+    pub async fn commit_sync(&self) -> Result<Committed> {
+        self.commit(|c, now| c.commit(now)).await
     }
 
-    /// Starts a commit of every position without waiting for it (no retries); its outcome
-    /// shows up in [`Consumer::events`].
-    pub async fn commit_async(&self) -> Result<(), Error> {
-        let r = self.link.query(|st, now| st.client.commit_async(now));
-        r.await??;
-        Ok(())
+    /// Commits explicit positions (e.g. [`ConsumerRecord::next_position`] of the last
+    /// processed record) like [`Consumer::commit_sync`].
+    pub async fn commit_positions(&self, positions: Committed) -> Result<Committed> {
+        self.commit(|c, now| c.commit_positions(now, positions))
+            .await
     }
 
-    /// Moves `tp` to a position, the log start or end, or the committed offset.
-    pub async fn seek(&self, tp: TopicPartition, to: SeekTo) -> Result<(), Error> {
-        Ok(self
-            .link
-            .query(move |st, now| st.client.seek(now, &tp, to))
-            .await??)
+    async fn commit(
+        &self,
+        f: impl FnOnce(
+            &mut stellflow_sansio::Client,
+            Instant,
+        ) -> Result<stellflow_sansio::CommitId, ConsumerError>,
+    ) -> Result<Committed> {
+        let commit = |st: &mut crate::state::State, now, tx: crate::state::Reply<_>| match f(
+            &mut st.client,
+            now,
+        ) {
+            Ok(id) => drop(st.commits.insert(id, tx)),
+            Err(e) => drop(tx.send(Err(e.into()))),
+        };
+        self.client.link.call(commit).await?
     }
 
-    /// The next position `poll` returns from `tp` (`None` while it is being resolved).
-    pub async fn position(&self, tp: TopicPartition) -> Result<Option<Position>, Error> {
-        self.link.query(move |st, _| st.client.position(&tp)).await
+    /// Starts a commit of every position without waiting for it and without retries (Kafka's
+    /// `commitAsync`); its outcome shows up in [`Consumer::events`].
+    pub fn commit_async(&self) -> Result<()> {
+        self.run(|c, now| c.commit_async(now)).map(drop)
+    }
+
+    /// Moves `tp` (its buffered records are dropped). [`SeekTo::Timestamp`] first asks the
+    /// partition's leader for the blob at that time (ListOffsets), so it waits for an answer;
+    /// the other targets do not wait. Cancel safety: a timestamp seek dropped before the answer
+    /// does not move the partition.
+    pub async fn seek(&self, tp: &TopicPartition, to: SeekTo) -> Result<()> {
+        use stellflow_sansio::SeekTo as Core;
+        let core = match to {
+            SeekTo::Position(p) => Core::Position(p),
+            SeekTo::Beginning => Core::Beginning,
+            SeekTo::End => Core::End,
+            SeekTo::Committed => Core::Committed,
+            SeekTo::Timestamp(ms) => {
+                let listed = self.offsets_for_times(&[(tp.clone(), ms)]).await?;
+                let info = listed
+                    .into_iter()
+                    .next()
+                    .ok_or(Error::Unexpected("no offset".into()))?;
+                Core::Position(Position::new(info.result?.offset, 0))
+            }
+        };
+        self.run(|c, now| c.seek(now, tp, core))
+    }
+
+    /// For each `(partition, time in ms since the epoch)`, the first blob the broker appended
+    /// at or after that time (ListOffsets by time; `no_match` and the log end when there is
+    /// none), in request order (Kafka's `offsetsForTimes`).
+    pub async fn offsets_for_times(
+        &self,
+        times: &[(TopicPartition, i64)],
+    ) -> Result<Vec<ListedOffset>> {
+        let specs: Vec<_> = (times.iter())
+            .map(|(tp, ms)| (&tp.topic[..], tp.partition, OffsetSpec::Timestamp(*ms)))
+            .collect();
+        admin(&self.client.link, AdminCall::list_offsets(&specs)).await
+    }
+
+    /// The next position `poll` returns from `tp` (`None` while it is being resolved or when
+    /// `tp` is not assigned).
+    pub fn position(&self, tp: &TopicPartition) -> Option<Position> {
+        self.client.link.get(|st| st.client.position(tp))
     }
 
     /// The last committed position of `tp` this consumer knows.
-    pub async fn committed(&self, tp: TopicPartition) -> Result<Option<Position>, Error> {
-        self.link.query(move |st, _| st.client.committed(&tp)).await
+    pub fn committed(&self, tp: &TopicPartition) -> Option<Position> {
+        self.client.link.get(|st| st.client.committed(tp))
     }
 
-    /// The partitions assigned now.
-    pub async fn assignment(&self) -> Result<Vec<TopicPartition>, Error> {
-        self.link.query(|st, _| st.client.assignment()).await
+    /// High watermark minus position of `tp`, from the latest fetch.
+    pub fn lag(&self, tp: &TopicPartition) -> Option<i64> {
+        self.client.link.get(|st| st.client.lag(tp))
     }
 
-    /// Stops fetching `tp` (buffered records are kept).
-    pub async fn pause(&self, tp: TopicPartition) -> Result<(), Error> {
-        Ok(self.link.query(move |st, _| st.client.pause(&tp)).await??)
+    /// Stops fetching and delivering `tp` (buffered records are kept).
+    pub fn pause(&self, tp: &TopicPartition) -> Result<()> {
+        self.run(|c, _| c.pause(tp))
     }
 
     /// Resumes a paused partition.
-    pub async fn resume(&self, tp: TopicPartition) -> Result<(), Error> {
-        Ok(self
-            .link
-            .query(move |st, _| st.client.resume(&tp))
-            .await??)
+    pub fn resume(&self, tp: &TopicPartition) -> Result<()> {
+        self.run(|c, _| c.resume(tp))
     }
 
-    /// Takes the consumer notifications seen since the last call (rebalances, resolved
-    /// positions, fetch errors, commit outcomes of `commit_async` and auto-commit, group
-    /// warnings); the oldest are dropped beyond 1024.
-    pub async fn events(&self) -> Result<Vec<ConsumerEvent>, Error> {
-        self.link.query(|st, _| st.events.take()).await
+    /// Takes the consumer events seen since the last call: rebalances, resolved positions,
+    /// fetch errors, group warnings, and the outcomes of commits nobody waits for
+    /// (`commit_async`, auto-commit). At most [`Events::CAP`] are kept; [`Events::dropped`]
+    /// counts the older ones dropped.
+    pub fn events(&self) -> Events {
+        self.client.link.shared.lock().take_events()
     }
 
-    /// Stops consuming (committing positions first when auto-commit is on) and waits for it.
-    pub async fn close(&self) -> Result<(), Error> {
-        self.link
-            .call(|st, now, tx| {
-                st.client.close_consumer(now);
-                match st.consumer_closed.0 {
-                    true => {
-                        let _ = crate::driver::answer(&tx, ());
-                    }
-                    false => st.consumer_closed.1.push(tx),
-                }
-            })
-            .await
+    /// Stops consuming (committing positions first when auto-commit is on) and waits for it;
+    /// `poll` then fails with [`ConsumerError::Closed`] and the stream ends. Cancel safety:
+    /// dropping the future does not stop the close.
+    pub async fn close(&self) -> Result<()> {
+        let close = |st: &mut crate::state::State, now, tx| {
+            st.client.close_consumer(now);
+            st.consumer_closed.wait(tx);
+        };
+        self.client.link.call(close).await?
+    }
+}
+
+impl<R: Runtime> Stream for Consumer<R> {
+    type Item = Result<ConsumerRecord>;
+
+    /// The next record; the stream ends once the consumer is closed (or the client stopped).
+    /// Cancel-safe: no record is taken unless it is returned.
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match self.take(cx, 1) {
+            Some(Ok(mut v)) => Poll::Ready(v.pop().map(Ok)),
+            Some(Err(Error::Shutdown | Error::Consumer(ConsumerError::Closed))) => {
+                Poll::Ready(None)
+            }
+            Some(Err(e)) => Poll::Ready(Some(Err(e))),
+            None => Poll::Pending,
+        }
     }
 }

@@ -1,18 +1,14 @@
-//! The runtime-neutral half of the Stellflow async adapters: `stellflow-tokio` and
-//! `stellflow-smol` are this crate plus one small [`Runtime`] implementation each.
+//! The runtime-neutral body of the Stellflow adapters: `stellflow-tokio`, `stellflow-smol`
+//! and `stellflow-blocking` are this crate plus one small [`Runtime`] each (the blocking one
+//! also wraps the handles in methods that block).
 //!
-//! Here live the handles ([`Producer`], [`Consumer`], [`Admin`]), [`Record`], [`Delivery`],
-//! [`Options`], [`Error`], and the driver. One [`stellflow_sansio::Client`] per driver sits
-//! behind a mutex shared with the handles: a handle runs its command on the calling task (a
-//! record is copied into its batch, consumed records are decoded there), then follows the
-//! core's drain rule — it drains `poll_connect`, `poll_close`, `poll_transmit` and `poll_event`
-//! until a whole pass yields nothing, writing what the sockets take — and wakes the driver only
-//! when it must re-plan. The driver task owns the reading side of the sockets, the connects and
-//! the timers: it waits (one race of futures) for the earliest of socket readiness, a wake-up,
-//! a finished connect, or `poll_timeout()`, and drains the same way after every input. When
-//! the last handle of a driver is dropped, the driver closes the producer (delivering what is
-//! buffered, up to [`Options::close_timeout`]) and the consumer (auto-commit), closes its
-//! sockets and ends.
+//! Here live the handles ([`Client`], [`Producer`], [`Consumer`], [`Admin`]), [`Record`],
+//! [`Delivery`], [`Options`], [`Error`], the plumbing between the core and the handles
+//! (answers routed to waiting callers, the lane of records waiting for buffer space, flush and
+//! close behind it, the event log, shutdown: module `state`), and the driver (module
+//! `driver`): one task per client that reads the sockets, opens connections and fires timers.
+//! The core sits behind one mutex shared by the driver and the handles; a handle runs its
+//! command on the calling task or thread (records are copied into batches and decoded there).
 //!
 //! What differs per runtime — where the driver runs, how a TCP connection is opened, how a
 //! socket is read, written and waited on, and how to sleep — is the [`Runtime`] trait. The
@@ -20,39 +16,62 @@
 //! (`pub type Producer = stellflow_async::Producer<Tokio>`), so users never see the parameter.
 //!
 //! Like the adapters, this crate holds no protocol logic: every decision about Stellflow
-//! semantics is the core's. It is an implementation detail of the two adapters
-//! (`publish = false`); depend on `stellflow-tokio` or `stellflow-smol` instead.
+//! semantics is the core's. Depend on an adapter crate instead of this one.
+//!
+//! # The same semantics on every runtime
+//!
+//! * `commit_sync` / `commit_positions` are the core's commits, retried within the request
+//!   timeout; `commit_async` is sent once and its outcome goes to `events()`.
+//! * `events()` returns every consumer event nobody waits for (rebalances, positions, fetch
+//!   errors, group warnings, outcomes of `commit_async` and auto-commit), at most
+//!   [`Events::CAP`] between two calls, with the number dropped beyond that.
+//! * `poll` returns at most [`Options::max_poll_records`]; after `Consumer::close` it fails
+//!   with `ConsumerError::Closed` (and the async stream ends).
+//! * [`SeekTo`] is the adapters' own: the core's targets plus [`SeekTo::Timestamp`], resolved
+//!   with ListOffsets by time before the core's seek.
+//! * Ending: see [`Client`]. Seeds come from the OS unless [`Options::seed`] is set.
 #![forbid(unsafe_code)]
 
 mod admin;
+mod client;
 mod consumer;
 mod driver;
+mod error;
 pub mod perf;
 mod producer;
 mod runtime;
+mod state;
 
 pub use admin::Admin;
-pub use consumer::Consumer;
+pub use client::Client;
+pub use consumer::{Consumer, SeekTo};
+pub use error::{Error, Result};
 pub use prelude::*;
 pub use producer::{Delivery, Producer, Record};
 pub use runtime::Runtime;
+pub use state::{Committed, Events};
 
 /// What each adapter crate re-exports (`pub use stellflow_async::prelude::*`) next to its own
-/// names for the handles: the runtime-neutral types and the core's public types.
+/// names for the handles: the runtime-neutral types and every core type a public signature
+/// of the handles uses, so a program needs only its adapter crate.
 pub mod prelude {
-    pub use crate::{Delivery, Error, Options, Record, Result, Runtime};
+    pub use crate::{Committed, Delivery, Error, Events, Options, Record, Result, Runtime, SeekTo};
     /// The `bytes` crate of record keys and values.
     pub use bytes;
-    pub use stellflow_sansio::stellflow_proto::ErrorCode;
+    pub use stellflow_sansio::metrics::{ApiCounters, DurationHistogram};
+    pub use stellflow_sansio::producer::{KeyedPartitioner, KeylessPartitioner, Partitioner};
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
     pub use stellflow_sansio::stellflow_proto::record::Compression;
+    pub use stellflow_sansio::stellflow_proto::{ApiKey, ErrorClass, ErrorCode};
     pub use stellflow_sansio::{
-        Acks, AdminError, AdminRequest, AdminResponse, BatchFormat, BrokerApiVersions,
-        ClientConfig, ClusterMetadata, ClusterStatus, CommitKind, CommittedOffset, ConfigError,
-        ConsumerError, ConsumerEvent, ConsumerRecord, Counters, DeliveryError, ListedOffset,
-        OffsetReset, OffsetSpec, Position, ProduceError, ProducerConfig, ReassertedPartition,
-        RecordMetadata, RequestError, RequestOptions, SeekTo, Target, TopicAdminResult,
-        TopicDescription, TopicPartition,
+        Acks, AdminError, AdminRequest, AdminResponse, ApiSupport, BatchFormat, BrokerAddress,
+        BrokerApiVersions, BrokerInfo, ClientConfig, ClusterMetadata, ClusterStatus, CommitId,
+        CommitKind, CommittedOffset, ConfigError, ConnectionError, ConsumerConfig, ConsumerError,
+        ConsumerEvent, ConsumerRecord, Counters, DecommissionResult, DeliveryError, HeaderFields,
+        InvalidTopicName, LeaderlessReason, ListedOffset, LogStartAction, OffsetInfo, OffsetReset,
+        OffsetSpec, PartitionInfo, PartitionOutcome, Position, ProduceError, ProducerConfig,
+        ReassertedPartition, RecordMetadata, RequestError, RequestOptions, Target,
+        TopicAdminResult, TopicDescription, TopicPartition, TraceContext,
     };
 }
 
@@ -69,14 +88,18 @@ use std::time::Duration;
 #[non_exhaustive]
 pub struct Options {
     /// How long [`Producer::send`] / [`Producer::enqueue`] wait for buffer space when the
-    /// producer holds `buffer_memory` bytes. Default 60 s.
+    /// producer holds `buffer_memory` bytes (Kafka's `max.block.ms`). Default 60 s.
     pub max_block: Duration,
     /// Limit on one TCP connect (the core reconnects with backoff after a failure). Default 10 s.
     pub connect_timeout: Duration,
-    /// How long a driver whose handles are all gone keeps delivering buffered records and
-    /// committing before it closes its sockets. Default 30 s.
+    /// How long a close keeps delivering buffered records and committing before it closes
+    /// the sockets ([`Client::close`], [`Producer::close`], and a driver whose handles are all
+    /// gone). Default 30 s.
     pub close_timeout: Duration,
-    /// Seed of the core's random choices; `None` derives one from the clock.
+    /// Most records one [`Consumer::poll`] returns (Kafka's `max.poll.records`). Default 500.
+    pub max_poll_records: usize,
+    /// Seed of the core's random choices (and of the default `client_id`); `None` draws one
+    /// from the OS.
     pub seed: Option<u64>,
 }
 
@@ -86,21 +109,8 @@ impl Default for Options {
             max_block: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(10),
             close_timeout: Duration::from_secs(30),
+            max_poll_records: 500,
             seed: None,
         }
     }
-}
-
-/// Everything that can go wrong, each variant saying what the caller can do (the core's
-/// [`stellflow_sansio::AdapterError`], shared with the blocking adapter).
-pub use stellflow_sansio::AdapterError as Error;
-
-/// A result with [`Error`].
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-pub(crate) fn seed(options: &Options) -> u64 {
-    options.seed.unwrap_or_else(|| {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-        t.map(|d| d.as_nanos() as u64).unwrap_or(0x5eed) ^ u64::from(std::process::id())
-    })
 }

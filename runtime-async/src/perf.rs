@@ -1,10 +1,7 @@
 //! The throughput benchmark behind the adapters' `perf` examples (1 KiB values, acks=1): one
 //! body for every [`Runtime`], so the tokio and smol numbers measure the same thing.
 
-use crate::{
-    Acks, Admin, ClientConfig, Consumer, OffsetReset, Producer, Record, Runtime, Target,
-    TopicPartition,
-};
+use crate::{Acks, Client, ClientConfig, OffsetReset, Record, Runtime, Target, TopicPartition};
 use bytes::Bytes;
 use std::time::{Duration, Instant};
 
@@ -21,12 +18,13 @@ pub async fn run<R: Runtime>(label: &str, sim: &str) -> Result<(), Box<dyn std::
     config.producer.acks = Acks::Leader;
     config.consumer.auto_offset_reset = OffsetReset::Earliest;
     let topic = format!("perf-{}", std::process::id());
-    Admin::<R>::connect(config.clone())
-        .await?
+    let client = Client::<R>::connect(config).await?;
+    client
+        .admin()
         .create_topic(&topic, PARTITIONS, Target::Any)
         .await?;
 
-    let producer = Producer::<R>::connect(config.clone()).await?;
+    let producer = client.producer();
     let value = Bytes::from(vec![b'v'; VALUE]);
     let start = Instant::now();
     let mut pending = Vec::with_capacity(n);
@@ -43,11 +41,11 @@ pub async fn run<R: Runtime>(label: &str, sim: &str) -> Result<(), Box<dyn std::
     }
     report(&format!("{label}-produce"), n, start.elapsed());
 
-    let consumer = Consumer::<R>::connect(config).await?;
-    let tps = (0..PARTITIONS)
+    let consumer = client.consumer();
+    let tps: Vec<_> = (0..PARTITIONS)
         .map(|p| TopicPartition::new(&topic, p))
         .collect();
-    consumer.assign(tps).await?;
+    consumer.assign(&tps)?;
     let start = Instant::now();
     let mut got = 0;
     while got < n {
@@ -58,7 +56,7 @@ pub async fn run<R: Runtime>(label: &str, sim: &str) -> Result<(), Box<dyn std::
         got += records.len();
     }
     report(&format!("{label}-consume"), got, start.elapsed());
-    Ok(())
+    Ok(client.close().await?)
 }
 
 fn report(what: &str, records: usize, took: Duration) {

@@ -1,25 +1,49 @@
 //! The [`Producer`] handle and its [`Delivery`].
 
-pub use stellflow_sansio::producer::OwnedRecord as Record;
-
-use crate::driver::{Link, Pending, Reply, State};
-use crate::{Admin, ClientConfig, Error, Options, RecordMetadata, Runtime};
+use crate::state::{Pending, Reply, State};
+use crate::{Client, ClientConfig, Error, Options, RecordMetadata, Result, Runtime};
+use futures_channel::oneshot;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-/// The outcome of one [`Producer::enqueue`]: await it for the record's [`RecordMetadata`].
-/// Dropping it does not cancel the send; the outcome is then discarded.
+/// The one producer record type: topic, optional partition, key, value, headers and
+/// timestamp, with cheaply cloned [`bytes::Bytes`] (a `Vec<u8>`, `String` or `&'static`
+/// slice converts without copying). It is owned because a record may wait in the lane for
+/// buffer space after the call returns; it is copied once, into its batch.
+pub use stellflow_sansio::producer::OwnedRecord as Record;
+
+/// The outcome of one [`Producer::enqueue`]: `.await` it (async) or [`Delivery::wait`]
+/// (blocking) for the record's [`RecordMetadata`]. Dropping it does not cancel the send; the
+/// outcome is then discarded.
 #[derive(Debug)]
+#[must_use = "dropping a Delivery discards the record's outcome (the record is still sent)"]
 pub struct Delivery {
-    rx: futures_channel::oneshot::Receiver<Result<RecordMetadata, Error>>,
+    rx: oneshot::Receiver<Result<RecordMetadata>>,
+}
+
+impl Delivery {
+    /// Blocks the calling thread until the outcome is known (for blocking code; in async code
+    /// `.await` the delivery instead).
+    pub fn wait(self) -> Result<RecordMetadata> {
+        futures_lite::future::block_on(self)
+    }
+
+    /// The outcome if it is known already (without waiting); `None` while the record is on
+    /// its way. After it returned the outcome once, it returns [`Error::Shutdown`].
+    pub fn try_wait(&mut self) -> Option<Result<RecordMetadata>> {
+        match self.rx.try_recv() {
+            Ok(r) => r,
+            Err(_) => Some(Err(Error::Shutdown)),
+        }
+    }
 }
 
 impl Future for Delivery {
-    type Output = Result<RecordMetadata, Error>;
+    type Output = Result<RecordMetadata>;
 
+    /// Cancel safety: dropping the delivery only discards the outcome.
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         Pin::new(&mut self.rx)
             .poll(cx)
@@ -27,8 +51,8 @@ impl Future for Delivery {
     }
 }
 
-/// Sends records. Cheap to clone; every clone feeds the same client, in call order. `R` is the
-/// runtime that drives the client; the adapter crates name it for you
+/// Sends records. Cheap to clone; every clone feeds the same client, in call order. `R` is
+/// the runtime that drives the client; the adapter crates name it for you
 /// (`stellflow_tokio::Producer`, `stellflow_smol::Producer`).
 ///
 /// ```no_run
@@ -39,40 +63,36 @@ impl Future for Delivery {
 /// let pending = producer.enqueue(Record::new("orders", "two")).await?; // waits for buffer only
 /// producer.flush().await?;
 /// let meta2 = pending.await?;
+/// producer.close().await?;
 /// # let _ = (meta, meta2); Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct Producer<R: Runtime> {
-    link: Link,
-    runtime: PhantomData<R>,
+    pub(crate) client: Client<R>,
 }
 
 impl<R: Runtime> Producer<R> {
-    /// Starts a client on the runtime `R` with default [`Options`]. Connections open on
-    /// demand: this does not wait for the broker.
-    pub async fn connect(config: ClientConfig) -> Result<Producer<R>, Error> {
-        Self::connect_with(config, Options::default()).await
+    /// Starts a client of its own with default [`Options`] (see [`Client::connect`]).
+    pub async fn connect(config: ClientConfig) -> Result<Producer<R>> {
+        Ok(Client::connect(config).await?.producer())
     }
 
     /// Like [`Producer::connect`], with adapter options.
-    pub async fn connect_with(
-        config: ClientConfig,
-        options: Options,
-    ) -> Result<Producer<R>, Error> {
-        Ok(Producer {
-            link: Link::start::<R>(config, options)?,
-            runtime: PhantomData,
-        })
+    pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Producer<R>> {
+        Ok(Client::connect_with(config, options).await?.producer())
     }
 
-    /// An admin handle on the same client.
-    pub fn admin(&self) -> Admin<R> {
-        Admin::from_link(self.link.clone())
+    /// The client this handle runs on (for the other handles, metadata and counters).
+    pub fn client(&self) -> &Client<R> {
+        &self.client
     }
 
     /// Sends a record and waits for its outcome (see [`Producer::enqueue`] for the wait for
     /// buffer space).
-    pub async fn send(&self, record: Record) -> Result<RecordMetadata, Error> {
+    ///
+    /// Cancel safety: once the record is queued, dropping the future does not cancel the
+    /// send; its outcome is then discarded.
+    pub async fn send(&self, record: Record) -> Result<RecordMetadata> {
         self.enqueue(record).await?.await
     }
 
@@ -84,19 +104,20 @@ impl<R: Runtime> Producer<R> {
     /// [`Error::BufferFull`]; behind it at most 1024 records wait in the lane, and `enqueue`
     /// itself waits (again up to `max_block`) while the lane is full. Memory stays bounded by
     /// `buffer_memory` plus those 1024 records.
-    pub async fn enqueue(&self, record: Record) -> Result<Delivery, Error> {
-        let max_block = self.link.options.max_block;
+    ///
+    /// Cancel safety: dropping the future before it completes leaves the record unqueued.
+    pub async fn enqueue(&self, record: Record) -> Result<Delivery> {
+        let max_block = self.client.link.options.max_block;
         let deadline = Instant::now() + max_block;
-        let (reply, rx) = futures_channel::oneshot::channel();
+        let (reply, rx) = oneshot::channel();
         let mut pending = Some(Pending {
             record,
             deadline,
             reply,
         });
         let queue = futures_lite::future::poll_fn(|cx| {
-            let queued = self.link.with(|st, now| {
-                let p = pending.take()?;
-                let back = st.enqueue(now, p);
+            let queued = self.client.link.with(|st, now| {
+                let back = st.enqueue(now, pending.take()?);
                 if back.is_some() {
                     st.wait(cx);
                 }
@@ -120,24 +141,24 @@ impl<R: Runtime> Producer<R> {
     }
 
     /// Sends every buffered record now and waits until every record enqueued before this call
-    /// has its outcome.
-    pub async fn flush(&self) -> Result<(), Error> {
+    /// (those waiting in the lane included) has its outcome.
+    ///
+    /// Cancel safety: dropping the future does not stop the flush.
+    pub async fn flush(&self) -> Result<()> {
         let flush = |st: &mut State, now, tx| drop(st.flushes.insert(st.client.flush(now), tx));
-        self.link.call_in_lane(flush).await
+        self.client.link.call_in_lane(flush).await
     }
 
-    /// Closes the producer: delivers what is buffered (up to [`Options::close_timeout`]), then
-    /// refuses new records. Other handles of the client keep working.
-    pub async fn close(&self) -> Result<(), Error> {
-        let close = |st: &mut State, now, tx: Reply<()>| {
+    /// Closes the producer: delivers what is buffered (up to [`Options::close_timeout`]),
+    /// then refuses new records; [`Error::Undelivered`] when some records failed. Other
+    /// handles of the client keep working.
+    ///
+    /// Cancel safety: dropping the future does not stop the close.
+    pub async fn close(&self) -> Result<()> {
+        let close = |st: &mut State, now, tx: Reply<Result<()>>| {
             st.client.close_producer(now, st.options.close_timeout);
-            match st.producer_closed.0 {
-                true => {
-                    let _ = crate::driver::answer(&tx, ());
-                }
-                false => st.producer_closed.1.push(tx),
-            }
+            st.producer_closed.wait(tx);
         };
-        self.link.call_in_lane(close).await
+        self.client.link.call_in_lane(close).await?
     }
 }

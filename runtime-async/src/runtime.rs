@@ -1,23 +1,26 @@
 //! The [`Runtime`] trait: the few things the driver cannot do without a runtime.
 
+use bytes::BytesMut;
 use std::future::Future;
 use std::io;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use stellflow_sansio::BrokerAddress;
 
-/// What an async runtime provides to the driver: a place to run, TCP connects, non-blocking
-/// socket I/O with readiness, and a timer. Implemented by a marker type in each adapter crate
-/// (`stellflow_tokio::Tokio`, `stellflow_smol::Smol`); nothing about Stellflow belongs here.
+/// What a runtime provides to the driver: a place to run, TCP connects, non-blocking socket
+/// I/O with readiness, and a timer. Implemented by a marker type in each adapter crate
+/// (`stellflow_tokio::Tokio`, `stellflow_smol::Smol`, `stellflow_blocking::Blocking`);
+/// nothing about Stellflow belongs here.
 pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// A connected, non-blocking TCP stream (TCP_NODELAY set).
     type Socket: Send + Sync + 'static;
 
-    /// Runs `task` (a driver, or one connect) to completion in the background.
+    /// Runs the driver `task` to completion in the background.
     fn spawn(name: &'static str, task: impl Future<Output = ()> + Send + 'static)
     -> io::Result<()>;
 
-    /// Opens a TCP connection to `address` within `limit`; run through [`Runtime::spawn`].
+    /// Opens a TCP connection to `address` within `limit`. The driver polls it among its
+    /// other work, so it must not block the thread.
     fn connect(
         address: BrokerAddress,
         limit: Duration,
@@ -37,4 +40,17 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
 
     /// Ready when the socket may be writable (registers `cx` otherwise).
     fn poll_writable(socket: &Self::Socket, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+
+    /// For a runtime that reads on threads of its own (the blocking one): the next chunk it
+    /// read, handed over without copying — empty at EOF, `WouldBlock` when none is queued.
+    /// `None` (the default): the driver reads with [`Runtime::try_read`].
+    fn take_read(_socket: &Self::Socket) -> Option<io::Result<BytesMut>> {
+        None
+    }
+
+    /// For a runtime that writes on threads of its own: takes all of `bytes` without copying.
+    /// `None` (the default): the driver writes with [`Runtime::try_write`].
+    fn hand_over(_socket: &Self::Socket, _bytes: &mut BytesMut) -> Option<io::Result<()>> {
+        None
+    }
 }

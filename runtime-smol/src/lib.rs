@@ -1,51 +1,40 @@
-//! Drives the Stellflow sans-IO client ([`stellflow_sansio`]) on `async-io`, executor-neutral.
+//! Drives the Stellflow sans-IO client ([`stellflow_sansio`]) on smol, executor-neutral.
 //!
-//! Each client's driver runs on a thread of its own under `async_io::block_on`, owning the
-//! reading side of one [`stellflow_sansio::Client`]'s sockets (`Async<TcpStream>`, TCP_NODELAY),
-//! its connects and its timers; the client itself sits behind a mutex shared with the handles —
-//! [`Producer`], [`Consumer`], [`Admin`], cheap to clone and `Send + Sync` — which run their
-//! commands on the calling task (records are copied into batches and decoded there) and write
-//! what the core has to send, so they work under smol, the async-std executor, tokio, or any
-//! other executor. Everyone follows the core's drain rule: after every input or command, drain
-//! `poll_connect`, `poll_close`, `poll_transmit` and `poll_event` until a whole pass yields
-//! nothing; the driver then waits (one race of futures) for the earliest of socket readiness, a
-//! wake-up from a handle, a finished connect, or `poll_timeout()`. When the last handle of a
-//! driver is dropped, the driver closes the producer (delivering what is buffered, up to
-//! [`Options::close_timeout`]) and the consumer (auto-commit), closes its sockets and ends.
+//! A [`Client`] is one core, one driver task and its sockets; it hands out [`Producer`],
+//! [`Consumer`] and [`Admin`] handles (each also has its own `connect`), cheap to clone and
+//! `Send + Sync`, with the same methods as `stellflow-tokio` and `stellflow-blocking` (only
+//! `async` differs). The handles run their commands on the calling task, so they work under
+//! smol, the async-std executor, or any other executor. The driver task runs on smol's global
+//! executor (`smol::spawn`: one shared thread by default, `SMOL_THREADS` for more — no thread
+//! per client or per connection); it opens its connections as futures of its own
+//! (`Async<TcpStream>`, names resolved on smol's blocking pool), reads the sockets and fires
+//! the core's timers (`async-io`). The handles, the driver and the plumbing between them are
+//! runtime-neutral and live in `stellflow-async`; this crate is its [`Runtime`] ([`Smol`]).
 //!
-//! The driver loop and the handles are runtime-neutral and live in
-//! `stellflow-async`; this crate is its [`Runtime`] for `async-io`
-//! ([`Smol`]: a thread per driver, `Async<TcpStream>`, `async_io::Timer`) and names the handles.
-//!
-//! The adapter holds no protocol logic: every decision about Stellflow semantics is the core's.
-//! Encoded requests go from the core straight into one reused write buffer and to the socket;
-//! reads land back to back in one read buffer per socket that the core slices without copying.
+//! Call [`Client::close`] (or [`Producer::close`]) before the program ends: it flushes,
+//! commits and waits for the driver. Dropped handles leave the driver to finish in the
+//! background (up to `Options::close_timeout`), which the process exiting cuts short.
 //!
 //! # Quickstart
 //!
 //! ```
-//! use stellflow_smol::{Admin, ClientConfig, Consumer, OffsetReset, Producer, Record, Target,
-//!     TopicPartition};
-//! use std::time::Duration;
+//! use stellflow_smol::{Client, ClientConfig, OffsetReset, Record, Target, TopicPartition};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let server = stellflow_sim::serve("127.0.0.1:0")?;
 //! # let bootstrap = server.local_addr().to_string();
 //! smol::block_on(async {
-//!     let config = ClientConfig::new(&bootstrap)?; // e.g. "127.0.0.1:9092"
-//!     let admin = Admin::connect(config.clone()).await?;
-//!     admin.create_topic("greetings", 1, Target::Any).await?;
-//!
-//!     let producer = Producer::connect(config.clone()).await?;
-//!     let meta = producer.send(Record::new("greetings", "hello")).await?;
-//!     println!("written at {:?}#{}", meta.offset, meta.index);
-//!
-//!     let mut config = config;
+//!     let mut config = ClientConfig::new(&bootstrap)?; // e.g. "127.0.0.1:9092"
 //!     config.consumer.auto_offset_reset = OffsetReset::Earliest;
-//!     let consumer = Consumer::connect(config).await?;
-//!     consumer.assign(vec![TopicPartition::new("greetings", 0)]).await?;
-//!     let records = consumer.poll(Duration::from_secs(5)).await?;
-//!     assert_eq!(records[0].value.as_deref(), Some(&b"hello"[..]));
+//!     let client = Client::connect(config).await?;
+//!     client.admin().create_topic("greetings", 1, Target::Any).await?;
+//!     client.producer().send(Record::new("greetings", "hello")).await?;
+//!
+//!     let consumer = client.consumer();
+//!     consumer.assign(&[TopicPartition::new("greetings", 0)])?;
+//!     let record = consumer.recv().await?;
+//!     assert_eq!(record.value.as_deref(), Some(&b"hello"[..]));
+//!     client.close().await?;
 //!     Ok::<_, Box<dyn std::error::Error>>(())
 //! })?;
 //! # Ok(()) }
@@ -55,44 +44,54 @@
 // Everything runtime-neutral: `Record`, `Delivery`, `Options`, `Error`, the core's types.
 pub use stellflow_async::prelude::*;
 
-use async_io::{Async, Timer};
+use smol::{Async, Timer};
 use std::future::Future;
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use stellflow_sansio::BrokerAddress;
 
-/// Sends records; its driver runs on a thread of its own (see [`stellflow_async::Producer`]).
+/// One set of connections handing out the handles (see [`stellflow_async::Client`]).
+pub type Client = stellflow_async::Client<Smol>;
+/// Sends records (see [`stellflow_async::Producer`]).
 pub type Producer = stellflow_async::Producer<Smol>;
-/// Reads records; its driver runs on a thread of its own (see [`stellflow_async::Consumer`]).
+/// Reads records (see [`stellflow_async::Consumer`]).
 pub type Consumer = stellflow_async::Consumer<Smol>;
-/// Administration; its driver runs on a thread of its own (see [`stellflow_async::Admin`]).
+/// Administration (see [`stellflow_async::Admin`]).
 pub type Admin = stellflow_async::Admin<Smol>;
 
-/// The `async-io` [`Runtime`]: each driver (and each connect, whose
-/// name resolution blocks) runs on a thread of its own under `async_io::block_on`, so the
-/// handles work under any executor.
+/// The smol [`Runtime`]: the driver runs on smol's global executor, sockets and timers are
+/// `async-io`'s.
 #[derive(Debug, Clone, Copy)]
 pub struct Smol;
 
 impl stellflow_async::Runtime for Smol {
     type Socket = Async<TcpStream>;
 
-    fn spawn(
-        name: &'static str,
-        task: impl Future<Output = ()> + Send + 'static,
-    ) -> io::Result<()> {
-        let name = format!("{}-smol", name);
-        std::thread::Builder::new()
-            .name(name)
-            .spawn(move || async_io::block_on(task))
-            .map(drop)
+    fn spawn(_: &'static str, task: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
+        smol::spawn(task).detach();
+        Ok(())
     }
 
     async fn connect(address: BrokerAddress, limit: Duration) -> io::Result<Async<TcpStream>> {
-        // Runs on a thread of its own (see `spawn`), so blocking here is fine.
-        Async::new(connect(&address, limit)?)
+        let connect = async {
+            let mut last = io::Error::new(ErrorKind::NotFound, "the name resolved to no address");
+            for addr in smol::net::resolve((address.host.as_str(), address.port)).await? {
+                match Async::<TcpStream>::connect(addr).await {
+                    Ok(s) => {
+                        s.get_ref().set_nodelay(true)?;
+                        return Ok(s);
+                    }
+                    Err(e) => last = e,
+                }
+            }
+            Err(last)
+        };
+        let expire = async {
+            Timer::after(limit).await;
+            Err(io::Error::new(ErrorKind::TimedOut, "connect timed out"))
+        };
+        smol::future::or(connect, expire).await
     }
 
     async fn sleep_until(deadline: Instant) {
@@ -114,19 +113,4 @@ impl stellflow_async::Runtime for Smol {
     fn poll_writable(socket: &Async<TcpStream>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         socket.poll_writable(cx)
     }
-}
-
-/// Resolves and connects within `limit` (blocking: runs on its own thread).
-fn connect(address: &BrokerAddress, limit: Duration) -> io::Result<TcpStream> {
-    let mut last = io::Error::new(ErrorKind::NotFound, "the name resolved to no address");
-    for addr in (address.host.as_str(), address.port).to_socket_addrs()? {
-        match TcpStream::connect_timeout(&addr, limit) {
-            Ok(s) => {
-                s.set_nodelay(true)?;
-                return Ok(s);
-            }
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
 }

@@ -1,28 +1,27 @@
 //! Drives the Stellflow sans-IO client ([`stellflow_sansio`]) on tokio.
 //!
-//! One driver task owns the reading side of one [`stellflow_sansio::Client`]'s `TcpStream`s
-//! (TCP_NODELAY), its connects and its timers; the client itself sits behind a mutex shared with
-//! the handles — [`Producer`], [`Consumer`], [`Admin`], cheap to clone and `Send + Sync` — which
-//! run their commands on the calling task (records are copied into batches and decoded there)
-//! and write what the core has to send. Everyone follows the core's drain rule: after every
-//! input or command, drain `poll_connect`, `poll_close`, `poll_transmit` and `poll_event` until
-//! a whole pass yields nothing; the driver then sleeps until the earliest of socket readiness,
-//! a wake-up from a handle, a finished connect, or `poll_timeout()`. When the last handle of a
-//! driver is dropped, the driver closes the producer (delivering what is buffered, up to
-//! [`Options::close_timeout`]) and the consumer (auto-commit), closes its sockets and ends.
+//! A [`Client`] is one core, one driver task and its sockets; it hands out [`Producer`],
+//! [`Consumer`] and [`Admin`] handles (each also has its own `connect`), cheap to clone and
+//! `Send + Sync`, with the same methods as `stellflow-smol` and `stellflow-blocking` (only
+//! `async` differs). The handles run their commands on the calling task (records are copied
+//! into batches and decoded there); the driver task, spawned on the current tokio runtime,
+//! reads the `TcpStream`s (TCP_NODELAY), opens connections and fires the core's timers.
+//! The handles, the driver and the plumbing between them are runtime-neutral and live in
+//! `stellflow-async`; this crate is its [`Runtime`] for tokio ([`Tokio`]: `tokio::spawn`,
+//! `tokio::net::TcpStream`, `tokio::time`) and names the handles.
 //!
-//! The adapter holds no protocol logic: every decision about Stellflow semantics is the core's.
-//! The driver loop and the handles are runtime-neutral and live in
-//! `stellflow-async`; this crate is its [`Runtime`] for tokio
-//! ([`Tokio`]: `tokio::spawn`, `tokio::net::TcpStream`, `tokio::time`) and names the handles.
-//! Encoded requests go from the core straight into one reused write buffer and to the socket;
-//! reads land back to back in one read buffer per socket that the core slices without copying.
+//! # Ending without losing records
+//!
+//! Call [`Client::close`] (or [`Producer::close`]) before returning from `main`: it flushes,
+//! commits and waits for the driver. A driver whose handles are all dropped still delivers
+//! and commits in the background, but only while the runtime runs: when the runtime shuts
+//! down first, the records still buffered are lost — their deliveries fail with
+//! [`Error::Shutdown`] and an error is logged through `tracing` with their number.
 //!
 //! # Quickstart
 //!
 //! ```
-//! use stellflow_tokio::{Admin, ClientConfig, Consumer, OffsetReset, Producer, Record, Target,
-//!     TopicPartition};
+//! use stellflow_tokio::{Client, ClientConfig, OffsetReset, Record, Target, TopicPartition};
 //! use std::time::Duration;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -30,20 +29,19 @@
 //! # let bootstrap = server.local_addr().to_string();
 //! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 //! rt.block_on(async {
-//!     let config = ClientConfig::new(&bootstrap)?; // e.g. "127.0.0.1:9092"
-//!     let admin = Admin::connect(config.clone()).await?;
-//!     admin.create_topic("greetings", 1, Target::Any).await?;
+//!     let mut config = ClientConfig::new(&bootstrap)?; // e.g. "127.0.0.1:9092"
+//!     config.consumer.auto_offset_reset = OffsetReset::Earliest;
+//!     let client = Client::connect(config).await?;
+//!     client.admin().create_topic("greetings", 1, Target::Any).await?;
 //!
-//!     let producer = Producer::connect(config.clone()).await?;
-//!     let meta = producer.send(Record::new("greetings", "hello")).await?;
+//!     let meta = client.producer().send(Record::new("greetings", "hello")).await?;
 //!     println!("written at {:?}#{}", meta.offset, meta.index);
 //!
-//!     let mut config = config;
-//!     config.consumer.auto_offset_reset = OffsetReset::Earliest;
-//!     let consumer = Consumer::connect(config).await?;
-//!     consumer.assign(vec![TopicPartition::new("greetings", 0)]).await?;
-//!     let records = consumer.poll(Duration::from_secs(5)).await?;
-//!     assert_eq!(records[0].value.as_deref(), Some(&b"hello"[..]));
+//!     let consumer = client.consumer();
+//!     consumer.assign(&[TopicPartition::new("greetings", 0)])?;
+//!     let record = consumer.recv().await?;
+//!     assert_eq!(record.value.as_deref(), Some(&b"hello"[..]));
+//!     client.close().await?;
 //!     Ok::<_, Box<dyn std::error::Error>>(())
 //! })?;
 //! # Ok(()) }
@@ -57,9 +55,11 @@ use std::future::Future;
 use std::io::{self, ErrorKind};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use stellflow_sansio::BrokerAddress;
 use tokio::net::TcpStream;
 
+/// One set of connections handing out the handles; its driver runs on the current tokio
+/// runtime (see [`stellflow_async::Client`]).
+pub type Client = stellflow_async::Client<Tokio>;
 /// Sends records; its driver runs on the current tokio runtime (see [`stellflow_async::Producer`]).
 pub type Producer = stellflow_async::Producer<Tokio>;
 /// Reads records; its driver runs on the current tokio runtime (see [`stellflow_async::Consumer`]).
@@ -67,8 +67,8 @@ pub type Consumer = stellflow_async::Consumer<Tokio>;
 /// Administration; its driver runs on the current tokio runtime (see [`stellflow_async::Admin`]).
 pub type Admin = stellflow_async::Admin<Tokio>;
 
-/// The tokio [`Runtime`]: drivers and connects are `tokio::spawn`ed
-/// on the current runtime (so `connect` must be called inside one).
+/// The tokio [`Runtime`]: the driver is spawned on the current runtime (so `connect` must be
+/// called inside one) and opens its connections as futures of its own task.
 #[derive(Debug, Clone, Copy)]
 pub struct Tokio;
 
@@ -76,7 +76,9 @@ impl stellflow_async::Runtime for Tokio {
     type Socket = TcpStream;
 
     fn spawn(_: &'static str, task: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
-        tokio::spawn(task);
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|e| io::Error::other(format!("connect outside a tokio runtime: {e}")))?;
+        runtime.spawn(task);
         Ok(())
     }
 

@@ -8,8 +8,8 @@ use std::io::{BufRead, BufWriter, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use stellflow_blocking::{
-    Acks, ConsumerEvent, ConsumerRecord, OffsetReset, OffsetSpec, Pending, Position,
-    ProducerRecord, RecordMetadata, SeekTo, TopicPartition,
+    Acks, ConsumerEvent, ConsumerRecord, Delivery, OffsetReset, OffsetSpec, Position, Record,
+    SeekTo, TopicPartition,
 };
 
 /// `stellflow produce`
@@ -34,9 +34,9 @@ pub struct ProduceArgs {
 }
 
 /// Waits for the outcomes at the front of `queue` that have arrived (all of them with `all`).
-pub fn reap(queue: &mut VecDeque<Pending<RecordMetadata>>, all: bool) -> CliResult<u64> {
+pub fn reap(queue: &mut VecDeque<Delivery>, all: bool) -> CliResult<u64> {
     let mut n = 0;
-    while let Some(p) = queue.front() {
+    while let Some(p) = queue.front_mut() {
         let r = if all { None } else { p.try_wait() };
         let r = match r {
             Some(r) => r,
@@ -71,6 +71,7 @@ pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
         )),
         None => Box::new(std::io::stdin().lock()),
     };
+    let _watch = env.watch_leaders(&a.topic);
     let producer = env.client.producer();
     let start = Instant::now();
     let mut queue = VecDeque::new();
@@ -87,13 +88,9 @@ pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
             },
             None => (None, line.as_str()),
         };
-        let record = ProducerRecord {
-            topic: &a.topic,
-            partition: a.partition,
-            key,
-            value: Some(value.as_bytes()),
-            ..ProducerRecord::default()
-        };
+        let mut record = Record::new(a.topic.as_str(), value.as_bytes().to_vec());
+        record.partition = a.partition;
+        record.key = key.map(|k| k.to_vec().into());
         queue.push_back(producer.enqueue(record)?);
         sent += 1;
         bytes += line.len() as u64;
@@ -234,6 +231,7 @@ fn write_record(out: &mut impl Write, r: &ConsumerRecord, a: &ConsumeArgs) -> st
 /// `stellflow consume`
 pub fn consume(env: &Env, a: &ConsumeArgs) -> CliResult {
     let count = env.topic_partitions(&a.topic, a.partitions)?;
+    let _watch = env.watch_leaders(&a.topic);
     let consumer = env.client.consumer();
     let parts: Vec<TopicPartition> = if a.partition.is_empty() {
         (0..count)
@@ -257,7 +255,7 @@ pub fn consume(env: &Env, a: &ConsumeArgs) -> CliResult {
                 "--from OFFSET needs assigned partitions: give --partition or omit --group",
             );
         }
-        consumer.subscribe([a.topic.as_str()])?;
+        consumer.subscribe(&[a.topic.as_str()])?;
     } else {
         consumer.assign(&parts)?;
         if let From::At(pos) = a.from {
@@ -281,8 +279,29 @@ pub fn consume(env: &Env, a: &ConsumeArgs) -> CliResult {
                 break;
             }
             for e in consumer.events() {
-                if let ConsumerEvent::FetchError { partition, code } = e {
-                    eprintln!("stellflow: warning: fetch of {partition} failed with {code}");
+                match e {
+                    ConsumerEvent::FetchError { partition, code } => {
+                        eprintln!("stellflow: warning: fetch of {partition} failed with {code}");
+                    }
+                    ConsumerEvent::PositionOutOfRange {
+                        partition,
+                        position,
+                        log_end,
+                        action,
+                    } => eprintln!(
+                        "stellflow: warning: {partition} position {position} is past the log \
+                         end {log_end} (topic re-created?): {action:?}"
+                    ),
+                    ConsumerEvent::FetchTooLarge {
+                        partition,
+                        offset,
+                        size,
+                        max,
+                    } => eprintln!(
+                        "stellflow: warning: {partition} blob {offset} needs a {size}-byte \
+                         answer, over the {max}-byte limit: partition stopped"
+                    ),
+                    _ => {}
                 }
             }
             continue;
@@ -417,9 +436,7 @@ pub fn demo(g: &Global, records: usize) -> CliResult {
     let mut pending = Vec::with_capacity(records);
     for (i, v) in sent.iter().enumerate() {
         let key = format!("user-{}", i % 10);
-        pending.push(
-            producer.enqueue(ProducerRecord::new(topic, v.as_bytes()).with_key(key.as_bytes()))?,
-        );
+        pending.push(producer.enqueue(Record::new(topic, v.clone()).with_key(key))?);
     }
     producer.flush()?;
     let mut per_part: BTreeMap<i32, (u64, Option<i64>)> = BTreeMap::new();

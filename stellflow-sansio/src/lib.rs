@@ -50,10 +50,14 @@
 //!   `batch_size` batching bounded by `buffer_memory`, one request per leader, retries that
 //!   never reorder a partition, acks 0/1/-1, idempotence over the native format;
 //!   [`Client::flush`] and [`Client::close_producer`].
-//! * **Counters** ([`metrics`]) for the DESIGN §6 metrics, with no metrics dependency.
-//! * **Adapter support** ([`adapter`]): what the runtime adapters share — [`AdapterError`],
-//!   the error their calls return, [`IdMap`] for their waiting callers and [`EventLog`]; the
-//!   typed admin calls ([`AdminCall`]) behind their admin handles.
+//! * **Logging** ([`observe`]): `tracing` lines with the reasons only the core knows
+//!   (reconnects, leader moves, leaderless partitions, retries, timeouts, resets), silent
+//!   until the host installs a subscriber; `info` is quiet on a healthy client, `warn` means
+//!   look.
+//! * **Counters** ([`metrics`]) for the DESIGN §6 metrics, readable without a metrics
+//!   dependency, and emitted through the `metrics` facade with the `metrics` feature.
+//! * **Typed admin calls** ([`AdminCall`]): a request and the function that takes its typed
+//!   result out of the answer, behind the adapters' admin handles.
 //!
 //! # A complete minimal driver
 //!
@@ -67,7 +71,6 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-pub mod adapter;
 pub mod admin;
 pub mod backoff;
 pub mod client;
@@ -81,14 +84,15 @@ pub mod metadata;
 pub mod metrics;
 pub mod negotiate;
 pub mod net;
+pub mod observe;
 pub mod producer;
 pub mod refresh;
 pub mod request;
 pub mod rng;
+pub mod seq_map;
 pub mod timers;
 pub mod topic;
 
-pub use adapter::{AdapterError, EventLog, IdHasher, IdMap};
 pub use admin::{
     AdminCall, AdminRequest, AdminResponse, ApiSupport, BrokerApiVersions, ClusterStatus,
     CommittedOffset, DecommissionResult, ListedOffset, OffsetInfo, OffsetSpec, PartitionOutcome,
@@ -110,5 +114,6 @@ pub use producer::{
     ProducerRecord, RecordMetadata,
 };
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
+pub use seq_map::SeqMap;
 pub use stellflow_proto;
 pub use topic::validate_topic_name;

@@ -140,7 +140,8 @@ impl Client {
         Ok(())
     }
 
-    /// High watermark − position of `tp`, with the watermark from the latest fetch.
+    /// High watermark − position of `tp`, with the watermark from the latest fetch: the blobs
+    /// the consumer may still deliver (it never delivers at or above the high watermark).
     pub fn lag(&self, tp: &TopicPartition) -> Option<i64> {
         self.consumer.lag(tp)
     }
@@ -299,7 +300,7 @@ impl Client {
                 {
                     take(p.not_before);
                 }
-                Start::Unknown | Start::NeedsReset(_) => take(p.retry_at),
+                Start::Unknown | Start::NeedsReset(_) | Start::CheckEnd => take(p.retry_at),
                 _ => {}
             }
         }

@@ -19,8 +19,6 @@ use stellflow_proto::{ErrorClass, ErrorCode, Reader, Wire};
 
 /// Response-frame bytes reserved for headers and per-entry overhead.
 const FRAME_SLACK: usize = 256 * 1024;
-/// Size assumed for a partition whose blobs were never seen, when packing a request.
-const UNKNOWN_BLOB_GUESS: usize = 1024 * 1024;
 
 /// One partition's entries in a Fetch request.
 #[derive(Debug, Clone)]
@@ -87,6 +85,7 @@ impl Consumer {
         }
         let mut sent = false;
         for (broker, tps) in by_broker {
+            let tps = self.one_request(tps);
             let per = budget / tps.len().max(1);
             let mut topics: Vec<(Arc<str>, Vec<LayoutPart>)> = Vec::new();
             let mut estimate = 0usize;
@@ -99,7 +98,7 @@ impl Consumer {
                     p.blob_size,
                     self.config.max_entries_per_partition,
                 );
-                let size = count * p.blob_size.unwrap_or(UNKNOWN_BLOB_GUESS);
+                let size = count.saturating_mul(p.blob_size.unwrap_or(budget));
                 if estimate > 0 && estimate + size > budget {
                     continue;
                 }
@@ -163,6 +162,24 @@ impl Consumer {
         sent
     }
 
+    /// The partitions of one broker's next Fetch (issue 13 item 2). An entry returns at least
+    /// one whole blob whatever its budget, and a blob can be as large as the produce frame
+    /// limit (PROTOCOL.md §3.4), so a partition whose blob size is unknown is asked alone,
+    /// with one entry: its answer fits any frame a blob fits in. The partitions with known
+    /// sizes share the other requests (sized by [`offset_model::entries_for`]); when both
+    /// kinds wait, requests alternate between them so neither starves.
+    fn one_request(&mut self, tps: Vec<TopicPartition>) -> Vec<TopicPartition> {
+        let (unknown, known): (Vec<_>, Vec<_>) = tps
+            .into_iter()
+            .partition(|tp| self.parts.get(tp).is_some_and(|p| p.blob_size.is_none()));
+        self.fetch_turn = self.fetch_turn.wrapping_add(1);
+        if unknown.is_empty() || (!known.is_empty() && self.fetch_turn.is_multiple_of(2)) {
+            return known;
+        }
+        let pick = (self.fetch_turn / 2) % unknown.len();
+        unknown.into_iter().skip(pick).take(1).collect()
+    }
+
     /// A Fetch answered (or failed).
     pub(crate) fn on_fetch(
         &mut self,
@@ -184,23 +201,44 @@ impl Consumer {
             Err(_) => None,
         };
         let Some(resp) = decoded else {
-            // Request failed: back off every partition; after a transport failure (maybe an
-            // oversize answer) ask one blob at a time until sizes are known again.
-            let transport = result.is_err();
+            let too_large = match &result {
+                Err(RequestError::ResponseTooLarge { size, max, .. }) => Some((*size, *max)),
+                _ => None,
+            };
+            let single = layout.topics.iter().map(|(_, v)| v.len()).sum::<usize>() == 1;
             for (topic, parts) in &layout.topics {
                 for lp in parts {
                     let tp = TopicPartition {
                         topic: topic.clone(),
                         partition: lp.partition,
                     };
-                    if let Some(p) = self.parts.get_mut(&tp)
-                        && p.epoch == lp.epoch
-                    {
-                        p.in_flight = false;
-                        p.not_before = Some(now + self.config.fetch_backoff_max);
-                        if transport {
-                            p.blob_size = None;
+                    let Some(p) = self.parts.get_mut(&tp) else {
+                        continue;
+                    };
+                    if p.epoch != lp.epoch {
+                        continue;
+                    }
+                    p.in_flight = false;
+                    match too_large {
+                        // One blob alone is larger than the client accepts: asking again
+                        // would loop. Say so and stop the partition until a seek.
+                        Some((size, max)) if single && lp.count == 1 => {
+                            ctx.emit(ConsumerEvent::FetchTooLarge {
+                                partition: tp.clone(),
+                                offset: lp.first,
+                                size,
+                                max,
+                            });
+                            self.restart(&tp, Start::Stopped);
+                            break;
                         }
+                        // The sizes seen were too small a guess: ask each of these alone,
+                        // one blob at a time, until their sizes are known again.
+                        Some(_) => {
+                            p.blob_size = None;
+                            p.not_before = None;
+                        }
+                        None => p.not_before = Some(now + self.config.fetch_backoff_max),
                     }
                 }
             }
@@ -244,6 +282,7 @@ impl Consumer {
         let mut blobs = Vec::new();
         let mut restart_latest = false;
         let mut errored = false;
+        let mut past_end = false;
         for (i, e) in entries.into_iter().enumerate() {
             if e.partition != tp.partition {
                 break;
@@ -307,6 +346,21 @@ impl Consumer {
                 }
             }
             match verdict {
+                // Kafka's rule (DESIGN §3.13): only blobs below the high watermark of the same
+                // answer are delivered; the server serves up to its log end.
+                EntryVerdict::Deliver(offset) if offset >= e.high_watermark => break,
+                // Nothing at the position and a high watermark below it: maybe past the log
+                // end (the server answers that with no error), to be checked.
+                EntryVerdict::End
+                    if i == 0
+                        && p.fetch_next > e.high_watermark
+                        && !p
+                            .end_checked
+                            .is_some_and(|(at, until)| at == p.fetch_next && now < until) =>
+                {
+                    past_end = true;
+                    break;
+                }
                 EntryVerdict::Deliver(offset) => {
                     let skip = if offset == p.delivered.offset {
                         p.delivered.index
@@ -321,7 +375,10 @@ impl Consumer {
                 _ => break,
             }
         }
-        if errored {
+        if past_end {
+            p.start = Start::CheckEnd;
+            p.retry_at = None;
+        } else if errored {
             p.not_before = Some(now + max_backoff);
         } else if blobs.is_empty() {
             p.empty_backoff = if p.empty_backoff.is_zero() {

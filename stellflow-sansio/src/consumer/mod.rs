@@ -16,6 +16,29 @@
 //! `poll_record` to the drain rule: after draining, take records until `None`; taking them
 //! frees buffer space, and the next [`crate::Client::poll_timeout`] then asks for an
 //! immediate `handle_timeout` so that fetching resumes.
+//!
+//! # At the edges of the log
+//!
+//! * **High watermark.** The server serves blobs up to its log end, past the high watermark
+//!   (PROTOCOL.md §3.4). The consumer delivers only blobs below the high watermark of the same
+//!   answer, as Kafka does, so nothing a failover could truncate is delivered; lag is measured
+//!   from it. On a single broker the high watermark is the log end.
+//! * **Past the log end.** The server answers a Fetch past the log end with nothing and no
+//!   error. An empty answer whose high watermark is below the position is checked with
+//!   ListOffsets LATEST; a position past the log end (a topic deleted and re-created) raises
+//!   [`ConsumerEvent::PositionOutOfRange`] and applies [`OffsetReset`] (`None` stops the
+//!   partition until a seek). A position within the log end only waits for the high watermark.
+//! * **Below the log start** (retention): [`ConsumerEvent::LogStartMoved`], then the policy.
+//! * **Answer sizes.** An entry returns at least one whole blob, and nothing caps an answer, so
+//!   a Fetch never asks more than the blob sizes seen allow: a partition whose blob size is
+//!   unknown is asked alone with one entry. If the broker's answer is still larger than
+//!   [`crate::ClientConfig::max_response_frame`], the partitions of that request are asked
+//!   alone next; a single blob that alone is too large raises
+//!   [`ConsumerEvent::FetchTooLarge`] and stops its partition until a seek, instead of asking
+//!   again.
+//! * **Entry order.** A partition's entries are always ascending consecutive offsets: the
+//!   server hands a partition's bytes to its entries in order of the entries that read
+//!   something, so an empty entry before a non-empty one would take its bytes (DESIGN §3.15).
 
 pub mod config;
 pub mod fetcher;
@@ -125,11 +148,13 @@ pub enum SeekTo {
     Committed,
 }
 
-/// What the consumer did when a partition's position fell below the log start.
+/// What the consumer did when a partition's position fell below the log start
+/// ([`ConsumerEvent::LogStartMoved`]) or past the log end
+/// ([`ConsumerEvent::PositionOutOfRange`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LogStartAction {
-    /// Continued at the log start.
+    /// Continued at the log start (policy `Earliest`).
     MovedToLogStart,
     /// Asked for the log end.
     MovedToEnd,
@@ -186,6 +211,36 @@ pub enum ConsumerEvent {
         log_start: i64,
         /// What the reset policy did.
         action: LogStartAction,
+    },
+    /// The position is past the log end: the partition was deleted and re-created, or its
+    /// log was truncated. The server answers such a Fetch with nothing and no error
+    /// (PROTOCOL.md §3.4), so the consumer detects it itself (a high watermark below the
+    /// position, confirmed by ListOffsets) and applies [`OffsetReset`]: `Earliest` starts at
+    /// the log start, `Latest` at the log end, `None` stops the partition until a
+    /// [`crate::Client::seek`].
+    PositionOutOfRange {
+        /// The partition.
+        partition: TopicPartition,
+        /// The blob offset the consumer was at.
+        position: i64,
+        /// The log end (next offset to be written) when it was checked.
+        log_end: i64,
+        /// What the reset policy did.
+        action: LogStartAction,
+    },
+    /// One blob is larger than the client accepts in a response
+    /// ([`crate::ClientConfig::max_response_frame`]): the answer was refused, and the partition
+    /// stops there instead of asking again. Seek past `offset` to skip the blob, or read it
+    /// with a client whose limit is larger.
+    FetchTooLarge {
+        /// The partition.
+        partition: TopicPartition,
+        /// The offset of the blob.
+        offset: i64,
+        /// The answer's frame size (length prefix included).
+        size: u64,
+        /// The limit it exceeds.
+        max: usize,
     },
     /// A blob could not be decoded: its remaining records are skipped and consumption goes on
     /// with the next blob. Seek back to retry it.

@@ -48,6 +48,10 @@ impl std::fmt::Display for Position {
 }
 
 /// Fetch entries for one partition: `(fetchOffset, partitionMaxBytes)` at `next`, `next + 1`, …
+///
+/// Always ascending and consecutive: the server hands a partition's records to its entries in
+/// order of the entries that read something (PROTOCOL.md §3.4), so only trailing entries may be
+/// empty without shifting the others.
 pub fn fetch_entries(next: i64, count: usize) -> impl Iterator<Item = (i64, i32)> {
     (0..count as i64).map(move |i| (next.saturating_add(i), 1))
 }

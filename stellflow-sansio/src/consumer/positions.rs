@@ -25,6 +25,10 @@ pub enum Start {
     AwaitReset,
     /// Positioned: fetching.
     Ready,
+    /// A Fetch answered nothing with a high watermark below the position: ListOffsets
+    /// LATEST must tell whether the position is past the log end (the server never answers
+    /// OFFSET_OUT_OF_RANGE, PROTOCOL.md §3.4) or the high watermark only lags the log end.
+    CheckEnd,
     /// No position and no policy: waits for a seek.
     Stopped,
 }
@@ -62,6 +66,9 @@ pub struct PartState {
     pub retry_at: Option<Instant>,
     /// Backing off because no leader was known: ends as soon as the metadata names one.
     pub leader_wait: bool,
+    /// A ListOffsets check found this fetch offset within the log (the high watermark only
+    /// lags the log end); no new check for it before the instant.
+    pub end_checked: Option<(i64, Instant)>,
 }
 
 impl PartState {
@@ -82,6 +89,7 @@ impl PartState {
             parked: VecDeque::new(),
             retry_at: None,
             leader_wait: false,
+            end_checked: None,
         }
     }
 
@@ -164,10 +172,12 @@ pub struct Consumer {
     pub(crate) fetch_wake: bool,
     pub(crate) fetches: HashMap<u64, FetchLayout>,
     pub(crate) fetching: HashSet<i32>,
-    pub(crate) resets: HashMap<u64, Vec<(TopicPartition, u64, OffsetReset)>>,
+    pub(crate) resets: HashMap<u64, Vec<(TopicPartition, u64, super::start::Ask)>>,
     pub(crate) offset_fetches: HashMap<u64, Vec<(TopicPartition, u64)>>,
     pub(crate) group: Group,
     pub(crate) next_epoch: u64,
+    /// Counts Fetch requests built, to alternate and rotate partitions of unknown blob size.
+    pub(crate) fetch_turn: usize,
     pub(crate) max_frame: usize,
     /// `close_consumer` was called.
     pub(crate) closing: bool,
@@ -197,6 +207,7 @@ impl Consumer {
             offset_fetches: HashMap::new(),
             group,
             next_epoch: 1,
+            fetch_turn: 0,
             max_frame,
             closing: false,
             closed: false,
@@ -407,6 +418,9 @@ impl Consumer {
                         self.finish_front();
                     }
                     counters.consumer_records += 1;
+                    let size = out.value.as_ref().map_or(0, |v| v.len())
+                        + out.key.as_ref().map_or(0, |k| k.len());
+                    crate::metrics::emit::consumed(counters, &out.topic, size);
                     return Some(out);
                 }
             }

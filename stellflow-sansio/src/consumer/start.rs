@@ -3,7 +3,7 @@
 
 use super::offset_model::{self, Position};
 use super::positions::Start;
-use super::{Consumer, ConsumerEvent, Ctx, OffsetReset, Op, TopicPartition};
+use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, TopicPartition};
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
 use crate::request::{RequestOptions, Target};
@@ -14,6 +14,29 @@ use stellflow_proto::messages::{
     OffsetFetchPartition, OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic, RequestBody,
 };
 use stellflow_proto::{ErrorClass, ErrorCode, Reader, Wire};
+
+/// How long a position found within the log end is not checked again while the high
+/// watermark stays below it (a follower that lags).
+const END_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Why the consumer sends a ListOffsets for a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ask {
+    /// A reset to the log start (`Earliest`) or end (`Latest`).
+    Reset(OffsetReset),
+    /// Whether the position is past the log end (ListOffsets LATEST), see [`Start::CheckEnd`].
+    CheckEnd,
+}
+
+impl Ask {
+    /// The ListOffsets timestamp: −2 for the log start, −1 for the log end.
+    fn timestamp(self) -> i64 {
+        match self {
+            Ask::Reset(OffsetReset::Earliest) => -2,
+            _ => -1,
+        }
+    }
+}
 
 /// Groups `(topic, partition)` pairs into per-topic lists, keeping first-seen topic order.
 pub(crate) fn by_topic<T>(
@@ -120,12 +143,14 @@ impl Consumer {
             sent = true;
         }
         // Resets through ListOffsets on each leader.
-        let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, u64, OffsetReset)>> = BTreeMap::new();
+        let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, u64, Ask)>> = BTreeMap::new();
         let cluster = ctx.metadata.cluster();
         let mut refresh = false;
         for (tp, p) in self.parts.iter_mut() {
-            let Start::NeedsReset(policy) = p.start else {
-                continue;
+            let ask = match p.start {
+                Start::NeedsReset(policy) => Ask::Reset(policy),
+                Start::CheckEnd => Ask::CheckEnd,
+                _ => continue,
             };
             // Look the leader up only for a partition that may reset or waits for a leader.
             if !p.leader_wait && p.retry_at.is_some_and(|t| t > now) {
@@ -144,7 +169,7 @@ impl Consumer {
                     by_leader
                         .entry(leader)
                         .or_default()
-                        .push((tp.clone(), p.epoch, policy));
+                        .push((tp.clone(), p.epoch, ask));
                 }
                 _ => {
                     refresh = true;
@@ -164,14 +189,10 @@ impl Consumer {
                     topic: Some(tp.topic.as_ref().into()),
                     partitions: parts
                         .iter()
-                        .map(|(partition, (_, pol))| ListOffsetsPartition {
+                        .map(|(partition, (_, ask))| ListOffsetsPartition {
                             partition: *partition,
                             current_leader_epoch: -1,
-                            timestamp: if *pol == OffsetReset::Earliest {
-                                -2
-                            } else {
-                                -1
-                            },
+                            timestamp: ask.timestamp(),
                             max_num_offsets: 1,
                         })
                         .collect(),
@@ -312,24 +333,74 @@ impl Consumer {
                 continue;
             }
             match answer {
-                Some((offset, code)) if code == ErrorCode::NONE && offset >= 0 => {
-                    let pos = Position::blob(offset);
-                    self.reposition(&tp, pos);
-                    ctx.emit(ConsumerEvent::PositionResolved {
-                        partition: tp,
-                        position: pos,
-                        committed: false,
-                    });
-                }
+                Some((offset, code)) if code == ErrorCode::NONE && offset >= 0 => match policy {
+                    Ask::Reset(_) => self.resolved(&tp, Position::blob(offset), ctx),
+                    Ask::CheckEnd => self.checked_end(now, &tp, offset, ctx),
+                },
                 other => {
                     if let Some((_, code)) = other
                         && code.class() == ErrorClass::RefreshMetadataAndRetry
                     {
                         ctx.refresher.request(false);
                     }
-                    p.start = Start::NeedsReset(policy);
+                    p.start = match policy {
+                        Ask::Reset(policy) => Start::NeedsReset(policy),
+                        Ask::CheckEnd => Start::CheckEnd,
+                    };
                     p.retry_at = Some(now + self.config.fetch_backoff_max);
                 }
+            }
+        }
+    }
+
+    /// A reset found its position.
+    fn resolved(&mut self, tp: &TopicPartition, pos: Position, ctx: &mut Ctx<'_>) {
+        self.reposition(tp, pos);
+        ctx.emit(ConsumerEvent::PositionResolved {
+            partition: tp.clone(),
+            position: pos,
+            committed: false,
+        });
+    }
+
+    /// ListOffsets LATEST answered `log_end` for a partition in [`Start::CheckEnd`]: a position
+    /// past the log end is reported and handled by the reset policy (DESIGN §3.13); one within
+    /// it only waits for the high watermark, fetching again after the empty-fetch backoff.
+    fn checked_end(&mut self, now: Instant, tp: &TopicPartition, log_end: i64, ctx: &mut Ctx<'_>) {
+        let (min_backoff, max_backoff) = (self.config.fetch_backoff, self.config.fetch_backoff_max);
+        let policy = self.config.auto_offset_reset;
+        let Some(p) = self.parts.get_mut(tp) else {
+            return;
+        };
+        let position = p.fetch_next;
+        if position <= log_end {
+            p.start = Start::Ready;
+            p.end_checked = Some((position, now + END_CHECK_INTERVAL));
+            p.empty_backoff = p
+                .empty_backoff
+                .saturating_mul(2)
+                .clamp(min_backoff, max_backoff);
+            p.not_before = Some(now + p.empty_backoff);
+            return;
+        }
+        let action = match policy {
+            OffsetReset::Earliest => LogStartAction::MovedToLogStart,
+            OffsetReset::Latest => LogStartAction::MovedToEnd,
+            _ => LogStartAction::Stopped,
+        };
+        ctx.emit(ConsumerEvent::PositionOutOfRange {
+            partition: tp.clone(),
+            position,
+            log_end,
+            action,
+        });
+        match action {
+            LogStartAction::MovedToLogStart => {
+                self.restart(tp, Start::NeedsReset(OffsetReset::Earliest));
+            }
+            LogStartAction::MovedToEnd => self.resolved(tp, Position::blob(log_end), ctx),
+            _ => {
+                self.restart(tp, Start::Stopped);
             }
         }
     }

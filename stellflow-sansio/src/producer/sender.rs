@@ -319,6 +319,12 @@ impl Producer {
                     });
                 }
                 net.counters.producer_records += s.batch.slots.len() as u64;
+                crate::metrics::emit::produced(
+                    &mut net.counters,
+                    &t.name,
+                    s.batch.slots.len(),
+                    s.batch.bytes,
+                );
                 s.batch.reported = true;
             }
         }
@@ -646,6 +652,10 @@ impl Producer {
                     ps.next_seq = batch.stamp.sequence.wrapping_add(count);
                 }
                 net.counters.producer_records += batch.slots.len() as u64;
+                if let Some(t) = self.topics.get(ti) {
+                    let (n, bytes) = (batch.slots.len(), batch.bytes);
+                    crate::metrics::emit::produced(&mut net.counters, &t.name, n, bytes);
+                }
                 self.succeed_batch(ti, pi, batch, Some(offset));
             }
             Verdict::NotReplicated(offset) => {
@@ -712,6 +722,7 @@ impl Producer {
                     self.fail_batch(ti, pi, batch, e, true);
                 } else {
                     net.counters.producer_retries += 1;
+                    tracing::debug!(attempt = batch.attempts, "retrying a batch: {error}");
                     batch.retry_at = Some(now + self.retry_delay(batch.attempts));
                     batch.last_error = Some(error);
                     self.requeue(ti, pi, batch);
@@ -788,6 +799,7 @@ impl Producer {
         error: DeliveryError,
         closed: bool,
     ) {
+        let error = self.with_leaderless_cause(ti, pi, error);
         let error = match error {
             DeliveryError::MaybeWritten { .. } => error,
             e if batch.maybe_written => DeliveryError::MaybeWritten { last: Box::new(e) },
@@ -805,6 +817,26 @@ impl Producer {
             self.release(ti, pi, batch);
         } else {
             self.recycle(batch);
+        }
+    }
+
+    /// A delivery timeout with no failure attached gets the reason the partition has no
+    /// leader, when the metadata gave one (a broker restarted on its data, a leader that is
+    /// not a known broker).
+    fn with_leaderless_cause(&self, ti: usize, pi: usize, error: DeliveryError) -> DeliveryError {
+        match error {
+            DeliveryError::Timeout { after, last: None } => {
+                let last = self.topics.get(ti).and_then(|t| {
+                    let reason = t.parts.get(pi)?.leaderless.clone()?;
+                    Some(Box::new(DeliveryError::Leaderless {
+                        topic: t.name.to_string(),
+                        partition: i32::try_from(pi).unwrap_or(i32::MAX),
+                        reason,
+                    }))
+                });
+                DeliveryError::Timeout { after, last }
+            }
+            e => e,
         }
     }
 

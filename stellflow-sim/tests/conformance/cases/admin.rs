@@ -15,6 +15,11 @@ pub fn cases() -> Vec<Case> {
             run: create_count_le_zero,
         },
         Case {
+            name: "create_topic_routable_at_once_for_metadata_and_list_offsets",
+            section: "3.14, 3.2, 3.5",
+            run: create_then_route,
+        },
+        Case {
             name: "create_topic_existing_answered_like_new",
             section: "3.14",
             run: create_existing,
@@ -657,4 +662,31 @@ fn decommission(ctx: &Ctx) -> CaseResult {
         "Produce after DecommissionBroker"
     );
     Ok(())
+}
+
+/// Issue 13 item 4, the broker's side: right after CreateTopic answers, Metadata names this
+/// broker leader of every partition and ListOffsets answers — so a client that fails there
+/// only lacks a metadata refresh.
+fn create_then_route(ctx: &Ctx) -> CaseResult {
+    let mut c = ctx.conn()?;
+    let t = ctx.name("t");
+    create_topic(&mut c, &t, 2)?;
+    let me = self_broker(&mut c, &t)?.id;
+    let md = metadata(&mut c, &[&t])?;
+    let topic = md.topic(&t).ok_or("created topic missing from Metadata")?;
+    let leaders: Vec<(i32, i16, i32)> = topic
+        .partitions
+        .iter()
+        .map(|p| (p.partition, p.error, p.leader))
+        .collect();
+    ensure_eq!(
+        leaders,
+        vec![(0, 0, me), (1, 0, me)],
+        "partitions, errors, leaders"
+    );
+    for p in 0..2 {
+        ensure_eq!(log_end(&mut c, &t, p)?, 0, "ListOffsets LATEST of {p}");
+    }
+    delete_topic(&mut c, &t)?;
+    assert_topic_unknown(&mut c, &t)
 }

@@ -37,6 +37,16 @@ pub fn cases() -> Vec<Case> {
             run: repeated_entries,
         },
         Case {
+            name: "fetch_past_log_end_of_recreated_topic_is_empty_no_error",
+            section: "3.4, 3.14",
+            run: past_end_of_recreated,
+        },
+        Case {
+            name: "fetch_answer_is_never_capped_by_a_budget",
+            section: "3.4",
+            run: answer_not_capped,
+        },
+        Case {
             name: "fetch_unknown_partition_10_session_echo",
             section: "3.4",
             run: unknown_and_session,
@@ -339,4 +349,70 @@ fn unknown_and_session(ctx: &Ctx) -> CaseResult {
         "unknown partition of a known topic"
     );
     Ok(())
+}
+
+/// Issue 13 item 1, the broker's side: a position past the log end (the topic was deleted and
+/// re-created) is answered with no error, nothing, and a high watermark below it — the client
+/// must detect it itself. ListOffsets LATEST confirms the log end.
+fn past_end_of_recreated(ctx: &Ctx) -> CaseResult {
+    let mut c = ctx.conn()?;
+    let t = ctx.name("t");
+    fill(&mut c, &t, &[b"0", b"1", b"2", b"3", b"4"])?;
+    delete_topic(&mut c, &t)?;
+    create_topic(&mut c, &t, 1)?;
+    fill(&mut c, &t, &[b"a", b"b"])?;
+    for off in [2i64, 5] {
+        expect_empty(
+            &fetch(&mut c, &t, 0, off, 1)?,
+            2,
+            &format!("fetchOffset {off}"),
+        )?;
+    }
+    ensure_eq!(
+        log_end(&mut c, &t, 0)?,
+        2,
+        "ListOffsets LATEST after re-creation"
+    );
+    delete_topic(&mut c, &t)
+}
+
+/// Issue 13 item 2, the broker's side: every entry returns its first blob whole whatever its
+/// budget, and neither `maxBytes` nor anything else caps the answer — three partitions with
+/// one 1 MiB blob each answer 3 MiB to budgets of 1 byte. A client must bound its requests by
+/// the blob sizes it knows.
+fn answer_not_capped(ctx: &Ctx) -> CaseResult {
+    let mut c = ctx.conn()?;
+    let t = ctx.name("t");
+    create_topic(&mut c, &t, 3)?;
+    let blob = v1_batch(&vec![b'x'; 1 << 20]);
+    for p in 0..3 {
+        ensure_eq!(
+            produce_ok(&mut c, &t, p, &blob)?,
+            0,
+            "offset of the blob in {p}"
+        );
+    }
+    let opts = FetchOpts {
+        max_bytes: 1,
+        ..FetchOpts::default()
+    };
+    let parts = (0..3)
+        .map(|partition| FetchPart {
+            partition,
+            fetch_offset: 0,
+            partition_max_bytes: 1,
+        })
+        .collect();
+    let r = c.call(FETCH, &fetch_req(opts, &[(&t, parts)]))?;
+    ensure!(
+        r.frame_length as usize > 3 * blob.len(),
+        "answer frame of {} bytes holds all three {}-byte blobs",
+        r.frame_length,
+        blob.len()
+    );
+    let v = parse_fetch_parts(&r)?;
+    for (p, e) in v.iter().enumerate() {
+        ensure_eq!(records(e)?.len(), blob.len(), "records of partition {p}");
+    }
+    delete_topic(&mut c, &t)
 }

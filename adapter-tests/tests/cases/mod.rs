@@ -1,0 +1,715 @@
+//! The suite's cases, written once against the one adapter API. The including file names its
+//! adapter crate `sf` and defines `aw!`, `delivered!`, `block_on` and `sleep` (see the crate
+//! docs); each case becomes a `#[test]` at the bottom.
+
+use super::{block_on, sf, sleep};
+use bytes::Bytes;
+use sf::{
+    AdminRequest, AdminResponse, Client, ClientConfig, ConsumerError, ConsumerEvent, Error, Events,
+    OffsetSpec, Options, Position, Record, SeekTo, Target, TopicPartition,
+};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use stellflow_adapter_tests::{R, Watchdog, check, config, exactly_once, index_of, payload, sim};
+use stellflow_sim::{Fault, FaultRule, SimServer};
+
+/// A client with test-friendly adapter options.
+async fn client(config: ClientConfig, max_block: Duration) -> R<Client> {
+    let mut o = Options::default();
+    o.max_block = max_block;
+    o.close_timeout = Duration::from_secs(5);
+    Ok(aw!(Client::connect_with(config, o))?)
+}
+
+fn record(topic: &str, i: u32) -> Record {
+    let (k, v) = payload(i);
+    Record::new(topic, v).with_key(k)
+}
+
+/// Polls until `n` records came or `limit` passed.
+async fn poll_n(c: &sf::Consumer, n: usize, limit: Duration) -> R<Vec<sf::ConsumerRecord>> {
+    let end = Instant::now() + limit;
+    let mut got = Vec::with_capacity(n);
+    while got.len() < n && Instant::now() < end {
+        got.extend(aw!(c.poll_max(Duration::from_millis(200), 500))?);
+    }
+    Ok(got)
+}
+
+async fn create_topic(a: &sf::Admin, topic: &str, partitions: i32) -> R<()> {
+    let r = aw!(a.create_topic(topic, partitions, Target::Any))?;
+    check(r.is_ok(), || format!("create {topic}: {r:?}"))
+}
+
+fn silence(server: &SimServer) -> R<()> {
+    let rule = FaultRule {
+        broker: None,
+        api_key: None,
+        fault: Fault::DropResponse,
+        probability: 1.0,
+        remaining: None,
+    };
+    Ok(server.with_cluster(|c, _| c.inject_fault(rule))?)
+}
+
+/// Waits until the consumer has a position for `tp`.
+async fn positioned(c: &sf::Consumer, tp: &TopicPartition) -> R<Position> {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(p) = c.position(tp) {
+            return Ok(p);
+        }
+        check(Instant::now() < end, || {
+            format!("no start position for {tp}")
+        })?;
+        aw!(sleep(Duration::from_millis(20)));
+    }
+}
+
+/// Admin round trip over every read-only and topic operation, metadata and counters on the
+/// admin handle and on the client.
+pub async fn admin_round_trip() -> R<()> {
+    let server = sim()?;
+    let client = client(config(&server)?, Duration::from_secs(5)).await?;
+    let admin = client.admin();
+    let v = aw!(admin.api_versions(Target::Any))?;
+    check(!v.apis.is_empty(), || format!("no APIs: {v:?}"))?;
+    let c = aw!(admin.describe_cluster(Target::Any))?;
+    check(c.broker_count == 1, || format!("cluster: {c:?}"))?;
+    let h = aw!(admin.health_check(Target::Any))?;
+    check(h.error_code.is_ok(), || format!("health: {h:?}"))?;
+    create_topic(&admin, "admin-rt", 3).await?;
+    let (topics, missing) = aw!(admin.describe_topics(&["admin-rt", "nope"]))?;
+    check(topics.len() == 1 && topics[0].partitions.len() == 3, || {
+        format!("describe: {topics:?}")
+    })?;
+    check(missing == ["nope"], || format!("missing: {missing:?}"))?;
+    admin.refresh_metadata()?;
+    check(admin.metadata().topics.contains_key("admin-rt"), || {
+        "metadata lacks the topic".into()
+    })?;
+    check(client.metadata().brokers.len() == 1, || {
+        "client metadata".into()
+    })?;
+    let m = aw!(client.producer().send(record("admin-rt", 1)))?;
+    let offsets = aw!(admin.list_offsets(&[
+        ("admin-rt", m.partition, OffsetSpec::Earliest),
+        ("admin-rt", m.partition, OffsetSpec::Latest),
+    ]))?;
+    let got: Vec<i64> = (offsets.iter())
+        .map(|o| o.result.as_ref().map(|i| i.offset).unwrap_or(-99))
+        .collect();
+    check(got == [0, 1], || format!("offsets {offsets:?}"))?;
+    let req = AdminRequest::DescribeCluster {
+        target: Target::Any,
+    };
+    let r = aw!(admin.request(req, Default::default()))?;
+    check(matches!(r, AdminResponse::Cluster(_)), || format!("{r:?}"))?;
+    let d = aw!(admin.delete_topic("admin-rt", Target::Any))?;
+    check(d.is_ok(), || format!("delete: {d:?}"))?;
+    let (topics, _) = aw!(admin.describe_topics(&["admin-rt"]))?;
+    check(topics.is_empty(), || format!("still there: {topics:?}"))?;
+    let bad = aw!(admin.create_topic("../escape", 1, Target::Any));
+    check(bad.is_err(), || "an invalid topic name was accepted".into())?;
+    check(admin.counters().requests > 0, || {
+        "no requests counted".into()
+    })?;
+    check(client.counters().requests > 0, || "client counters".into())?;
+    aw!(client.close())?;
+    Ok(())
+}
+
+/// 100,000 keyed records over 6 partitions through one client, consumed back exactly at the
+/// positions their deliveries reported; `max_poll_records` bounds each poll; lag ends at 0.
+pub async fn produce_consume_100k() -> R<()> {
+    const N: u32 = 100_000;
+    let server = sim()?;
+    let mut o = Options::default();
+    o.max_poll_records = 777;
+    let client = aw!(Client::connect_with(config(&server)?, o))?;
+    create_topic(&client.admin(), "bulk", 6).await?;
+    let producer = client.producer();
+    let mut pending = Vec::with_capacity(N as usize);
+    for i in 0..N {
+        pending.push(aw!(producer.enqueue(record("bulk", i)))?);
+    }
+    aw!(producer.flush())?;
+    let mut written = Vec::with_capacity(N as usize);
+    for d in pending {
+        written.push(delivered!(d)?);
+    }
+    let parts: std::collections::BTreeSet<i32> = written.iter().map(|m| m.partition).collect();
+    check(parts.len() == 6, || {
+        format!("keyed records hit only {parts:?}")
+    })?;
+
+    let consumer = client.consumer();
+    let tps: Vec<TopicPartition> = (0..6).map(|p| TopicPartition::new("bulk", p)).collect();
+    consumer.assign(&tps)?;
+    let end = Instant::now() + Duration::from_secs(120);
+    let mut got = Vec::with_capacity(N as usize);
+    while got.len() < N as usize && Instant::now() < end {
+        let batch = aw!(consumer.poll(Duration::from_millis(200)))?;
+        check(batch.len() <= 777, || {
+            format!("poll returned {}", batch.len())
+        })?;
+        got.extend(batch);
+    }
+    check(got.len() == N as usize, || {
+        format!("consumed {} of {N}", got.len())
+    })?;
+    exactly_once(&got, N)?;
+    for r in &got {
+        let i = index_of(r)?;
+        let m = &written[i as usize];
+        check(
+            m.partition == r.partition && m.offset == Some(r.offset) && m.index == r.index,
+            || {
+                format!(
+                    "record {i}: delivered at {m:?}, consumed at {}#{}",
+                    r.offset, r.index
+                )
+            },
+        )?;
+    }
+    let extra = aw!(consumer.poll(Duration::from_millis(300)))?;
+    check(extra.is_empty(), || {
+        format!("{} records past the end", extra.len())
+    })?;
+    for tp in &tps {
+        check(consumer.lag(tp) == Some(0), || {
+            format!("{tp} lag {:?}", consumer.lag(tp))
+        })?;
+    }
+    aw!(client.close())?;
+    Ok(())
+}
+
+/// Group subscribe, consume part, commit mid-stream, resume exactly in a new member; seek,
+/// position, committed, pause and resume by reference; `commit_async`'s outcome in `events`.
+pub async fn group_commit_resume() -> R<()> {
+    const N: u32 = 1_000;
+    let server = sim()?;
+    let admin = aw!(sf::Admin::connect(config(&server)?))?;
+    create_topic(&admin, "grp", 3).await?;
+    let producer = aw!(sf::Producer::connect(config(&server)?))?;
+    for i in 0..N {
+        drop(aw!(producer.enqueue(record("grp", i)))?);
+    }
+    aw!(producer.flush())?;
+
+    let mut cfg = config(&server)?;
+    cfg.consumer.group_id = Some("grp-g".into());
+    cfg.consumer.enable_auto_commit = false;
+    let first = aw!(sf::Consumer::connect(cfg.clone()))?;
+    first.subscribe(&["grp"])?;
+    let mut got = Vec::new();
+    let end = Instant::now() + Duration::from_secs(30);
+    while got.len() < 300 && Instant::now() < end {
+        got.extend(aw!(first.poll_max(Duration::from_millis(200), 100))?);
+    }
+    check((300..N as usize).contains(&got.len()), || {
+        format!("first member got {}", got.len())
+    })?;
+    let committed = aw!(first.commit_sync())?;
+    for (tp, pos) in &committed {
+        if let Some(last) = got.iter().rfind(|r| r.partition == tp.partition) {
+            // Right after the last record, or at the next blob when that record ended its blob.
+            let next_blob = Position::blob(last.offset + 1);
+            check(*pos == last.next_position() || *pos == next_blob, || {
+                format!(
+                    "{tp} committed {pos}, last record {}#{}",
+                    last.offset, last.index
+                )
+            })?;
+        }
+        check(first.position(tp) == Some(*pos), || {
+            format!("{tp}: position != {pos}")
+        })?;
+        check(first.committed(tp) == Some(*pos), || {
+            format!("{tp}: committed != {pos}")
+        })?;
+    }
+    check(committed.len() == 3, || format!("committed {committed:?}"))?;
+    aw!(first.close())?;
+
+    let second = aw!(sf::Consumer::connect(cfg))?;
+    second.subscribe(&["grp"])?;
+    got.extend(poll_n(&second, N as usize - got.len(), Duration::from_secs(60)).await?);
+    exactly_once(&got, N)?;
+
+    let tp = TopicPartition::new("grp", 0);
+    second.pause(&tp)?;
+    aw!(second.seek(&tp, SeekTo::Beginning))?;
+    let paused = aw!(second.poll(Duration::from_millis(300)))?;
+    check(paused.is_empty(), || "a paused partition delivered".into())?;
+    second.resume(&tp)?;
+    let again = poll_n(&second, 1, Duration::from_secs(10)).await?;
+    check(
+        again.first().is_some_and(|r| r.offset == 0 && r.index == 0),
+        || {
+            format!(
+                "seek to beginning gave {:?}",
+                again.first().map(|r| (r.offset, r.index))
+            )
+        },
+    )?;
+    second.events(); // forget the rebalance events
+    second.commit_async()?;
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let events = second.events();
+        let done = events
+            .into_iter()
+            .any(|e| matches!(e, ConsumerEvent::CommitCompleted { .. }));
+        if done {
+            break;
+        }
+        check(Instant::now() < end, || {
+            "commit_async's outcome never showed".into()
+        })?;
+        aw!(sleep(Duration::from_millis(20)));
+    }
+    aw!(second.close())?;
+    aw!(producer.close())?;
+    Ok(())
+}
+
+/// `Admin::committed_offsets` reads back what a group member committed (mid-blob positions
+/// included), in request order; a group that never committed has `None` everywhere.
+pub async fn admin_committed_offsets() -> R<()> {
+    let server = sim()?;
+    let admin = aw!(sf::Admin::connect(config(&server)?))?;
+    create_topic(&admin, "cmt", 2).await?;
+    // One blob per partition (the flush sends them), so 30 records end inside a blob.
+    let mut pcfg = config(&server)?;
+    pcfg.producer.linger = Duration::from_secs(10);
+    let producer = aw!(sf::Producer::connect(pcfg))?;
+    for i in 0..200 {
+        drop(aw!(producer.enqueue(record("cmt", i)))?);
+    }
+    aw!(producer.flush())?;
+    let mut cfg = config(&server)?;
+    cfg.consumer.group_id = Some("cmt-g".into());
+    cfg.consumer.enable_auto_commit = false;
+    let consumer = aw!(sf::Consumer::connect(cfg))?;
+    consumer.subscribe(&["cmt"])?;
+    let mut got = Vec::new();
+    let end = Instant::now() + Duration::from_secs(30);
+    while got.len() < 30 && Instant::now() < end {
+        got.extend(aw!(
+            consumer.poll_max(Duration::from_millis(200), 30 - got.len())
+        )?);
+    }
+    check(got.len() == 30, || format!("consumed {}", got.len()))?;
+    let committed = aw!(consumer.commit_sync())?;
+    check(committed.iter().any(|(_, p)| p.index > 0), || {
+        format!("no mid-blob position committed: {committed:?}")
+    })?;
+    let ask = [("cmt", 1), ("cmt", 0)];
+    let read = aw!(admin.committed_offsets("cmt-g", &ask))?;
+    check(read.len() == 2, || format!("read {read:?}"))?;
+    for (r, (topic, partition)) in read.iter().zip(ask) {
+        check(r.topic == topic && r.partition == partition, || {
+            format!("answer out of request order: {read:?}")
+        })?;
+        let tp = TopicPartition::new(topic, partition);
+        let want = committed.iter().find(|(t, _)| *t == tp).map(|(_, p)| *p);
+        check(r.result == Ok(want), || {
+            format!("{tp}: committed {want:?}, read {:?}", r.result)
+        })?;
+    }
+    let none = aw!(admin.committed_offsets("cmt-nobody", &ask))?;
+    check(
+        none.len() == 2 && none.iter().all(|r| r.result == Ok(None)),
+        || format!("a group that never committed: {none:?}"),
+    )?;
+    aw!(consumer.close())?;
+    aw!(producer.close())?;
+    Ok(())
+}
+
+/// A broker restart between two halves of a stream, with leadership re-asserted via Admin.
+pub async fn broker_restart_mid_stream() -> R<()> {
+    const HALF: u32 = 5_000;
+    let server = sim()?;
+    let client = client(config(&server)?, Duration::from_secs(30)).await?;
+    let (admin, producer, consumer) = (client.admin(), client.producer(), client.consumer());
+    create_topic(&admin, "restart", 3).await?;
+    let tps: Vec<TopicPartition> = (0..3).map(|p| TopicPartition::new("restart", p)).collect();
+    consumer.assign(&tps)?;
+    let mut pending = Vec::new();
+    for i in 0..HALF {
+        pending.push(aw!(producer.enqueue(record("restart", i)))?);
+    }
+    aw!(producer.flush())?;
+    let mut got = poll_n(&consumer, HALF as usize, Duration::from_secs(60)).await?;
+    check(got.len() == HALF as usize, || {
+        format!("before restart: {}", got.len())
+    })?;
+
+    server.with_cluster(|c, now| c.restart(1, now))??;
+    for i in HALF..2 * HALF {
+        pending.push(aw!(producer.enqueue(record("restart", i)))?);
+    }
+    // Until leadership is re-asserted the broker refuses Produce and Fetch (error 9).
+    let end = Instant::now() + Duration::from_secs(60);
+    loop {
+        match aw!(admin.reassert_leadership(1)) {
+            Ok(r) if !r.is_empty() && r.iter().all(|p| p.result.is_ok()) => break,
+            other if Instant::now() > end => return Err(format!("reassert: {other:?}").into()),
+            _ => aw!(sleep(Duration::from_millis(100))),
+        }
+    }
+    aw!(producer.flush())?;
+    for d in pending {
+        delivered!(d)?;
+    }
+    got.extend(poll_n(&consumer, HALF as usize, Duration::from_secs(60)).await?);
+    exactly_once(&got, 2 * HALF)?;
+    aw!(client.close())?;
+    Ok(())
+}
+
+/// The broker executes requests but never answers: admin calls, sends and commits fail in
+/// bounded time, polls return empty, the buffer stays bounded, and the client recovers.
+pub async fn broker_stops_answering() -> R<()> {
+    let server = sim()?;
+    let mut cfg = config(&server)?;
+    cfg.request_timeout = Duration::from_millis(800);
+    cfg.producer.delivery_timeout = Duration::from_secs(2);
+    cfg.producer.ack_timeout = Duration::from_millis(500);
+    cfg.producer.batch_size = 16 * 1024;
+    cfg.producer.buffer_memory = 64 * 1024;
+    cfg.consumer.group_id = Some("stall".into());
+    cfg.consumer.rebalance_timeout = Duration::from_secs(2);
+    let client = client(cfg, Duration::from_millis(300)).await?;
+    let (admin, producer, consumer) = (client.admin(), client.producer(), client.consumer());
+    create_topic(&admin, "stall", 1).await?;
+    consumer.assign(&[TopicPartition::new("stall", 0)])?;
+    aw!(producer.send(record("stall", 0)))?;
+    let first = poll_n(&consumer, 1, Duration::from_secs(20)).await?;
+    check(first.len() == 1, || "the first record never arrived".into())?;
+
+    silence(&server)?;
+    let bounded = |t: Instant, limit: u64, what: &str| {
+        check(t.elapsed() < Duration::from_secs(limit), || {
+            format!("{what} took {:?}", t.elapsed())
+        })
+    };
+    let t = Instant::now();
+    let r = aw!(admin.describe_cluster(Target::Any));
+    check(r.as_ref().is_err_and(Error::is_retriable), || {
+        format!("describe_cluster: {r:?}")
+    })?;
+    bounded(t, 10, "describe_cluster")?;
+    let t = Instant::now();
+    let r = aw!(producer.send(record("stall", 1)));
+    check(r.is_err(), || format!("send answered: {r:?}"))?;
+    bounded(t, 15, "send")?;
+    let t = Instant::now();
+    let polled = aw!(consumer.poll(Duration::from_millis(300)))?;
+    check(polled.is_empty(), || "records from a silent broker".into())?;
+    bounded(t, 5, "poll")?;
+
+    // Beyond `buffer_memory` records wait at most `max_block`, then fail with buffer-full;
+    // every record gets an error outcome in bounded time.
+    let t = Instant::now();
+    let (mut outcomes, mut pending) = (Vec::new(), Vec::new());
+    for i in 0..2_000u32 {
+        let r = Record::new("stall", vec![b'x'; 1024]).with_key(i.to_string());
+        match aw!(producer.enqueue(r)) {
+            Ok(d) => pending.push(d),
+            Err(e) => outcomes.push(Err(e)),
+        }
+    }
+    for d in pending {
+        outcomes.push(delivered!(d).map(drop));
+    }
+    let full = outcomes
+        .iter()
+        .filter(|r| matches!(r, Err(Error::BufferFull(_))));
+    let full = full.count();
+    check(outcomes.iter().all(Result::is_err), || {
+        "delivered to a silent broker".into()
+    })?;
+    check(full > 0, || {
+        format!("no buffer-full outcome among {:?}", outcomes.first())
+    })?;
+    bounded(t, 60, "filling the buffer")?;
+    let c = admin.counters();
+    check(c.requests_in_flight <= 64, || {
+        format!("in flight: {}", c.requests_in_flight)
+    })?;
+
+    server.with_cluster(|c, _| c.clear_faults())?;
+    let end = Instant::now() + Duration::from_secs(30);
+    while aw!(admin.describe_cluster(Target::Any)).is_err() {
+        check(Instant::now() < end, || {
+            "no recovery after the broker came back".into()
+        })?;
+        aw!(sleep(Duration::from_millis(100)));
+    }
+    Ok(())
+}
+
+/// A group commit while the broker is silent fails in bounded time; one lost OffsetCommit
+/// answer is retried by `commit_sync` and the commit succeeds.
+pub async fn commit_retries_and_outage() -> R<()> {
+    let server = sim()?;
+    let mut cfg = config(&server)?;
+    cfg.request_timeout = Duration::from_millis(800);
+    cfg.consumer.group_id = Some("outage".into());
+    cfg.consumer.rebalance_timeout = Duration::from_secs(2);
+    let client = client(cfg, Duration::from_secs(5)).await?;
+    create_topic(&client.admin(), "outage", 1).await?;
+    let consumer = client.consumer();
+    let tp = TopicPartition::new("outage", 0);
+    consumer.assign(std::slice::from_ref(&tp))?;
+    positioned(&consumer, &tp).await?;
+    let once = FaultRule::next(sf::ApiKey::OFFSET_COMMIT, 1, Fault::DropResponse);
+    server.with_cluster(|c, _| c.inject_fault(once))?;
+    let r = aw!(consumer.commit_sync());
+    check(r.is_ok(), || {
+        format!("a commit with one lost answer was not retried: {r:?}")
+    })?;
+
+    silence(&server)?;
+    let t = Instant::now();
+    let r = aw!(consumer.commit_sync());
+    check(r.is_err(), || format!("commit answered: {r:?}"))?;
+    check(t.elapsed() < Duration::from_secs(15), || {
+        format!("commit took {:?}", t.elapsed())
+    })
+}
+
+/// `poll`, `recv` after `close` fail with `Closed`; a closed client fails with `Shutdown`.
+pub async fn calls_after_close() -> R<()> {
+    let server = sim()?;
+    let client = client(config(&server)?, Duration::from_secs(5)).await?;
+    create_topic(&client.admin(), "closed", 1).await?;
+    let consumer = client.consumer();
+    consumer.assign(&[TopicPartition::new("closed", 0)])?;
+    aw!(consumer.close())?;
+    let closed = |r: &Result<(), Error>| matches!(r, Err(Error::Consumer(ConsumerError::Closed)));
+    let r = aw!(consumer.poll(Duration::from_millis(100))).map(drop);
+    check(closed(&r), || format!("poll after close: {r:?}"))?;
+    let r = aw!(consumer.recv()).map(drop);
+    check(closed(&r), || format!("recv after close: {r:?}"))?;
+    aw!(client.close())?;
+    let r = aw!(client.producer().send(record("closed", 0)));
+    check(matches!(r, Err(Error::Shutdown)), || {
+        format!("send after client close: {r:?}")
+    })?;
+    Ok(())
+}
+
+/// Events are bounded, and an overflow is reported with the number of dropped events.
+pub async fn events_overflow_reported() -> R<()> {
+    let server = sim()?;
+    let mut cfg = config(&server)?;
+    cfg.consumer.group_id = Some("ev".into());
+    cfg.consumer.enable_auto_commit = false;
+    let client = client(cfg, Duration::from_secs(5)).await?;
+    create_topic(&client.admin(), "ev", 1).await?;
+    let consumer = client.consumer();
+    let tp = TopicPartition::new("ev", 0);
+    consumer.assign(std::slice::from_ref(&tp))?;
+    positioned(&consumer, &tp).await?;
+    consumer.events();
+    let n = Events::CAP as u64 + 100;
+    for _ in 0..n {
+        consumer.commit_async()?;
+    }
+    aw!(consumer.commit_sync())?; // behind every async commit on the coordinator
+    let end = Instant::now() + Duration::from_secs(20);
+    let (mut kept, mut dropped) = (0, 0);
+    while (kept as u64) + dropped < n && Instant::now() < end {
+        aw!(sleep(Duration::from_millis(50)));
+        let e = consumer.events();
+        let commits = e
+            .events
+            .iter()
+            .filter(|e| matches!(e, ConsumerEvent::CommitCompleted { .. }));
+        kept = kept.max(commits.count());
+        dropped += e.dropped;
+    }
+    check(dropped > 0 && kept <= Events::CAP, || {
+        format!("kept {kept}, dropped {dropped}")
+    })?;
+    check(kept as u64 + dropped >= n, || {
+        format!("{n} commits, kept {kept}, dropped {dropped}")
+    })?;
+    aw!(client.close())?;
+    Ok(())
+}
+
+/// `SeekTo::Timestamp` and `offsets_for_times` find the first blob appended at or after a time.
+pub async fn seek_by_timestamp() -> R<()> {
+    let server = sim()?;
+    let client = client(config(&server)?, Duration::from_secs(5)).await?;
+    create_topic(&client.admin(), "ts", 1).await?;
+    let producer = client.producer();
+    for i in 0..10 {
+        aw!(producer.send(record("ts", i)))?;
+    }
+    aw!(sleep(Duration::from_millis(30)));
+    let ms = now_ms()?;
+    aw!(sleep(Duration::from_millis(30)));
+    let later = aw!(producer.send(record("ts", 10)))?;
+    let tp = TopicPartition::new("ts", 0);
+    let found = aw!(client.consumer().offsets_for_times(&[(tp.clone(), ms)]))?;
+    let info = found[0].result.clone()?;
+    check(Some(info.offset) == later.offset && !info.no_match, || {
+        format!("offsets_for_times {info:?}, the record after that time is at {later:?}")
+    })?;
+    let consumer = client.consumer();
+    consumer.assign(std::slice::from_ref(&tp))?;
+    seek_and_check(&consumer, &tp, ms, 10).await?;
+    seek_and_check(&consumer, &tp, 0, 0).await?;
+    let future = ms + 3_600_000;
+    let none = aw!(consumer.offsets_for_times(&[(tp.clone(), future)]))?;
+    check(none[0].result.as_ref().is_ok_and(|i| i.no_match), || {
+        format!("{none:?}")
+    })?;
+    aw!(client.close())?;
+    Ok(())
+}
+
+async fn seek_and_check(c: &sf::Consumer, tp: &TopicPartition, ms: i64, want: u32) -> R<()> {
+    aw!(c.seek(tp, SeekTo::Timestamp(ms)))?;
+    let got = poll_n(c, 1, Duration::from_secs(10)).await?;
+    let first = got.first().map(index_of).transpose()?;
+    check(first == Some(want), || {
+        format!("seek to {ms} gave record {first:?}, not {want}")
+    })
+}
+
+/// `close` flushes and waits: every enqueued record (outcomes never awaited) is in the log
+/// afterwards, read back by another client.
+pub async fn close_loses_nothing() -> R<()> {
+    const N: u32 = 20_000;
+    let server = sim()?;
+    let admin = aw!(sf::Admin::connect(config(&server)?))?;
+    create_topic(&admin, "close", 2).await?;
+    let client = client(config(&server)?, Duration::from_secs(30)).await?;
+    let producer = client.producer();
+    for i in 0..N {
+        drop(aw!(producer.enqueue(record("close", i)))?);
+    }
+    aw!(client.close())?;
+    read_back(&server, "close", N).await
+}
+
+/// Dropping every handle delivers the buffered records in the background (blocking: the drop
+/// waits for it).
+pub async fn drop_delivers() -> R<()> {
+    const N: u32 = 5_000;
+    let server = sim()?;
+    let admin = aw!(sf::Admin::connect(config(&server)?))?;
+    create_topic(&admin, "dropped", 1).await?;
+    let producer = aw!(sf::Producer::connect(config(&server)?))?;
+    for i in 0..N {
+        drop(aw!(producer.enqueue(record("dropped", i)))?);
+    }
+    drop(producer);
+    read_back(&server, "dropped", N).await
+}
+
+/// Reads `topic` from the start with a new client and checks records `0..n` exactly once.
+async fn read_back(server: &SimServer, topic: &str, n: u32) -> R<()> {
+    let client = client(config(server)?, Duration::from_secs(5)).await?;
+    let (topics, _) = aw!(client.admin().describe_topics(&[topic]))?;
+    let tps: Vec<_> = (0..topics[0].partitions.len() as i32)
+        .map(|p| TopicPartition::new(topic, p))
+        .collect();
+    let consumer = client.consumer();
+    consumer.assign(&tps)?;
+    let got = poll_n(&consumer, n as usize, Duration::from_secs(60)).await?;
+    exactly_once(&got, n)?;
+    aw!(client.close())?;
+    Ok(())
+}
+
+/// Against the real broker named by `STELLFLOW_BROKER` (skipped when unset): seek by time
+/// and `offsets_for_times` find the first blob after a time, and `close` leaves every
+/// enqueued record in the log.
+pub async fn real_broker_seek_and_close() -> R<()> {
+    let Ok(bootstrap) = std::env::var("STELLFLOW_BROKER") else {
+        return Ok(());
+    };
+    let mut cfg = ClientConfig::new(&bootstrap)?;
+    cfg.consumer.auto_offset_reset = sf::OffsetReset::Earliest;
+    let topic = format!("adapters-{}-{}", std::process::id(), now_ms()?);
+    let client = client(cfg.clone(), Duration::from_secs(30)).await?;
+    create_topic(&client.admin(), &topic, 1).await?;
+    for i in 0..10 {
+        aw!(client.producer().send(record(&topic, i)))?;
+    }
+    aw!(sleep(Duration::from_millis(50)));
+    let ms = now_ms()?;
+    aw!(sleep(Duration::from_millis(50)));
+    let later = aw!(client.producer().send(record(&topic, 10)))?;
+    let tp = TopicPartition::new(&topic, 0);
+    let found = aw!(client.consumer().offsets_for_times(&[(tp.clone(), ms)]))?;
+    let info = found[0].result.clone()?;
+    check(Some(info.offset) == later.offset && !info.no_match, || {
+        format!("offsets_for_times {info:?}, the record after that time is at {later:?}")
+    })?;
+    let consumer = client.consumer();
+    consumer.assign(std::slice::from_ref(&tp))?;
+    seek_and_check(&consumer, &tp, ms, 10).await?;
+    for i in 11..2_011 {
+        drop(aw!(client.producer().enqueue(record(&topic, i)))?);
+    }
+    aw!(client.close())?;
+    let reader = self::client(cfg, Duration::from_secs(30)).await?;
+    let consumer = reader.consumer();
+    consumer.assign(std::slice::from_ref(&tp))?;
+    let got = poll_n(&consumer, 2_011, Duration::from_secs(60)).await?;
+    exactly_once(&got, 2_011)?;
+    aw!(reader.close())?;
+    Ok(())
+}
+
+fn now_ms() -> R<i64> {
+    Ok(SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as i64)
+}
+
+/// Generic over nothing: makes the `Bytes` and `Record` conversions part of the API checked
+/// here (a `Vec`, `String`, `&'static str` or `Bytes` value converts without copying).
+#[test]
+fn record_conversions() {
+    let r = Record::new("t", Bytes::from_static(b"v")).with_key("k");
+    assert_eq!(r.key.as_deref(), Some(&b"k"[..]));
+}
+
+macro_rules! cases {
+    ($($case:ident),*) => {
+        mod run {
+            use super::{Watchdog, block_on};
+            $(
+                #[test]
+                fn $case() {
+                    let _dog = Watchdog::new(stringify!($case), 240);
+                    block_on(super::$case()).expect(stringify!($case));
+                }
+            )*
+        }
+    };
+}
+
+cases!(
+    admin_round_trip,
+    produce_consume_100k,
+    group_commit_resume,
+    admin_committed_offsets,
+    broker_restart_mid_stream,
+    broker_stops_answering,
+    commit_retries_and_outage,
+    calls_after_close,
+    events_overflow_reported,
+    seek_by_timestamp,
+    close_loses_nothing,
+    drop_delivers,
+    real_broker_seek_and_close
+);

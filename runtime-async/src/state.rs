@@ -1,0 +1,610 @@
+//! The runtime-neutral plumbing between the core and the handles, shared by every adapter:
+//! the core behind one lock, answers routed to the callers that wait for them, the lane of
+//! records waiting for buffer space (with the flushes and closes that must stay behind them),
+//! the bounded event log, and the start and end of a client.
+//!
+//! A handle runs its command under the lock on its own task or thread — a record is copied into
+//! its batch, and consumed records are decoded, by the caller — then drains the core's outputs
+//! ([`State::settle`]) and wakes the driver only when it must re-plan (a connect to open, bytes
+//! the socket did not take, a deadline earlier than the one it sleeps on). Callers wait through
+//! [`Waker`]s: futures directly, the blocking adapter by parking its thread.
+
+use crate::{Error, Options, Record};
+use bytes::BytesMut;
+use futures_channel::oneshot;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Waker};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use stellflow_sansio::{
+    AdminError, AdminResponse, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
+    ConsumerEvent, ConsumerRecord, DisconnectReason, Event, FlushId, Position, ProduceError,
+    RecordMetadata, RequestId, SeqMap, TopicPartition,
+};
+
+/// The sending side of a one-shot answer (the one one-shot channel of the adapters).
+pub(crate) type Reply<T> = oneshot::Sender<T>;
+/// A command parked behind records in the producer's lane.
+type Job = Box<dyn FnOnce(&mut State, Instant) + Send>;
+/// Positions, as commits take and report them.
+pub type Committed = Vec<(TopicPartition, Position)>;
+
+/// Records that may wait in the lane for buffer space (beyond it, `enqueue` waits).
+const LANE: usize = 1024;
+
+/// A map keyed by the core's sequential ids, with one multiplication as the hash (SipHash
+/// would cost more than the rest of a record's bookkeeping). Not for keys an attacker chooses.
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        bytes
+            .iter()
+            .for_each(|b| self.write_u64(self.0.rotate_left(8) ^ u64::from(*b)));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// What `Consumer::events` returns: the consumer events since the last call, oldest first,
+/// and how many older ones were dropped because nobody asked (at most [`Events::CAP`] are
+/// kept; an overflow is reported here, never silent).
+#[derive(Debug, Default, Clone)]
+#[non_exhaustive]
+pub struct Events {
+    /// The kept events, oldest first.
+    pub events: Vec<ConsumerEvent>,
+    /// Events dropped (the oldest first) since the last call because [`Events::CAP`] were kept.
+    pub dropped: u64,
+}
+
+impl Events {
+    /// How many events are kept between two calls.
+    pub const CAP: usize = 1024;
+}
+
+impl IntoIterator for Events {
+    type Item = ConsumerEvent;
+    type IntoIter = std::vec::IntoIter<ConsumerEvent>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.events.into_iter()
+    }
+}
+
+/// What waits in the producer's lane while the core's buffer is full: records, and the
+/// commands that must stay behind them (flush, close).
+enum Parked {
+    Record(Pending),
+    Job(Job),
+}
+
+/// A record on its way into the core.
+pub(crate) struct Pending {
+    pub record: Record,
+    pub deadline: Instant,
+    pub reply: Reply<Result<RecordMetadata, Error>>,
+}
+
+/// A socket's writing side as the shared state sees it (the runtime's type erased).
+pub(crate) trait Transmit: Send + Sync {
+    fn try_write(&self, buf: &[u8]) -> std::io::Result<usize>;
+    fn hand_over(&self, buf: &mut BytesMut) -> Option<std::io::Result<()>>;
+}
+
+pub(crate) struct Conn {
+    pub sock: Arc<dyn Transmit>,
+    /// Bytes the socket did not take yet (only under backpressure).
+    pub pending: BytesMut,
+}
+
+/// A close that callers wait for: done, the records it failed, and the waiting callers.
+#[derive(Default)]
+pub(crate) struct Closing {
+    pub done: Option<u64>,
+    pub waiters: Vec<Reply<Result<(), Error>>>,
+}
+
+impl Closing {
+    /// Answers now when done, or later.
+    pub fn wait(&mut self, tx: Reply<Result<(), Error>>) {
+        match self.done {
+            Some(failed) => drop(tx.send(outcome(failed))),
+            None => self.waiters.push(tx),
+        }
+    }
+
+    fn finish(&mut self, failed: u64) {
+        self.done = Some(failed);
+        self.waiters
+            .drain(..)
+            .for_each(|tx| drop(tx.send(outcome(failed))));
+    }
+}
+
+fn outcome(failed: u64) -> Result<(), Error> {
+    match failed {
+        0 => Ok(()),
+        n => Err(Error::Undelivered(n)),
+    }
+}
+
+/// Everything behind the lock.
+pub(crate) struct State {
+    pub client: Client,
+    pub options: Arc<Options>,
+    pub admin: IdMap<RequestId, Reply<Result<AdminResponse, AdminError>>>,
+    /// By produce id: ids rise and mostly complete in order (see [`SeqMap`]).
+    pub deliveries: SeqMap<Reply<Result<RecordMetadata, Error>>>,
+    pub flushes: IdMap<FlushId, Reply<()>>,
+    pub commits: IdMap<CommitId, Reply<Result<Committed, Error>>>,
+    pub producer_closed: Closing,
+    pub consumer_closed: Closing,
+    /// [`crate::Client::close`] callers, answered when the driver ends.
+    pub ended: Vec<Reply<()>>,
+    /// [`crate::Client::close`] was called: close gracefully and end the driver.
+    pub stop: bool,
+    events: VecDeque<ConsumerEvent>,
+    dropped_events: u64,
+    /// The last failed connection attempt, cleared by the next successful one.
+    pub connect_error: Option<String>,
+    /// The lane: records that found the buffer full and what must stay behind them.
+    parked: VecDeque<Parked>,
+    parked_records: usize,
+    /// Tasks waiting for records, lane room or shutdown; woken after every driver pass.
+    waiters: Vec<Waker>,
+    pub conns: HashMap<ConnId, Conn>,
+    out: BytesMut,
+    /// Connects the driver must start.
+    pub connects: Vec<ConnectRequest>,
+    /// Something changed that the driver must see (connects, closes, unwritten bytes).
+    pub replan: bool,
+    /// The deadline the driver sleeps on.
+    pub sleeping_until: Option<Instant>,
+    /// The driver has stopped: every command fails with [`Error::Shutdown`].
+    pub closed: bool,
+}
+
+impl State {
+    /// Hands a record to the core, or parks it in the lane behind the others; gives it back
+    /// when the lane is full.
+    pub fn enqueue(&mut self, now: Instant, p: Pending) -> Option<Pending> {
+        if self.parked.is_empty() {
+            match p.record.with_borrowed(|rec| self.client.produce(now, rec)) {
+                Ok(id) => drop(self.deliveries.insert(id.0, p.reply)),
+                Err(ProduceError::BufferFull { .. }) => return self.park(p),
+                Err(e) => drop(p.reply.send(Err(e.into()))),
+            }
+            return None;
+        }
+        self.park(p)
+    }
+
+    fn park(&mut self, p: Pending) -> Option<Pending> {
+        if self.parked_records >= LANE {
+            return Some(p);
+        }
+        self.parked_records += 1;
+        self.parked.push_back(Parked::Record(p));
+        self.replan = true; // the driver wakes at its deadline
+        None
+    }
+
+    /// Runs `job` now, or behind the records waiting in the lane.
+    pub fn in_lane(
+        &mut self,
+        now: Instant,
+        job: impl FnOnce(&mut State, Instant) + Send + 'static,
+    ) {
+        match self.parked.is_empty() {
+            true => job(self, now),
+            false => self.parked.push_back(Parked::Job(Box::new(job))),
+        }
+    }
+
+    /// Offers the lane to the core again, in order; fails the records whose time is up.
+    pub fn retry_parked(&mut self, now: Instant) {
+        while let Some(front) = self.parked.pop_front() {
+            let p = match front {
+                Parked::Job(job) => {
+                    job(self, now);
+                    continue;
+                }
+                Parked::Record(p) => p,
+            };
+            let outcome = match p.record.with_borrowed(|rec| self.client.produce(now, rec)) {
+                Err(ProduceError::BufferFull { .. }) if now < p.deadline => {
+                    self.parked.push_front(Parked::Record(p));
+                    return;
+                }
+                Err(ProduceError::BufferFull { .. }) => {
+                    Err(Error::BufferFull(self.options.max_block))
+                }
+                Err(e) => Err(e.into()),
+                Ok(id) => Ok(id),
+            };
+            self.parked_records -= 1;
+            match outcome {
+                Ok(id) => drop(self.deliveries.insert(id.0, p.reply)),
+                Err(e) => drop(p.reply.send(Err(e))),
+            }
+        }
+    }
+
+    /// Whether nothing waits in the lane.
+    pub fn lane_empty(&self) -> bool {
+        self.parked.is_empty()
+    }
+
+    /// Takes up to `max` records the core has ready.
+    pub fn take_records(&mut self, max: usize) -> Vec<ConsumerRecord> {
+        let mut out = Vec::new();
+        while out.len() < max {
+            let Some(r) = self.client.poll_record() else {
+                break;
+            };
+            if out.is_empty() {
+                out.reserve(max.min(16 * 1024));
+            }
+            out.push(r);
+        }
+        out
+    }
+
+    /// Takes the kept consumer events and the count of dropped ones.
+    pub fn take_events(&mut self) -> Events {
+        let dropped = std::mem::take(&mut self.dropped_events);
+        Events {
+            events: self.events.drain(..).collect(),
+            dropped,
+        }
+    }
+
+    /// Wakes `cx` after the driver's next pass.
+    pub fn wait(&mut self, cx: &Context<'_>) {
+        if !self.waiters.iter().any(|w| w.will_wake(cx.waker())) {
+            self.waiters.push(cx.waker().clone());
+        }
+    }
+
+    /// Wakes every waiting caller (after a driver pass).
+    pub fn wake_waiters(&mut self) {
+        self.waiters.drain(..).for_each(Waker::wake);
+    }
+
+    fn on_event(&mut self, event: Event) {
+        match event {
+            Event::Admin { id, result } => {
+                if let Some(tx) = self.admin.remove(&id) {
+                    let _ = tx.send(result);
+                }
+            }
+            Event::Produced { id, result } => {
+                if let Some(tx) = self.deliveries.remove(id.0) {
+                    let _ = tx.send(result.map_err(Error::from));
+                }
+            }
+            Event::Flushed { id } => {
+                if let Some(tx) = self.flushes.remove(&id) {
+                    let _ = tx.send(());
+                }
+            }
+            Event::ProducerClosed { failed } => self.producer_closed.finish(failed),
+            Event::Connected { .. } => self.connect_error = None,
+            Event::Disconnected {
+                address,
+                reason: DisconnectReason::ConnectFailed(e),
+                ..
+            } => self.connect_error = Some(format!("cannot connect to {address}: {e}")),
+            Event::Consumer(ConsumerEvent::CommitCompleted { id, result, kind }) => {
+                match self.commits.remove(&id) {
+                    Some(tx) => drop(tx.send(result.map_err(Error::from))),
+                    None => self.log(ConsumerEvent::CommitCompleted { id, result, kind }),
+                }
+            }
+            Event::Consumer(ConsumerEvent::Closed) => {
+                self.consumer_closed.finish(0);
+                self.log(ConsumerEvent::Closed);
+            }
+            Event::Consumer(e) => self.log(e),
+            _ => {}
+        }
+    }
+
+    /// Keeps a consumer event for `Consumer::events`, dropping (and counting) the oldest one
+    /// when [`Events::CAP`] are kept.
+    fn log(&mut self, e: ConsumerEvent) {
+        if self.events.len() == Events::CAP {
+            self.events.pop_front();
+            self.dropped_events += 1;
+        }
+        self.events.push_back(e);
+    }
+
+    /// The drain rule: take every output of the core until a whole pass yields nothing.
+    pub fn drain(&mut self, now: Instant) {
+        loop {
+            let mut progress = false;
+            while let Some(req) = self.client.poll_connect() {
+                (progress, self.replan) = (true, true);
+                self.connects.push(req);
+            }
+            while let Some(id) = self.client.poll_close() {
+                (progress, self.replan) = (true, true);
+                self.conns.remove(&id);
+            }
+            progress |= self.transmit(now);
+            while let Some(e) = self.client.poll_event() {
+                progress = true;
+                self.on_event(e);
+            }
+            if !progress {
+                return;
+            }
+        }
+    }
+
+    /// Drains after a handle's command; whether the driver must wake to re-plan.
+    fn settle(&mut self, now: Instant) -> bool {
+        self.drain(now);
+        let deadline = self.deadline();
+        let earlier = deadline.is_some_and(|t| self.sleeping_until.is_none_or(|s| t < s));
+        let wake = std::mem::take(&mut self.replan) || earlier;
+        if wake {
+            // The driver re-plans when it wakes; until then, later commands need not wake it.
+            self.sleeping_until = deadline.or(self.sleeping_until);
+        }
+        wake
+    }
+
+    /// When the driver must wake even if nothing happens.
+    pub fn deadline(&mut self) -> Option<Instant> {
+        let parked = self.parked.iter().find_map(|p| match p {
+            Parked::Record(p) => Some(p.deadline),
+            Parked::Job(_) => None,
+        });
+        [self.client.poll_timeout(), parked]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Writes what the core has to send, straight from the reused buffer.
+    fn transmit(&mut self, now: Instant) -> bool {
+        let mut any = false;
+        loop {
+            self.out.clear();
+            let Some(id) = self.client.poll_transmit(now, &mut self.out) else {
+                return any;
+            };
+            any = true;
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            if !c.pending.is_empty() {
+                c.pending.extend_from_slice(&self.out);
+                continue;
+            }
+            match write_some(&*c.sock, &mut self.out) {
+                Ok(()) if self.out.is_empty() => {}
+                Ok(()) => (c.pending, self.replan) = (self.out.split(), true),
+                Err(e) => self.lost(id, now, DisconnectReason::Io(e.to_string())),
+            }
+        }
+    }
+
+    /// Writes bytes a socket did not take earlier.
+    pub fn write_pending(&mut self, id: ConnId, now: Instant) {
+        if let Some(c) = self.conns.get_mut(&id)
+            && let Err(e) = write_some(&*c.sock, &mut c.pending)
+        {
+            self.lost(id, now, DisconnectReason::Io(e.to_string()));
+        }
+    }
+
+    /// A connection failed or closed.
+    pub fn lost(&mut self, id: ConnId, now: Instant, reason: DisconnectReason) {
+        if self.conns.remove(&id).is_some() {
+            self.replan = true;
+            self.client.handle_disconnected(id, now, reason);
+        }
+    }
+
+    /// Gracefully closes what is open; true once both producer and consumer are closed.
+    pub fn closing(&mut self, now: Instant) -> bool {
+        if self.producer_closed.done.is_none() {
+            self.client.close_producer(now, self.options.close_timeout);
+        }
+        if self.consumer_closed.done.is_none() {
+            self.client.close_consumer(now);
+        }
+        self.producer_closed.done.is_some() && self.consumer_closed.done.is_some()
+    }
+
+    /// Ends the client: answers [`crate::Client::close`], fails everything else still
+    /// waiting with [`Error::Shutdown`] (dropping the reply senders), and reports records
+    /// that were still on their way (the runtime dropped the driver before it could end).
+    pub fn shut_down(&mut self) {
+        if self.closed {
+            return;
+        }
+        let lost = self.deliveries.len() + self.parked_records;
+        if lost > 0 {
+            tracing::error!(
+                records = lost,
+                "stellflow: the client stopped with {lost} records not delivered (its runtime \
+                 shut down, or close_timeout passed); call close().await before leaving the runtime"
+            );
+        }
+        self.closed = true;
+        self.ended.drain(..).for_each(|tx| {
+            let _ = tx.send(());
+        });
+        self.admin.clear();
+        self.deliveries.clear();
+        self.flushes.clear();
+        self.commits.clear();
+        self.producer_closed.waiters.clear();
+        self.consumer_closed.waiters.clear();
+        self.parked.clear();
+        self.conns.clear();
+        self.wake_waiters();
+    }
+}
+
+/// Writes as much of `buf` as the socket takes now.
+fn write_some(sock: &dyn Transmit, buf: &mut BytesMut) -> std::io::Result<()> {
+    use bytes::Buf;
+    if let Some(r) = sock.hand_over(buf) {
+        return r;
+    }
+    while !buf.is_empty() {
+        match sock.try_write(buf) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf.advance(n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The lock every handle and the driver share.
+pub(crate) struct Shared(Mutex<State>);
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The handles' side of a driver: cheap to clone; the driver ends when the last clone is gone
+/// (or at [`crate::Client::close`]).
+#[derive(Clone)]
+pub(crate) struct Link {
+    pub shared: Arc<Shared>,
+    /// Wakes the driver (capacity one: one pending wake-up is enough).
+    pub wake: async_channel::Sender<()>,
+    pub options: Arc<Options>,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("closed", &self.shared.lock().closed)
+            .finish()
+    }
+}
+
+impl Link {
+    /// Creates the core and the state a driver and its handles share; the caller starts the
+    /// driver with the returned receiver.
+    pub fn new(
+        config: ClientConfig,
+        options: Options,
+    ) -> Result<(Link, async_channel::Receiver<()>), Error> {
+        let now = Instant::now();
+        let seed = options.seed.unwrap_or_else(os_seed);
+        let mut client = Client::new(config, now, seed)?;
+        if let Ok(d) = SystemTime::now().duration_since(UNIX_EPOCH) {
+            client.set_wall_clock(now, i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        }
+        let options = Arc::new(options);
+        let (wake, wake_rx) = async_channel::bounded(1);
+        let state = State {
+            client,
+            options: options.clone(),
+            admin: IdMap::default(),
+            deliveries: SeqMap::default(),
+            flushes: IdMap::default(),
+            commits: IdMap::default(),
+            producer_closed: Closing::default(),
+            consumer_closed: Closing::default(),
+            ended: Vec::new(),
+            stop: false,
+            events: VecDeque::new(),
+            dropped_events: 0,
+            connect_error: None,
+            parked: VecDeque::new(),
+            parked_records: 0,
+            waiters: Vec::new(),
+            conns: HashMap::new(),
+            out: BytesMut::new(),
+            connects: Vec::new(),
+            replan: false,
+            sleeping_until: None,
+            closed: false,
+        };
+        let shared = Arc::new(Shared(Mutex::new(state)));
+        Ok((
+            Link {
+                shared,
+                wake,
+                options,
+            },
+            wake_rx,
+        ))
+    }
+
+    /// Runs `f` under the lock, drains, and wakes the driver when it must re-plan.
+    pub fn with<T>(&self, f: impl FnOnce(&mut State, Instant) -> T) -> Result<T, Error> {
+        let mut st = self.shared.lock();
+        if st.closed {
+            return Err(Error::Shutdown);
+        }
+        let now = Instant::now();
+        let r = f(&mut st, now);
+        let wake = st.settle(now);
+        drop(st);
+        if wake {
+            let _ = self.wake.try_send(());
+        }
+        Ok(r)
+    }
+
+    /// Reads the state under the lock (no command, nothing to drain); works after shutdown.
+    pub fn get<T>(&self, f: impl FnOnce(&State) -> T) -> T {
+        f(&self.shared.lock())
+    }
+
+    /// Runs `f` and waits for the answer it sends (now or later). Dropping the future does
+    /// not undo the command; its answer is then discarded.
+    pub async fn call<T>(&self, f: impl FnOnce(&mut State, Instant, Reply<T>)) -> Result<T, Error> {
+        let (tx, rx) = oneshot::channel();
+        self.with(|st, now| f(st, now, tx))?;
+        rx.await.map_err(|_| Error::Shutdown)
+    }
+
+    /// Like [`Link::call`], behind every record sent before it.
+    pub async fn call_in_lane<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut State, Instant, Reply<T>) + Send + 'static,
+    ) -> Result<T, Error> {
+        self.call(|st, now, tx| st.in_lane(now, move |st, now| f(st, now, tx)))
+            .await
+    }
+}
+
+/// A seed from the OS's randomness (std's hasher keys are drawn from it), so two clients
+/// made in the same instant never share one (nor the default `client_id` derived from it).
+pub(crate) fn os_seed() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(SystemTime::now())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Two clients made at once get different seeds (and so different default client ids).
+    #[test]
+    fn seeds_come_from_the_os_and_differ() {
+        let seeds: std::collections::HashSet<u64> = (0..64).map(|_| super::os_seed()).collect();
+        assert_eq!(seeds.len(), 64);
+    }
+}

@@ -1,0 +1,385 @@
+//! Consumer at the edges of the log (issue 13 items 1, 2, 5): a position past the log end, a
+//! high watermark below the log end, and fetch answers larger than the client accepts.
+
+mod common;
+mod consumer_support;
+
+use common::World;
+use consumer_support::*;
+use std::time::Duration;
+use stellflow_proto::ApiKey;
+use stellflow_sansio::{
+    ConsumerEvent, LogStartAction, OffsetReset, Position, SeekTo, TopicPartition,
+};
+use stellflow_sim::ClusterConfig;
+
+/// One broker, topic `t` with two blobs, the consumer at `position` (past the end).
+fn past_end_world(policy: OffsetReset, position: Position) -> (World, TopicPartition, Expected) {
+    let mut cfg = consumer_config("broker-1:9092", None);
+    cfg.consumer.auto_offset_reset = policy;
+    let mut w = World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("t", 1, 1).unwrap();
+    let exp = fill(&mut w, "t", 1, 2, 4);
+    let tp = TopicPartition::new("t", 0);
+    w.bootstrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    w.advance(Duration::from_millis(100));
+    w.client
+        .seek(w.now, &tp, SeekTo::Position(position))
+        .unwrap();
+    (w, tp, exp)
+}
+
+fn out_of_range(e: &ConsumerEvent, action: LogStartAction) -> bool {
+    matches!(
+        e,
+        ConsumerEvent::PositionOutOfRange { position: 5, log_end: 2, action: a, .. } if *a == action
+    )
+}
+
+#[test]
+fn a_position_past_the_log_end_is_reported_and_reset_to_earliest() {
+    let (mut w, tp, exp) = past_end_world(OffsetReset::Earliest, Position::blob(5));
+    // Without the fix: nothing delivered, position stays (5, 0), no event.
+    assert!(
+        wait_for(&mut w, Duration::from_secs(10), |e| out_of_range(
+            e,
+            LogStartAction::MovedToLogStart
+        )),
+        "{:?}",
+        w.events
+    );
+    let got = drain(&mut w, Duration::from_secs(10), |g| {
+        count(g) >= count_exp(&exp)
+    });
+    assert_exact(&exp, &got);
+    assert_eq!(w.client.position(&tp), Some(Position::blob(2)));
+}
+
+#[test]
+fn a_position_past_the_log_end_with_latest_moves_to_the_end() {
+    let (mut w, tp, _) = past_end_world(OffsetReset::Latest, Position::new(5, 3));
+    assert!(wait_for(&mut w, Duration::from_secs(10), |e| out_of_range(
+        e,
+        LogStartAction::MovedToEnd
+    )));
+    assert_eq!(w.client.position(&tp), Some(Position::blob(2)));
+    let mut exp = Expected::new();
+    produce_values(&mut w, None, &tp, Kind::Srfb, values("new", 3, 4), &mut exp);
+    let got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= 3);
+    assert_exact(&exp, &got);
+}
+
+#[test]
+fn a_position_past_the_log_end_with_none_stops_and_says_so() {
+    let (mut w, tp, _) = past_end_world(OffsetReset::None, Position::blob(5));
+    assert!(wait_for(&mut w, Duration::from_secs(10), |e| out_of_range(
+        e,
+        LogStartAction::Stopped
+    )));
+    let fetches = w.client.counters().api(ApiKey::FETCH).requests;
+    assert_eq!(count(&drain(&mut w, Duration::from_secs(5), |_| false)), 0);
+    assert_eq!(w.client.position(&tp), None, "stopped until a seek");
+    assert_eq!(w.client.counters().api(ApiKey::FETCH).requests, fetches);
+    w.client.seek(w.now, &tp, SeekTo::Beginning).unwrap();
+    assert!(count(&drain(&mut w, Duration::from_secs(10), |g| count(g) > 0)) > 0);
+}
+
+fn count_exp(exp: &Expected) -> usize {
+    exp.values().map(Vec::len).sum()
+}
+
+/// Two brokers, topic `h` with two replicas, the follower's replication paused so the high
+/// watermark stays behind the log end.
+fn lagging_world() -> (World, TopicPartition) {
+    let mut w = World::with(
+        ClusterConfig::with_brokers(2),
+        consumer_config("broker-1:9092,broker-2:9092", None),
+    );
+    w.sim.create_topic("h", 1, 2).unwrap();
+    let tp = TopicPartition::new("h", 0);
+    (w, tp)
+}
+
+#[test]
+fn only_blobs_below_the_high_watermark_are_delivered() {
+    let (mut w, tp) = lagging_world();
+    let mut exp = Expected::new();
+    for i in 0..3 {
+        produce_values(
+            &mut w,
+            None,
+            &tp,
+            Kind::V1,
+            values(&format!("c{i}"), 2, 4),
+            &mut exp,
+        );
+    }
+    w.advance(Duration::from_secs(2));
+    let follower = 3 - leader(&w, "h", 0);
+    w.sim.pause_replication(follower, true).unwrap();
+    let mut above = Expected::new();
+    for i in 0..2 {
+        produce_values(
+            &mut w,
+            None,
+            &tp,
+            Kind::V1,
+            values(&format!("u{i}"), 2, 4),
+            &mut above,
+        );
+    }
+    w.bootstrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    // Without the fix the two blobs above the high watermark arrive too, with lag 0.
+    let got = drain(&mut w, Duration::from_secs(10), |_| false);
+    assert_exact(&exp, &got);
+    assert_eq!(w.client.position(&tp), Some(Position::blob(3)));
+    assert_eq!(
+        w.client.lag(&tp),
+        Some(0),
+        "lag is measured from the high watermark"
+    );
+    assert!(
+        !consumer_events(&mut w)
+            .iter()
+            .any(|e| matches!(e, ConsumerEvent::PositionOutOfRange { .. })),
+        "a lagging high watermark is not the log end"
+    );
+    // Replicated: they come, once.
+    w.sim.pause_replication(follower, false).unwrap();
+    let got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= 4);
+    assert_exact(&above, &got);
+}
+
+#[test]
+fn a_position_between_the_high_watermark_and_the_log_end_waits_without_a_reset() {
+    let (mut w, tp) = lagging_world();
+    let follower = 3 - leader(&w, "h", 0);
+    w.sim.pause_replication(follower, true).unwrap();
+    for i in 0..3 {
+        produce_values(
+            &mut w,
+            None,
+            &tp,
+            Kind::V1,
+            values(&format!("u{i}"), 1, 4),
+            &mut Expected::new(),
+        );
+    }
+    w.bootstrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    w.advance(Duration::from_millis(100));
+    // Position 3 = log end, high watermark 0: a ListOffsets check says it is in range.
+    w.client
+        .seek(w.now, &tp, SeekTo::Position(Position::blob(3)))
+        .unwrap();
+    let lists = w.client.counters().api(ApiKey::LIST_OFFSETS).requests;
+    w.step();
+    w.advance(Duration::from_secs(5));
+    let checks = w.client.counters().api(ApiKey::LIST_OFFSETS).requests - lists;
+    assert!(
+        (1..=2).contains(&checks),
+        "checked once per interval, not on every empty fetch: {checks}"
+    );
+    let ev = consumer_events(&mut w);
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e, ConsumerEvent::PositionOutOfRange { .. })),
+        "{ev:?}"
+    );
+    assert_eq!(w.client.position(&tp), Some(Position::blob(3)));
+    let mut exp = Expected::new();
+    produce_values(
+        &mut w,
+        None,
+        &tp,
+        Kind::Srfb,
+        values("later", 2, 4),
+        &mut exp,
+    );
+    w.sim.pause_replication(follower, false).unwrap();
+    let got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= 2);
+    assert_exact(&exp, &got);
+}
+
+/// One broker, topic `big` with `partitions` partitions holding one blob of `mib` MiB each,
+/// and a consumer whose response frame limit is `max_frame` bytes.
+fn big_world(
+    partitions: i32,
+    mib: usize,
+    max_frame: usize,
+) -> (World, Vec<TopicPartition>, Expected) {
+    let mut cfg = consumer_config("broker-1:9092", None);
+    cfg.max_response_frame = max_frame;
+    let mut w = World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("big", partitions, 1).unwrap();
+    let tps: Vec<_> = (0..partitions)
+        .map(|p| TopicPartition::new("big", p))
+        .collect();
+    let mut exp = Expected::new();
+    for tp in &tps {
+        let value = vec![b'x'; mib << 20];
+        produce_values(&mut w, None, tp, Kind::Srfb, vec![value], &mut exp);
+    }
+    w.bootstrap();
+    w.client.assign(w.now, &tps).unwrap();
+    (w, tps, exp)
+}
+
+#[test]
+fn blobs_of_unknown_size_are_asked_alone_so_answers_fit_the_frame_limit() {
+    // Three 3 MiB blobs, an 8 MiB frame limit: one request for all three would be refused.
+    let (mut w, _, exp) = big_world(3, 3, 8 << 20);
+    // Without the fix: nothing arrives, the connection is dropped again and again.
+    let got = drain(&mut w, Duration::from_secs(30), |g| count(g) >= 3);
+    assert_eq!(
+        count(&got),
+        3,
+        "{:?}",
+        w.events.iter().rev().take(5).collect::<Vec<_>>()
+    );
+    assert_exact(&exp, &got);
+    assert_eq!(w.client.counters().disconnects, 0, "no answer was refused");
+}
+
+#[test]
+fn a_blob_larger_than_the_frame_limit_raises_an_event_and_is_not_asked_again() {
+    let (mut w, tps, _) = big_world(1, 3, 2 << 20);
+    assert!(
+        wait_for(&mut w, Duration::from_secs(10), |e| matches!(
+            e,
+            ConsumerEvent::FetchTooLarge { offset: 0, max, .. } if *max == 2 << 20
+        )),
+        "{:?}",
+        w.events
+    );
+    let fetches = w.client.counters().api(ApiKey::FETCH).requests;
+    let disconnects = w.client.counters().disconnects;
+    assert_eq!(count(&drain(&mut w, Duration::from_secs(10), |_| false)), 0);
+    assert_eq!(w.client.counters().api(ApiKey::FETCH).requests, fetches);
+    assert_eq!(w.client.counters().disconnects, disconnects);
+    assert_eq!(w.client.position(&tps[0]), None, "stopped until a seek");
+    // Seeking past it goes on with what comes next.
+    let mut exp = Expected::new();
+    produce_values(
+        &mut w,
+        None,
+        &tps[0],
+        Kind::V1,
+        values("small", 2, 4),
+        &mut exp,
+    );
+    w.client
+        .seek(w.now, &tps[0], SeekTo::Position(Position::blob(1)))
+        .unwrap();
+    let got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= 2);
+    assert_exact(&exp, &got);
+}
+
+#[test]
+fn a_refused_answer_makes_its_partitions_go_alone_and_nothing_is_lost() {
+    // Small blobs teach a small size; then 3 MiB blobs follow, so the next request (many
+    // entries) is answered with far more than the 8 MiB limit and refused once.
+    let mut cfg = consumer_config("broker-1:9092", None);
+    cfg.max_response_frame = 8 << 20;
+    let mut w = World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("g", 1, 1).unwrap();
+    let tp = TopicPartition::new("g", 0);
+    let mut exp = Expected::new();
+    for i in 0..4 {
+        produce_values(
+            &mut w,
+            None,
+            &tp,
+            Kind::V1,
+            values(&format!("s{i}"), 1, 8),
+            &mut exp,
+        );
+    }
+    w.bootstrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    let mut got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= 4);
+    for i in 0..5u8 {
+        let big = vec![b'0' + i; 3 << 20];
+        produce_values(&mut w, None, &tp, Kind::Srfb, vec![big], &mut exp);
+    }
+    let more = drain(&mut w, Duration::from_secs(30), |g| count(g) >= 5);
+    for (k, v) in more {
+        got.entry(k).or_default().extend(v);
+    }
+    assert_exact(&exp, &got);
+    let refused = w.client.counters().disconnects;
+    assert!(
+        (1..=2).contains(&refused),
+        "refused once, then asked alone: {refused} disconnects"
+    );
+    assert!(
+        !consumer_events(&mut w)
+            .iter()
+            .any(|e| matches!(e, ConsumerEvent::FetchTooLarge { .. })),
+        "each blob fits alone"
+    );
+}
+
+#[test]
+fn a_committed_position_of_a_recreated_topic_resets_and_delivers_the_new_records() {
+    // The issue's scenario: commit (5, 0), delete and re-create the topic, produce two blobs,
+    // assign with the same group.
+    let mut cfg = consumer_config("broker-1:9092", Some("g"));
+    cfg.consumer.enable_auto_commit = false;
+    let mut w = World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("r", 1, 1).unwrap();
+    fill(&mut w, "r", 1, 5, 4);
+    let tp = TopicPartition::new("r", 0);
+    w.bootstrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    let id = w
+        .client
+        .commit_positions(w.now, vec![(tp.clone(), Position::blob(5))])
+        .unwrap();
+    assert!(wait_for(&mut w, Duration::from_secs(10), |e| matches!(
+        e,
+        ConsumerEvent::CommitCompleted { id: i, result: Ok(_), .. } if *i == id
+    )));
+    w.client.assign(w.now, &[]).unwrap();
+    let del = w
+        .client
+        .delete_topic(w.now, "r", stellflow_sansio::Target::Any)
+        .unwrap();
+    assert!(w.admin(del).is_ok());
+    let cre = w
+        .client
+        .create_topic(w.now, "r", 1, stellflow_sansio::Target::Any)
+        .unwrap();
+    assert!(w.admin(cre).is_ok());
+    let mut exp = Expected::new();
+    for i in 0..2 {
+        produce_values(
+            &mut w,
+            None,
+            &tp,
+            Kind::V1,
+            values(&format!("n{i}"), 2, 4),
+            &mut exp,
+        );
+    }
+    consumer_events(&mut w);
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    // Without the fix: position stays (5, 0), nothing is delivered, no event.
+    let got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= 4);
+    assert_exact(&exp, &got);
+    let ev = consumer_events(&mut w);
+    assert!(
+        ev.iter().any(|e| matches!(
+            e,
+            ConsumerEvent::PositionOutOfRange {
+                position: 5,
+                log_end: 2,
+                action: LogStartAction::MovedToLogStart,
+                ..
+            }
+        )),
+        "{ev:?}"
+    );
+}
