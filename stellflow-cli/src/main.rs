@@ -7,6 +7,7 @@
 mod admin;
 mod data;
 mod perf;
+mod perf_raw;
 mod progress;
 
 use clap::{Args, Parser, Subcommand};

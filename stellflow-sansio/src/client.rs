@@ -155,7 +155,7 @@ impl Client {
         let _entered = span.enter();
         self.last_now = now;
         self.net.handle_timeout(now);
-        self.producer.handle_timeout(now);
+        self.producer.handle_timeout(now, &self.net);
         self.process(now);
     }
 
@@ -322,8 +322,10 @@ impl Client {
     pub fn close(&mut self, now: Instant) {
         self.last_now = now;
         self.closed = true;
+        // The producer first: it asks the router which of its requests were written.
+        self.producer
+            .abort(crate::producer::DeliveryError::Closed, &self.net);
         self.net.close_all(now);
-        self.producer.abort(crate::producer::DeliveryError::Closed);
         self.process(now);
     }
 

@@ -89,6 +89,7 @@ pub mod producer;
 pub mod refresh;
 pub mod request;
 pub mod rng;
+pub mod seq_map;
 pub mod timers;
 pub mod topic;
 
@@ -113,5 +114,6 @@ pub use producer::{
     ProducerRecord, RecordMetadata,
 };
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
+pub use seq_map::SeqMap;
 pub use stellflow_proto;
 pub use topic::validate_topic_name;

@@ -389,14 +389,22 @@ impl Net {
         }
     }
 
-    /// Whether `slot` received an answer on a connection opened after `conn`: the broker
-    /// behind it completed a round trip since `conn` was lost. A request written on `conn`
-    /// and never answered was then either executed already or is lost with that connection.
-    pub fn answered_since(&self, slot: usize, conn: ConnId) -> bool {
+    /// When `slot` first received an answer on a connection opened after `conn` (`None`
+    /// while it has not): the broker behind it completed a round trip since `conn` was lost.
+    /// A request written on `conn` and never answered was read by the broker before that
+    /// answer or never (a frozen broker reads it when it resumes, at the latest together
+    /// with the new connection's first request).
+    pub fn answered_since(&self, slot: usize, conn: ConnId) -> Option<Instant> {
         self.slots
             .get(slot)
             .and_then(|s| s.last_answer_conn)
-            .is_some_and(|c| c.0 > conn.0)
+            .filter(|(c, _)| c.0 > conn.0)
+            .map(|(_, at)| at)
+    }
+
+    /// Whether request `seq` is written and unanswered (in flight on a connection).
+    pub fn was_written(&self, seq: u64) -> bool {
+        matches!(self.live.get(&seq), Some(Loc::InFlight(..)))
     }
 
     /// The address of `slot`, as a target.
@@ -693,7 +701,11 @@ impl Net {
         let Some(s) = self.slots.get_mut(slot) else {
             return;
         };
-        s.last_answer_conn = s.state.conn();
+        if let Some(c) = s.state.conn()
+            && s.last_answer_conn.is_none_or(|(l, _)| l != c)
+        {
+            s.last_answer_conn = Some((c, now));
+        }
         let Some(req) = s.in_flight.remove(header.correlation_id) else {
             tracing::debug!(broker = %s.address, correlation_id = header.correlation_id,
                 "answer to no request in flight (late after a timeout?); dropped");

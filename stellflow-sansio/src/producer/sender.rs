@@ -18,8 +18,12 @@
 //!   timed-out Produce keeps waiting for its late answer on its connection (up to
 //!   [`crate::net::LATE_TIMEOUTS_TO_CLOSE`] request timeouts); if the connection is lost or
 //!   given up, its batches stay *in doubt* until the broker has answered on a newer
-//!   connection (a probe asks for that round trip), and only then are they re-sent with the
-//!   same sequence numbers, which the broker de-duplicates if the first attempt was written.
+//!   connection (a probe asks for that round trip) and a further request timeout has passed
+//!   — a frozen broker reads the unanswered request when it resumes, together with the new
+//!   connection's first bytes, and runs it on another handler thread, so that answer alone
+//!   does not show the original finished (seen on the real broker) — and only then are they
+//!   re-sent with the same sequence numbers, which the broker de-duplicates if the first
+//!   attempt was written.
 
 use super::accumulator::Batch;
 use super::idempotence::{PidState, Stamp, restamp};
@@ -155,16 +159,19 @@ impl Producer {
     }
 
     /// Clears the doubt of every queued batch whose broker answered on a newer connection
-    /// since the one its unanswered request was written on.
+    /// since the one its unanswered request was written on; it is re-sent a request timeout
+    /// after that answer at the soonest (the original may still be executing until then).
     fn resolve_doubts(&mut self, net: &Net) {
         let mut cleared = Vec::new();
+        let settle = self.request_timeout;
         for (ti, t) in self.topics.iter_mut().enumerate() {
             for (pi, ps) in t.parts.iter_mut().enumerate() {
                 for b in &mut ps.queue {
                     if let Some((slot, conn)) = b.in_doubt
-                        && net.answered_since(slot, conn)
+                        && let Some(at) = net.answered_since(slot, conn)
                     {
                         b.in_doubt = None;
+                        b.retry_at = Some(b.retry_at.map_or(at + settle, |r| r.max(at + settle)));
                         cleared.push((ti, pi));
                     }
                 }
@@ -178,7 +185,7 @@ impl Producer {
     /// Asks `slot` for a round trip on a fresh connection (one probe per slot at a time)
     /// unless it answered on one already: the batches in doubt there wait for it.
     fn probe(&mut self, now: Instant, net: &mut Net, slot: usize, conn: crate::request::ConnId) {
-        if net.answered_since(slot, conn)
+        if net.answered_since(slot, conn).is_some()
             || self
                 .inflight
                 .values()
@@ -438,9 +445,11 @@ impl Producer {
             Flight::InitPid => self.on_pid(now, c),
             Flight::Produce { sent, .. } => self.on_produce(now, net, c, sent),
             Flight::Probe { slot } => {
-                // Answered or not: a batch still in doubt there asks again (a failed probe
-                // took a request timeout or a failed connect, so this cannot spin).
-                if !self.closed
+                // A failed probe (it took a request timeout or a lost connection, so this
+                // cannot spin) is asked again while a batch still waits in doubt there; an
+                // answered one resolved the doubt (the drain checks `answered_since`).
+                if c.result.is_err()
+                    && !self.closed
                     && let Some(conn) = self.doubt_on(slot)
                 {
                     self.probe(now, net, slot, conn);
@@ -483,11 +492,11 @@ impl Producer {
         // may still be executing it.
         let unanswered = match &c.result {
             Err(RequestError::Timeout { .. } | RequestError::Disconnected { .. }) => c.sent_on,
-            Err(RequestError::Broker { code, .. }) if *code == ErrorCode::UNKNOWN_SERVER_ERROR => {
-                c.sent_on // header-only 1: possibly partly applied
-            }
             _ => None,
         };
+        // A header-only 1 was answered (nothing still executes) but may follow a partial write.
+        let partial = matches!(&c.result,
+            Err(RequestError::Broker { code, .. }) if *code == ErrorCode::UNKNOWN_SERVER_ERROR);
         let mut doubt = None;
         let parsed: Result<ProduceResponse, RequestError> = match c.result {
             Ok(reply) => match reply.body {
@@ -519,6 +528,9 @@ impl Producer {
                 continue;
             }
             let mut s = s;
+            if partial {
+                s.batch.maybe_written = true;
+            }
             if let Some(on) = unanswered {
                 s.batch.maybe_written = true;
                 if self.idem.is_some() {
