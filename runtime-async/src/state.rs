@@ -324,6 +324,9 @@ impl State {
         if self.events.len() == Events::CAP {
             self.events.pop_front();
             self.dropped_events += 1;
+            if self.dropped_events == 1 {
+                tracing::debug!("consumer events dropped: nobody reads Consumer::events");
+            }
         }
         self.events.push_back(e);
     }
