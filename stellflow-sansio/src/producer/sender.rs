@@ -69,6 +69,9 @@ impl Producer {
         if self.idem.is_some() && stamp_base.is_none() {
             return false; // fenced: batches wait for their delivery timeout or close
         }
+        if let Some(base) = stamp_base {
+            self.fail_restamped_maybe_written(base);
+        }
         let mut picks = std::mem::take(&mut self.picks);
         picks.clear();
         let linger = self.cfg.linger;
@@ -223,6 +226,36 @@ impl Producer {
             Some(b) => b.size(),
             None => ps.open.as_ref().map_or(0, Batch::size),
         })
+    }
+
+    /// Fails, as "may have been written", every queued batch that was sent under an older
+    /// producer id or epoch than `base` and never answered. It may already be in the log under
+    /// its old stamp; re-sent under the new epoch, the broker would clear the producer's history
+    /// (PROTOCOL.md §3.3.2) and write it a second time, a duplicate nobody is told about. The
+    /// epoch moves on when another partition lost its sequence state (OUT_OF_ORDER_SEQUENCE).
+    fn fail_restamped_maybe_written(&mut self, (producer_id, epoch): (i64, i16)) {
+        for ti in 0..self.topics.len() {
+            let parts = self.topics.get(ti).map_or(0, |t| t.parts.len());
+            for pi in 0..parts {
+                while let Some(ps) = self.part_mut(ti, pi) {
+                    let stale = ps.queue.front().is_some_and(|b| {
+                        b.maybe_written
+                            && (b.stamp.producer_id != producer_id || b.stamp.epoch != epoch)
+                    });
+                    if !stale {
+                        break;
+                    }
+                    let Some(batch) = ps.queue.pop_front() else {
+                        break;
+                    };
+                    let lost = DeliveryError::Broker {
+                        code: ErrorCode::OUT_OF_ORDER_SEQUENCE,
+                    };
+                    self.fail_batch(ti, pi, batch, lost, true);
+                    self.touch(ti, pi);
+                }
+            }
+        }
     }
 
     /// Takes the partition's next batch to send, stamped for idempotence.

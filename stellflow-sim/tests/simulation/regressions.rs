@@ -313,3 +313,19 @@ fn seed_3675_heartbeats_keep_the_session_while_sync_is_unanswered() {
          safety=8577;wl=2089960148;f=223:drop:10,3;f=1894:errors:-1,4,10,0",
     );
 }
+
+/// `idempotent-no-duplicates`: a Produce whose answer was lost stayed in doubt on partition 0
+/// while an expired batch on partition 1 (another broker) left a stale sequence there; the
+/// next batch got OUT_OF_ORDER_SEQUENCE, the producer bumped its epoch, and the in-doubt batch
+/// was re-stamped with the new epoch and sequence 0. Under a higher epoch the broker clears the
+/// producer's history (PROTOCOL.md §3.3.2) and appended it a second time. Was a bug in
+/// stellflow-sansio (producer sender): a batch that may have been written is never re-stamped;
+/// once the epoch has moved on it fails as `MaybeWritten`. Found by a 100,000-seed soak from a
+/// random start (seed 17891150239525056873), shrunk to these two faults.
+#[test]
+fn seed_17891150239525056873_epoch_bump_never_restamps_a_maybe_written_batch() {
+    assert_passes(
+        "seed=17891150239525056873;b=3;c=1;p=2;rf=3;rt=2500;mif=4;lat=1936;jit=3715;split=80;\
+         ops=10;safety=10012;wl=3339181654;f=1930:drop:2,4;f=7171:partition:2,3141",
+    );
+}
