@@ -64,13 +64,13 @@ pub mod prelude {
     pub use stellflow_sansio::stellflow_proto::record::Compression;
     pub use stellflow_sansio::stellflow_proto::{ApiKey, ErrorClass, ErrorCode};
     pub use stellflow_sansio::{
-        Acks, AdminError, AdminRequest, AdminResponse, ApiSupport, BatchFormat, BrokerAddress,
+        Acks, AdminCall, AdminError, AdminOutput, ApiSupport, BatchFormat, BrokerAddress,
         BrokerApiVersions, BrokerInfo, ClientConfig, ClusterMetadata, ClusterStatus, CommitId,
         CommitKind, CommittedOffset, ConfigError, ConnectionError, ConsumerConfig, ConsumerError,
         ConsumerEvent, ConsumerRecord, Counters, DecommissionResult, DeliveryError, HeaderFields,
         InvalidTopicName, LeaderlessReason, ListedOffset, LogStartAction, OffsetInfo, OffsetReset,
-        OffsetSpec, PartitionInfo, PartitionOutcome, Position, ProduceError, ProducerConfig,
-        ReassertedPartition, RecordMetadata, RequestError, RequestOptions, Target,
+        OffsetSpec, PartitionInfo, PartitionOutcome, PartitionOverride, Position, ProduceError,
+        ProducerConfig, ReassertedPartition, RecordMetadata, RequestError, RequestOptions, Target,
         TopicAdminResult, TopicDescription, TopicPartition, TraceContext,
     };
 }

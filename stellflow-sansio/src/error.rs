@@ -222,7 +222,7 @@ pub enum ConnectionError {
 }
 
 /// An admin command failed as a whole. Per-partition outcomes are data inside the typed
-/// [`crate::AdminResponse`].
+/// result ([`crate::AdminOutcome`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AdminError {

@@ -51,8 +51,9 @@
 //!   never reorder a partition, acks 0/1/-1, idempotence over the native format;
 //!   [`Client::flush`] and [`Client::close_producer`].
 //! * **Counters** ([`metrics`]) for the DESIGN §6 metrics, with no metrics dependency.
-//! * **Typed admin calls** ([`AdminCall`]): a request and the function that takes its typed
-//!   result out of the answer, behind the adapters' admin handles.
+//! * **Typed admin calls** ([`AdminCall`]): a command whose result type is known from the
+//!   call to the answer ([`AdminId`], [`AdminOutcome::take`]), behind the adapters' admin
+//!   handles.
 //!
 //! # A complete minimal driver
 //!
@@ -87,9 +88,9 @@ pub mod timers;
 pub mod topic;
 
 pub use admin::{
-    AdminCall, AdminRequest, AdminResponse, ApiSupport, BrokerApiVersions, ClusterStatus,
+    AdminCall, AdminId, AdminOutcome, AdminOutput, ApiSupport, BrokerApiVersions, ClusterStatus,
     CommittedOffset, DecommissionResult, ListedOffset, OffsetInfo, OffsetSpec, PartitionOutcome,
-    ReassertedPartition, TopicAdminResult, TopicDescription, UnexpectedResponse,
+    PartitionOverride, ReassertedPartition, TopicAdminResult, TopicDescription,
 };
 pub use client::Client;
 pub use config::{BrokerAddress, ClientConfig, HeaderFields, parse_bootstrap};
