@@ -20,7 +20,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use stellflow_sansio::{
     AdminError, AdminOutcome, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
     ConsumerEvent, ConsumerRecord, DisconnectReason, Event, FlushId, Position, ProduceError,
-    ProduceId, RecordMetadata, RequestId, TopicPartition,
+    RecordMetadata, RequestId, SeqMap, TopicPartition,
 };
 
 /// The sending side of a one-shot answer (the one one-shot channel of the adapters).
@@ -143,7 +143,8 @@ pub(crate) struct State {
     pub client: Client,
     pub options: Arc<Options>,
     pub admin: IdMap<RequestId, AdminReply>,
-    pub deliveries: IdMap<ProduceId, Reply<Result<RecordMetadata, Error>>>,
+    /// By produce id: ids rise and mostly complete in order (see [`SeqMap`]).
+    pub deliveries: SeqMap<Reply<Result<RecordMetadata, Error>>>,
     pub flushes: IdMap<FlushId, Reply<()>>,
     pub commits: IdMap<CommitId, Reply<Result<Committed, Error>>>,
     pub producer_closed: Closing,
@@ -179,7 +180,7 @@ impl State {
     pub fn enqueue(&mut self, now: Instant, p: Pending) -> Option<Pending> {
         if self.parked.is_empty() {
             match p.record.with_borrowed(|rec| self.client.produce(now, rec)) {
-                Ok(id) => drop(self.deliveries.insert(id, p.reply)),
+                Ok(id) => drop(self.deliveries.insert(id.0, p.reply)),
                 Err(ProduceError::BufferFull { .. }) => return self.park(p),
                 Err(e) => drop(p.reply.send(Err(e.into()))),
             }
@@ -233,7 +234,7 @@ impl State {
             };
             self.parked_records -= 1;
             match outcome {
-                Ok(id) => drop(self.deliveries.insert(id, p.reply)),
+                Ok(id) => drop(self.deliveries.insert(id.0, p.reply)),
                 Err(e) => drop(p.reply.send(Err(e))),
             }
         }
@@ -288,7 +289,7 @@ impl State {
                 }
             }
             Event::Produced { id, result } => {
-                if let Some(tx) = self.deliveries.remove(&id) {
+                if let Some(tx) = self.deliveries.remove(id.0) {
                     let _ = tx.send(result.map_err(Error::from));
                 }
             }
@@ -523,7 +524,7 @@ impl Link {
             client,
             options: options.clone(),
             admin: IdMap::default(),
-            deliveries: IdMap::default(),
+            deliveries: SeqMap::default(),
             flushes: IdMap::default(),
             commits: IdMap::default(),
             producer_closed: Closing::default(),

@@ -71,6 +71,7 @@ pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
         )),
         None => Box::new(std::io::stdin().lock()),
     };
+    let _watch = env.watch_leaders(&a.topic);
     let producer = env.client.producer();
     let start = Instant::now();
     let mut queue = VecDeque::new();
@@ -230,6 +231,7 @@ fn write_record(out: &mut impl Write, r: &ConsumerRecord, a: &ConsumeArgs) -> st
 /// `stellflow consume`
 pub fn consume(env: &Env, a: &ConsumeArgs) -> CliResult {
     let count = env.topic_partitions(&a.topic, a.partitions)?;
+    let _watch = env.watch_leaders(&a.topic);
     let consumer = env.client.consumer();
     let parts: Vec<TopicPartition> = if a.partition.is_empty() {
         (0..count)

@@ -7,10 +7,13 @@
 mod admin;
 mod data;
 mod perf;
+mod perf_raw;
 mod progress;
 
 use clap::{Args, Parser, Subcommand};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use stellflow_blocking::{Acks, BatchFormat, Client, ClientConfig, Compression, Options};
 
@@ -40,9 +43,14 @@ struct Global {
     /// is started for the command.
     #[arg(long, short = 'b', global = true, env = "STELLFLOW_BOOTSTRAP")]
     bootstrap: Option<String>,
-    /// Request timeout in seconds (also how long to wait for a broker to answer at all).
+    /// Timeout in seconds: of each request, of waiting for a broker to answer at all, and of
+    /// each record's delivery (a produce ends within it when records cannot be delivered).
     #[arg(long, global = true, default_value_t = 10.0)]
     timeout: f64,
+    /// Log what the client does on stderr: -v reconnects, leader moves and warnings, -vv
+    /// every connection, metadata round and retry (debug), -vvv everything.
+    #[arg(long = "verbose", short = 'v', global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     /// clientId sent in request headers.
     #[arg(long, global = true)]
     client_id: Option<String>,
@@ -200,6 +208,8 @@ impl Global {
         };
         let mut config = ClientConfig::new(&bootstrap)?;
         config.request_timeout = timeout;
+        // --timeout bounds delivery too (the library's default waits 120 s).
+        config.producer.delivery_timeout = timeout;
         config.header.client_id.clone_from(&self.client_id);
         tune(&mut config);
         let mut options = Options::default();
@@ -240,6 +250,37 @@ impl Env {
         }
     }
 
+    /// Watches `topic` until the returned guard is dropped, and says once on stderr (one line
+    /// per partition and reason) when a partition it waits on has no leader, and why — at
+    /// once, not when the timeout ends the command.
+    pub fn watch_leaders(&self, topic: &str) -> LeaderWatch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (client, topic, flag) = (self.client.clone(), topic.to_owned(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("leader-watch".into())
+            .spawn(move || {
+                let mut told = std::collections::HashSet::new();
+                while !flag.load(Ordering::Relaxed) {
+                    let meta = client.metadata();
+                    if let Some(t) = meta.topics.get(&topic) {
+                        for p in t.partitions.values() {
+                            if let Err(reason) = p.leader()
+                                && told.insert((p.partition, reason.to_string()))
+                            {
+                                eprintln!(
+                                    "(waiting: {topic}-{} has no leader: {reason}; retrying until --timeout)",
+                                    p.partition
+                                );
+                            }
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            })
+            .ok();
+        LeaderWatch { stop, thread }
+    }
+
     /// Whether the broker was started for this command (its topics can be created at will).
     pub fn is_embedded(&self) -> bool {
         self.embedded.is_some()
@@ -271,8 +312,41 @@ impl Env {
     }
 }
 
+/// Stops a [`Env::watch_leaders`] thread when dropped.
+pub struct LeaderWatch {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for LeaderWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `-v` → info, `-vv` → debug, `-vvv` → trace, as `tracing` lines on stderr; nothing without.
+fn init_logging(verbose: u8) {
+    use tracing_subscriber::filter::LevelFilter;
+    let level = match verbose {
+        0 => return,
+        1 => LevelFilter::INFO,
+        2 => LevelFilter::DEBUG,
+        _ => LevelFilter::TRACE,
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_max_level(level)
+        .with_target(verbose > 2)
+        .init();
+}
+
 fn run(cli: Cli) -> CliResult {
     let g = cli.global;
+    init_logging(g.verbose);
     match cli.command {
         Command::ApiVersions { broker } => admin::api_versions(&g.connect(|_| {})?, broker),
         Command::Cluster => admin::cluster(&g.connect(|_| {})?),

@@ -2,12 +2,15 @@
 
 use crate::data::reap;
 use crate::progress::Progress;
-use crate::{CliError, CliResult, Global, ProducerOpts, fail};
+use crate::{CliError, CliResult, Env, Global, ProducerOpts, fail, perf_raw};
 use clap::{Args, Subcommand};
 use hdrhistogram::Histogram;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
-use stellflow_blocking::{Delivery, OffsetReset, Record, RecordMetadata, TopicPartition};
+use stellflow_blocking::{
+    Acks, BatchFormat, ClientConfig, Delivery, OffsetReset, Record, RecordMetadata, TopicPartition,
+};
+use stellflow_sansio::stellflow_proto::record::Envelope;
 
 /// `stellflow perf …`
 #[derive(Subcommand, Debug)]
@@ -42,6 +45,10 @@ pub struct PerfProduce {
     /// Partitions of the topic when the embedded broker creates it.
     #[arg(long, default_value_t = 1)]
     partitions: i32,
+    /// Measure the broker's ceiling instead: prebuilt blobs of `--batch-size` bytes sent through
+    /// the core's raw request path, one Produce in flight per partition (no producer).
+    #[arg(long)]
+    raw: bool,
     #[command(flatten)]
     producer: ProducerOpts,
 }
@@ -61,6 +68,16 @@ pub struct PerfConsume {
     /// Partitions of the topic when the embedded broker creates it.
     #[arg(long, default_value_t = 1)]
     partitions: i32,
+    /// Measure the broker's ceiling instead: Fetches of single-blob entries through the core's
+    /// raw request path, several in flight, records counted from blob headers (no consumer).
+    #[arg(long)]
+    raw: bool,
+    /// With `--raw`: single-blob entries per Fetch request.
+    #[arg(long, default_value_t = 16, requires = "raw")]
+    raw_entries: usize,
+    /// With `--raw`: Fetch requests in flight at once.
+    #[arg(long, default_value_t = 4, requires = "raw")]
+    raw_in_flight: usize,
 }
 
 /// Runs a perf command.
@@ -71,7 +88,7 @@ pub fn run(g: &Global, cmd: PerfCmd) -> CliResult {
     }
 }
 
-fn payload(size: usize) -> Vec<u8> {
+pub(crate) fn payload(size: usize) -> Vec<u8> {
     // Printable pseudo-random bytes, like the Kafka tool's random payload (fixed seed: every
     // run sends the same bytes).
     let mut rng = fastrand::Rng::with_seed(0x9e37_79b9);
@@ -80,9 +97,17 @@ fn payload(size: usize) -> Vec<u8> {
 
 /// Latencies in µs from 1 µs to one hour at 3 significant digits (a fixed ~200 KiB, whatever
 /// the run's length); longer values count as one hour.
-fn latencies() -> Histogram<u64> {
+pub(crate) fn latencies() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
+
+/// Records that share one enqueue-time clock read (unless throttled): a latency is at most
+/// the time to enqueue this many records (microseconds) too long, and the clock reads that
+/// cost as much as a record's own work at 100 B are gone.
+const STAMP_EVERY: u64 = 16;
+
+/// Records counted into the progress bar at once (its every update reads the clock).
+const PROGRESS_EVERY: u64 = 1024;
 
 fn produce(g: &Global, a: &PerfProduce) -> CliResult {
     if a.record_size == 0 || a.num_records == 0 {
@@ -90,6 +115,9 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
     }
     let env = g.connect(|c| a.producer.apply(c))?;
     env.topic_partitions(&a.topic, a.partitions)?;
+    if a.raw {
+        return raw_produce(g, &env, a);
+    }
     let producer = env.client.producer();
     let value = stellflow_blocking::bytes::Bytes::from(payload(a.record_size));
     let record = Record::new(a.topic.as_str(), value);
@@ -98,21 +126,26 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
     let mut progress = Progress::new("perf produce", Some(a.num_records));
     let start = Instant::now();
     let mut window = (Instant::now(), 0u64, 0u64, 0u64); // start, count, latency sum, max
-    let mut take =
-        |t: Instant, r: stellflow_blocking::Result<RecordMetadata>, lat: &mut Histogram<u64>| {
-            r.map_err(|e| CliError(format!("record not delivered: {e}")))?;
-            let us = u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX);
-            lat.saturating_record(us);
-            window.1 += 1;
-            window.2 += us;
-            window.3 = window.3.max(us);
-            if window.0.elapsed() >= Duration::from_secs(5) {
-                let secs = window.0.elapsed().as_secs_f64();
-                progress_line(window.1, secs, a.record_size, window.2, window.3);
-                window = (Instant::now(), 0, 0, 0);
-            }
-            Ok::<_, CliError>(())
-        };
+    // One clock read per record (its enqueue time) and one per pass that finds outcomes (the
+    // time they are seen): per-record clock reads cost as much as the rest of the tool.
+    let mut take = |t: Instant,
+                    now: Instant,
+                    r: stellflow_blocking::Result<RecordMetadata>,
+                    lat: &mut Histogram<u64>| {
+        r.map_err(|e| CliError(format!("record not delivered: {e}")))?;
+        let us = u64::try_from(now.saturating_duration_since(t).as_micros()).unwrap_or(u64::MAX);
+        lat.saturating_record(us);
+        window.1 += 1;
+        window.2 += us;
+        window.3 = window.3.max(us);
+        let secs = now.saturating_duration_since(window.0).as_secs_f64();
+        if secs >= 5.0 {
+            progress_line(window.1, secs, a.record_size, window.2, window.3);
+            window = (now, 0, 0, 0);
+        }
+        Ok::<_, CliError>(())
+    };
+    let mut stamp = start;
     for i in 0..a.num_records {
         if a.throughput > 0.0 {
             let due = start + Duration::from_secs_f64(i as f64 / a.throughput);
@@ -120,17 +153,28 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
                 std::thread::sleep(wait);
             }
         }
-        queue.push_back((Instant::now(), producer.enqueue(record.clone())?));
+        if i % STAMP_EVERY == 0 || a.throughput > 0.0 {
+            stamp = Instant::now();
+        }
+        queue.push_back((stamp, producer.enqueue(record.clone())?));
+        let mut seen = None;
         while let Some((t, p)) = queue.front_mut() {
             let Some(r) = p.try_wait() else { break };
-            take(*t, r, &mut lat_us)?;
+            let now = *seen.get_or_insert_with(Instant::now);
+            take(*t, now, r, &mut lat_us)?;
             queue.pop_front();
         }
-        progress.add(1, a.record_size as u64);
+        if (i + 1) % PROGRESS_EVERY == 0 {
+            progress.add(PROGRESS_EVERY, PROGRESS_EVERY * a.record_size as u64);
+        }
     }
+    let rest = a.num_records % PROGRESS_EVERY;
+    progress.add(rest, rest * a.record_size as u64);
     producer.flush()?;
+    // Every outcome is in after the flush: seen now.
+    let now = Instant::now();
     while let Some((t, p)) = queue.pop_front() {
-        take(t, p.wait(), &mut lat_us)?;
+        take(t, now, p.wait(), &mut lat_us)?;
     }
     progress.finish();
     let secs = start.elapsed().as_secs_f64();
@@ -143,6 +187,52 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
         latency_summary(&lat_us)
     );
     Ok(())
+}
+
+/// `perf produce --raw`: the producer's settings shape the blob (batch size, format, acks).
+fn raw_produce(g: &Global, env: &Env, a: &PerfProduce) -> CliResult {
+    if a.producer.idempotence {
+        return fail("--raw sends the same prebuilt blob again and again: no --idempotence");
+    }
+    let config = raw_config(g, env, |c| a.producer.apply(c))?;
+    let envelope = match config.producer.format {
+        BatchFormat::Native(c) => Envelope::Srfb(c),
+        _ => Envelope::V1,
+    };
+    let acks = match config.producer.acks {
+        Acks::None => 0,
+        Acks::Leader => 1,
+        _ => -1,
+    };
+    let value = payload(a.record_size);
+    let raw = perf_raw::RawProduce {
+        topic: &a.topic,
+        records: a.num_records,
+        value: &value,
+        blob_bytes: config.producer.batch_size,
+        envelope,
+        acks,
+    };
+    perf_raw::produce(config, &raw)
+}
+
+/// The settings of the raw ceiling's own client: the run's bootstrap (or the embedded
+/// broker), timeout and client id, then `tune`.
+fn raw_config(
+    g: &Global,
+    env: &Env,
+    tune: impl FnOnce(&mut ClientConfig),
+) -> CliResult<ClientConfig> {
+    let bootstrap = match (&g.bootstrap, &env.embedded) {
+        (Some(b), _) => b.clone(),
+        (None, Some(sim)) => sim.local_addr().to_string(),
+        (None, None) => return fail("no broker to measure"),
+    };
+    let mut config = ClientConfig::new(&bootstrap)?;
+    config.request_timeout = env.timeout;
+    config.header.client_id.clone_from(&g.client_id);
+    tune(&mut config);
+    Ok(config)
 }
 
 fn progress_line(n: u64, secs: f64, size: usize, lat_sum_us: u64, max_us: u64) {
@@ -182,6 +272,15 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
             a.record_size,
             t.elapsed().as_secs_f64()
         );
+    }
+    if a.raw {
+        let raw = perf_raw::RawConsume {
+            topic: &a.topic,
+            records: a.messages,
+            entries: a.raw_entries,
+            in_flight: a.raw_in_flight,
+        };
+        return perf_raw::consume(raw_config(g, &env, |_| {})?, &raw);
     }
     let consumer = env.client.consumer();
     let parts: Vec<TopicPartition> = (0..partitions)
@@ -244,13 +343,13 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
 }
 
 /// Microseconds since the Unix epoch by the wall clock (what record timestamps count in ms).
-fn wall_clock_us() -> i64 {
+pub(crate) fn wall_clock_us() -> i64 {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     since.map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }
 
 /// `avg, max, 50th, 95th, 99th, 99.9th` of latencies in µs, printed in ms.
-fn latency_summary(us: &Histogram<u64>) -> String {
+pub(crate) fn latency_summary(us: &Histogram<u64>) -> String {
     let ms = |v: u64| v as f64 / 1e3;
     format!(
         "{:.2} ms avg latency, {:.2} ms max latency, {:.2} ms 50th, {:.2} ms 95th, {:.2} ms 99th, {:.2} ms 99.9th",

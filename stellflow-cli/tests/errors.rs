@@ -60,6 +60,24 @@ const ON_NOPE: &[&[&str]] = &[
     &["offsets", "nope", "--group", "g"],
     &["perf", "produce", "--topic", "nope", "--num-records", "10"],
     &["perf", "consume", "--topic", "nope", "--messages", "10"],
+    &[
+        "perf",
+        "produce",
+        "--raw",
+        "--topic",
+        "nope",
+        "--num-records",
+        "10",
+    ],
+    &[
+        "perf",
+        "consume",
+        "--raw",
+        "--topic",
+        "nope",
+        "--messages",
+        "10",
+    ],
 ];
 
 #[test]

@@ -32,6 +32,9 @@ pub struct Client {
     pub(crate) closed: bool,
     pub(crate) producer: crate::producer::Producer,
     pub(crate) consumer: crate::consumer::Consumer,
+    /// Observability: the span every log line of this client is in, what the last metadata
+    /// round looked like, and the last delivery failure logged (see [`crate::observe`]).
+    pub(crate) obs: crate::observe::Observe,
 }
 
 impl Client {
@@ -80,7 +83,9 @@ impl Client {
             closed: false,
             producer,
             consumer,
+            obs: crate::observe::Observe::default(),
         };
+        c.obs.span = tracing::info_span!("stellflow", client_id = %c.client_id);
         c.process(now);
         Ok(c)
     }
@@ -109,6 +114,8 @@ impl Client {
 
     /// The driver established the connection `conn` asked for by [`Client::poll_connect`].
     pub fn handle_connected(&mut self, conn: ConnId, now: Instant) {
+        let span = self.obs.span.clone();
+        let _entered = span.enter();
         self.last_now = now;
         self.net.handle_connected(now, conn);
         self.process(now);
@@ -117,6 +124,8 @@ impl Client {
     /// Bytes arrived on `conn`. The core takes every byte out of `buf` (it keeps an incomplete
     /// frame itself), so the driver may reuse `buf` for the next read.
     pub fn handle_input(&mut self, conn: ConnId, now: Instant, buf: &mut BytesMut) {
+        let span = self.obs.span.clone();
+        let _entered = span.enter();
         self.last_now = now;
         self.net.handle_input(now, conn, buf);
         self.process(now);
@@ -133,6 +142,8 @@ impl Client {
     /// `conn` failed to connect, or closed, or failed on read/write. Requests in flight on it
     /// fail with a retriable error; the core reconnects with backoff when it still needs it.
     pub fn handle_disconnected(&mut self, conn: ConnId, now: Instant, reason: DisconnectReason) {
+        let span = self.obs.span.clone();
+        let _entered = span.enter();
         self.last_now = now;
         self.net.handle_disconnected(now, conn, reason);
         self.process(now);
@@ -140,9 +151,11 @@ impl Client {
 
     /// Time passed. Calling it early or twice is harmless.
     pub fn handle_timeout(&mut self, now: Instant) {
+        let span = self.obs.span.clone();
+        let _entered = span.enter();
         self.last_now = now;
         self.net.handle_timeout(now);
-        self.producer.handle_timeout(now);
+        self.producer.handle_timeout(now, &self.net);
         self.process(now);
     }
 
@@ -162,6 +175,8 @@ impl Client {
     /// Appends the bytes to send on one connection to `buf` and returns that connection; call
     /// again until `None` (one call per connection with data).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut BytesMut) -> Option<ConnId> {
+        let span = self.obs.span.clone();
+        let _entered = span.enter();
         self.last_now = now;
         let r = self.net.poll_transmit(now, buf);
         self.process(now);
@@ -185,9 +200,58 @@ impl Client {
 
     /// The next outcome: connection changes, metadata updates, admin and raw results.
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events
+        let event = self
+            .events
             .pop_front()
-            .or_else(|| self.producer.poll_event())
+            .or_else(|| self.producer.poll_event())?;
+        let event = self.explain(event);
+        let span = self.obs.span.clone();
+        let _entered = span.enter();
+        self.obs.trace(&event);
+        Some(event)
+    }
+
+    /// Replaces an outcome that blames the wrong thing by the cause the client saw: a topic
+    /// or partition "unknown to every broker" when no broker ever answered is an unreachable
+    /// cluster (with each address and its last failure), not a missing topic.
+    fn explain(&self, event: Event) -> Event {
+        if !self.metadata.cluster().brokers.is_empty() {
+            return event;
+        }
+        let Some(unreachable) = self.unreachable_error() else {
+            return event;
+        };
+        match event {
+            Event::Produced {
+                id,
+                result: Err(crate::producer::DeliveryError::UnknownTopic { .. }),
+            } => Event::Produced {
+                id,
+                result: Err(crate::producer::DeliveryError::Request(unreachable)),
+            },
+            Event::Admin { id, result } if nothing_found(&result) => Event::Admin {
+                id,
+                result: Err(crate::AdminError::Request(unreachable)),
+            },
+            e => e,
+        }
+    }
+
+    /// Why no broker answered: every known address with its last failure.
+    fn unreachable_error(&self) -> Option<RequestError> {
+        let mut failed = self
+            .net
+            .addresses()
+            .filter_map(|(a, _)| Some((a.clone(), self.net.last_cause(a)?.to_owned())));
+        let (address, mut cause) = failed.next()?;
+        for (a, c) in failed {
+            cause.push_str(&format!("; {a}: {c}"));
+        }
+        Some(RequestError::Unreachable {
+            api_key: ApiKey::METADATA,
+            address,
+            cause,
+        })
     }
 
     // ---- commands --------------------------------------------------------------------------
@@ -243,8 +307,10 @@ impl Client {
     pub fn close(&mut self, now: Instant) {
         self.last_now = now;
         self.closed = true;
+        // The producer first: it asks the router which of its requests were written.
+        self.producer
+            .abort(crate::producer::DeliveryError::Closed, &self.net);
         self.net.close_all(now);
-        self.producer.abort(crate::producer::DeliveryError::Closed);
         self.process(now);
     }
 
@@ -253,6 +319,8 @@ impl Client {
     /// Runs everything that became possible after an input: dispatches completions, forwards
     /// router events, starts a due metadata round.
     pub(crate) fn process(&mut self, now: Instant) {
+        let span = self.obs.span.clone();
+        let _entered = span.enter();
         loop {
             let mut progressed = false;
             while let Some(c) = self.net.poll_completion() {
@@ -275,6 +343,18 @@ impl Client {
             if !progressed {
                 break;
             }
+        }
+        #[cfg(feature = "metrics")]
+        {
+            let assigned = self.assignment();
+            let lags: Vec<_> = assigned
+                .into_iter()
+                .filter_map(|tp| Some((tp.clone(), self.lag(&tp)?)))
+                .collect();
+            let buffered = self.producer.buffered();
+            self.obs
+                .metrics
+                .publish(&self.net.counters, buffered, lags.into_iter());
         }
     }
 
@@ -317,6 +397,7 @@ impl Client {
     }
 
     fn start_refresh(&mut self, now: Instant) {
+        tracing::debug!("metadata refresh");
         self.refresher.start();
         self.net.counters.metadata_refreshes += 1;
         let all: Vec<(BrokerAddress, bool)> = self
@@ -370,6 +451,7 @@ impl Client {
             &mut self.rng,
         );
         if let Some(waiters) = finished {
+            self.obs.metadata_round(self.metadata.cluster());
             let m = self.metadata.cluster();
             self.events.push_back(Event::MetadataUpdated {
                 brokers: m.brokers.len(),
@@ -407,5 +489,22 @@ impl Client {
                 self.ask_metadata(now, a);
             }
         }
+    }
+}
+
+/// Whether an admin answer only says "not found" (a describe, an unknown or leaderless
+/// partition, ListOffsets failing everywhere) — what an unreachable cluster looks like.
+fn nothing_found(result: &Result<crate::AdminOutcome, crate::AdminError>) -> bool {
+    use crate::admin::Outcome;
+    match result {
+        Ok(outcome) => match outcome.value() {
+            Outcome::Topics(..) => true,
+            Outcome::Offsets(offsets) => offsets.iter().all(|o| o.result.is_err()),
+            _ => false,
+        },
+        Err(crate::AdminError::UnknownPartition { .. } | crate::AdminError::Leaderless { .. }) => {
+            true
+        }
+        Err(_) => false,
     }
 }

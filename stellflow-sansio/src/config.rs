@@ -225,6 +225,7 @@ impl ClientConfig {
             });
         }
         self.producer.validate()?;
+        self.consumer.validate()?;
         Ok(())
     }
 }

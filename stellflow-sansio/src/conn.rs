@@ -83,8 +83,9 @@ pub struct Slot<R> {
     /// Requests in flight on the current connection that timed out since the last bytes came
     /// in on it; at [`SILENT_TIMEOUTS_TO_CLOSE`] the connection is given up (a black hole).
     pub silent_timeouts: u32,
-    /// The newest connection on which an answer (any response frame) arrived.
-    pub last_answer_conn: Option<ConnId>,
+    /// The newest connection on which an answer (any response frame) arrived, and when the
+    /// first answer on it arrived.
+    pub last_answer_conn: Option<(ConnId, Instant)>,
 }
 
 /// In-flight timeouts in a row with nothing received after which a connection is closed and

@@ -7,6 +7,14 @@
 //! * [`ConnectionError`]: the core closed a connection (it reconnects on demand by itself);
 //! * [`AdminError`]: an admin command failed as a whole (per-partition errors are data in the
 //!   typed result instead).
+//!
+//! Every error a user can receive answers `is_retriable()` (whether the same call may succeed
+//! later), and those of writes answer `outcome_unknown()` (whether it may have been executed
+//! although it failed: a timeout or a connection lost in flight). Each carries the last cause
+//! the client saw: the address and failure of an unreachable broker
+//! ([`RequestError::Unreachable`]), the bytes of a frame cut off when a connection closed
+//! ([`RequestError::Disconnected`]), the reason a partition has no leader
+//! ([`crate::producer::DeliveryError::Leaderless`]).
 
 use crate::config::BrokerAddress;
 use crate::metadata::LeaderlessReason;
@@ -75,23 +83,42 @@ pub enum InvalidTopicName {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RequestError {
-    /// No answer before the request's deadline. Retriable, but the broker may still have
-    /// executed it (a late answer is counted and dropped).
-    #[error("{api_key} request timed out after {after:?}")]
+    /// No answer before the request's deadline. Retriable, but the outcome is unknown: the
+    /// broker may still have executed it (a late answer is counted and dropped).
+    #[error(
+        "{api_key} request timed out after {after:?}; outcome unknown: the broker may have executed it"
+    )]
     Timeout {
         /// The API called.
         api_key: ApiKey,
         /// How long it waited since the command.
         after: Duration,
     },
-    /// The connection closed while the request was in flight. Retriable; the broker may or
-    /// may not have executed it.
-    #[error("connection to {address} lost while {api_key} was in flight")]
+    /// The connection closed while the request was in flight. Retriable; the outcome is
+    /// unknown (the broker may or may not have executed it).
+    #[error(
+        "connection to {address} lost while {api_key} was in flight ({cause}); outcome unknown: the broker may have executed it"
+    )]
     Disconnected {
         /// The API called.
         api_key: ApiKey,
         /// The broker it was sent to.
         address: BrokerAddress,
+        /// What ended the connection (connection reset, closed by the broker — with the bytes
+        /// of a response frame received and declared when it closed in the middle of one).
+        cause: String,
+    },
+    /// The request was never sent: no connection to its broker came up before its deadline.
+    /// Retriable (the broker did not execute it); check that the address is right and the
+    /// broker is running.
+    #[error("{api_key} request not sent: broker {address} is unreachable ({cause})")]
+    Unreachable {
+        /// The API called.
+        api_key: ApiKey,
+        /// The broker's address.
+        address: BrokerAddress,
+        /// The last failure seen on the way to it (e.g. `connect failed: Connection refused`).
+        cause: String,
     },
     /// The broker does not list this API in its ApiVersions answer, or no version both sides
     /// support exists. Not retriable on this broker.
@@ -173,16 +200,28 @@ impl RequestError {
         match self {
             RequestError::Timeout { .. }
             | RequestError::Disconnected { .. }
+            | RequestError::Unreachable { .. }
             | RequestError::UnknownBroker { .. } => true,
             RequestError::Broker { code, .. } => code.is_retriable(),
             _ => false,
         }
     }
 
+    /// Whether the broker may have executed the request although no answer came (a timeout,
+    /// or a connection lost while it was in flight): retrying a write may then write twice.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(
+            self,
+            RequestError::Timeout { .. } | RequestError::Disconnected { .. }
+        )
+    }
+
     /// Whether the error hints that the metadata (leaders, brokers) is stale.
     pub fn wants_metadata_refresh(&self) -> bool {
         match self {
-            RequestError::Disconnected { .. } | RequestError::UnknownBroker { .. } => true,
+            RequestError::Disconnected { .. }
+            | RequestError::Unreachable { .. }
+            | RequestError::UnknownBroker { .. } => true,
             RequestError::Broker { code, .. } => {
                 code.class() == stellflow_proto::ErrorClass::RefreshMetadataAndRetry
             }
@@ -219,6 +258,28 @@ pub enum ConnectionError {
         /// The timeouts in a row.
         timeouts: u32,
     },
+}
+
+impl ConnectionError {
+    /// Whether a new connection may work where this one failed (the core reconnects by
+    /// itself): true except for an oversize frame, which needs a larger `max_response_frame`.
+    pub fn is_retriable(&self) -> bool {
+        !matches!(self, ConnectionError::FrameTooLarge { .. })
+    }
+}
+
+impl ConfigError {
+    /// Never: the configuration must be fixed first.
+    pub fn is_retriable(&self) -> bool {
+        false
+    }
+}
+
+impl InvalidTopicName {
+    /// Never: the name must be changed.
+    pub fn is_retriable(&self) -> bool {
+        false
+    }
 }
 
 /// An admin command failed as a whole. Per-partition outcomes are data inside the typed
@@ -262,6 +323,61 @@ impl AdminError {
         match self {
             AdminError::Request(e) => e.is_retriable(),
             AdminError::Leaderless { .. } | AdminError::UnknownPartition { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+impl crate::producer::DeliveryError {
+    /// Whether producing the record again may succeed. False when it cannot help as it is
+    /// (fenced, a broker refusal that retrying does not fix, an unknown topic — create it
+    /// first) and when it would write the record twice ([`Self::NotReplicated`]: written).
+    /// Check [`Self::outcome_unknown`] before retrying a write whose outcome matters.
+    pub fn is_retriable(&self) -> bool {
+        use crate::producer::DeliveryError as D;
+        match self {
+            D::Broker { code } => code.is_retriable(),
+            D::Request(e) => e.is_retriable(),
+            D::RetriesExhausted { last, .. } => last.is_retriable(),
+            D::Timeout { .. } | D::Leaderless { .. } => true,
+            D::MaybeWritten { last } => last.is_retriable(),
+            _ => false,
+        }
+    }
+
+    /// Whether the record may have been written although it failed (its outcome is unknown:
+    /// a request carrying it timed out or lost its connection in flight). The default
+    /// producer is at-least-once, so producing it again may store it twice. True for
+    /// [`Self::MaybeWritten`] and what wraps an unknown outcome.
+    pub fn outcome_unknown(&self) -> bool {
+        use crate::producer::DeliveryError as D;
+        match self {
+            D::MaybeWritten { .. } => true,
+            D::Request(e) => e.outcome_unknown(),
+            D::RetriesExhausted { last, .. } => last.outcome_unknown(),
+            D::Timeout {
+                last: Some(last), ..
+            } => last.outcome_unknown(),
+            _ => false,
+        }
+    }
+}
+
+impl crate::producer::ProduceError {
+    /// Whether calling `produce` again may succeed: only when the buffer was full (wait for
+    /// deliveries first).
+    pub fn is_retriable(&self) -> bool {
+        matches!(self, crate::producer::ProduceError::BufferFull { .. })
+    }
+}
+
+impl crate::consumer::ConsumerError {
+    /// Whether the same command (e.g. a commit) may succeed if repeated.
+    pub fn is_retriable(&self) -> bool {
+        use crate::consumer::ConsumerError as C;
+        match self {
+            C::Request(e) => e.is_retriable(),
+            C::Broker { code, .. } => code.is_retriable(),
             _ => false,
         }
     }

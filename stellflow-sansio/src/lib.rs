@@ -50,7 +50,12 @@
 //!   `batch_size` batching bounded by `buffer_memory`, one request per leader, retries that
 //!   never reorder a partition, acks 0/1/-1, idempotence over the native format;
 //!   [`Client::flush`] and [`Client::close_producer`].
-//! * **Counters** ([`metrics`]) for the DESIGN §6 metrics, with no metrics dependency.
+//! * **Logging** ([`observe`]): `tracing` lines with the reasons only the core knows
+//!   (reconnects, leader moves, leaderless partitions, retries, timeouts, resets), silent
+//!   until the host installs a subscriber; `info` is quiet on a healthy client, `warn` means
+//!   look.
+//! * **Counters** ([`metrics`]) for the DESIGN §6 metrics, readable without a metrics
+//!   dependency, and emitted through the `metrics` facade with the `metrics` feature.
 //! * **Typed admin calls** ([`AdminCall`]): a command whose result type is known from the
 //!   call to the answer ([`AdminId`], [`AdminOutcome::take`]), behind the adapters' admin
 //!   handles.
@@ -80,10 +85,12 @@ pub mod metadata;
 pub mod metrics;
 pub mod negotiate;
 pub mod net;
+pub mod observe;
 pub mod producer;
 pub mod refresh;
 pub mod request;
 pub mod rng;
+pub mod seq_map;
 pub mod timers;
 pub mod topic;
 
@@ -108,5 +115,6 @@ pub use producer::{
     ProducerRecord, RecordMetadata,
 };
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
+pub use seq_map::SeqMap;
 pub use stellflow_proto;
 pub use topic::validate_topic_name;

@@ -1,7 +1,37 @@
-//! Counters for the metrics of DESIGN §6, readable without any metrics dependency.
+//! Counters for the metrics of DESIGN §6, readable without any metrics dependency, and — with
+//! the `metrics` cargo feature — the same figures emitted through the `metrics` facade.
 //!
-//! The core only counts; runtime crates read [`Counters`] (from [`crate::Client::counters`]) and
-//! bridge them to a metrics facade. Labels stay low-cardinality: per API key at most.
+//! The core always counts ([`Counters`], from [`crate::Client::counters`]). With the feature on,
+//! it also emits through the `metrics` crate, the facade Rust services use (Prometheus,
+//! OpenTelemetry, StatsD exporters plug in as its recorders); without a recorder installed every
+//! call is a no-op. This deviates from DESIGN §6's first sketch (the runtime crates bridging the
+//! counters to a facade): emitting from the core, where the figures change, gives exact
+//! histograms and per-topic/per-partition figures that a snapshot bridge cannot rebuild, and one
+//! implementation serves every runtime and a host's own driver. The adapters re-export the
+//! feature (`stellflow-tokio/metrics`, …). The facade does no I/O and reads no clock: durations
+//! come from the `now` the driver passes.
+//!
+//! | name | kind | labels | meaning |
+//! | --- | --- | --- | --- |
+//! | `stellflow.client.requests` | counter | `api` | requests written to a connection |
+//! | `stellflow.client.request.errors` | counter | `api` | requests that ended in an error |
+//! | `stellflow.client.request.duration` | histogram (seconds) | `api` | command-to-answer time |
+//! | `stellflow.client.requests.inflight` | gauge | — | sent and not yet answered |
+//! | `stellflow.client.connections` | gauge | — | connections open |
+//! | `stellflow.producer.records` | counter | — | records acknowledged (or sent, with acks=0) |
+//! | `stellflow.consumer.records` | counter | — | records delivered to the application |
+//! | `stellflow.consumer.offset.commits` | counter | — | OffsetCommit requests sent |
+//! | `stellflow.consumer.group.operations` | counter | — | FindCoordinator/JoinGroup/SyncGroup/LeaveGroup sent |
+//! | `stellflow.producer.topic.records`, `.topic.bytes` | counter | `topic` | per topic |
+//! | `stellflow.consumer.topic.records`, `.topic.bytes` | counter | `topic` | per topic |
+//! | `stellflow.producer.record.errors` | counter | — | records that failed |
+//! | `stellflow.producer.retries` | counter | — | batch retries |
+//! | `stellflow.producer.buffer.bytes` | gauge | — | bytes held against `buffer_memory` |
+//! | `stellflow.consumer.lag` | gauge | `topic`, `partition` | blobs between the position and the high watermark, per assigned partition |
+//!
+//! Labels stay low-cardinality: API names, topic names and the partitions a consumer is
+//! assigned; never client ids, offsets or addresses. Gauges are moved by differences, so the
+//! clients of one process add up.
 
 use std::time::Duration;
 use stellflow_proto::ApiKey;
@@ -98,6 +128,10 @@ pub struct Counters {
     /// `stellflow.consumer.group.operations` (maintained by the consumer).
     pub group_operations: u64,
     per_api: [ApiCounters; 20],
+    /// Per topic: producer records and bytes, consumer records and bytes (only counted for
+    /// the `metrics` feature).
+    #[cfg(feature = "metrics")]
+    pub(crate) topics: std::collections::HashMap<std::sync::Arc<str>, [u64; 4]>,
 }
 
 impl Counters {
@@ -115,6 +149,190 @@ impl Counters {
 
 fn index(key: ApiKey) -> Option<usize> {
     ApiKey::ALL.iter().position(|k| *k == key)
+}
+
+/// Emits the figures through the `metrics` facade (feature `metrics`); no-ops otherwise.
+pub(crate) mod emit {
+    #[cfg(feature = "metrics")]
+    use super::Counters;
+    use std::sync::Arc;
+    use std::time::Duration;
+    use stellflow_proto::ApiKey;
+
+    /// One answered request's duration.
+    #[inline]
+    pub(crate) fn request_duration(api: ApiKey, d: Duration) {
+        #[cfg(feature = "metrics")]
+        metrics::histogram!("stellflow.client.request.duration", "api" => api_label(api))
+            .record(d.as_secs_f64());
+        #[cfg(not(feature = "metrics"))]
+        let _ = (api, d);
+    }
+
+    /// Records of `topic` acknowledged by the broker (or sent, with acks=0): counted per
+    /// topic, emitted by the next [`Publisher::publish`].
+    #[inline]
+    pub(crate) fn produced(
+        c: &mut super::Counters,
+        topic: &Arc<str>,
+        records: usize,
+        bytes: usize,
+    ) {
+        #[cfg(feature = "metrics")]
+        {
+            let t = c.topics.entry(topic.clone()).or_default();
+            t[0] += records as u64;
+            t[1] += bytes as u64;
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = (c, topic, records, bytes);
+    }
+
+    /// One record of `topic` delivered to the application (counted as [`produced`]).
+    #[inline]
+    pub(crate) fn consumed(c: &mut super::Counters, topic: &Arc<str>, bytes: usize) {
+        #[cfg(feature = "metrics")]
+        {
+            let t = c.topics.entry(topic.clone()).or_default();
+            t[2] += 1;
+            t[3] += bytes as u64;
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = (c, topic, bytes);
+    }
+
+    /// An API's name as a label.
+    #[cfg(feature = "metrics")]
+    fn api_label(api: ApiKey) -> &'static str {
+        api.name().unwrap_or("unknown")
+    }
+
+    /// What was published last, to emit differences.
+    #[derive(Debug, Default)]
+    pub(crate) struct Publisher {
+        #[cfg(feature = "metrics")]
+        last: Counters,
+        #[cfg(feature = "metrics")]
+        buffered: u64,
+        #[cfg(feature = "metrics")]
+        lags: std::collections::HashMap<crate::TopicPartition, i64>,
+    }
+
+    impl Publisher {
+        /// Emits what changed since the last call: counter increments, gauge moves, the
+        /// producer's buffer and the lag of every assigned partition (a partition no longer
+        /// assigned drops to 0).
+        #[cfg(feature = "metrics")]
+        pub(crate) fn publish(
+            &mut self,
+            now: &Counters,
+            buffered: usize,
+            lags: impl Iterator<Item = (crate::TopicPartition, i64)>,
+        ) {
+            use metrics::{counter, gauge};
+            let d = |a: u64, b: u64| a.saturating_sub(b);
+            let last = &self.last;
+            if now.requests != last.requests || now.request_errors != last.request_errors {
+                for key in ApiKey::ALL {
+                    let (a, b) = (now.api(key), last.api(key));
+                    if a.requests > b.requests {
+                        counter!("stellflow.client.requests", "api" => api_label(key))
+                            .increment(a.requests - b.requests);
+                    }
+                    if a.errors > b.errors {
+                        counter!("stellflow.client.request.errors", "api" => api_label(key))
+                            .increment(a.errors - b.errors);
+                    }
+                }
+            }
+            let moved = |name: &'static str, new: u64, old: u64| {
+                if new > old {
+                    gauge!(name).increment((new - old) as f64);
+                } else if old > new {
+                    gauge!(name).decrement((old - new) as f64);
+                }
+            };
+            moved(
+                "stellflow.client.requests.inflight",
+                now.requests_in_flight,
+                last.requests_in_flight,
+            );
+            moved(
+                "stellflow.client.connections",
+                now.connections,
+                last.connections,
+            );
+            let buffered = buffered as u64;
+            moved("stellflow.producer.buffer.bytes", buffered, self.buffered);
+            self.buffered = buffered;
+            for (name, new, old) in [
+                (
+                    "stellflow.producer.records",
+                    now.producer_records,
+                    last.producer_records,
+                ),
+                (
+                    "stellflow.producer.record.errors",
+                    now.producer_record_errors,
+                    last.producer_record_errors,
+                ),
+                (
+                    "stellflow.producer.retries",
+                    now.producer_retries,
+                    last.producer_retries,
+                ),
+                (
+                    "stellflow.consumer.records",
+                    now.consumer_records,
+                    last.consumer_records,
+                ),
+                (
+                    "stellflow.consumer.offset.commits",
+                    now.offset_commits,
+                    last.offset_commits,
+                ),
+                (
+                    "stellflow.consumer.group.operations",
+                    now.group_operations,
+                    last.group_operations,
+                ),
+            ] {
+                if new > old {
+                    counter!(name).increment(d(new, old));
+                }
+            }
+            const TOPIC: [&str; 4] = [
+                "stellflow.producer.topic.records",
+                "stellflow.producer.topic.bytes",
+                "stellflow.consumer.topic.records",
+                "stellflow.consumer.topic.bytes",
+            ];
+            for (topic, figures) in &now.topics {
+                let before = last.topics.get(topic).copied().unwrap_or_default();
+                for ((name, new), old) in TOPIC.iter().zip(figures).zip(before) {
+                    if *new > old {
+                        counter!(*name, "topic" => topic.to_string()).increment(new - old);
+                    }
+                }
+            }
+            self.last = now.clone();
+            let mut seen = std::collections::HashMap::with_capacity(self.lags.len());
+            for (tp, lag) in lags {
+                if self.lags.get(&tp) != Some(&lag) {
+                    gauge!("stellflow.consumer.lag", "topic" => tp.topic.to_string(),
+                        "partition" => tp.partition.to_string())
+                    .set(lag as f64);
+                }
+                seen.insert(tp, lag);
+            }
+            for tp in self.lags.keys().filter(|tp| !seen.contains_key(*tp)) {
+                gauge!("stellflow.consumer.lag", "topic" => tp.topic.to_string(),
+                    "partition" => tp.partition.to_string())
+                .set(0.0);
+            }
+            self.lags = seen;
+        }
+    }
 }
 
 #[cfg(test)]

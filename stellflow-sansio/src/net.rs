@@ -166,6 +166,9 @@ pub struct Net {
     rr: usize,
     /// What the router counted.
     pub counters: Counters,
+    /// Why each slot's last connection failed or closed, until it is ready again: the cause
+    /// named by errors of requests that could not be sent, and by the reconnect log line.
+    last_cause: HashMap<usize, String>,
 }
 
 fn nstr(s: &Option<String>) -> NString {
@@ -216,6 +219,7 @@ impl Net {
             next_seq: 0,
             rr: 0,
             counters: Counters::default(),
+            last_cause: HashMap::new(),
         };
         for a in &config.bootstrap {
             net.slot_for(a);
@@ -385,14 +389,22 @@ impl Net {
         }
     }
 
-    /// Whether `slot` received an answer on a connection opened after `conn`: the broker
-    /// behind it completed a round trip since `conn` was lost. A request written on `conn`
-    /// and never answered was then either executed already or is lost with that connection.
-    pub fn answered_since(&self, slot: usize, conn: ConnId) -> bool {
+    /// When `slot` first received an answer on a connection opened after `conn` (`None`
+    /// while it has not): the broker behind it completed a round trip since `conn` was lost.
+    /// A request written on `conn` and never answered was read by the broker before that
+    /// answer or never (a frozen broker reads it when it resumes, at the latest together
+    /// with the new connection's first request).
+    pub fn answered_since(&self, slot: usize, conn: ConnId) -> Option<Instant> {
         self.slots
             .get(slot)
             .and_then(|s| s.last_answer_conn)
-            .is_some_and(|c| c.0 > conn.0)
+            .filter(|(c, _)| c.0 > conn.0)
+            .map(|(_, at)| at)
+    }
+
+    /// Whether request `seq` is written and unanswered (in flight on a connection).
+    pub fn was_written(&self, seq: u64) -> bool {
+        matches!(self.live.get(&seq), Some(Loc::InFlight(..)))
     }
 
     /// The address of `slot`, as a target.
@@ -460,6 +472,7 @@ impl Net {
             conn,
             address: s.address.clone(),
         });
+        tracing::debug!(broker = %s.address, conn = conn.0, "connecting");
         self.counters.connection_attempts += 1;
     }
 
@@ -518,6 +531,7 @@ impl Net {
             s.rx.clear();
             s.versions = None;
             self.counters.connections += 1;
+            tracing::debug!(broker = %s.address, conn = conn.0, "connected; negotiating versions");
         }
     }
 
@@ -533,6 +547,7 @@ impl Net {
             return;
         };
         if let Some(conn) = s.state.conn() {
+            tracing::warn!(broker = %s.address, conn = conn.0, "closing the connection: {error}");
             self.closes.push_back(conn);
             self.events.push_back(Event::ConnectionError {
                 conn,
@@ -556,6 +571,8 @@ impl Net {
         self.counters.disconnects += 1;
         let delay = s.backoff.next_delay(&mut self.rng);
         s.next_attempt = Some(now + delay);
+        let was_open = s.state.is_open();
+        let cause = disconnect_cause(&reason, &s.rx);
         s.state = ConnState::Idle;
         s.rx.clear();
         s.versions = None;
@@ -581,9 +598,19 @@ impl Net {
             let err = RequestError::Disconnected {
                 api_key: r.api_key,
                 address: address.clone(),
+                cause: cause.clone(),
             };
             self.complete(now, r, Err(err));
         }
+        if was_open {
+            tracing::warn!(broker = %address, conn = conn.0, ?delay, "connection lost: {cause}");
+        } else if self.last_cause.get(&slot) == Some(&cause) {
+            // The same failure again: said once at warn already.
+            tracing::debug!(broker = %address, conn = conn.0, ?delay, "cannot connect: {cause}");
+        } else {
+            tracing::warn!(broker = %address, conn = conn.0, ?delay, "cannot connect: {cause}");
+        }
+        self.last_cause.insert(slot, cause);
         self.events.push_back(Event::Disconnected {
             conn,
             address,
@@ -674,8 +701,14 @@ impl Net {
         let Some(s) = self.slots.get_mut(slot) else {
             return;
         };
-        s.last_answer_conn = s.state.conn();
+        if let Some(c) = s.state.conn()
+            && s.last_answer_conn.is_none_or(|(l, _)| l != c)
+        {
+            s.last_answer_conn = Some((c, now));
+        }
         let Some(req) = s.in_flight.remove(header.correlation_id) else {
+            tracing::debug!(broker = %s.address, correlation_id = header.correlation_id,
+                "answer to no request in flight (late after a timeout?); dropped");
             self.counters.unknown_correlation_ids += 1;
             return;
         };
@@ -697,6 +730,7 @@ impl Net {
                 return self.complete(now, req, Err(err));
             }
             // Renegotiate this connection, then send the request again (once).
+            tracing::debug!(broker = %s.address, api = %req.api_key, "UNSUPPORTED_VERSION; renegotiating");
             if let ConnState::Ready(c) = s.state {
                 s.state = ConnState::Negotiating(c, false);
             }
@@ -743,6 +777,12 @@ impl Net {
         s.state = ConnState::Ready(conn);
         s.backoff.reset();
         s.next_attempt = None;
+        match self.last_cause.remove(&slot) {
+            Some(cause) => tracing::info!(broker = %s.address, broker_id = ?s.broker_id,
+                conn = conn.0, "reconnected (the last connection ended: {cause})"),
+            None => tracing::debug!(broker = %s.address, broker_id = ?s.broker_id, conn = conn.0,
+                apis = s.api_versions.as_ref().map_or(0, |r| r.api_versions.len()), "ready"),
+        }
         self.events.push_back(Event::Connected {
             conn,
             address: s.address.clone(),
@@ -760,6 +800,8 @@ impl Net {
             self.counters
                 .request_duration
                 .record(now.saturating_duration_since(req.created));
+            let took = now.saturating_duration_since(req.created);
+            crate::metrics::emit::request_duration(req.api_key, took);
         }
         if failed {
             self.counters.request_errors += 1;
@@ -986,13 +1028,32 @@ impl Net {
             }
             return;
         }
-        let err = match &req.target {
-            Target::Broker(id) if loc == Loc::Parked => RequestError::UnknownBroker { broker: *id },
+        let err = match (&req.target, loc) {
+            (Target::Broker(id), Loc::Parked) => RequestError::UnknownBroker { broker: *id },
+            (_, Loc::Queued(slot)) => match self.unsent_cause(slot) {
+                Some((address, cause)) => RequestError::Unreachable {
+                    api_key: req.api_key,
+                    address,
+                    cause,
+                },
+                None => RequestError::Timeout {
+                    api_key: req.api_key,
+                    after: now.saturating_duration_since(req.created),
+                },
+            },
             _ => RequestError::Timeout {
                 api_key: req.api_key,
                 after: now.saturating_duration_since(req.created),
             },
         };
+        let broker = match loc {
+            Loc::Queued(slot) | Loc::InFlight(slot, _) => self.address(slot).cloned(),
+            Loc::Parked => None,
+        };
+        match broker {
+            Some(b) => tracing::warn!(broker = %b, api = %req.api_key, "request failed: {err}"),
+            None => tracing::warn!(api = %req.api_key, "request failed: {err}"),
+        }
         self.complete(now, req, Err(err));
         // Repeated in-flight timeouts with nothing received: the connection is presumed dead
         // (no FIN, no RST will ever come); close it so the next requests reconnect.
@@ -1055,6 +1116,50 @@ impl Net {
             self.complete(now, r, Err(RequestError::Closed));
         }
         self.connects.clear();
+    }
+}
+
+impl Net {
+    /// Why a request queued for `slot` could not be sent: the slot is not ready, with the
+    /// last failure seen (or the state it is stuck in). `None` when the connection is ready
+    /// (the request waited for room in flight).
+    fn unsent_cause(&self, slot: usize) -> Option<(BrokerAddress, String)> {
+        let s = self.slots.get(slot)?;
+        let state = match s.state {
+            ConnState::Ready(_) => return None,
+            ConnState::Negotiating(..) => "connected, but version negotiation did not finish",
+            ConnState::Connecting(_) => "the connection attempt has not completed",
+            ConnState::Idle | ConnState::Backoff(_) => "not connected",
+        };
+        let cause = match self.last_cause.get(&slot) {
+            Some(c) => format!("{state}; last failure: {c}"),
+            None => state.to_owned(),
+        };
+        Some((s.address.clone(), cause))
+    }
+
+    /// The last failure of the connection to `address`, if it is not ready again since.
+    pub fn last_cause(&self, address: &BrokerAddress) -> Option<&str> {
+        let slot = self.by_address.get(address)?;
+        self.last_cause.get(slot).map(String::as_str)
+    }
+}
+
+/// What to say about a connection that is gone: the driver's reason, plus how far a response
+/// frame had come when the broker closed in the middle of it.
+fn disconnect_cause(reason: &DisconnectReason, rx: &BytesMut) -> String {
+    if rx.is_empty() {
+        return reason.to_string();
+    }
+    match frame_total(rx) {
+        Some(declared) => format!(
+            "{reason} in the middle of a response frame ({} of the {declared} bytes it declared received)",
+            rx.len()
+        ),
+        None => format!(
+            "{reason} in the middle of a response frame ({} bytes of its 4-byte length prefix received)",
+            rx.len()
+        ),
     }
 }
 

@@ -281,6 +281,11 @@ impl AdminOutcome {
         AdminOutcome { id, value }
     }
 
+    /// The result, untyped (for the core's own checks).
+    pub(crate) fn value(&self) -> &Outcome {
+        &self.value
+    }
+
     /// The command this answers.
     pub fn id(&self) -> RequestId {
         self.id

@@ -26,6 +26,7 @@ mod results;
 mod route;
 mod start;
 
+pub(crate) use call::Outcome;
 pub use call::{AdminCall, AdminId, AdminOutcome, AdminOutput, PartitionOverride};
 pub use results::{
     ApiSupport, BrokerApiVersions, ClusterStatus, CommittedOffset, DecommissionResult,

@@ -1,6 +1,7 @@
 //! Consumer settings ([`ConsumerConfig`]), part of [`crate::ClientConfig::consumer`].
 
 use crate::config::BrokerAddress;
+use crate::error::ConfigError;
 use std::time::Duration;
 
 /// What to do when a partition has no usable position: nothing committed, the position fell
@@ -108,6 +109,122 @@ impl Default for ConsumerConfig {
             fetch_max_wait: Duration::from_millis(500),
             fetch_backoff: Duration::from_millis(5),
             fetch_backoff_max: Duration::from_millis(500),
+        }
+    }
+}
+
+impl ConsumerConfig {
+    /// Checks values that cannot work, naming the field and the rule (called by
+    /// [`crate::ClientConfig::validate`], so a client is never built with them).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use stellflow_sansio::ConsumerConfig;
+    /// let mut c = ConsumerConfig::default();
+    /// c.heartbeat_interval = c.session_timeout;
+    /// let e = c.validate().unwrap_err().to_string();
+    /// assert!(e.contains("consumer.heartbeat_interval"), "{e}");
+    /// ```
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |field, reason| Err(ConfigError::Invalid { field, reason });
+        let ms_i32 = |d: Duration| i32::try_from(d.as_millis()).is_ok();
+        if self.group_id.as_deref().is_some_and(str::is_empty) {
+            return bad(
+                "consumer.group_id",
+                "must not be empty (use None for no group)",
+            );
+        }
+        if self.session_timeout.is_zero() || !ms_i32(self.session_timeout) {
+            return bad(
+                "consumer.session_timeout",
+                "must be positive and fit in a 32-bit millisecond count",
+            );
+        }
+        if self.heartbeat_interval.is_zero() {
+            return bad("consumer.heartbeat_interval", "must be positive");
+        }
+        if self.heartbeat_interval >= self.session_timeout {
+            return bad(
+                "consumer.heartbeat_interval",
+                "must be less than consumer.session_timeout (a third of it is usual); otherwise the member expires between heartbeats and rejoins every session",
+            );
+        }
+        if self.rebalance_timeout.is_zero() {
+            return bad("consumer.rebalance_timeout", "must be positive");
+        }
+        if self.enable_auto_commit && self.auto_commit_interval.is_zero() {
+            return bad(
+                "consumer.auto_commit_interval",
+                "must be positive when enable_auto_commit is set",
+            );
+        }
+        if self.rejoin_backoff > self.rejoin_backoff_max {
+            return bad(
+                "consumer.rejoin_backoff",
+                "must not exceed consumer.rejoin_backoff_max",
+            );
+        }
+        if self.thrash_threshold == 0 {
+            return bad("consumer.thrash_threshold", "must be at least 1");
+        }
+        if self.fetch_max_bytes == 0 {
+            return bad("consumer.fetch_max_bytes", "must be positive");
+        }
+        if self.max_entries_per_partition == 0 {
+            return bad("consumer.max_entries_per_partition", "must be at least 1");
+        }
+        if self.max_buffered_bytes == 0 {
+            return bad("consumer.max_buffered_bytes", "must be positive");
+        }
+        if !ms_i32(self.fetch_max_wait) {
+            return bad(
+                "consumer.fetch_max_wait",
+                "must fit in a 32-bit millisecond count",
+            );
+        }
+        if self.fetch_backoff > self.fetch_backoff_max {
+            return bad(
+                "consumer.fetch_backoff",
+                "must not exceed consumer.fetch_backoff_max",
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_each_rule_names_its_field() {
+        assert_eq!(ConsumerConfig::default().validate(), Ok(()));
+        type Break = fn(&mut ConsumerConfig);
+        let cases: [(&str, Break); 6] = [
+            ("consumer.heartbeat_interval", |c| {
+                c.heartbeat_interval = c.session_timeout
+            }),
+            ("consumer.session_timeout", |c| {
+                c.session_timeout = Duration::ZERO
+            }),
+            ("consumer.group_id", |c| c.group_id = Some(String::new())),
+            ("consumer.auto_commit_interval", |c| {
+                c.auto_commit_interval = Duration::ZERO
+            }),
+            ("consumer.rejoin_backoff", |c| {
+                c.rejoin_backoff = c.rejoin_backoff_max * 2
+            }),
+            ("consumer.max_entries_per_partition", |c| {
+                c.max_entries_per_partition = 0
+            }),
+        ];
+        for (field, break_it) in cases {
+            let mut c = ConsumerConfig::default();
+            break_it(&mut c);
+            match c.validate() {
+                Err(ConfigError::Invalid { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{field}: {other:?}"),
+            }
         }
     }
 }

@@ -418,6 +418,9 @@ impl Consumer {
                         self.finish_front();
                     }
                     counters.consumer_records += 1;
+                    let size = out.value.as_ref().map_or(0, |v| v.len())
+                        + out.key.as_ref().map_or(0, |k| k.len());
+                    crate::metrics::emit::consumed(counters, &out.topic, size);
                     return Some(out);
                 }
             }

@@ -87,6 +87,8 @@ pub(crate) struct PartState {
     pub in_flight: usize,
     /// The leader, from the latest metadata.
     pub leader: Option<i32>,
+    /// Why the metadata names no usable leader (reported when records time out waiting).
+    pub leaderless: Option<crate::metadata::LeaderlessReason>,
     /// Idempotence: the next sequence the broker expects (advances on success only).
     pub next_seq: i32,
     /// The epoch `next_seq` belongs to.
@@ -183,6 +185,10 @@ impl Producer {
                     p.leader = leader;
                     moved = true;
                 }
+                p.leaderless = i32::try_from(i)
+                    .ok()
+                    .and_then(|i| info.partitions.get(&i))
+                    .and_then(|pi| pi.leaderless.clone());
             }
         }
         if moved {

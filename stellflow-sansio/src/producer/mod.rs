@@ -274,13 +274,13 @@ impl Producer {
     }
 
     /// Fires due deadlines: delivery timeouts, linger, retries, the close deadline.
-    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant, net: &Net) {
         self.dirty = true;
         self.expire(now);
         if let Some(deadline) = self.closing
             && deadline <= now
         {
-            self.abort(crate::producer::DeliveryError::Closed);
+            self.abort(crate::producer::DeliveryError::Closed, net);
         }
     }
 
@@ -530,7 +530,7 @@ impl Producer {
 
     /// Fails every record without an outcome with `error` and forgets the requests in flight
     /// (their answers are ignored). Used by close (deadline passed) and the client's `close`.
-    pub(crate) fn abort(&mut self, error: DeliveryError) {
+    pub(crate) fn abort(&mut self, error: DeliveryError, net: &Net) {
         let mut failed = 0u64;
         while let Some(p) = self.pending.pop_front() {
             failed += 1;
@@ -551,11 +551,12 @@ impl Producer {
                 failing.extend(open.map(|b| (ti, pi, b, false)));
             }
         }
-        for (_, f) in self.inflight.drain() {
+        for (seq, f) in self.inflight.drain() {
             if let Flight::Produce { sent, .. } = f {
-                // Handed to the network and never answered: they may have been written.
+                // Written and never answered: they may have been written.
+                let written = net.was_written(seq);
                 failing.extend(sent.into_iter().map(|mut s| {
-                    s.batch.maybe_written = true;
+                    s.batch.maybe_written |= written;
                     (s.topic, s.part, s.batch, true)
                 }));
             }

@@ -18,8 +18,12 @@
 //!   timed-out Produce keeps waiting for its late answer on its connection (up to
 //!   [`crate::net::LATE_TIMEOUTS_TO_CLOSE`] request timeouts); if the connection is lost or
 //!   given up, its batches stay *in doubt* until the broker has answered on a newer
-//!   connection (a probe asks for that round trip), and only then are they re-sent with the
-//!   same sequence numbers, which the broker de-duplicates if the first attempt was written.
+//!   connection (a probe asks for that round trip) and a further request timeout has passed
+//!   — a frozen broker reads the unanswered request when it resumes, together with the new
+//!   connection's first bytes, and runs it on another handler thread, so that answer alone
+//!   does not show the original finished (seen on the real broker) — and only then are they
+//!   re-sent with the same sequence numbers, which the broker de-duplicates if the first
+//!   attempt was written.
 
 use super::accumulator::Batch;
 use super::idempotence::{PidState, Stamp, restamp};
@@ -155,16 +159,19 @@ impl Producer {
     }
 
     /// Clears the doubt of every queued batch whose broker answered on a newer connection
-    /// since the one its unanswered request was written on.
+    /// since the one its unanswered request was written on; it is re-sent a request timeout
+    /// after that answer at the soonest (the original may still be executing until then).
     fn resolve_doubts(&mut self, net: &Net) {
         let mut cleared = Vec::new();
+        let settle = self.request_timeout;
         for (ti, t) in self.topics.iter_mut().enumerate() {
             for (pi, ps) in t.parts.iter_mut().enumerate() {
                 for b in &mut ps.queue {
                     if let Some((slot, conn)) = b.in_doubt
-                        && net.answered_since(slot, conn)
+                        && let Some(at) = net.answered_since(slot, conn)
                     {
                         b.in_doubt = None;
+                        b.retry_at = Some(b.retry_at.map_or(at + settle, |r| r.max(at + settle)));
                         cleared.push((ti, pi));
                     }
                 }
@@ -178,7 +185,7 @@ impl Producer {
     /// Asks `slot` for a round trip on a fresh connection (one probe per slot at a time)
     /// unless it answered on one already: the batches in doubt there wait for it.
     fn probe(&mut self, now: Instant, net: &mut Net, slot: usize, conn: crate::request::ConnId) {
-        if net.answered_since(slot, conn)
+        if net.answered_since(slot, conn).is_some()
             || self
                 .inflight
                 .values()
@@ -312,6 +319,12 @@ impl Producer {
                     });
                 }
                 net.counters.producer_records += s.batch.slots.len() as u64;
+                crate::metrics::emit::produced(
+                    &mut net.counters,
+                    &t.name,
+                    s.batch.slots.len(),
+                    s.batch.bytes,
+                );
                 s.batch.reported = true;
             }
         }
@@ -432,9 +445,11 @@ impl Producer {
             Flight::InitPid => self.on_pid(now, c),
             Flight::Produce { sent, .. } => self.on_produce(now, net, c, sent),
             Flight::Probe { slot } => {
-                // Answered or not: a batch still in doubt there asks again (a failed probe
-                // took a request timeout or a failed connect, so this cannot spin).
-                if !self.closed
+                // A failed probe (it took a request timeout or a lost connection, so this
+                // cannot spin) is asked again while a batch still waits in doubt there; an
+                // answered one resolved the doubt (the drain checks `answered_since`).
+                if c.result.is_err()
+                    && !self.closed
                     && let Some(conn) = self.doubt_on(slot)
                 {
                     self.probe(now, net, slot, conn);
@@ -477,11 +492,11 @@ impl Producer {
         // may still be executing it.
         let unanswered = match &c.result {
             Err(RequestError::Timeout { .. } | RequestError::Disconnected { .. }) => c.sent_on,
-            Err(RequestError::Broker { code, .. }) if *code == ErrorCode::UNKNOWN_SERVER_ERROR => {
-                c.sent_on // header-only 1: possibly partly applied
-            }
             _ => None,
         };
+        // A header-only 1 was answered (nothing still executes) but may follow a partial write.
+        let partial = matches!(&c.result,
+            Err(RequestError::Broker { code, .. }) if *code == ErrorCode::UNKNOWN_SERVER_ERROR);
         let mut doubt = None;
         let parsed: Result<ProduceResponse, RequestError> = match c.result {
             Ok(reply) => match reply.body {
@@ -513,6 +528,9 @@ impl Producer {
                 continue;
             }
             let mut s = s;
+            if partial {
+                s.batch.maybe_written = true;
+            }
             if let Some(on) = unanswered {
                 s.batch.maybe_written = true;
                 if self.idem.is_some() {
@@ -634,6 +652,10 @@ impl Producer {
                     ps.next_seq = batch.stamp.sequence.wrapping_add(count);
                 }
                 net.counters.producer_records += batch.slots.len() as u64;
+                if let Some(t) = self.topics.get(ti) {
+                    let (n, bytes) = (batch.slots.len(), batch.bytes);
+                    crate::metrics::emit::produced(&mut net.counters, &t.name, n, bytes);
+                }
                 self.succeed_batch(ti, pi, batch, Some(offset));
             }
             Verdict::NotReplicated(offset) => {
@@ -700,6 +722,7 @@ impl Producer {
                     self.fail_batch(ti, pi, batch, e, true);
                 } else {
                     net.counters.producer_retries += 1;
+                    tracing::debug!(attempt = batch.attempts, "retrying a batch: {error}");
                     batch.retry_at = Some(now + self.retry_delay(batch.attempts));
                     batch.last_error = Some(error);
                     self.requeue(ti, pi, batch);
@@ -776,6 +799,7 @@ impl Producer {
         error: DeliveryError,
         closed: bool,
     ) {
+        let error = self.with_leaderless_cause(ti, pi, error);
         let error = match error {
             DeliveryError::MaybeWritten { .. } => error,
             e if batch.maybe_written => DeliveryError::MaybeWritten { last: Box::new(e) },
@@ -793,6 +817,26 @@ impl Producer {
             self.release(ti, pi, batch);
         } else {
             self.recycle(batch);
+        }
+    }
+
+    /// A delivery timeout with no failure attached gets the reason the partition has no
+    /// leader, when the metadata gave one (a broker restarted on its data, a leader that is
+    /// not a known broker).
+    fn with_leaderless_cause(&self, ti: usize, pi: usize, error: DeliveryError) -> DeliveryError {
+        match error {
+            DeliveryError::Timeout { after, last: None } => {
+                let last = self.topics.get(ti).and_then(|t| {
+                    let reason = t.parts.get(pi)?.leaderless.clone()?;
+                    Some(Box::new(DeliveryError::Leaderless {
+                        topic: t.name.to_string(),
+                        partition: i32::try_from(pi).unwrap_or(i32::MAX),
+                        reason,
+                    }))
+                });
+                DeliveryError::Timeout { after, last }
+            }
+            e => e,
         }
     }
 

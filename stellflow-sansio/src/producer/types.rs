@@ -369,6 +369,18 @@ pub enum DeliveryError {
         /// The topic.
         topic: String,
     },
+    /// The partition has no usable leader, for the reason the metadata gives (e.g. its broker
+    /// restarted on its data: re-assert leadership). Reported as the last cause of a
+    /// [`DeliveryError::Timeout`] of records that waited for a leader.
+    #[error("{topic}-{partition} has no leader: {reason}")]
+    Leaderless {
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: i32,
+        /// Why, from the metadata.
+        reason: crate::metadata::LeaderlessReason,
+    },
     /// The broker fenced this producer (error 19 at the current epoch): another instance
     /// uses the same producer id. Use a distinct `client_id`.
     #[error("producer fenced by the broker (error 19); use a distinct client_id")]

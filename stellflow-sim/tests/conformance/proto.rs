@@ -910,29 +910,14 @@ pub fn parse_decommission(resp: &Resp) -> Result<(i16, Option<String>), String> 
 // Record data (§4)
 // ---------------------------------------------------------------------------------------------
 
-/// CRC-32 (IEEE, zlib, `java.util.zip.CRC32`), bitwise.
+/// CRC-32 (IEEE, zlib, `java.util.zip.CRC32`), by the `crc32fast` crate.
 pub fn crc32(data: &[u8]) -> u32 {
-    crc_reflected(data, 0xEDB8_8320)
+    crc32fast::hash(data)
 }
 
-/// CRC-32C (Castagnoli), bitwise.
+/// CRC-32C (Castagnoli), by the `crc32c` crate.
 pub fn crc32c(data: &[u8]) -> u32 {
-    crc_reflected(data, 0x82F6_3B78)
-}
-
-fn crc_reflected(data: &[u8], poly: u32) -> u32 {
-    let mut crc = 0xFFFF_FFFFu32;
-    for &byte in data {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ poly
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
+    crc32c::crc32c(data)
 }
 
 /// Every SRFB header field, so malformed batches can be built (§4.2).
