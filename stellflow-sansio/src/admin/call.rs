@@ -358,3 +358,35 @@ impl sealed::Sealed for Described {
 }
 
 impl AdminOutput for Described {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::BrokerAddress;
+    use stellflow_proto::ErrorCode;
+
+    fn status() -> ClusterStatus {
+        ClusterStatus {
+            address: BrokerAddress::new("b", 1),
+            broker_id: Some(1),
+            error_code: ErrorCode::NONE,
+            cluster_id: None,
+            broker_count: 1,
+            topic_count: 0,
+            partition_count: 0,
+        }
+    }
+
+    #[test]
+    fn an_outcome_gives_its_typed_result_to_its_own_id_only() {
+        let asked: AdminId<ClusterStatus> = AdminId::new(RequestId(7));
+        let other: AdminId<ClusterStatus> = AdminId::new(RequestId(8));
+        let outcome = AdminOutcome::new(RequestId(7), Outcome::Status(status()));
+        let back = outcome
+            .clone()
+            .take(other)
+            .expect_err("not the answer to 8");
+        assert_eq!(back, outcome);
+        assert_eq!(outcome.take(asked), Ok(status()));
+    }
+}
