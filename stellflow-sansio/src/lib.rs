@@ -1,6 +1,11 @@
 //! The sans-IO Stellflow client: a pure state machine that takes bytes and time in and gives
 //! bytes, connect requests, timer deadlines and events out.
 //!
+//! Where it sits: it depends on `stellflow-proto` only; the runtime adapters
+//! (`stellflow-tokio`, `stellflow-smol`, `stellflow-blocking`, all built on `stellflow-async`)
+//! and the simulation harness drive it. The repository's `ARCHITECTURE.md` draws the whole
+//! workspace.
+//!
 //! The core never reads the clock, never asks the OS for randomness, never spawns a thread and
 //! never touches a socket (DESIGN §2). Time comes in as `now` on every input; randomness (backoff
 //! jitter, the default client id) comes from the seed given to [`Client::new`]. Runtime crates
