@@ -15,9 +15,9 @@ where
 {
     let start = move |st: &mut crate::state::State, now, tx: crate::state::Reply<_>| {
         match st.client.admin(now, call, &opts) {
-            // The answer is routed by its id and taken with the same typed id; an answer that
-            // were not this command's would leave `tx` unanswered (the caller then sees the
-            // driver gone) — the core gives each id exactly its own outcome.
+            // The answer is routed by its id and taken with the same typed id. The core gives
+            // each id exactly its own outcome; were it ever another's, `tx` would be dropped
+            // unanswered and the caller would see `Error::Shutdown`, not a wrong value.
             Ok(id) => {
                 let deliver = move |result: std::result::Result<AdminOutcome, AdminError>| {
                     if let Some(r) = result.map(|o| o.take(id).ok()).transpose() {
