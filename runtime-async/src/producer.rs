@@ -108,16 +108,22 @@ impl<R: Runtime> Producer<R> {
     /// Cancel safety: dropping the future before it completes leaves the record unqueued.
     pub async fn enqueue(&self, record: Record) -> Result<Delivery> {
         let max_block = self.client.link.options.max_block;
-        let deadline = Instant::now() + max_block;
         let (reply, rx) = oneshot::channel();
-        let mut pending = Some(Pending {
-            record,
-            deadline,
-            reply,
-        });
+        // The deadline is taken from the clock reading `with` makes anyway: one clock read
+        // per record, not two.
+        let mut first = Some((record, reply));
+        let mut pending = None;
         let queue = futures_lite::future::poll_fn(|cx| {
             let queued = self.client.link.with(|st, now| {
-                let back = st.enqueue(now, pending.take()?);
+                let p = match first.take() {
+                    Some((record, reply)) => Pending {
+                        record,
+                        deadline: now + max_block,
+                        reply,
+                    },
+                    None => pending.take()?,
+                };
+                let back = st.enqueue(now, p);
                 if back.is_some() {
                     st.wait(cx);
                 }
@@ -132,8 +138,10 @@ impl<R: Runtime> Producer<R> {
                 Err(e) => Poll::Ready(Err(e)),
             }
         });
+        // Polled only once the record had to wait: its deadline is then read off the clock
+        // (a few microseconds after the one in its `Pending`).
         let expire = async {
-            R::sleep_until(deadline).await;
+            R::sleep_until(Instant::now() + max_block).await;
             Err(Error::BufferFull(max_block))
         };
         futures_lite::future::or(queue, expire).await?;

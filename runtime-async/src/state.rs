@@ -248,15 +248,15 @@ impl State {
     /// Takes up to `max` records the core has ready.
     pub fn take_records(&mut self, max: usize) -> Vec<ConsumerRecord> {
         let mut out = Vec::new();
-        while out.len() < max {
-            let Some(r) = self.client.poll_record() else {
-                break;
-            };
-            if out.is_empty() {
-                out.reserve(max.min(16 * 1024));
-            }
-            out.push(r);
+        if max == 0 {
+            return out;
         }
+        let Some(first) = self.client.poll_record() else {
+            return out;
+        };
+        out.reserve(max.min(16 * 1024));
+        out.push(first);
+        self.client.poll_records(&mut out, max - 1);
         out
     }
 
@@ -326,6 +326,9 @@ impl State {
         if self.events.len() == Events::CAP {
             self.events.pop_front();
             self.dropped_events += 1;
+            if self.dropped_events == 1 {
+                tracing::debug!("consumer events dropped: nobody reads Consumer::events");
+            }
         }
         self.events.push_back(e);
     }

@@ -1,13 +1,13 @@
 //! Blocking `std::net` sockets behind the driver's non-blocking interface: each connection
-//! has a reader thread (it connects, then reads into one reused buffer and queues what it read
-//! for the driver) and a writer thread (it writes what the driver hands over, in order). Bytes
+//! has a reader thread (it connects, then reads response frames, each into an allocation of its
+//! own size, and queues them for the driver) and a writer thread (it writes what the driver hands over, in order). Bytes
 //! pass between the threads and the driver without copying.
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures_channel::oneshot;
 use std::collections::VecDeque;
 use std::future::Future;
-use std::io::{self, ErrorKind, Read, Write};
+use std::io::{self, BufReader, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -15,8 +15,16 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use stellflow_sansio::BrokerAddress;
 
-/// Read chunk size; one chunk holds many small responses or a slice of a big one.
-const READ_CHUNK: usize = 256 * 1024;
+/// The reader's buffer for small reads (length prefixes and small frames, several a syscall);
+/// a frame body larger than this is read straight into the frame's own allocation.
+const SMALL_READS: usize = 64 * 1024;
+
+/// Bytes of a frame's length prefix (big-endian, counting the bytes after it).
+const LENGTH_PREFIX: usize = 4;
+
+/// The most the reader allocates for one piece of a frame: the protocol's default frame
+/// limit. Longer frames are queued in pieces of this size.
+const MAX_PIECE: usize = 64 * 1024 * 1024;
 
 /// What the reader thread queued and the driver has not taken yet.
 #[derive(Default)]
@@ -170,32 +178,179 @@ fn open(
     Err(last)
 }
 
-/// The reader thread: reads until EOF or an error, queueing each read for the driver.
-fn read(mut stream: TcpStream, inbox: &Mutex<Inbox>) {
-    // `buf`'s length is zeroed free space: reads go into it and each filled prefix is split
-    // off. It is refilled once little is left, reusing the allocation when the core has
-    // dropped every slice of the earlier chunks.
-    let mut buf = BytesMut::new();
-    loop {
-        if buf.len() < READ_CHUNK / 16 {
-            buf.clear();
-            buf.reserve(READ_CHUNK);
-            buf.resize(buf.capacity(), 0);
-        }
-        let r = stream.read(&mut buf);
+/// The reader thread: reads until EOF or an error, queueing each response frame for the
+/// driver as one allocation of its own size.
+///
+/// Reading frame by frame (a small buffered read for the 4-byte length prefix, then the body
+/// straight into a vector of its size) means the core gets every frame whole, so it never
+/// copies one that would have spanned two read chunks, and `read_to_end` reads into the
+/// vector's spare capacity, so no buffer is zeroed before a read. Bodies longer than
+/// [`MAX_PIECE`] (beyond the protocol's default frame limit) are queued in pieces, leaving the
+/// core to join or reject them, so a hostile length prefix cannot make this thread allocate
+/// more than that at once.
+fn read(stream: TcpStream, inbox: &Mutex<Inbox>) {
+    let mut stream = BufReader::with_capacity(SMALL_READS, stream);
+    let queue = |piece: Vec<u8>| {
         let mut st = lock(inbox);
-        match r {
-            Ok(0) => st.end = Some(Ok(())),
-            Ok(n) => st.chunks.push_back(buf.split_to(n)),
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => st.end = Some(Err((e.kind(), e.to_string()))),
-        }
-        let end = st.end.is_some();
+        st.chunks.push_back(BytesMut::from(Bytes::from(piece)));
         if let Some(w) = st.waker.take() {
             w.wake();
         }
-        if end {
-            return;
+    };
+    let end = loop {
+        match read_frame(&mut stream, MAX_PIECE, queue) {
+            Ok(true) => {}
+            Ok(false) => break Ok(()),
+            Err(e) => break Err((e.kind(), e.to_string())),
         }
+    };
+    let mut st = lock(inbox);
+    st.end = Some(end);
+    if let Some(w) = st.waker.take() {
+        w.wake();
+    }
+}
+
+/// Reads one frame from `stream`, handing it to `queue` whole (or in `max_piece` pieces, and
+/// a truncated frame's bytes before EOF or an error). `Ok(false)` at EOF.
+fn read_frame(
+    stream: &mut impl Read,
+    max_piece: usize,
+    mut queue: impl FnMut(Vec<u8>),
+) -> io::Result<bool> {
+    let mut prefix = Vec::with_capacity(LENGTH_PREFIX);
+    let got = read_up_to(stream, &mut prefix, LENGTH_PREFIX);
+    if prefix.len() < LENGTH_PREFIX {
+        if !prefix.is_empty() {
+            queue(prefix);
+        }
+        return got.map(|()| false);
+    }
+    let mut len = [0; LENGTH_PREFIX];
+    len.copy_from_slice(&prefix);
+    let mut rest = u32::from_be_bytes(len) as usize;
+    let mut piece = prefix;
+    piece.reserve_exact(rest.min(max_piece));
+    loop {
+        let want = rest.min(max_piece.saturating_sub(piece.len()).max(1));
+        let before = piece.len();
+        let got = read_up_to(stream, &mut piece, want);
+        rest -= piece.len() - before;
+        if rest == 0 || piece.len() - before < want {
+            if !piece.is_empty() {
+                queue(piece);
+            }
+            return got.map(|()| rest == 0);
+        }
+        queue(piece);
+        piece = Vec::with_capacity(rest.min(max_piece));
+    }
+}
+
+/// Appends up to `n` bytes of `stream` to `out`, fewer only at EOF or on an error (the bytes
+/// read before the error stay in `out`). Reads go into `out`'s spare capacity without zeroing.
+fn read_up_to(stream: &mut impl Read, out: &mut Vec<u8>, n: usize) -> io::Result<()> {
+    // `read_to_end` retries interrupted reads itself.
+    stream.take(n as u64).read_to_end(out).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_frame;
+    use std::io::{self, Read};
+
+    /// A stream that hands out at most `step` bytes a read, then fails or ends.
+    struct Trickle {
+        data: Vec<u8>,
+        at: usize,
+        step: usize,
+        fail_at_end: bool,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.data.len() - self.at);
+            if n == 0 && self.fail_at_end {
+                return Err(io::ErrorKind::ConnectionReset.into());
+            }
+            buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    fn frame(body: &[u8]) -> Vec<u8> {
+        let mut f = (body.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(body);
+        f
+    }
+
+    fn read_all(
+        data: Vec<u8>,
+        step: usize,
+        max_piece: usize,
+        fail: bool,
+    ) -> (Vec<Vec<u8>>, io::Result<()>) {
+        let mut s = Trickle {
+            data,
+            at: 0,
+            step,
+            fail_at_end: fail,
+        };
+        let mut pieces = Vec::new();
+        loop {
+            match read_frame(&mut s, max_piece, |p| pieces.push(p)) {
+                Ok(true) => {}
+                Ok(false) => return (pieces, Ok(())),
+                Err(e) => return (pieces, Err(e)),
+            }
+        }
+    }
+
+    #[test]
+    fn frames_arrive_whole_however_the_stream_splits_them() {
+        let mut data = frame(b"hello");
+        data.extend(frame(b""));
+        data.extend(frame(&[7; 300]));
+        for step in [1, 3, 4, 5, 1000] {
+            let (pieces, end) = read_all(data.clone(), step, 1 << 20, false);
+            assert!(end.is_ok());
+            assert_eq!(
+                pieces,
+                vec![frame(b"hello"), frame(b""), frame(&[7; 300])],
+                "step {step}"
+            );
+        }
+    }
+
+    #[test]
+    fn long_frames_come_in_bounded_pieces_that_join_up() {
+        let data = frame(&[9; 250]);
+        let (pieces, end) = read_all(data.clone(), 64, 100, false);
+        assert!(end.is_ok());
+        assert!(
+            pieces.iter().all(|p| p.len() <= 100),
+            "{:?}",
+            pieces.iter().map(Vec::len).collect::<Vec<_>>()
+        );
+        assert_eq!(pieces.concat(), data);
+    }
+
+    #[test]
+    fn a_truncated_frame_is_queued_then_eof_or_the_error_ends_the_stream() {
+        let mut data = frame(b"whole");
+        data.extend(&frame(b"cut off")[..6]);
+        let (pieces, end) = read_all(data.clone(), 2, 1 << 20, false);
+        assert!(end.is_ok());
+        assert_eq!(pieces.concat(), data);
+        let (pieces, end) = read_all(data.clone(), 2, 1 << 20, true);
+        assert_eq!(
+            end.map_err(|e| e.kind()),
+            Err(io::ErrorKind::ConnectionReset)
+        );
+        assert_eq!(pieces.concat(), data);
+        let (pieces, end) = read_all(data[..2].to_vec(), 1, 1 << 20, false);
+        assert!(end.is_ok());
+        assert_eq!(pieces, vec![data[..2].to_vec()]);
     }
 }

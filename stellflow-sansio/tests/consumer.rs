@@ -52,6 +52,47 @@ fn consumes_exactly_n_in_order_over_brokers_and_formats() {
 }
 
 #[test]
+fn poll_records_delivers_the_same_records_as_poll_record_in_batches() {
+    let mut w = World::with(
+        ClusterConfig::with_brokers(2),
+        consumer_config("broker-1:9092,broker-2:9092", None),
+    );
+    w.sim.create_topic("orders", 2, 1).unwrap();
+    let exp = fill(&mut w, "orders", 2, 30, 20);
+    let n: usize = exp.values().map(Vec::len).sum();
+    w.bootstrap();
+    let tps: Vec<_> = (0..2).map(|p| TopicPartition::new("orders", p)).collect();
+    w.client.assign(w.now, &tps).unwrap();
+    let mut got = Got::new();
+    let mut batch = Vec::new();
+    let mut blob_ends = 0;
+    w.run_until(Duration::from_secs(60), |w| {
+        loop {
+            assert_eq!(w.client.poll_records(&mut batch, 0), 0);
+            let before = batch.len();
+            let k = w.client.poll_records(&mut batch, 7);
+            assert_eq!(batch.len(), before + k);
+            assert!(k <= 7, "{k} records for a batch of 7");
+            for r in batch.drain(..) {
+                blob_ends += usize::from(r.last_in_blob);
+                got.entry(TopicPartition::new(&r.topic, r.partition))
+                    .or_default()
+                    .push(((r.offset, r.index), r.value.unwrap().to_vec(), r.format));
+            }
+            if k == 0 {
+                return count(&got) >= n;
+            }
+        }
+    });
+    assert_exact(&exp, &got);
+    assert_eq!(blob_ends, 60, "one last_in_blob record per blob");
+    assert_eq!(w.client.counters().consumer_records, n as u64);
+    for tp in &tps {
+        assert_eq!(w.client.position(tp), Some(Position::blob(30)));
+    }
+}
+
+#[test]
 fn partition_over_many_small_segments_reads_back_exactly() {
     let log = LogConfig {
         segment_bytes: 4096,

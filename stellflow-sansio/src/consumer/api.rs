@@ -169,6 +169,19 @@ impl Client {
         consumer.poll_record(events, &mut net.counters)
     }
 
+    /// Appends up to `max` records to `out` (like `max` calls of [`Client::poll_record`]) and
+    /// returns how many. Cheaper per record: each is built in its slot of `out`, not moved
+    /// there. Reserve room in `out` first to keep it from growing while it fills.
+    pub fn poll_records(&mut self, out: &mut Vec<ConsumerRecord>, max: usize) -> usize {
+        let Client {
+            consumer,
+            events,
+            net,
+            ..
+        } = self;
+        consumer.poll_records(events, &mut net.counters, out, max)
+    }
+
     /// Commits the positions of every assigned partition (the first undelivered record,
     /// mid-blob included), retrying retriable failures until `consumer.rebalance_timeout`.
     /// The outcome is [`super::ConsumerEvent::CommitCompleted`] with the returned id.
