@@ -58,8 +58,6 @@ pub mod prelude {
     pub use crate::{Committed, Delivery, Error, Events, Options, Record, Result, Runtime, SeekTo};
     /// The `bytes` crate of record keys and values.
     pub use bytes;
-    pub use stellflow_sansio::metrics::{ApiCounters, DurationHistogram};
-    pub use stellflow_sansio::producer::{KeyedPartitioner, KeylessPartitioner, Partitioner};
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
     pub use stellflow_sansio::stellflow_proto::record::Compression;
     pub use stellflow_sansio::stellflow_proto::{ApiKey, ErrorClass, ErrorCode};
@@ -72,6 +70,9 @@ pub mod prelude {
         OffsetSpec, PartitionInfo, PartitionOutcome, PartitionOverride, Position, ProduceError,
         ProducerConfig, ReassertedPartition, RecordMetadata, RequestError, RequestOptions, Target,
         TopicAdminResult, TopicDescription, TopicPartition, TraceContext,
+    };
+    pub use stellflow_sansio::{
+        ApiCounters, DurationHistogram, KeyedPartitioner, KeylessPartitioner, Partitioner,
     };
 }
 

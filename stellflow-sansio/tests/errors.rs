@@ -11,11 +11,11 @@ use common::World;
 use std::time::Duration;
 use stellflow_proto::ApiKey;
 use stellflow_proto::messages::{HealthCheckRequest, RequestBody};
-use stellflow_sansio::producer::{DeliveryError, ProducerRecord};
 use stellflow_sansio::{
     Client, ClientConfig, ConfigError, DisconnectReason, Event, LeaderlessReason, RequestError,
     RequestOptions, Target,
 };
+use stellflow_sansio::{DeliveryError, ProducerRecord};
 use stellflow_sim::{ClusterConfig, Fault, FaultRule};
 
 /// The outcome of the one record produced, waiting up to `max`.
