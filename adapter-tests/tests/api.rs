@@ -33,7 +33,7 @@ macro_rules! api {
             );
             let _ = (
                 sf::Admin::connect, sf::Admin::connect_with, sf::Admin::client,
-                sf::Admin::request, sf::Admin::api_versions, sf::Admin::describe_cluster,
+                sf::Admin::call::<sf::ClusterStatus>, sf::Admin::api_versions, sf::Admin::describe_cluster,
                 sf::Admin::health_check, sf::Admin::describe_topics, sf::Admin::create_topic,
                 sf::Admin::delete_topic, sf::Admin::alter_partition,
             );

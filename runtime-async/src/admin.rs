@@ -3,31 +3,33 @@
 use crate::state::Link;
 use crate::{Client, ClientConfig, ClusterMetadata, Counters, Options, Result, Runtime};
 use stellflow_sansio::{
-    AdminCall, AdminRequest, AdminResponse, BrokerApiVersions, ClusterStatus, CommittedOffset,
-    DecommissionResult, ListedOffset, OffsetSpec, ReassertedPartition, RequestOptions, Target,
-    TopicAdminResult, TopicDescription,
+    AdminCall, AdminError, AdminOutcome, AdminOutput, BrokerApiVersions, ClusterStatus,
+    CommittedOffset, DecommissionResult, ListedOffset, OffsetSpec, PartitionOverride,
+    ReassertedPartition, RequestOptions, Target, TopicAdminResult, TopicDescription,
 };
 
-/// Runs one admin request and waits for its answer.
-async fn request(
-    link: &Link,
-    request: AdminRequest,
-    opts: RequestOptions,
-) -> Result<AdminResponse> {
-    let call = move |st: &mut crate::state::State, now, tx: crate::state::Reply<_>| match st
-        .client
-        .admin(now, request, &opts)
-    {
-        Ok(id) => drop(st.admin.insert(id, tx)),
-        Err(e) => drop(tx.send(Err(e))),
+/// Runs one admin command and waits for its typed result.
+pub(crate) async fn run<T>(link: &Link, call: AdminCall<T>, opts: RequestOptions) -> Result<T>
+where
+    T: AdminOutput + Send + 'static,
+{
+    let start = move |st: &mut crate::state::State, now, tx: crate::state::Reply<_>| {
+        match st.client.admin(now, call, &opts) {
+            // The answer is routed by its id and taken with the same typed id. The core gives
+            // each id exactly its own outcome; were it ever another's, `tx` would be dropped
+            // unanswered and the caller would see `Error::Shutdown`, not a wrong value.
+            Ok(id) => {
+                let deliver = move |result: std::result::Result<AdminOutcome, AdminError>| {
+                    if let Some(r) = result.map(|o| o.take(id).ok()).transpose() {
+                        let _ = tx.send(r);
+                    }
+                };
+                drop(st.admin.insert(id.id(), Box::new(deliver)));
+            }
+            Err(e) => drop(tx.send(Err(e))),
+        }
     };
-    Ok(link.call(call).await??)
-}
-
-/// Runs `call` with default options and takes its typed result out of the answer.
-pub(crate) async fn run<T>(link: &Link, call: AdminCall<T>) -> Result<T> {
-    let response = request(link, call.request, RequestOptions::default()).await?;
-    Ok((call.take)(response)?)
+    Ok(link.call(start).await??)
 }
 
 /// Cluster and topic administration. Cheap to clone. `R` is the runtime that drives the
@@ -65,17 +67,17 @@ impl<R: Runtime> Admin<R> {
         &self.client
     }
 
-    /// Runs any admin command with per-request options (trace context, timeout).
-    pub async fn request(
-        &self,
-        request: AdminRequest,
-        opts: RequestOptions,
-    ) -> Result<AdminResponse> {
-        self::request(&self.client.link, request, opts).await
+    /// Runs any admin command with per-request options (trace context, timeout), e.g.
+    /// `admin.call(AdminCall::describe_cluster(Target::Any), opts)`.
+    pub async fn call<T>(&self, call: AdminCall<T>, opts: RequestOptions) -> Result<T>
+    where
+        T: AdminOutput + Send + 'static,
+    {
+        run(&self.client.link, call, opts).await
     }
 
-    async fn go<T>(&self, call: AdminCall<T>) -> Result<T> {
-        run(&self.client.link, call).await
+    async fn go<T: AdminOutput + Send + 'static>(&self, call: AdminCall<T>) -> Result<T> {
+        run(&self.client.link, call, RequestOptions::default()).await
     }
 
     /// The API versions one broker supports and the ones this client chose.
@@ -118,10 +120,13 @@ impl<R: Runtime> Admin<R> {
     }
 
     /// AlterPartition: overrides one partition's leader, epoch, replicas and ISR on one broker
-    /// (a controller operation: use with care). Build the request as
-    /// [`AdminRequest::AlterPartition`].
-    pub async fn alter_partition(&self, request: AdminRequest) -> Result<TopicAdminResult> {
-        self.go(AdminCall::alter_partition(request)).await
+    /// (a controller operation: use with care).
+    pub async fn alter_partition(
+        &self,
+        change: PartitionOverride,
+        target: Target,
+    ) -> Result<TopicAdminResult> {
+        self.go(AdminCall::alter_partition(change, target)).await
     }
 
     /// ListOffsets for `(topic, partition, spec)` triples, routed to the leaders; results in

@@ -207,10 +207,13 @@ impl<R: Runtime> Consumer<R> {
             SeekTo::Committed => Core::Committed,
             SeekTo::Timestamp(ms) => {
                 let listed = self.offsets_for_times(&[(tp.clone(), ms)]).await?;
-                let info = listed
-                    .into_iter()
-                    .next()
-                    .ok_or(Error::Unexpected("no offset".into()))?;
+                // The core answers each requested partition, in order.
+                let info = listed.into_iter().next().ok_or_else(|| {
+                    Error::Admin(stellflow_sansio::AdminError::UnknownPartition {
+                        topic: tp.topic.to_string(),
+                        partition: tp.partition,
+                    })
+                })?;
                 Core::Position(Position::new(info.result?.offset, 0))
             }
         };
@@ -227,7 +230,12 @@ impl<R: Runtime> Consumer<R> {
         let specs: Vec<_> = (times.iter())
             .map(|(tp, ms)| (&tp.topic[..], tp.partition, OffsetSpec::Timestamp(*ms)))
             .collect();
-        admin(&self.client.link, AdminCall::list_offsets(&specs)).await
+        admin(
+            &self.client.link,
+            AdminCall::list_offsets(&specs),
+            Default::default(),
+        )
+        .await
     }
 
     /// The next position `poll` returns from `tp` (`None` while it is being resolved or when

@@ -3,7 +3,6 @@
 use std::time::Duration;
 use stellflow_sansio::{
     AdminError, ConfigError, ConsumerError, DeliveryError, ProduceError, RequestError,
-    UnexpectedResponse,
 };
 
 /// Everything that can go wrong in an adapter call (each adapter crate re-exports it as
@@ -46,9 +45,6 @@ pub enum Error {
     /// thread): call `connect` inside a runtime, or free resources and connect again.
     #[error("cannot start the client driver: {0}")]
     Spawn(String),
-    /// The core answered with a result of another kind (a bug: please report it).
-    #[error("unexpected answer from the core: {0}")]
-    Unexpected(String),
 }
 
 impl Error {
@@ -77,12 +73,6 @@ fn delivery_retriable(e: &DeliveryError) -> bool {
         DeliveryError::Request(e) => e.is_retriable(),
         DeliveryError::RetriesExhausted { last, .. } => delivery_retriable(last),
         _ => false,
-    }
-}
-
-impl From<UnexpectedResponse> for Error {
-    fn from(e: UnexpectedResponse) -> Self {
-        Error::Unexpected(e.to_string())
     }
 }
 

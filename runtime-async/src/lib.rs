@@ -58,20 +58,21 @@ pub mod prelude {
     pub use crate::{Committed, Delivery, Error, Events, Options, Record, Result, Runtime, SeekTo};
     /// The `bytes` crate of record keys and values.
     pub use bytes;
-    pub use stellflow_sansio::metrics::{ApiCounters, DurationHistogram};
-    pub use stellflow_sansio::producer::{KeyedPartitioner, KeylessPartitioner, Partitioner};
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
     pub use stellflow_sansio::stellflow_proto::record::Compression;
     pub use stellflow_sansio::stellflow_proto::{ApiKey, ErrorClass, ErrorCode};
     pub use stellflow_sansio::{
-        Acks, AdminError, AdminRequest, AdminResponse, ApiSupport, BatchFormat, BrokerAddress,
+        Acks, AdminCall, AdminError, AdminOutput, ApiSupport, BatchFormat, BrokerAddress,
         BrokerApiVersions, BrokerInfo, ClientConfig, ClusterMetadata, ClusterStatus, CommitId,
         CommitKind, CommittedOffset, ConfigError, ConnectionError, ConsumerConfig, ConsumerError,
         ConsumerEvent, ConsumerRecord, Counters, DecommissionResult, DeliveryError, HeaderFields,
         InvalidTopicName, LeaderlessReason, ListedOffset, LogStartAction, OffsetInfo, OffsetReset,
-        OffsetSpec, PartitionInfo, PartitionOutcome, Position, ProduceError, ProducerConfig,
-        ReassertedPartition, RecordMetadata, RequestError, RequestOptions, Target,
+        OffsetSpec, PartitionInfo, PartitionOutcome, PartitionOverride, Position, ProduceError,
+        ProducerConfig, ReassertedPartition, RecordMetadata, RequestError, RequestOptions, Target,
         TopicAdminResult, TopicDescription, TopicPartition, TraceContext,
+    };
+    pub use stellflow_sansio::{
+        ApiCounters, DurationHistogram, KeyedPartitioner, KeylessPartitioner, Partitioner,
     };
 }
 

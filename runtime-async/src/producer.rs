@@ -12,7 +12,7 @@ use std::time::Instant;
 /// timestamp, with cheaply cloned [`bytes::Bytes`] (a `Vec<u8>`, `String` or `&'static`
 /// slice converts without copying). It is owned because a record may wait in the lane for
 /// buffer space after the call returns; it is copied once, into its batch.
-pub use stellflow_sansio::producer::OwnedRecord as Record;
+pub use stellflow_sansio::OwnedRecord as Record;
 
 /// The outcome of one [`Producer::enqueue`]: `.await` it (async) or [`Delivery::wait`]
 /// (blocking) for the record's [`RecordMetadata`]. Dropping it does not cancel the send; the

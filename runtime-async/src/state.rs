@@ -18,13 +18,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Waker};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use stellflow_sansio::{
-    AdminError, AdminResponse, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
+    AdminError, AdminOutcome, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
     ConsumerEvent, ConsumerRecord, DisconnectReason, Event, FlushId, Position, ProduceError,
     RecordMetadata, RequestId, SeqMap, TopicPartition,
 };
 
 /// The sending side of a one-shot answer (the one one-shot channel of the adapters).
 pub(crate) type Reply<T> = oneshot::Sender<T>;
+/// Hands an admin command's answer to its caller, typed (see `admin::run`).
+pub(crate) type AdminReply = Box<dyn FnOnce(Result<AdminOutcome, AdminError>) + Send>;
 /// A command parked behind records in the producer's lane.
 type Job = Box<dyn FnOnce(&mut State, Instant) + Send>;
 /// Positions, as commits take and report them.
@@ -140,7 +142,7 @@ fn outcome(failed: u64) -> Result<(), Error> {
 pub(crate) struct State {
     pub client: Client,
     pub options: Arc<Options>,
-    pub admin: IdMap<RequestId, Reply<Result<AdminResponse, AdminError>>>,
+    pub admin: IdMap<RequestId, AdminReply>,
     /// By produce id: ids rise and mostly complete in order (see [`SeqMap`]).
     pub deliveries: SeqMap<Reply<Result<RecordMetadata, Error>>>,
     pub flushes: IdMap<FlushId, Reply<()>>,
@@ -282,8 +284,8 @@ impl State {
     fn on_event(&mut self, event: Event) {
         match event {
             Event::Admin { id, result } => {
-                if let Some(tx) = self.admin.remove(&id) {
-                    let _ = tx.send(result);
+                if let Some(deliver) = self.admin.remove(&id) {
+                    deliver(result);
                 }
             }
             Event::Produced { id, result } => {

@@ -2,10 +2,11 @@
 //! `stellflow-async`, each call run on the calling thread until it completes.
 
 use crate::{
-    AdminRequest, AdminResponse, BrokerApiVersions, ClientConfig, ClusterMetadata, ClusterStatus,
+    AdminCall, AdminOutput, BrokerApiVersions, ClientConfig, ClusterMetadata, ClusterStatus,
     Committed, CommittedOffset, ConsumerRecord, Counters, DecommissionResult, Delivery, Events,
-    ListedOffset, OffsetSpec, Options, Position, ReassertedPartition, Record, RecordMetadata,
-    RequestOptions, Result, SeekTo, Target, TopicAdminResult, TopicDescription, TopicPartition,
+    ListedOffset, OffsetSpec, Options, PartitionOverride, Position, ReassertedPartition, Record,
+    RecordMetadata, RequestOptions, Result, SeekTo, Target, TopicAdminResult, TopicDescription,
+    TopicPartition,
 };
 use crate::{Blocking, block_on};
 use std::sync::Arc;
@@ -292,9 +293,16 @@ pub struct Admin {
 handle!(Admin, admin);
 
 impl Admin {
+    /// Runs any admin command with per-request options (trace context, timeout), e.g.
+    /// `admin.call(AdminCall::describe_cluster(Target::Any), opts)`.
+    pub fn call<T>(&self, call: AdminCall<T>, opts: RequestOptions) -> Result<T>
+    where
+        T: AdminOutput + Send + 'static,
+    {
+        block_on(self.inner.call(call, opts))
+    }
+
     blocking! {
-        /// Runs any admin command with per-request options (trace context, timeout).
-        fn request(&self, request: AdminRequest, opts: RequestOptions) -> Result<AdminResponse>;
         /// The API versions one broker supports and the ones this client chose.
         fn api_versions(&self, target: Target) -> Result<BrokerApiVersions>;
         /// DescribeCluster on one broker (its local view).
@@ -308,9 +316,8 @@ impl Admin {
         fn create_topic(&self, topic: &str, partitions: i32, target: Target) -> Result<TopicAdminResult>;
         /// DeleteTopic on one broker.
         fn delete_topic(&self, topic: &str, target: Target) -> Result<TopicAdminResult>;
-        /// AlterPartition: a controller-style override of one partition (use with care),
-        /// built as [`AdminRequest::AlterPartition`].
-        fn alter_partition(&self, request: AdminRequest) -> Result<TopicAdminResult>;
+        /// AlterPartition: a controller-style override of one partition (use with care).
+        fn alter_partition(&self, change: PartitionOverride, target: Target) -> Result<TopicAdminResult>;
         /// ListOffsets for `(topic, partition, spec)` triples, routed to the leaders; results
         /// in request order.
         fn list_offsets(&self, partitions: &[(&str, i32, OffsetSpec)]) -> Result<Vec<ListedOffset>>;

@@ -1,5 +1,8 @@
 //! Wire types and codecs for the Stellflow protocol.
 //!
+//! The bottom of the workspace: it depends on no other stellflow crate, and both sides build on
+//! it — the client core (`stellflow-sansio`) and the simulated broker (`stellflow-sim`).
+//!
 //! Stellflow speaks a big-endian, fixed-width binary protocol (no varints, no tagged fields). This
 //! crate holds everything needed to read and write it, with no state and no IO:
 //!

@@ -29,8 +29,8 @@ use stellflow_proto::messages::{
     ProducePartitionResponse, ProduceRequest, ProduceResponse, ProduceTopicResponse,
 };
 use stellflow_proto::{ApiKey, ErrorCode, Reader, Wire};
-use stellflow_sansio::producer::{ProduceError, ProducerRecord};
 use stellflow_sansio::{Client, ClientConfig, ConnId, Event};
+use stellflow_sansio::{ProduceError, ProducerRecord};
 use stellflow_sim::SimCluster;
 
 #[global_allocator]

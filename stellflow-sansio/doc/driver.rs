@@ -1,7 +1,7 @@
 use bytes::BytesMut;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use stellflow_sansio::{AdminResponse, Client, ClientConfig, DisconnectReason, Event, Target};
+use stellflow_sansio::{Client, ClientConfig, DisconnectReason, Event, Target};
 use stellflow_sim::SimCluster;
 
 fn main() {
@@ -46,8 +46,9 @@ fn main() {
             }
             while let Some(event) = client.poll_event() {
                 progress = true;
-                if let Event::Admin { id, result: Ok(AdminResponse::Cluster(c)) } = event {
-                    assert_eq!(Some(id), asked);
+                if let Event::Admin { id, result: Ok(outcome) } = event {
+                    assert_eq!(Some(id), asked.map(|a| a.id()));
+                    let c = outcome.take(asked.unwrap()).unwrap();
                     assert_eq!(c.broker_count, 1);
                     break 'run;
                 }

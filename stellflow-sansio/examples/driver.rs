@@ -19,9 +19,7 @@ use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use stellflow_sansio::{
-    AdminResponse, Client, ClientConfig, ConnId, DisconnectReason, Event, Target,
-};
+use stellflow_sansio::{Client, ClientConfig, ConnId, DisconnectReason, Event, Target};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = match std::env::args().nth(1) {
@@ -96,9 +94,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             while let Some(event) = client.poll_event() {
                 progress = true;
                 match event {
-                    Event::Admin { id, result } if Some(id) == pending => {
-                        match result {
-                            Ok(AdminResponse::Cluster(c)) => println!(
+                    Event::Admin { id, result } if pending.is_some_and(|p| p.id() == id) => {
+                        let asked = pending.ok_or("no command pending")?;
+                        match result.map(|outcome| outcome.take(asked)) {
+                            Ok(Ok(c)) => println!(
                                 "cluster {:?}: {} broker(s), {} topic(s) as seen by {}",
                                 c.cluster_id, c.broker_count, c.topic_count, c.address
                             ),

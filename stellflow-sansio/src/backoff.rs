@@ -38,11 +38,6 @@ impl Backoff {
     pub fn reset(&mut self) {
         self.attempt = 0;
     }
-
-    /// How many delays were handed out since the last reset.
-    pub fn attempts(&self) -> u32 {
-        self.attempt
-    }
 }
 
 #[cfg(test)]

@@ -229,22 +229,7 @@ impl Client {
                 id,
                 result: Err(crate::producer::DeliveryError::Request(unreachable)),
             },
-            Event::Admin {
-                id,
-                result:
-                    Ok(crate::AdminResponse::Topics { .. })
-                    | Err(
-                        crate::AdminError::UnknownPartition { .. }
-                        | crate::AdminError::Leaderless { .. },
-                    ),
-            } => Event::Admin {
-                id,
-                result: Err(crate::AdminError::Request(unreachable)),
-            },
-            Event::Admin {
-                id,
-                result: Ok(crate::AdminResponse::Offsets(offsets)),
-            } if offsets.iter().all(|o| o.result.is_err()) => Event::Admin {
+            Event::Admin { id, result } if nothing_found(&result) => Event::Admin {
                 id,
                 result: Err(crate::AdminError::Request(unreachable)),
             },
@@ -504,5 +489,22 @@ impl Client {
                 self.ask_metadata(now, a);
             }
         }
+    }
+}
+
+/// Whether an admin answer only says "not found" (a describe, an unknown or leaderless
+/// partition, ListOffsets failing everywhere) — what an unreachable cluster looks like.
+fn nothing_found(result: &Result<crate::AdminOutcome, crate::AdminError>) -> bool {
+    use crate::admin::Outcome;
+    match result {
+        Ok(outcome) => match outcome.value() {
+            Outcome::Topics(..) => true,
+            Outcome::Offsets(offsets) => offsets.iter().all(|o| o.result.is_err()),
+            _ => false,
+        },
+        Err(crate::AdminError::UnknownPartition { .. } | crate::AdminError::Leaderless { .. }) => {
+            true
+        }
+        Err(_) => false,
     }
 }

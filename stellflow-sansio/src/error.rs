@@ -283,7 +283,7 @@ impl InvalidTopicName {
 }
 
 /// An admin command failed as a whole. Per-partition outcomes are data inside the typed
-/// [`crate::AdminResponse`].
+/// result ([`crate::AdminOutcome`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AdminError {

@@ -1,6 +1,6 @@
 //! Events: everything the core reports to its driver and users, from [`crate::Client::poll_event`].
 
-use crate::admin::AdminResponse;
+use crate::admin::AdminOutcome;
 use crate::config::BrokerAddress;
 use crate::error::{AdminError, ConnectionError, RequestError};
 use crate::request::{ConnId, RawResponse, RequestId};
@@ -79,8 +79,9 @@ pub enum Event {
     Admin {
         /// The id the command returned.
         id: RequestId,
-        /// The typed result.
-        result: Result<AdminResponse, AdminError>,
+        /// The answer: [`AdminOutcome::take`] with the command's [`crate::AdminId`] gives its
+        /// typed result.
+        result: Result<AdminOutcome, AdminError>,
     },
     /// The outcome of a raw [`crate::Client::request`].
     Response {

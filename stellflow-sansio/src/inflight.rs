@@ -27,6 +27,7 @@ impl<T> InFlight<T> {
     }
 
     /// An empty table whose first correlation id is `start` (tests of wrapping).
+    #[cfg(test)]
     pub fn starting_at(max: usize, start: i32) -> Self {
         let mut t = Self::new(max);
         t.next = start.max(0);
@@ -44,6 +45,7 @@ impl<T> InFlight<T> {
     }
 
     /// Whether nothing is in flight.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -84,6 +86,7 @@ impl<T> InFlight<T> {
     }
 
     /// Finds the id of the first entry matching `pred`.
+    #[cfg(test)]
     pub fn find(&self, mut pred: impl FnMut(&T) -> bool) -> Option<i32> {
         self.entries
             .iter()

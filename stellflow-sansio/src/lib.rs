@@ -1,6 +1,11 @@
 //! The sans-IO Stellflow client: a pure state machine that takes bytes and time in and gives
 //! bytes, connect requests, timer deadlines and events out.
 //!
+//! Where it sits: it depends on `stellflow-proto` only; the runtime adapters
+//! (`stellflow-tokio`, `stellflow-smol`, `stellflow-blocking`, all built on `stellflow-async`)
+//! and the simulation harness drive it. The repository's `ARCHITECTURE.md` draws the whole
+//! workspace.
+//!
 //! The core never reads the clock, never asks the OS for randomness, never spawns a thread and
 //! never touches a socket (DESIGN §2). Time comes in as `now` on every input; randomness (backoff
 //! jitter, the default client id) comes from the seed given to [`Client::new`]. Runtime crates
@@ -30,34 +35,35 @@
 //!
 //! # What the core does
 //!
-//! * **Connections** ([`conn`], [`net`]): one per broker address, opened on demand, reconnected
-//!   with exponential backoff and seeded jitter ([`backoff`], [`rng`]). Every connection first
-//!   negotiates versions with ApiVersions ([`negotiate`]); other requests wait in the broker's
+//! * **Connections** (`conn`, `net`): one per broker address, opened on demand, reconnected
+//!   with exponential backoff and seeded jitter (`backoff`, `rng`). Every connection first
+//!   negotiates versions with ApiVersions (`negotiate`); other requests wait in the broker's
 //!   queue until then.
-//! * **In flight** ([`inflight`], [`timers`]): responses are matched by correlation id (never
+//! * **In flight** (`inflight`, `timers`): responses are matched by correlation id (never
 //!   FIFO: the server reorders), at most `max_in_flight_per_connection` per connection, a
 //!   deadline per request; a late answer is counted and dropped; a disconnect fails what was in
 //!   flight with a retriable error; an oversize frame closes the connection with an
 //!   [`Event::ConnectionError`].
-//! * **Metadata** ([`metadata`], [`refresh`]): every broker's own view, merged (DESIGN §3.10),
+//! * **Metadata** (`metadata`, `refresh`): every broker's own view, merged (DESIGN §3.10),
 //!   refreshed on leader errors and disconnects with backoff, at most one round at a time, and at
 //!   least every `metadata_max_age`.
-//! * **Admin** ([`admin`]) and **raw requests**, with typed results and client-side topic-name
-//!   validation ([`topic`]).
-//! * **Producer** ([`producer`]): [`Client::produce`] copies a record into its partition's batch
+//! * **Admin** (`admin`) and **raw requests**, with typed results and client-side topic-name
+//!   validation (`topic`).
+//! * **Producer** (`producer`): [`Client::produce`] copies a record into its partition's batch
 //!   and returns at once; each accepted record gets exactly one [`Event::Produced`] (blob offset
 //!   plus index in the blob, DESIGN §3.1). Java/Go-compatible partitioners, linger and
 //!   `batch_size` batching bounded by `buffer_memory`, one request per leader, retries that
 //!   never reorder a partition, acks 0/1/-1, idempotence over the native format;
 //!   [`Client::flush`] and [`Client::close_producer`].
-//! * **Logging** ([`observe`]): `tracing` lines with the reasons only the core knows
+//! * **Logging** (`observe`): `tracing` lines with the reasons only the core knows
 //!   (reconnects, leader moves, leaderless partitions, retries, timeouts, resets), silent
 //!   until the host installs a subscriber; `info` is quiet on a healthy client, `warn` means
 //!   look.
-//! * **Counters** ([`metrics`]) for the DESIGN §6 metrics, readable without a metrics
+//! * **Counters** (`metrics`) for the DESIGN §6 metrics, readable without a metrics
 //!   dependency, and emitted through the `metrics` facade with the `metrics` feature.
-//! * **Typed admin calls** ([`AdminCall`]): a request and the function that takes its typed
-//!   result out of the answer, behind the adapters' admin handles.
+//! * **Typed admin calls** ([`AdminCall`]): a command whose result type is known from the
+//!   call to the answer ([`AdminId`], [`AdminOutcome::take`]), behind the adapters' admin
+//!   handles.
 //!
 //! # A complete minimal driver
 //!
@@ -71,32 +77,32 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-pub mod admin;
-pub mod backoff;
-pub mod client;
-pub mod config;
-pub mod conn;
-pub mod consumer;
-pub mod error;
-pub mod event;
-pub mod inflight;
-pub mod metadata;
-pub mod metrics;
-pub mod negotiate;
-pub mod net;
-pub mod observe;
-pub mod producer;
-pub mod refresh;
-pub mod request;
-pub mod rng;
-pub mod seq_map;
-pub mod timers;
-pub mod topic;
+mod admin;
+mod backoff;
+mod client;
+mod config;
+mod conn;
+mod consumer;
+mod error;
+mod event;
+mod inflight;
+mod metadata;
+mod metrics;
+mod negotiate;
+mod net;
+mod observe;
+mod producer;
+mod refresh;
+mod request;
+mod rng;
+mod seq_map;
+mod timers;
+mod topic;
 
 pub use admin::{
-    AdminCall, AdminRequest, AdminResponse, ApiSupport, BrokerApiVersions, ClusterStatus,
+    AdminCall, AdminId, AdminOutcome, AdminOutput, ApiSupport, BrokerApiVersions, ClusterStatus,
     CommittedOffset, DecommissionResult, ListedOffset, OffsetInfo, OffsetSpec, PartitionOutcome,
-    ReassertedPartition, TopicAdminResult, TopicDescription, UnexpectedResponse,
+    PartitionOverride, ReassertedPartition, TopicAdminResult, TopicDescription,
 };
 pub use client::Client;
 pub use config::{BrokerAddress, ClientConfig, HeaderFields, parse_bootstrap};
@@ -107,13 +113,19 @@ pub use consumer::{
 pub use error::{AdminError, ConfigError, ConnectionError, InvalidTopicName, RequestError};
 pub use event::{DisconnectReason, Event};
 pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo};
-pub use metrics::Counters;
+pub use metrics::{ApiCounters, Counters, DurationHistogram};
 pub use net::ConnectRequest;
+/// How many request timeouts an idempotent Produce waits for its late answer before its
+/// connection is given up (the simulation harness bounds its checks with it).
+#[doc(hidden)]
+pub use net::LATE_TIMEOUTS_TO_CLOSE;
 pub use producer::{
-    Acks, BatchFormat, DeliveryError, FlushId, ProduceError, ProduceId, ProducerConfig,
-    ProducerRecord, RecordMetadata,
+    Acks, BatchFormat, DeliveryError, FlushId, KeyedPartitioner, KeylessPartitioner, OwnedRecord,
+    Partitioner, ProduceError, ProduceId, ProducerConfig, ProducerRecord, RecordHeader,
+    RecordMetadata, fnv1a32, java_hash,
 };
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
+pub use rng::Rng;
 pub use seq_map::SeqMap;
 pub use stellflow_proto;
 pub use topic::validate_topic_name;

@@ -54,7 +54,7 @@ pub const DURATION_BUCKETS_MICROS: [u64; 12] = [
 /// A fixed-bucket histogram of request durations (`stellflow.client.request.duration`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DurationHistogram {
-    /// Counts per bucket of [`DURATION_BUCKETS_MICROS`], plus the overflow bucket last.
+    /// Counts per bucket of `DURATION_BUCKETS_MICROS`, plus the overflow bucket last.
     pub buckets: [u64; 13],
     /// Sum of all durations, in microseconds.
     pub sum_micros: u64,

@@ -30,7 +30,7 @@ use stellflow_proto::{ApiKey, ErrorCode, NString, Reader, StrBytes};
 /// The largest request frame the server accepts, length prefix included (PROTOCOL.md §1.2).
 pub const MAX_REQUEST_FRAME: usize = 67_108_864;
 
-/// Request timeouts a request that awaits its late answer ([`Net::await_late_answer`]) waits
+/// Request timeouts a request that awaits its late answer (`Net::await_late_answer`) waits
 /// before its connection is closed.
 pub const LATE_TIMEOUTS_TO_CLOSE: u32 = 2;
 
@@ -248,22 +248,11 @@ impl Net {
         self.slots.get(slot).map(|s| &s.address)
     }
 
-    /// The broker id of a slot, if known.
-    pub fn broker_id(&self, slot: usize) -> Option<i32> {
-        self.slots.get(slot).and_then(|s| s.broker_id)
-    }
-
     /// Every known address with whether its slot is waiting out a backoff.
     pub fn addresses(&self) -> impl Iterator<Item = (&BrokerAddress, bool)> {
         self.slots
             .iter()
             .map(|s| (&s.address, matches!(s.state, ConnState::Backoff(_))))
-    }
-
-    /// The last ApiVersions answer and negotiated versions of the broker at `slot`.
-    pub fn negotiated(&self, slot: usize) -> Option<(&ApiVersionsResponse, &Versions)> {
-        let s = self.slots.get(slot)?;
-        Some((s.api_versions.as_ref()?, s.versions.as_ref()?))
     }
 
     /// Records that `broker_id` lives at `address` (from metadata) and releases requests that
@@ -290,11 +279,6 @@ impl Net {
         for r in waiting {
             self.enqueue(now, slot, r, false);
         }
-    }
-
-    /// The slot of a broker id, if metadata named it.
-    pub fn slot_of_broker(&self, broker_id: i32) -> Option<usize> {
-        self.by_broker.get(&broker_id).copied()
     }
 
     /// Submits a request; its outcome comes back as a [`Completion`] with the returned sequence

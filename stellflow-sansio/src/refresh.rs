@@ -60,6 +60,7 @@ impl Refresher {
     }
 
     /// Whether a round is in flight.
+    #[cfg(test)]
     pub fn in_flight(&self) -> bool {
         self.round.is_some()
     }

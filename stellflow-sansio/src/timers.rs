@@ -55,11 +55,13 @@ impl<K: Ord> TimerQueue<K> {
     }
 
     /// Entries, stale ones included.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.heap.len()
     }
 
     /// Whether no entry is scheduled.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }

@@ -693,19 +693,9 @@ fn admin_committed_offsets_reads_what_the_consumer_committed() {
     let now = w.now;
     let id = w
         .client
-        .admin(
-            now,
-            stellflow_sansio::AdminRequest::CommittedOffsets {
-                group: "adm".into(),
-                partitions: vec![("t".into(), 0), ("other".into(), 3)],
-            },
-            &stellflow_sansio::RequestOptions::default(),
-        )
+        .committed_offsets(now, "adm", &[("t", 0), ("other", 3)])
         .unwrap();
-    let r = w.admin(id).unwrap();
-    let stellflow_sansio::AdminResponse::CommittedOffsets(list) = r else {
-        panic!("{r:?}");
-    };
+    let list = w.admin(id).unwrap();
     assert_eq!(list.len(), 2);
     assert_eq!((list[0].topic.as_str(), list[0].partition), ("t", 0));
     assert_eq!(list[0].result, Ok(Some(committed)));
@@ -715,20 +705,10 @@ fn admin_committed_offsets_reads_what_the_consumer_committed() {
     let now = w.now;
     let id = w
         .client
-        .admin(
-            now,
-            stellflow_sansio::AdminRequest::CommittedOffsets {
-                group: "nobody".into(),
-                partitions: vec![("t".into(), 0)],
-            },
-            &stellflow_sansio::RequestOptions::default(),
-        )
+        .committed_offsets(now, "nobody", &[("t", 0)])
         .unwrap();
     let r = w.admin(id).unwrap();
-    assert!(
-        matches!(&r, stellflow_sansio::AdminResponse::CommittedOffsets(l) if l[0].result == Ok(None)),
-        "{r:?}"
-    );
+    assert_eq!(r[0].result, Ok(None), "{r:?}");
 }
 
 /// `next_position` after a blob's last record names the next blob, `(offset + 1, 0)`, the

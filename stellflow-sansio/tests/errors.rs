@@ -11,11 +11,11 @@ use common::World;
 use std::time::Duration;
 use stellflow_proto::ApiKey;
 use stellflow_proto::messages::{HealthCheckRequest, RequestBody};
-use stellflow_sansio::producer::{DeliveryError, ProducerRecord};
 use stellflow_sansio::{
     Client, ClientConfig, ConfigError, DisconnectReason, Event, LeaderlessReason, RequestError,
     RequestOptions, Target,
 };
+use stellflow_sansio::{DeliveryError, ProducerRecord};
 use stellflow_sim::{ClusterConfig, Fault, FaultRule};
 
 /// The outcome of the one record produced, waiting up to `max`.
@@ -224,8 +224,12 @@ fn admin_commands_against_nothing_listening_say_unreachable() {
         .list_offsets(w.now, &[("t", 0, stellflow_sansio::OffsetSpec::Latest)])
         .unwrap();
     let cluster = w.client.describe_cluster(w.now, Target::Any).unwrap();
-    for id in [describe, offsets, cluster] {
-        let e = w.admin(id).expect_err("nothing listens");
+    let errors = [
+        w.admin(describe).expect_err("nothing listens"),
+        w.admin(offsets).expect_err("nothing listens"),
+        w.admin(cluster).expect_err("nothing listens"),
+    ];
+    for e in errors {
         let text = e.to_string();
         assert!(
             text.contains("unreachable") && text.contains("nowhere:9092"),

@@ -14,7 +14,7 @@ use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use metrics_util::{CompositeKey, MetricKind};
 use std::time::Duration;
 use stellflow_proto::{ApiKey, ErrorCode};
-use stellflow_sansio::producer::ProducerRecord;
+use stellflow_sansio::ProducerRecord;
 use stellflow_sansio::{ConsumerEvent, Event, RequestOptions, Target, TopicPartition};
 
 type Snapshot = Vec<(CompositeKey, DebugValue)>;

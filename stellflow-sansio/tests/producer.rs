@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use stellflow_proto::record::{blob_records, srfb::SrfbHeader};
 use stellflow_proto::{ApiKey, ErrorCode};
-use stellflow_sansio::producer::{
+use stellflow_sansio::{
     Acks, BatchFormat, DeliveryError, ProduceError, ProduceId, ProducerConfig, ProducerRecord,
     RecordMetadata,
 };
@@ -209,7 +209,7 @@ fn keyed_records_land_where_the_java_sdk_puts_them() {
         assert_eq!(out[id].as_ref().unwrap().partition, want);
     }
     let mut p = cfg();
-    p.keyed = stellflow_sansio::producer::KeyedPartitioner::Fnv1a;
+    p.keyed = stellflow_sansio::KeyedPartitioner::Fnv1a;
     let mut w = world(1, "four", 4, 1, p);
     let id = w
         .client
@@ -636,7 +636,7 @@ fn close_fails_abandoned_records_in_produce_order() {
 #[derive(Debug)]
 struct LastByte;
 
-impl stellflow_sansio::producer::Partitioner for LastByte {
+impl stellflow_sansio::Partitioner for LastByte {
     fn partition(&mut self, _topic: &str, key: Option<&[u8]>, partitions: i32) -> i32 {
         key.and_then(|k| k.last()).map_or(0, |b| i32::from(*b)) % partitions
     }
@@ -645,7 +645,7 @@ impl stellflow_sansio::producer::Partitioner for LastByte {
 #[test]
 fn round_robin_custom_partitioner_and_native_format() {
     let mut p = cfg();
-    p.keyless = stellflow_sansio::producer::KeylessPartitioner::RoundRobin;
+    p.keyless = stellflow_sansio::KeylessPartitioner::RoundRobin;
     p.format = BatchFormat::Native(stellflow_proto::record::Compression::None);
     let mut w = world(1, "rr", 3, 1, p);
     let ids: Vec<ProduceId> = (0..6)

@@ -10,10 +10,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 use stellflow_proto::record::blob_records;
 use stellflow_proto::{ApiKey, ErrorCode};
-use stellflow_sansio::producer::{
+use stellflow_sansio::{ClientConfig, Event};
+use stellflow_sansio::{
     DeliveryError, ProduceError, ProduceId, ProducerConfig, ProducerRecord, RecordMetadata,
 };
-use stellflow_sansio::{ClientConfig, Event};
 use stellflow_sim::{ClusterConfig, DelayRule, Fault, FaultRule};
 
 type Outcomes = HashMap<ProduceId, Result<RecordMetadata, DeliveryError>>;

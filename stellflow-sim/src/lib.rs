@@ -1,6 +1,11 @@
 //! A simulated Stellflow broker that behaves like the real server (stellflow-service at
 //! `0c64d3a`), quirks included, for deterministic tests without a JVM.
 //!
+//! Where it sits: the broker model builds on `stellflow-proto` and never on client code, so a
+//! client bug cannot hide on both sides (it shares only the seeded generator of
+//! `stellflow-sansio`). The simulation harness in [`dst`] drives real `stellflow-sansio`
+//! clients against it; the repository's `ARCHITECTURE.md` draws the whole workspace.
+//!
 //! Three layers, each usable on its own:
 //!
 //! * **State machines** with one job each: the partition [`log`] (one offset per blob, segments,

@@ -1,8 +1,8 @@
-//! The simulation's seeded random number generator: the core's own ([`stellflow_sansio::rng::Rng`]).
+//! The simulation's seeded random number generator: the core's own ([`stellflow_sansio::Rng`]).
 //!
 //! The simulated broker never reads OS randomness: every random choice (generated member ids,
 //! reordering and fault knobs, the simulation worlds) comes from a [`SimRng`] seeded at
 //! construction, so a run with the same seed and the same inputs produces the same bytes. It is
 //! the same generator the client core uses, so the workspace has exactly one.
 
-pub use stellflow_sansio::rng::Rng as SimRng;
+pub use stellflow_sansio::Rng as SimRng;

@@ -18,7 +18,7 @@ impl Client {
     /// ```
     /// use std::time::Instant;
     /// use stellflow_sansio::{Client, ClientConfig};
-    /// use stellflow_sansio::producer::ProducerRecord;
+    /// use stellflow_sansio::ProducerRecord;
     /// let now = Instant::now();
     /// let mut client = Client::new(ClientConfig::new("broker-1:9092").unwrap(), now, 1).unwrap();
     /// let id = client.produce(now, &ProducerRecord::new("orders", b"hello")).unwrap();

@@ -9,7 +9,7 @@ use bytes::Bytes;
 /// (through [`OwnedRecord::with_borrowed`]). The runtime adapters re-export it as `Record`.
 ///
 /// ```
-/// use stellflow_sansio::producer::OwnedRecord;
+/// use stellflow_sansio::OwnedRecord;
 /// let r = OwnedRecord::new("orders", "payload").with_key("customer-7");
 /// assert_eq!(r.partition, None);
 /// r.with_borrowed(|b| assert_eq!(b.key, Some(&b"customer-7"[..])));

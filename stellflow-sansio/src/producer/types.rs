@@ -24,7 +24,7 @@ pub type RecordHeader<'a> = (&'a str, Option<&'a [u8]>);
 /// [`ProduceError::BufferFull`]).
 ///
 /// ```
-/// use stellflow_sansio::producer::ProducerRecord;
+/// use stellflow_sansio::ProducerRecord;
 /// let r = ProducerRecord::new("orders", b"payload").with_key(b"customer-7");
 /// assert_eq!(r.partition, None);
 /// ```
@@ -138,7 +138,7 @@ pub enum BatchFormat {
 /// Producer settings, in [`crate::ClientConfig::producer`].
 ///
 /// ```
-/// use stellflow_sansio::producer::{Acks, ProducerConfig};
+/// use stellflow_sansio::{Acks, ProducerConfig};
 /// use std::time::Duration;
 /// let mut p = ProducerConfig::default();
 /// p.acks = Acks::Leader;

@@ -6,7 +6,7 @@ use bytes::BytesMut;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use stellflow_sansio::{
-    AdminError, AdminResponse, Client, ClientConfig, ConnId, DisconnectReason, Event, RequestId,
+    AdminError, AdminId, AdminOutput, Client, ClientConfig, ConnId, DisconnectReason, Event,
 };
 use stellflow_sim::{ClusterConfig, SimCluster};
 
@@ -155,7 +155,8 @@ impl World {
     }
 
     /// Takes the event answering admin command `id`, running the world until it arrives.
-    pub fn admin(&mut self, id: RequestId) -> Result<AdminResponse, AdminError> {
+    pub fn admin<T: AdminOutput>(&mut self, asked: AdminId<T>) -> Result<T, AdminError> {
+        let id = asked.id();
         let found = self.run_until(Duration::from_secs(60), |w| {
             w.events
                 .iter()
@@ -168,7 +169,7 @@ impl World {
             .position(|e| matches!(e, Event::Admin { id: i, .. } if *i == id))
             .expect("present");
         match self.events.remove(pos) {
-            Event::Admin { result, .. } => result,
+            Event::Admin { result, .. } => result.map(|o| o.take(asked).expect("its own answer")),
             _ => unreachable!(),
         }
     }

@@ -61,7 +61,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use stellflow_sansio::{AdminResponse, ClientConfig, Event, Target};
+//! use stellflow_sansio::{ClientConfig, Event, Target};
 //! use stellflow_sim::ClusterConfig;
 //! use stellflow_sim::dst::{FaultAction, NetConfig, World};
 //!
@@ -79,7 +79,7 @@
 //! world.run_until(Duration::from_secs(30), |w| {
 //!     while let Some(e) = w.poll_event(me) {
 //!         if let Event::Admin { id, result } = e {
-//!             if id == asked {
+//!             if id == asked.id() {
 //!                 answer = Some(result);
 //!             }
 //!         }
@@ -93,7 +93,6 @@
 //! // Same seed, same commands: same trace hash.
 //! let hash = world.trace_hash();
 //! # let _ = hash;
-//! # let _ = AdminResponse::Cluster;
 //! ```
 
 pub mod check;

@@ -27,9 +27,10 @@ use std::time::Duration;
 use stellflow_proto::messages::ProduceRequest;
 use stellflow_proto::record::blob_records;
 use stellflow_proto::{ApiKey, Reader, Wire};
-use stellflow_sansio::consumer::{ConsumerEvent, TopicPartition};
-use stellflow_sansio::producer::{Acks, ProduceId, ProducerRecord};
-use stellflow_sansio::{ClientConfig, Event, OffsetReset};
+use stellflow_sansio::{
+    Acks, ClientConfig, ConsumerEvent, Event, OffsetReset, ProduceId, ProducerRecord,
+    TopicPartition,
+};
 
 /// A record position: blob offset and index in the blob.
 pub type Pos = (i64, u32);
@@ -215,7 +216,7 @@ impl ProducerLoad {
             // `LATE_TIMEOUTS_TO_CLOSE` timeouts) before its connection is given up.
             request_timeout_max: (base.request_timeout + ack_timeout + Duration::from_secs(1))
                 * if shape.idempotent {
-                    stellflow_sansio::net::LATE_TIMEOUTS_TO_CLOSE
+                    stellflow_sansio::LATE_TIMEOUTS_TO_CLOSE
                 } else {
                     1
                 },
@@ -384,10 +385,7 @@ impl ProducerLoad {
                     if let Some(offset) = e.written_offset() {
                         // Written but not replicated in time: it is in the log all the same.
                         let index = match &e {
-                            stellflow_sansio::producer::DeliveryError::NotReplicated {
-                                index,
-                                ..
-                            } => *index,
+                            stellflow_sansio::DeliveryError::NotReplicated { index, .. } => *index,
                             _ => 0,
                         };
                         self.written.insert((partition, (offset, index)), value);

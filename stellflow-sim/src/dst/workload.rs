@@ -392,13 +392,13 @@ impl RawWorkload {
         self.cmds.insert(id, cmd);
     }
 
-    fn admin_issued(
+    fn admin_issued<T>(
         &mut self,
         world: &mut World,
-        id: Result<RequestId, stellflow_sansio::AdminError>,
+        id: Result<stellflow_sansio::AdminId<T>, stellflow_sansio::AdminError>,
         goal: bool,
     ) {
-        match id {
+        match id.map(|a| a.id()) {
             Ok(id) => {
                 // An admin op may need a metadata round and then its request.
                 let bound = self.request_timeout * 3 + Duration::from_secs(1);

@@ -14,8 +14,7 @@ use bytes::{Bytes, BytesMut};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 use stellflow_proto::{ApiKey, ErrorCode};
-use stellflow_sansio::consumer::ConsumerRecord;
-use stellflow_sansio::{Client, ClientConfig, ConnId, DisconnectReason, Event};
+use stellflow_sansio::{Client, ClientConfig, ConnId, ConsumerRecord, DisconnectReason, Event};
 
 /// Appends one readable line to an optional log (formatted only when the log is kept).
 macro_rules! note {

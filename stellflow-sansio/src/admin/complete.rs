@@ -1,0 +1,516 @@
+//! Finishing admin commands: decode each answer into its typed result, take the next step of
+//! multi-request commands (committed offsets, re-asserting leadership), and emit the outcome.
+
+use super::call::Outcome;
+use super::results::{
+    ApiSupport, BrokerApiVersions, ClusterStatus, CommittedOffset, DecommissionResult, OffsetInfo,
+    OffsetSpec, PartitionOutcome, ReassertedPartition, TopicAdminResult,
+};
+use super::{AdminOp, Single};
+use crate::client::Client;
+use crate::config::BrokerAddress;
+use crate::error::{AdminError, RequestError};
+use crate::metadata::{LeaderlessReason, ViewPartition};
+use crate::net::{Completion, Net, Origin, Reply};
+use crate::request::{RequestOptions, Target};
+use std::collections::BTreeMap;
+use std::time::Instant;
+use stellflow_proto::messages::{
+    AlterPartitionRequest, ApiVersionsResponse, ClusterStatusResponse, DecommissionBrokerResponse,
+    FindCoordinatorResponse, ListOffsetsResponse, MetadataResponse, OffsetFetchPartition,
+    OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic, RequestBody, TopicAdminResponse,
+};
+use stellflow_proto::{ApiKey, ErrorCode, Reader, Wire};
+
+impl Client {
+    pub(crate) fn on_admin_completion(&mut self, now: Instant, id: u64, c: Completion) {
+        let Some(mut op) = self.ops.remove(&id) else {
+            return;
+        };
+        match &mut op {
+            AdminOp::Committed {
+                group,
+                partitions,
+                fetching,
+                opts,
+            } => {
+                let result = c
+                    .result
+                    .map_err(AdminError::Request)
+                    .and_then(|reply| body_of(&self.net, c.api_key, &reply));
+                let body = match result {
+                    Ok(b) => b,
+                    Err(e) => return self.emit(id, Err(e)),
+                };
+                if !*fetching {
+                    let coordinator = FindCoordinatorResponse::decode(&mut Reader::new(body))
+                        .map_err(|error| decode_error(ApiKey::FIND_COORDINATOR, error))
+                        .and_then(|r| coordinator_address(c.api_key, r));
+                    match coordinator {
+                        Ok(address) => {
+                            let body =
+                                RequestBody::OffsetFetch(offset_fetch_body(group, partitions));
+                            let o = opts.clone();
+                            self.send(now, id, Target::Address(address), body, &o);
+                            *fetching = true;
+                            self.ops.insert(id, op);
+                        }
+                        Err(e) => self.emit(id, Err(e)),
+                    }
+                    return;
+                }
+                let result = OffsetFetchResponse::decode(&mut Reader::new(body))
+                    .map_err(|error| decode_error(ApiKey::OFFSET_FETCH, error))
+                    .map(|r| committed_offsets(std::mem::take(partitions), r));
+                return self.emit(id, result.map(Outcome::Committed));
+            }
+            AdminOp::Single(kind) => {
+                let result = c.result.map_err(AdminError::Request).and_then(|reply| {
+                    let body = body_of(&self.net, c.api_key, &reply)?;
+                    self.single_result(kind, &reply, body)
+                });
+                if let (Ok(Outcome::TopicAdmin(r)), Single::AlterPartition(t, p)) =
+                    (&result, &*kind)
+                    && r.is_ok()
+                {
+                    let a = r.address.clone();
+                    self.metadata.patch_partition(&a, t, p.clone());
+                }
+                // A topic created or deleted changes what the metadata must route: refresh now
+                // so that the next produce, fetch or admin call sees it.
+                if result.is_ok() && matches!(kind, Single::CreateTopic | Single::DeleteTopic) {
+                    self.refresher.request(true);
+                }
+                self.emit(id, result);
+                return;
+            }
+            AdminOp::ListOffsets {
+                specs,
+                results,
+                outstanding,
+                ..
+            } => {
+                let idx = outstanding.remove(&c.seq).unwrap_or_default();
+                let answered_by = c
+                    .result
+                    .as_ref()
+                    .ok()
+                    .and_then(|r| self.net.address(r.slot).cloned())
+                    .unwrap_or_else(|| BrokerAddress::new("", 0));
+                match c.result.map_err(AdminError::Request).and_then(|reply| {
+                    let b = body_of(&self.net, c.api_key, &reply)?;
+                    ListOffsetsResponse::decode(&mut Reader::new(b)).map_err(|error| {
+                        AdminError::Request(RequestError::Decode {
+                            api_key: c.api_key,
+                            error,
+                        })
+                    })
+                }) {
+                    Err(e) => {
+                        for (i, _, _) in idx {
+                            if let Some(r) = results.get_mut(i) {
+                                *r = Some(Err(e.clone()));
+                            }
+                        }
+                    }
+                    Ok(resp) => {
+                        let mut refresh = false;
+                        for (i, tp, pp) in idx {
+                            let Some((topic, partition, spec)) = specs.get(i) else {
+                                continue;
+                            };
+                            let same =
+                                |p: &&stellflow_proto::messages::ListOffsetsPartitionResponse| {
+                                    p.partition == *partition
+                                };
+                            let found = resp
+                                .topics
+                                .get(tp)
+                                .filter(|t| t.topic.as_deref() == Some(topic.as_str()))
+                                .and_then(|t| t.partitions.get(pp))
+                                .filter(same)
+                                .or_else(|| {
+                                    resp.topics
+                                        .iter()
+                                        .filter(|t| t.topic.as_deref() == Some(topic.as_str()))
+                                        .flat_map(|t| t.partitions.iter())
+                                        .find(same)
+                                });
+                            let r = match found {
+                                None => Err(AdminError::UnknownPartition {
+                                    topic: topic.clone(),
+                                    partition: *partition,
+                                }),
+                                Some(p) if p.error_code.is_ok() => Ok(OffsetInfo {
+                                    offset: p.offset,
+                                    timestamp: p.timestamp,
+                                    leader_epoch: p.leader_epoch,
+                                    no_match: false,
+                                }),
+                                Some(p)
+                                    if p.error_code == ErrorCode::OFFSET_OUT_OF_RANGE
+                                        && matches!(spec, OffsetSpec::Timestamp(_)) =>
+                                {
+                                    Ok(OffsetInfo {
+                                        offset: p.offset,
+                                        timestamp: p.timestamp,
+                                        leader_epoch: p.leader_epoch,
+                                        no_match: true,
+                                    })
+                                }
+                                Some(p) => {
+                                    refresh |= p.error_code.class()
+                                        == stellflow_proto::ErrorClass::RefreshMetadataAndRetry;
+                                    Err(AdminError::Request(RequestError::Broker {
+                                        api_key: ApiKey::LIST_OFFSETS,
+                                        code: p.error_code,
+                                        address: answered_by.clone(),
+                                    }))
+                                }
+                            };
+                            if let Some(slot) = results.get_mut(i) {
+                                *slot = Some(r);
+                            }
+                        }
+                        if refresh {
+                            self.refresher.request(false);
+                        }
+                    }
+                }
+            }
+            AdminOp::Reassert {
+                broker_id,
+                asking,
+                results,
+                outstanding,
+                address,
+            } => {
+                if *asking == Some(c.seq) {
+                    *asking = None;
+                    match c.result {
+                        Err(e) => {
+                            self.emit(id, Err(AdminError::Request(e)));
+                            return;
+                        }
+                        Ok(reply) => {
+                            let parsed = body_of(&self.net, c.api_key, &reply).and_then(|b| {
+                                MetadataResponse::decode(&mut Reader::new(b)).map_err(|error| {
+                                    AdminError::Request(RequestError::Decode {
+                                        api_key: c.api_key,
+                                        error,
+                                    })
+                                })
+                            });
+                            let resp = match parsed {
+                                Ok(r) => r,
+                                Err(e) => {
+                                    self.emit(id, Err(e));
+                                    return;
+                                }
+                            };
+                            let Some(addr) = self.net.address(reply.slot).cloned() else {
+                                self.emit(id, Err(AdminError::InvalidArgument("unknown broker")));
+                                return;
+                            };
+                            self.apply_metadata(now, addr.clone(), &resp, c.seq);
+                            *address = Some(addr.clone());
+                            let todo: Vec<(String, ViewPartition)> = self
+                                .metadata
+                                .view(&addr)
+                                .map(|v| {
+                                    v.topics
+                                        .iter()
+                                        .flat_map(|(t, ps)| ps.iter().map(move |p| (t, p)))
+                                        .filter(|(_, p)| {
+                                            p.leader_id != *broker_id
+                                                && !v.brokers.iter().any(|b| b.id == p.leader_id)
+                                        })
+                                        .map(|(t, p)| (t.clone(), p.clone()))
+                                        .collect()
+                                })
+                                .unwrap_or_default();
+                            for (topic, p) in todo {
+                                let body = RequestBody::AlterPartition(AlterPartitionRequest {
+                                    topic: Some(topic.as_str().into()),
+                                    partition_count: -1,
+                                    partition: p.partition,
+                                    leader_id: *broker_id,
+                                    leader_epoch: p.leader_epoch,
+                                    replica_nodes: vec![*broker_id],
+                                    isr_nodes: vec![*broker_id],
+                                });
+                                let seq = self.net.submit(
+                                    now,
+                                    Target::Address(addr.clone()),
+                                    body,
+                                    None,
+                                    Origin::Admin(id),
+                                    &RequestOptions::default(),
+                                );
+                                outstanding.insert(seq, results.len());
+                                results.push(ReassertedPartition {
+                                    topic,
+                                    partition: p.partition,
+                                    leader_epoch: p.leader_epoch,
+                                    result: Err(AdminError::Request(RequestError::Closed)),
+                                });
+                            }
+                        }
+                    }
+                } else if let Some(i) = outstanding.remove(&c.seq) {
+                    let r = c.result.map_err(AdminError::Request).and_then(|reply| {
+                        let b = body_of(&self.net, c.api_key, &reply)?;
+                        let resp =
+                            TopicAdminResponse::decode(&mut Reader::new(b)).map_err(|error| {
+                                AdminError::Request(RequestError::Decode {
+                                    api_key: c.api_key,
+                                    error,
+                                })
+                            })?;
+                        match resp.partitions.iter().find(|p| p.error_code.is_err()) {
+                            Some(p) => Err(AdminError::Request(RequestError::Broker {
+                                api_key: c.api_key,
+                                code: p.error_code,
+                                address: address
+                                    .clone()
+                                    .unwrap_or_else(|| BrokerAddress::new("", 0)),
+                            })),
+                            None => Ok(()),
+                        }
+                    });
+                    if let Some(entry) = results.get_mut(i) {
+                        if r.is_ok()
+                            && let Some(a) = address.as_ref()
+                        {
+                            self.metadata.patch_partition(
+                                a,
+                                &entry.topic,
+                                ViewPartition {
+                                    partition: entry.partition,
+                                    leader_id: *broker_id,
+                                    leader_epoch: entry.leader_epoch,
+                                    replicas: vec![*broker_id],
+                                    isr: vec![*broker_id],
+                                },
+                            );
+                        }
+                        entry.result = r;
+                    }
+                }
+            }
+            AdminOp::DescribeTopics(_) => {}
+        }
+        self.ops.insert(id, op);
+        self.finish_if_done(id);
+    }
+
+    fn single_result(
+        &self,
+        kind: &Single,
+        reply: &Reply,
+        body: bytes::Bytes,
+    ) -> Result<Outcome, AdminError> {
+        let address = self
+            .net
+            .address(reply.slot)
+            .cloned()
+            .unwrap_or_else(|| BrokerAddress::new("", 0));
+        let broker_id = reply.broker_id;
+        let api_key = match kind {
+            Single::ApiVersions => ApiKey::API_VERSIONS,
+            Single::DescribeCluster => ApiKey::DESCRIBE_CLUSTER,
+            Single::HealthCheck => ApiKey::HEALTH_CHECK,
+            Single::CreateTopic => ApiKey::CREATE_TOPIC,
+            Single::DeleteTopic => ApiKey::DELETE_TOPIC,
+            Single::AlterPartition(..) => ApiKey::ALTER_PARTITION,
+            Single::Decommission => ApiKey::DECOMMISSION_BROKER,
+        };
+        let dec = |error| AdminError::Request(RequestError::Decode { api_key, error });
+        let mut r = Reader::new(body);
+        Ok(match kind {
+            Single::ApiVersions => {
+                let v = ApiVersionsResponse::decode(&mut r).map_err(dec)?;
+                let chosen = crate::negotiate::Versions::negotiate(&v);
+                Outcome::ApiVersions(Box::new(BrokerApiVersions {
+                    address,
+                    broker_id,
+                    apis: v
+                        .api_versions
+                        .iter()
+                        .map(|a| ApiSupport {
+                            api_key: a.api_key,
+                            min_version: a.min_version,
+                            max_version: a.max_version,
+                            chosen: chosen.get(a.api_key),
+                        })
+                        .collect(),
+                    software_name: v.broker_software_name.as_deref().map(str::to_owned),
+                    software_version: v.broker_software_version.as_deref().map(str::to_owned),
+                    features: v
+                        .supported_features
+                        .iter()
+                        .flatten()
+                        .map(|s| s.as_str().to_owned())
+                        .collect(),
+                }))
+            }
+            Single::DescribeCluster | Single::HealthCheck => {
+                let s = ClusterStatusResponse::decode(&mut r).map_err(dec)?;
+                let status = ClusterStatus {
+                    address,
+                    broker_id,
+                    error_code: s.error_code,
+                    cluster_id: s.cluster_id.as_deref().map(str::to_owned),
+                    broker_count: s.broker_count,
+                    topic_count: s.topic_count,
+                    partition_count: s.partition_count,
+                };
+                Outcome::Status(status)
+            }
+            Single::CreateTopic | Single::DeleteTopic | Single::AlterPartition(..) => {
+                let t = TopicAdminResponse::decode(&mut r).map_err(dec)?;
+                let result = TopicAdminResult {
+                    address,
+                    broker_id,
+                    topic: t.topic.as_deref().map(str::to_owned),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| PartitionOutcome {
+                            partition: p.partition,
+                            error_code: p.error_code,
+                            leader_epoch: p.leader_epoch,
+                        })
+                        .collect(),
+                };
+                Outcome::TopicAdmin(result)
+            }
+            Single::Decommission => {
+                let d = DecommissionBrokerResponse::decode(&mut r).map_err(dec)?;
+                Outcome::Decommissioned(DecommissionResult {
+                    error_code: d.error_code,
+                    message: d.message.as_deref().map(str::to_owned),
+                })
+            }
+        })
+    }
+}
+
+fn decode_error(api_key: ApiKey, error: stellflow_proto::DecodeError) -> AdminError {
+    AdminError::Request(RequestError::Decode { api_key, error })
+}
+
+/// The coordinator's host:port from a FindCoordinator answer (never its node id: the server
+/// may answer a node id that is not in the metadata, PROTOCOL.md §3.7).
+fn coordinator_address(
+    api_key: ApiKey,
+    r: FindCoordinatorResponse,
+) -> Result<BrokerAddress, AdminError> {
+    let host = r.host.map(|h| h.to_string()).unwrap_or_default();
+    match u16::try_from(r.port) {
+        Ok(port) if r.error_code == ErrorCode::NONE && !host.is_empty() && port != 0 => {
+            Ok(BrokerAddress::new(host, port))
+        }
+        _ => {
+            let code = if r.error_code == ErrorCode::NONE {
+                ErrorCode::COORDINATOR_NOT_AVAILABLE
+            } else {
+                r.error_code
+            };
+            Err(AdminError::Request(RequestError::Broker {
+                api_key,
+                code,
+                address: BrokerAddress::new("", 0),
+            }))
+        }
+    }
+}
+
+/// OffsetFetch for `partitions`, grouped by topic in order of first appearance.
+fn offset_fetch_body(group: &str, partitions: &[(String, i32)]) -> OffsetFetchRequest {
+    let mut topics: Vec<OffsetFetchTopic> = Vec::new();
+    for (topic, partition) in partitions {
+        let p = OffsetFetchPartition {
+            partition: *partition,
+        };
+        match topics
+            .iter_mut()
+            .find(|t| t.topic.as_deref() == Some(topic.as_str()))
+        {
+            Some(t) => t.partitions.push(p),
+            None => topics.push(OffsetFetchTopic {
+                topic: Some(topic.as_str().into()),
+                partitions: vec![p],
+            }),
+        }
+    }
+    OffsetFetchRequest {
+        group_id: Some(group.into()),
+        topics,
+    }
+}
+
+/// The answers matched to the request by topic and partition.
+fn committed_offsets(
+    partitions: Vec<(String, i32)>,
+    r: OffsetFetchResponse,
+) -> Vec<CommittedOffset> {
+    let mut by_key: BTreeMap<(String, i32), (i64, Option<String>, ErrorCode)> = BTreeMap::new();
+    for t in r.topics {
+        let topic = t.topic.map(|s| s.to_string()).unwrap_or_default();
+        for p in t.partitions {
+            by_key.entry((topic.clone(), p.partition)).or_insert((
+                p.offset,
+                p.metadata.map(|m| m.to_string()),
+                p.error_code,
+            ));
+        }
+    }
+    partitions
+        .into_iter()
+        .map(|(topic, partition)| {
+            let result = match by_key.get(&(topic.clone(), partition)) {
+                Some((offset, metadata, code)) if *code == ErrorCode::NONE => Ok(
+                    crate::consumer::offset_model::resume_from(*offset, metadata.as_deref()),
+                ),
+                Some((_, _, code)) => Err(AdminError::Request(RequestError::Broker {
+                    api_key: ApiKey::OFFSET_FETCH,
+                    code: *code,
+                    address: BrokerAddress::new("", 0),
+                })),
+                None => Err(AdminError::UnknownPartition {
+                    topic: topic.clone(),
+                    partition,
+                }),
+            };
+            CommittedOffset {
+                topic,
+                partition,
+                result,
+            }
+        })
+        .collect()
+}
+
+pub(super) fn leaderless(topic: &str, partition: i32, reason: LeaderlessReason) -> AdminError {
+    AdminError::Leaderless {
+        topic: topic.to_owned(),
+        partition,
+        reason,
+    }
+}
+
+/// The body of a reply, or the request-level error when the broker sent the header alone.
+fn body_of(net: &Net, api_key: ApiKey, reply: &Reply) -> Result<bytes::Bytes, AdminError> {
+    match &reply.body {
+        Some(b) => Ok(b.clone()),
+        None => Err(AdminError::Request(RequestError::Broker {
+            api_key,
+            code: reply.header.error_code,
+            address: net
+                .address(reply.slot)
+                .cloned()
+                .unwrap_or_else(|| BrokerAddress::new("", 0)),
+        })),
+    }
+}

@@ -1,0 +1,81 @@
+//! Admin commands with typed results: ApiVersions, DescribeCluster, HealthCheck, topics
+//! (describe, create, delete), AlterPartition, ListOffsets, committed group offsets,
+//! DecommissionBroker, and re-asserting leadership after a broker restart.
+//!
+//! A command is an [`AdminCall<T>`] (or one of the [`Client`] shortcuts that build one);
+//! [`Client::admin`] starts it and returns an [`AdminId<T>`]. Exactly one [`Event::Admin`]
+//! answers it, with an [`AdminOutcome`] that [`AdminOutcome::take`] turns into the `T` with
+//! that id — typed from the call to the result, with no "wrong kind of answer" case to handle.
+//! Per-partition outcomes are data in the result. Topic names are validated client-side before
+//! anything is sent (DESIGN §3.11).
+//!
+//! The module's parts, one job each:
+//! * `results` — the result types a caller reads;
+//! * `call` — commands ([`AdminCall`]), their ids ([`AdminId`]) and answers ([`AdminOutcome`]);
+//! * `start` — validating a command and sending its first request;
+//! * `route` — ListOffsets' per-leader routing and the commands that wait for metadata;
+//! * `complete` — decoding answers and finishing each command.
+//!
+//! [`Client`]: crate::Client
+//! [`Client::admin`]: crate::Client::admin
+//! [`Event::Admin`]: crate::Event::Admin
+
+mod call;
+mod complete;
+mod results;
+mod route;
+mod start;
+
+pub(crate) use call::Outcome;
+pub use call::{AdminCall, AdminId, AdminOutcome, AdminOutput, PartitionOverride};
+pub use results::{
+    ApiSupport, BrokerApiVersions, ClusterStatus, CommittedOffset, DecommissionResult,
+    ListedOffset, OffsetInfo, OffsetSpec, PartitionOutcome, ReassertedPartition, TopicAdminResult,
+    TopicDescription,
+};
+
+use crate::config::BrokerAddress;
+use crate::error::AdminError;
+use crate::metadata::ViewPartition;
+use crate::request::RequestOptions;
+use std::collections::BTreeMap;
+
+/// The state of one running admin command.
+#[derive(Debug)]
+pub(crate) enum AdminOp {
+    Single(Single),
+    Committed {
+        group: String,
+        partitions: Vec<(String, i32)>,
+        /// OffsetFetch sent (else FindCoordinator is in flight).
+        fetching: bool,
+        opts: RequestOptions,
+    },
+    DescribeTopics(Vec<String>),
+    ListOffsets {
+        specs: Vec<(String, i32, OffsetSpec)>,
+        results: Vec<Option<Result<OffsetInfo, AdminError>>>,
+        /// Request seq → (index in `results`, topic position, partition position) it carries.
+        outstanding: BTreeMap<u64, Vec<(usize, usize, usize)>>,
+        waited_for_metadata: bool,
+    },
+    Reassert {
+        broker_id: i32,
+        /// Metadata request seq while asking the broker for its view.
+        asking: Option<u64>,
+        results: Vec<ReassertedPartition>,
+        outstanding: BTreeMap<u64, usize>,
+        address: Option<BrokerAddress>,
+    },
+}
+
+#[derive(Debug)]
+pub(crate) enum Single {
+    ApiVersions,
+    DescribeCluster,
+    HealthCheck,
+    CreateTopic,
+    DeleteTopic,
+    AlterPartition(String, ViewPartition),
+    Decommission,
+}

@@ -1,0 +1,219 @@
+//! ListOffsets' routing to partition leaders, and the commands that wait for a metadata
+//! round (DescribeTopics, an unroutable ListOffsets).
+
+use super::AdminOp;
+use super::call::{AdminOutcome, Outcome};
+use super::complete::leaderless;
+use super::results::{ListedOffset, TopicDescription};
+use crate::client::Client;
+use crate::error::{AdminError, RequestError};
+use crate::event::Event;
+use crate::net::Origin;
+use crate::request::{RequestId, RequestOptions, Target};
+use std::collections::BTreeMap;
+use std::time::Instant;
+use stellflow_proto::messages::{
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic, RequestBody,
+};
+
+impl Client {
+    pub(super) fn route_list_offsets(
+        &mut self,
+        now: Instant,
+        id: u64,
+        op: &mut AdminOp,
+        o: &RequestOptions,
+    ) {
+        let AdminOp::ListOffsets {
+            specs,
+            results,
+            outstanding,
+            waited_for_metadata,
+        } = op
+        else {
+            return;
+        };
+        // Group by target broker: leader if known, else any broker holding the partition
+        // (ListOffsets is not leader-checked on the server). A partition the metadata does not
+        // route (a topic created a moment ago, or moved) waits for one metadata round that
+        // starts now, as a produce does; only a fresh round's "unknown" is final.
+        let routed: Vec<usize> = outstanding.values().flatten().map(|(i, _, _)| *i).collect();
+        let mut groups: BTreeMap<Target, Vec<usize>> = BTreeMap::new();
+        let mut wait = false;
+        for (i, (topic, partition, _)) in specs.iter().enumerate() {
+            if results.get(i).is_none_or(Option::is_some) || routed.contains(&i) {
+                continue;
+            }
+            let cluster = self.metadata.cluster();
+            let unroutable = match cluster.partition(topic, *partition) {
+                Some(p) => match p.leader() {
+                    Ok(leader) => {
+                        groups.entry(Target::Broker(leader)).or_default().push(i);
+                        continue;
+                    }
+                    Err(reason) => match self.metadata.holders(topic, *partition).next() {
+                        Some(a) => {
+                            groups
+                                .entry(Target::Address(a.clone()))
+                                .or_default()
+                                .push(i);
+                            continue;
+                        }
+                        None => leaderless(topic, *partition, reason.clone()),
+                    },
+                },
+                None => AdminError::UnknownPartition {
+                    topic: topic.clone(),
+                    partition: *partition,
+                },
+            };
+            if *waited_for_metadata {
+                if let Some(r) = results.get_mut(i) {
+                    *r = Some(Err(unroutable));
+                }
+            } else {
+                wait = true;
+            }
+        }
+        if wait {
+            *waited_for_metadata = true;
+            self.refresher.wait_next(id);
+        }
+        for (target, idx) in groups {
+            let mut topics: Vec<ListOffsetsTopic> = Vec::new();
+            let mut positions = Vec::with_capacity(idx.len());
+            for &i in &idx {
+                let Some((topic, partition, spec)) = specs.get(i) else {
+                    continue;
+                };
+                let entry = ListOffsetsPartition {
+                    partition: *partition,
+                    current_leader_epoch: -1,
+                    timestamp: spec.wire(),
+                    max_num_offsets: 1,
+                };
+                // The broker answers in request order: remember where each entry goes.
+                match topics
+                    .iter_mut()
+                    .position(|t| t.topic.as_deref() == Some(topic.as_str()))
+                {
+                    Some(tp) => {
+                        if let Some(t) = topics.get_mut(tp) {
+                            positions.push((i, tp, t.partitions.len()));
+                            t.partitions.push(entry);
+                        }
+                    }
+                    None => {
+                        positions.push((i, topics.len(), 0));
+                        topics.push(ListOffsetsTopic {
+                            topic: Some(topic.as_str().into()),
+                            partitions: vec![entry],
+                        });
+                    }
+                }
+            }
+            let body = RequestBody::ListOffsets(ListOffsetsRequest {
+                replica_id: -1,
+                isolation_level: 0,
+                topics,
+            });
+            let seq = self
+                .net
+                .submit(now, target, body, None, Origin::Admin(id), o);
+            outstanding.insert(seq, positions);
+        }
+    }
+
+    /// A metadata round that `op` waited for has ended.
+    pub(crate) fn on_metadata_round(&mut self, now: Instant, id: u64) {
+        let Some(mut op) = self.ops.remove(&id) else {
+            return;
+        };
+        match &mut op {
+            AdminOp::DescribeTopics(names) => {
+                let cluster = self.metadata.cluster();
+                let describe = |name: &String| {
+                    cluster.topics.get(name).map(|t| TopicDescription {
+                        name: name.clone(),
+                        partitions: t.partitions.values().cloned().collect(),
+                    })
+                };
+                let (topics, missing) = if names.is_empty() {
+                    (
+                        cluster.topics.keys().filter_map(describe).collect(),
+                        Vec::new(),
+                    )
+                } else {
+                    let topics = names.iter().filter_map(describe).collect();
+                    let missing = names
+                        .iter()
+                        .filter(|n| !cluster.topics.contains_key(*n))
+                        .cloned()
+                        .collect();
+                    (topics, missing)
+                };
+                self.emit(id, Ok(Outcome::Topics(topics, missing)));
+                return;
+            }
+            AdminOp::ListOffsets { .. } => {
+                self.route_list_offsets(now, id, &mut op, &RequestOptions::default());
+            }
+            _ => {}
+        }
+        self.ops.insert(id, op);
+        self.finish_if_done(id);
+    }
+
+    pub(super) fn finish_if_done(&mut self, id: u64) {
+        let done = match self.ops.get(&id) {
+            Some(AdminOp::ListOffsets {
+                results,
+                outstanding,
+                waited_for_metadata,
+                ..
+            }) => {
+                outstanding.is_empty()
+                    && (results.iter().all(Option::is_some)
+                        || !*waited_for_metadata && results.is_empty())
+            }
+            Some(AdminOp::Reassert {
+                asking,
+                outstanding,
+                ..
+            }) => asking.is_none() && outstanding.is_empty(),
+            _ => false,
+        };
+        if !done {
+            return;
+        }
+        match self.ops.remove(&id) {
+            Some(AdminOp::ListOffsets { specs, results, .. }) => {
+                let listed = specs
+                    .into_iter()
+                    .zip(results)
+                    .map(|((topic, partition, _), r)| ListedOffset {
+                        topic,
+                        partition,
+                        result: r.unwrap_or(Err(AdminError::Request(RequestError::Closed))),
+                    })
+                    .collect();
+                self.emit(id, Ok(Outcome::Offsets(listed)));
+            }
+            Some(AdminOp::Reassert { results, .. }) => {
+                if !results.is_empty() {
+                    self.refresher.request(true);
+                }
+                self.emit(id, Ok(Outcome::Reasserted(results)));
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn emit(&mut self, id: u64, result: Result<Outcome, AdminError>) {
+        let id = RequestId(id);
+        self.events.push_back(Event::Admin {
+            id,
+            result: result.map(|value| AdminOutcome::new(id, value)),
+        });
+    }
+}
