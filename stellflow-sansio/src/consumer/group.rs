@@ -818,7 +818,13 @@ impl Consumer {
                         }
                     }
                     (None, Some(e)) => {
-                        self.group.lost_coordinator(now);
+                        // A timeout says nothing about the coordinator (the commit may not even
+                        // have left the connection's queue, e.g. behind an unanswered
+                        // SyncGroup): keep it, as the heartbeat and SyncGroup answers do;
+                        // forgetting it would turn that SyncGroup's retry into a rejoin.
+                        if !matches!(e, RequestError::Timeout { .. }) {
+                            self.group.lost_coordinator(now);
+                        }
                         Err(ConsumerError::Request(e))
                     }
                     (None, None) => Err(ConsumerError::Decode("OffsetCommit")),

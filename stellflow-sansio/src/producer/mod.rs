@@ -38,6 +38,11 @@
 //!   for one), with the same sequence numbers, which the broker answers as a duplicate if
 //!   the first attempt was written. A broker that is frozen keeps the batches waiting
 //!   (up to the delivery timeout, then [`DeliveryError::MaybeWritten`]); it never gets two.
+//!   A batch that may have been written is never re-stamped: if the producer epoch moved on
+//!   meanwhile (another partition lost its sequence state, OUT_OF_ORDER_SEQUENCE, and the
+//!   producer bumped the epoch), re-sending it under the new epoch would make the broker clear
+//!   the producer's history and append it again, so it fails with
+//!   [`DeliveryError::MaybeWritten`] instead.
 //!   Idempotence still cannot help across a broker restart or a leader change: the server
 //!   keeps producer state in memory, per broker.
 //!

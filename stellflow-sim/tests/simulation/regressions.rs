@@ -329,3 +329,18 @@ fn seed_17891150239525056873_epoch_bump_never_restamps_a_maybe_written_batch() {
          ops=10;safety=10012;wl=3339181654;f=1930:drop:2,4;f=7171:partition:2,3141",
     );
 }
+
+/// `group-session-alive`: a SyncGroup answer was lost, and with one request in flight the
+/// group's OffsetCommits timed out behind it without ever leaving the connection's queue. The
+/// commit's timeout made the consumer forget its coordinator, so when the SyncGroup timed out
+/// it could not be re-sent and the member rejoined a generation that was still alive. Was a
+/// bug in stellflow-sansio (consumer group): a commit timeout no longer drops the coordinator,
+/// as heartbeat and SyncGroup timeouts never did. Found by the 100,000-seed soak from a random
+/// start (seed 17891150239525058228), shrunk to these two faults.
+#[test]
+fn seed_17891150239525058228_commit_timeout_keeps_the_coordinator() {
+    assert_passes(
+        "seed=17891150239525058228;b=3;c=1;p=3;rf=3;rt=1000;mif=1;lat=191;jit=2652;split=80;\
+         ops=8;safety=13877;wl=4192545609;f=4565:move:0,2;f=6081:drop:10,2",
+    );
+}
