@@ -106,8 +106,8 @@ pub const LINGER_SLACK: Duration = Duration::from_millis(1);
 ///    known to its network layer at once, where it waits for the connection or an in-flight
 ///    slot and times out after the request timeout (at the soonest), then waits for its retry
 ///    backoff — none of which shows on the wire. So once the request timeout has passed since
-///    the first step at which `R` was due while metadata named a leader, `R` is exempt (until
-///    it is sent or has its outcome).
+///    the later of `R`'s due time and the instant since which metadata has named a leader
+///    without a break, `R` is exempt (until it is sent or has its outcome).
 ///
 /// If `R` is still not on the wire at a step more than [`LINGER_SLACK`] after both its due
 /// time and the instant since which the partition has been sendable without a break, the
@@ -134,6 +134,8 @@ pub struct ProducerLoad {
     /// Per partition: the oldest unsent record and the first sample at which it was due while
     /// metadata named a leader (the producer may have handed it to the network layer then).
     attempt_from: BTreeMap<i32, (String, Duration)>,
+    /// Per partition: since when the client's metadata has named a leader without a break.
+    leader_known_since: BTreeMap<i32, Duration>,
     /// When the client's metadata first named the partitions of the topic (records produced
     /// before wait unbatched until then, and their linger starts then).
     topic_known_at: Option<Duration>,
@@ -225,6 +227,7 @@ impl ProducerLoad {
             produce_seen: false,
             sendable_since: BTreeMap::new(),
             attempt_from: BTreeMap::new(),
+            leader_known_since: BTreeMap::new(),
             topic_known_at: None,
             bound_checks: 0,
             bound_counted: BTreeMap::new(),
@@ -429,6 +432,18 @@ impl ProducerLoad {
                 oldest.insert(*partition, (*seq, value.as_str()));
             }
         }
+        for p in 0..self.partitions {
+            let named = world
+                .client(self.client)
+                .metadata()
+                .partition(TOPIC, p)
+                .is_some_and(|m| m.leader().is_ok());
+            if named {
+                self.leader_known_since.entry(p).or_insert(now);
+            } else {
+                self.leader_known_since.remove(&p);
+            }
+        }
         let mut due: Vec<(i32, Duration, String)> = Vec::new();
         for p in 0..self.partitions {
             let Some((_, value)) = oldest.get(&p) else {
@@ -474,7 +489,12 @@ impl ProducerLoad {
                 self.attempt_from.remove(&p);
             }
             if now >= due_at && leader.is_some() && !self.attempt_from.contains_key(&p) {
-                self.attempt_from.insert(p, (value.clone(), now));
+                // The producer may have handed the batch to its network layer as soon as it
+                // was due with a leader named, which can be before this sample (the world does
+                // not step at every instant).
+                let named_since = self.leader_known_since.get(&p).copied().unwrap_or(now);
+                self.attempt_from
+                    .insert(p, (value.clone(), due_at.max(named_since).min(now)));
             }
             // Handed to the network layer at that sample at the latest, the request may have
             // timed out waiting for a connection or an in-flight slot since: then the batch

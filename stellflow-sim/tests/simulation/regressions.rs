@@ -344,3 +344,19 @@ fn seed_17891150239525058228_commit_timeout_keeps_the_coordinator() {
          ops=8;safety=13877;wl=4192545609;f=4565:move:0,2;f=6081:drop:10,2",
     );
 }
+
+/// `linger-upper-bound` on a correct client: a due batch was handed to the network layer,
+/// timed out waiting for a connection (broker partitioned away) and sat in its retry backoff
+/// when the connection came back. The invariant's exemption for that case started its clock at
+/// the first *sample* at which the batch was due with a leader named, which can be long after
+/// the instant itself (the world does not step at every instant), so a retry backoff on time
+/// looked like a held batch. The invariant was wrong: it now starts at the later of the due
+/// time and the instant since which metadata has named a leader. Found by the 100,000-seed
+/// soak from a random start (seed 17891150239525057290), shrunk to these two faults.
+#[test]
+fn seed_17891150239525057290_linger_bound_exempts_a_retry_backoff_after_a_queued_timeout() {
+    assert_passes(
+        "seed=17891150239525057290;b=1;c=2;p=2;rf=1;rt=3000;mif=64;lat=1041;jit=4129;split=50;\
+         ops=13;safety=9230;wl=667913558;f=4146:partition:1,3925;f=4696:reset:4",
+    );
+}
