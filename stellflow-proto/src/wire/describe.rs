@@ -70,9 +70,9 @@ impl<T: Describe> Describe for Vec<T> {
     }
 }
 
-/// Declares a struct whose wire layout is its fields in order, and implements [`Wire`] for it.
+/// Declares a struct whose wire layout is its fields in order, and implements [`Wire`](super::Wire) for it.
 ///
-/// Every field type must implement [`Wire`] and [`Describe`]; the struct gets both, plus
+/// Every field type must implement [`Wire`](super::Wire) and [`Describe`]; the struct gets both, plus
 /// `Debug, Clone, PartialEq, Eq, Default`. Used for all message bodies whose layout is a plain
 /// sequence of fields.
 #[macro_export]
