@@ -40,6 +40,7 @@ mod error;
 pub mod perf;
 mod producer;
 mod runtime;
+mod seq_map;
 mod state;
 
 pub use admin::Admin;
