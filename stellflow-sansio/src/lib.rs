@@ -115,10 +115,6 @@ pub use event::{DisconnectReason, Event};
 pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo};
 pub use metrics::{ApiCounters, Counters, DurationHistogram};
 pub use net::ConnectRequest;
-/// How many request timeouts an idempotent Produce waits for its late answer before its
-/// connection is given up (the simulation harness bounds its checks with it).
-#[doc(hidden)]
-pub use net::LATE_TIMEOUTS_TO_CLOSE;
 pub use producer::{
     Acks, BatchFormat, DeliveryError, FlushId, KeyedPartitioner, KeylessPartitioner, OwnedRecord,
     Partitioner, ProduceError, ProduceId, ProducerConfig, ProducerRecord, RecordHeader,
