@@ -44,8 +44,9 @@
 //! healthy network keeps a group member's session (no rejoin while idle, once one and a half
 //! session timeouts passed since the last broker or consumer restart: a restarted
 //! coordinator has lost its groups, which live in memory only); the healed system
-//! finishes all work within a bound; idle clients make almost no requests and timer
-//! wake-ups.
+//! finishes all work within a bound, and after the heal a producer or consumer with pending
+//! work makes progress within its backoff caps plus a few round trips (the resume bound,
+//! [`resume`]); idle clients make almost no requests and timer wake-ups.
 //!
 //! # Replay
 //!
@@ -100,6 +101,7 @@ pub mod fetch_check;
 pub mod net;
 pub mod pipeline;
 pub mod plan;
+pub mod resume;
 pub mod run;
 pub mod shrink;
 pub mod trace;
