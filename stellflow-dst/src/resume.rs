@@ -14,10 +14,10 @@
 //! or the link is a black hole): such a request ends only by the client's own request timeout,
 //! which is the timeout's bound, not this one.
 
-use super::net::NetConfig;
-use super::pipeline::{ConsumerLoad, ProducerLoad};
-use super::workload::Ledger;
-use super::world::{ClientId, World};
+use crate::net::NetConfig;
+use crate::pipeline::{ConsumerLoad, ProducerLoad};
+use crate::workload::Ledger;
+use crate::world::{ClientId, World};
 use std::time::Duration;
 use stellflow_sansio::ClientConfig;
 
