@@ -52,8 +52,9 @@
 //! session timeouts passed since the last broker or consumer restart: a restarted
 //! coordinator has lost its groups, which live in memory only; and one rejoin allowed per
 //! eviction of a member the live one does not know, which fences it on this server); the
-//! healed system finishes all work within a bound; idle clients make almost no requests and
-//! timer wake-ups.
+//! healed system finishes all work within a bound, and after the heal a producer or consumer
+//! with pending work makes progress within its backoff caps plus a few round trips (the resume
+//! bound, [`resume`]); idle clients make almost no requests and timer wake-ups.
 //!
 //! # Replay
 //!
@@ -111,6 +112,7 @@ pub mod fetch_check;
 pub mod net;
 pub mod pipeline;
 pub mod plan;
+pub mod resume;
 pub mod run;
 pub mod shrink;
 pub mod trace;

@@ -160,6 +160,8 @@ pub struct ProducerLoad {
     goal_ids: BTreeMap<ProduceId, i32>,
     retry_at: Option<Duration>,
     partitions: i32,
+    /// The client's `retry_backoff_max` (for the resume bound).
+    retry_backoff_max: Duration,
 }
 
 impl ProducerLoad {
@@ -191,6 +193,7 @@ impl ProducerLoad {
         p.retry_backoff_max = Duration::from_millis(500);
         let linger = p.linger;
         let ack_timeout = p.ack_timeout;
+        let retry_backoff_max = p.retry_backoff_max;
         let bound = p.delivery_timeout + config.request_timeout * 2 + Duration::from_secs(1);
         let client = match world.add_client(config) {
             Ok(c) => c,
@@ -246,6 +249,7 @@ impl ProducerLoad {
             goal_ids: BTreeMap::new(),
             retry_at: None,
             partitions,
+            retry_backoff_max,
         })
     }
 
@@ -266,6 +270,16 @@ impl ProducerLoad {
     /// Outcomes received.
     pub fn completed(&self) -> usize {
         self.book.completed()
+    }
+
+    /// The client's `retry_backoff_max`.
+    pub fn retry_backoff_max(&self) -> Duration {
+        self.retry_backoff_max
+    }
+
+    /// Whether the producer is idempotent.
+    pub fn idempotent(&self) -> bool {
+        self.idempotent
     }
 
     /// How many batches were held to the linger upper bound: their first record was unsent on
@@ -709,6 +723,8 @@ pub struct ConsumerLoad {
     /// The last `GroupJoined`: when it was seen and the member id it gave.
     last_join: Option<(Duration, String)>,
     incarnations: u32,
+    /// Records delivered so far (repeats included).
+    deliveries: u64,
 }
 
 /// How long a graceful restart waits for `ConsumerEvent::Closed`.
@@ -761,6 +777,7 @@ impl ConsumerLoad {
             last_restart: None,
             last_join: None,
             incarnations: 0,
+            deliveries: 0,
         };
         load.start(world).then_some(load)
     }
@@ -836,6 +853,16 @@ impl ConsumerLoad {
         self.last_restart
     }
 
+    /// The consumer's client configuration.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// Records delivered so far, over all incarnations (repeats included).
+    pub fn delivered_count(&self) -> u64 {
+        self.deliveries
+    }
+
     /// The session timeout.
     pub fn session_timeout(&self) -> Duration {
         self.config.consumer.session_timeout
@@ -894,6 +921,7 @@ impl ConsumerLoad {
     /// Consumes records and events, and checks them.
     pub fn on_events(&mut self, world: &mut World) {
         while let Some(r) = world.poll_record(self.client) {
+            self.deliveries += 1;
             let p = r.partition;
             let pos = (r.offset, r.index);
             let value = r

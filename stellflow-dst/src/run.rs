@@ -6,6 +6,7 @@ use super::check::Violation;
 use super::net::NetConfig;
 use super::pipeline::{ConsumerLoad, PipelineShape, ProducerLoad};
 use super::plan::{FaultKind, FaultPlan};
+use super::resume::ResumeCheck;
 use super::workload::{Ledger, RawWorkload, TOPIC, check_ledger};
 use super::world::{World, WorldStats};
 use std::time::Duration;
@@ -28,6 +29,9 @@ pub struct RunReport {
     /// How many of the producer's batches were held to the linger upper bound (0 without a
     /// producer).
     pub linger_bound_checks: u64,
+    /// The resume bound after the heal ([`super::resume`]), per watched client: what, the
+    /// longest wait for progress seen, and the bound.
+    pub resume: Vec<(&'static str, Duration, Duration)>,
 }
 
 impl RunReport {
@@ -54,9 +58,9 @@ pub fn client_config(plan: &FaultPlan) -> ClientConfig {
     c.request_timeout = Duration::from_millis(u64::from(s.request_timeout_ms));
     c.max_in_flight_per_connection = s.max_in_flight.max(1) as usize;
     c.reconnect_backoff = Duration::from_millis(50);
-    c.reconnect_backoff_max = Duration::from_secs(1);
     c.metadata_refresh_backoff = Duration::from_millis(50);
-    c.metadata_refresh_backoff_max = Duration::from_secs(1);
+    // The caps stay at the client's defaults (1 s each, Kafka's): the resume bound
+    // ([`super::resume`]) holds the defaults to them.
     c
 }
 
@@ -244,9 +248,23 @@ fn run(plan: &FaultPlan, keep_log: bool) -> (RunReport, Vec<String>) {
         c.stop_restarts();
     }
     let bound = LIVENESS_BOUND + config.request_timeout * 3;
-    let deadline = world.elapsed() + bound;
+    let healed_at = world.elapsed();
+    let deadline = healed_at + bound;
+    let mut resume = ResumeCheck::new(
+        &config,
+        loads.producer.as_ref(),
+        loads.consumer.as_ref(),
+        &net,
+        healed_at,
+    );
     loop {
         loads.on_step(&mut world);
+        resume.sample(
+            &mut world,
+            loads.producer.as_ref(),
+            loads.consumer.as_ref(),
+            &loads.ledger,
+        );
         if !world.violations().is_empty() || loads.done() {
             break;
         }
@@ -296,6 +314,7 @@ fn run(plan: &FaultPlan, keep_log: bool) -> (RunReport, Vec<String>) {
             .producer
             .as_ref()
             .map_or(0, |p| p.linger_bound_checks()),
+        resume: resume.summary(),
     };
     (report, log)
 }

@@ -3,8 +3,10 @@
 use crate::rng::Rng;
 use std::time::Duration;
 
-/// Exponential backoff: `base × 2^attempt`, capped at `max`, then scaled by a random factor in
-/// `[1 − jitter, 1 + jitter]` drawn from the client's seeded [`Rng`].
+/// Exponential backoff: `base × 2^attempt` scaled by a random factor in `[1 − jitter, 1 + jitter]`
+/// drawn from the client's seeded [`Rng`], and never above `max` — the cap holds after the
+/// jitter, as in the Java client's `ExponentialBackoff`, so a delay at the cap is in
+/// `[(1 − jitter) × max, max]` and the cap is a bound callers can rely on.
 #[derive(Debug, Clone)]
 pub struct Backoff {
     base: Duration,
@@ -14,7 +16,7 @@ pub struct Backoff {
 }
 
 impl Backoff {
-    /// A backoff starting at `base`, never above `max` (before jitter), with ±`jitter`
+    /// A backoff starting at `base`, never above `max` (jitter included), with ±`jitter`
     /// (a fraction, clamped to `[0, 1]`).
     pub fn new(base: Duration, max: Duration, jitter: f64) -> Self {
         Backoff {
@@ -31,7 +33,7 @@ impl Backoff {
         let raw = self.base.saturating_mul(factor).min(self.max);
         self.attempt = self.attempt.saturating_add(1);
         let scale = 1.0 - self.jitter + 2.0 * self.jitter * rng.next_f64();
-        raw.mul_f64(scale)
+        raw.mul_f64(scale).min(self.max)
     }
 
     /// Forgets past failures: the next delay is `base` again (call after a success).
@@ -61,10 +63,22 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for _ in 0..50 {
             let d = b.next_delay(&mut rng);
-            assert!(d >= Duration::from_millis(80) && d <= Duration::from_millis(120));
+            assert!(d >= Duration::from_millis(80) && d <= Duration::from_millis(100));
             seen.insert(d);
         }
         assert!(seen.len() > 10);
+    }
+
+    #[test]
+    fn the_cap_holds_after_the_jitter() {
+        let mut rng = Rng::new(3);
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_secs(1), 0.2);
+        let d: Vec<_> = (0..40).map(|_| b.next_delay(&mut rng)).collect();
+        assert!(d.iter().all(|d| *d <= Duration::from_secs(1)), "{d:?}");
+        assert!(
+            d[10..].iter().all(|d| *d >= Duration::from_millis(800)),
+            "{d:?}"
+        );
     }
 
     #[test]

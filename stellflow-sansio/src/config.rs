@@ -156,18 +156,26 @@ pub struct ClientConfig {
     /// Largest response frame accepted, counting the 4-byte length prefix. A bigger frame closes
     /// the connection with an error event. Default 64 MiB, the reference SDKs' limit.
     pub max_response_frame: usize,
-    /// First reconnect delay after a connection fails. Default 100 ms.
+    /// First reconnect delay after a connection fails; doubles while connecting keeps failing
+    /// (`reconnect.backoff.ms`). Default 100 ms.
     pub reconnect_backoff: Duration,
-    /// Largest reconnect delay. Default 10 s.
+    /// Largest reconnect delay, jitter included (`reconnect.backoff.max.ms`): a broker that
+    /// comes back is reconnected to within this. Default 1 s, Kafka's default.
     pub reconnect_backoff_max: Duration,
-    /// Jitter applied to every backoff, as a fraction (0.2 = ±20 %). Default 0.2.
+    /// Jitter applied to every backoff, as a fraction (0.2 = ±20 %); a backoff never exceeds
+    /// its maximum because of it. Default 0.2.
     pub backoff_jitter: f64,
     /// Metadata is refreshed at least this often, even when nothing went wrong. Default 5 min.
     pub metadata_max_age: Duration,
-    /// First delay between metadata refreshes triggered by errors; doubles while errors
-    /// persist. Default 100 ms.
+    /// First delay between metadata refreshes triggered by errors (a leaderless partition, a
+    /// leader error, a failed round); doubles while errors persist (`retry.backoff.ms`).
+    /// Default 100 ms.
     pub metadata_refresh_backoff: Duration,
-    /// Largest delay between error-triggered metadata refreshes. Default 5 s.
+    /// Largest delay between error-triggered metadata refreshes, jitter included
+    /// (`retry.backoff.max.ms`). A partition without a leader is re-checked at least this
+    /// often, so a leader that comes back (a re-asserted leadership, a failover) is seen
+    /// within this plus a round trip, and its consumers fetch and producers send at once.
+    /// Default 1 s, Kafka's default.
     pub metadata_refresh_backoff_max: Duration,
     /// `clientSoftwareName` sent in ApiVersions.
     pub software_name: String,
@@ -189,11 +197,11 @@ impl ClientConfig {
             max_in_flight_per_connection: 64,
             max_response_frame: 64 * 1024 * 1024,
             reconnect_backoff: Duration::from_millis(100),
-            reconnect_backoff_max: Duration::from_secs(10),
+            reconnect_backoff_max: Duration::from_secs(1),
             backoff_jitter: 0.2,
             metadata_max_age: Duration::from_secs(300),
             metadata_refresh_backoff: Duration::from_millis(100),
-            metadata_refresh_backoff_max: Duration::from_secs(5),
+            metadata_refresh_backoff_max: Duration::from_secs(1),
             software_name: "stellflow-rs".to_owned(),
             software_version: env!("CARGO_PKG_VERSION").to_owned(),
             producer: crate::producer::ProducerConfig::default(),

@@ -447,3 +447,91 @@ fn unanswered_produce_is_reported_as_maybe_written() {
         }
     }
 }
+
+/// Issue 19: a broker restarted on its data reports its partitions leaderless (leader 0) until
+/// leadership is re-asserted. A producer that keeps sending (one record every 20 ms) through
+/// 7 leaderless seconds gets its next acknowledgement within the metadata refresh cap (1 s by
+/// default) plus a round trip of the re-assertion: the leaderless partition is re-checked on
+/// the cap, and a batch whose retry waited for a leader is sent as soon as the metadata names
+/// one (with the former 5 s cap this took up to 6 s).
+#[test]
+fn a_producer_resumes_within_the_refresh_cap_once_leadership_is_reasserted() {
+    let mut w = world(1, "back", 1, 1, client_config(1, ProducerConfig::default()));
+    let mut out = Outcomes::new();
+    let mut ids = produce_n(&mut w, "back", 0, 1);
+    flush(&mut w);
+    collect(&mut w, &mut out);
+    assert!(out.values().all(Result::is_ok));
+    w.sim.restart(1, w.now).unwrap();
+    let leaderless_until = w.now + Duration::from_secs(7);
+    let mut next = 1u32;
+    while w.now < leaderless_until {
+        ids.extend(produce_n(&mut w, "back", next, 1));
+        next += 1;
+        w.advance(Duration::from_millis(20));
+    }
+    collect(&mut w, &mut out);
+    assert_eq!(out.len(), 1, "nothing acknowledged while leaderless");
+    w.sim.reassert_leadership(1).unwrap();
+    let reasserted = w.now;
+    let mut first_ack = None;
+    while w.now < reasserted + Duration::from_secs(10) && first_ack.is_none() {
+        ids.extend(produce_n(&mut w, "back", next, 1));
+        next += 1;
+        w.advance(Duration::from_millis(20));
+        collect(&mut w, &mut out);
+        if out.len() > 1 {
+            first_ack = Some(w.now - reasserted);
+        }
+    }
+    let waited = first_ack.expect("the producer never resumed");
+    // The default cap, 1 s, plus a round trip (none to speak of here) and the 20 ms step.
+    assert!(
+        waited <= Duration::from_millis(1_050),
+        "resumed after {waited:?}"
+    );
+    flush(&mut w);
+    collect(&mut w, &mut out);
+    assert_eq!(out.len(), ids.len());
+    assert!(out.values().all(Result::is_ok), "{out:?}");
+}
+
+/// Issue 19, like Kafka's KIP-951: a batch refused with NOT_LEADER_OR_FOLLOWER waits out its
+/// retry backoff only while nothing changed; as soon as the metadata names another leader it
+/// is sent there, without waiting for the rest of the backoff.
+#[test]
+fn a_batch_refused_by_a_former_leader_goes_to_the_new_one_without_its_backoff() {
+    let mut p = ProducerConfig::default();
+    p.linger = Duration::from_millis(2);
+    p.retry_backoff = Duration::from_secs(3);
+    p.retry_backoff_max = Duration::from_secs(3);
+    let mut w = world(2, "k", 1, 2, client_config(2, p));
+    let mut ids = produce_n(&mut w, "k", 0, 1);
+    flush(&mut w);
+    let old = leader(&w, "k", 0);
+    // The leadership moves and the client does not know yet: its next batch is refused.
+    w.sim.move_leader("k", 0, 3 - old).unwrap();
+    let start = w.now;
+    ids.extend(produce_n(&mut w, "k", 1, 1));
+    let done = w.run_until(Duration::from_secs(30), |w| {
+        w.events
+            .iter()
+            .filter(|e| matches!(e, Event::Produced { .. }))
+            .count()
+            == 2
+    });
+    assert!(done);
+    let took = w.now - start;
+    assert!(
+        took < Duration::from_secs(1),
+        "took {took:?} (retry backoff 2.4–3 s)"
+    );
+    assert!(
+        w.client.counters().producer_retries >= 1,
+        "it was refused once"
+    );
+    let mut out = Outcomes::new();
+    collect(&mut w, &mut out);
+    assert!(out.values().all(Result::is_ok), "{out:?}");
+    check_logs(&w, "k", 1, &out, &ids);
+}

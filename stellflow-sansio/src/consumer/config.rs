@@ -89,7 +89,9 @@ pub struct ConsumerConfig {
     /// First client-side delay after an empty fetch of a partition; doubles while fetches stay
     /// empty. Default 5 ms.
     pub fetch_backoff: Duration,
-    /// Largest empty-fetch delay. Default 500 ms.
+    /// Largest empty-fetch delay; also the delay before a partition whose fetch failed is
+    /// fetched again. A partition waiting for a leader is fetched as soon as the metadata
+    /// names one. Default 500 ms.
     pub fetch_backoff_max: Duration,
 }
 

@@ -44,6 +44,10 @@ pub(crate) struct Batch {
     /// Consecutive 21 answers (lost producer state) for this batch.
     pub lost_state: u32,
     pub retry_at: Option<Instant>,
+    /// `retry_at` is only a backoff after an error that asked for fresh metadata (a leader
+    /// error, a lost connection): when the metadata names a new leader for the partition the
+    /// backoff ends at once (Kafka's KIP-951), as nothing the backoff waits for remains.
+    pub awaits_leader: bool,
     pub stamp: Stamp,
     pub last_error: Option<DeliveryError>,
     /// Outcomes already reported (acks = 0).
@@ -184,6 +188,13 @@ impl Producer {
                 if leader != p.leader {
                     p.leader = leader;
                     moved = true;
+                    if leader.is_some() {
+                        for b in &mut p.queue {
+                            if std::mem::take(&mut b.awaits_leader) {
+                                b.retry_at = None;
+                            }
+                        }
+                    }
                 }
                 p.leaderless = i32::try_from(i)
                     .ok()
@@ -534,6 +545,7 @@ impl Producer {
             deadline: now + self.cfg.delivery_timeout,
             attempts: 0,
             lost_state: 0,
+            awaits_leader: false,
             retry_at: None,
             stamp,
             last_error: None,

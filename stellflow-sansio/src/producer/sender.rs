@@ -181,6 +181,7 @@ impl Producer {
                         && let Some(at) = net.answered_since(slot, conn)
                     {
                         b.in_doubt = None;
+                        b.awaits_leader = false;
                         b.retry_at = Some(b.retry_at.map_or(at + settle, |r| r.max(at + settle)));
                         cleared.push((ti, pi));
                     }
@@ -735,6 +736,7 @@ impl Producer {
                 }
                 net.counters.producer_retries += 1;
                 batch.retry_at = Some(now);
+                batch.awaits_leader = false;
                 batch.last_error = Some(DeliveryError::Broker {
                     code: ErrorCode::OUT_OF_ORDER_SEQUENCE,
                 });
@@ -764,6 +766,7 @@ impl Producer {
                     net.counters.producer_retries += 1;
                     tracing::debug!(attempt = batch.attempts, "retrying a batch: {error}");
                     batch.retry_at = Some(now + self.retry_delay(batch.attempts));
+                    batch.awaits_leader = refresh;
                     batch.last_error = Some(error);
                     self.requeue(ti, pi, batch);
                 }
@@ -805,7 +808,9 @@ impl Producer {
             .retry_backoff
             .saturating_mul(factor)
             .min(self.cfg.retry_backoff_max.max(self.cfg.retry_backoff));
+        // Jitter, then the cap again: the cap is a bound (Kafka's `ExponentialBackoff`).
         raw.mul_f64(0.8 + 0.4 * self.rng.next_f64())
+            .min(self.cfg.retry_backoff_max.max(self.cfg.retry_backoff))
     }
 
     /// Reports every record of a delivered batch and frees it.

@@ -172,9 +172,11 @@ pub struct ProducerConfig {
     /// How many times a batch is retried after retriable errors. Default `u32::MAX` (bounded
     /// by [`ProducerConfig::delivery_timeout`]).
     pub retries: u32,
-    /// First retry delay; doubles per attempt. Default 100 ms.
+    /// First retry delay; doubles per attempt (`retry.backoff.ms`). Default 100 ms.
     pub retry_backoff: Duration,
-    /// Largest retry delay. Default 1 s.
+    /// Largest retry delay, jitter included (`retry.backoff.max.ms`). A retry after a leader
+    /// error does not wait for it once the metadata names a new leader (KIP-951).
+    /// Default 1 s.
     pub retry_backoff_max: Duration,
     /// A record that has no outcome this long after `produce` fails with
     /// [`DeliveryError::Timeout`] (a request already in flight is waited for first). Default
