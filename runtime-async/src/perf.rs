@@ -1,19 +1,29 @@
-//! The throughput benchmark behind the adapters' `perf` examples (1 KiB values, acks=1): one
-//! body for every [`Runtime`], so the tokio and smol numbers measure the same thing.
+//! The throughput benchmark behind the adapters' `perf` examples (acks=1): one body for every
+//! [`Runtime`], so the tokio and smol numbers measure the same thing, shaped like
+//! `stellflow perf produce` / `perf consume` (the blocking adapter) so that the three compare.
 
 use crate::{Acks, Client, ClientConfig, OffsetReset, Record, Runtime, Target, TopicPartition};
 use bytes::Bytes;
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-const PARTITIONS: i32 = 6;
-const VALUE: usize = 1024;
-
 /// Produces then consumes `n` records (first argument, default 200 000) against the broker
-/// named by the second argument, or `sim` (a loopback broker's address) when there is none.
-/// Prints `RESULT <label>-produce-MBps X` and `RESULT <label>-consume-MBps X`.
+/// named by the second argument, or `sim` (a loopback broker's address) when there is none
+/// (or it is `sim`); the third argument is the value size (default 1024 bytes), the fourth the
+/// topic's partitions (default 6). Prints `RESULT <label>-produce-MBps X`,
+/// `RESULT <label>-consume-MBps X` and the records/s of each.
+///
+/// Like `stellflow perf produce`, the producer keeps the outcomes in a queue and takes the
+/// ones already known after every record (one `Delivery` per record, as a user would);
+/// like `perf consume`, the consumer reads every partition from its start.
 pub async fn run<R: Runtime>(label: &str, sim: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let n: usize = std::env::args().nth(1).map_or(Ok(200_000), |a| a.parse())?;
-    let bootstrap = std::env::args().nth(2).unwrap_or_else(|| sim.to_owned());
+    let arg = |i: usize| std::env::args().nth(i);
+    let n: usize = arg(1).map_or(Ok(200_000), |a| a.parse())?;
+    let bootstrap = arg(2)
+        .filter(|b| b != "sim")
+        .unwrap_or_else(|| sim.to_owned());
+    let size: usize = arg(3).map_or(Ok(1024), |a| a.parse())?;
+    let partitions: i32 = arg(4).map_or(Ok(6), |a| a.parse())?;
     let mut config = ClientConfig::new(&bootstrap)?;
     config.producer.acks = Acks::Leader;
     config.consumer.auto_offset_reset = OffsetReset::Earliest;
@@ -21,28 +31,30 @@ pub async fn run<R: Runtime>(label: &str, sim: &str) -> Result<(), Box<dyn std::
     let client = Client::<R>::connect(config).await?;
     client
         .admin()
-        .create_topic(&topic, PARTITIONS, Target::Any)
+        .create_topic(&topic, partitions, Target::Any)
         .await?;
 
     let producer = client.producer();
-    let value = Bytes::from(vec![b'v'; VALUE]);
+    let value = Bytes::from(vec![b'v'; size]);
     let start = Instant::now();
-    let mut pending = Vec::with_capacity(n);
+    let mut pending = VecDeque::new();
     for _ in 0..n {
-        pending.push(
-            producer
-                .enqueue(Record::new(topic.as_str(), value.clone()))
-                .await?,
-        );
+        let record = Record::new(topic.as_str(), value.clone());
+        pending.push_back(producer.enqueue(record).await?);
+        while let Some(d) = pending.front_mut() {
+            let Some(outcome) = d.try_wait() else { break };
+            outcome?;
+            pending.pop_front();
+        }
     }
     producer.flush().await?;
     for d in pending {
         d.await?;
     }
-    report(&format!("{label}-produce"), n, start.elapsed());
+    report(&format!("{label}-produce"), n, size, start.elapsed());
 
     let consumer = client.consumer();
-    let tps: Vec<_> = (0..PARTITIONS)
+    let tps: Vec<_> = (0..partitions)
         .map(|p| TopicPartition::new(&topic, p))
         .collect();
     consumer.assign(&tps)?;
@@ -55,16 +67,17 @@ pub async fn run<R: Runtime>(label: &str, sim: &str) -> Result<(), Box<dyn std::
         }
         got += records.len();
     }
-    report(&format!("{label}-consume"), got, start.elapsed());
+    report(&format!("{label}-consume"), got, size, start.elapsed());
     Ok(client.close().await?)
 }
 
-fn report(what: &str, records: usize, took: Duration) {
+fn report(what: &str, records: usize, size: usize, took: Duration) {
     let secs = took.as_secs_f64();
-    let mb = (records * VALUE) as f64 / 1e6;
+    let mb = (records * size) as f64 / 1e6;
     println!(
         "{what}: {records} records in {secs:.3} s, {:.0} records/s",
         records as f64 / secs
     );
     println!("RESULT {what}-MBps {:.1}", mb / secs);
+    println!("RESULT {what}-records-per-sec {:.0}", records as f64 / secs);
 }

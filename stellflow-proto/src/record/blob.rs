@@ -81,6 +81,11 @@ pub struct BlobRecord {
     pub batch_index: u32,
     /// The blob's format.
     pub format: BlobFormat,
+    /// Whether this is the blob's last record: its batch ended cleanly after it and no batch
+    /// with records follows. Known without decoding another record (the next batch, if any,
+    /// is checked now); `false` when what follows is malformed — the iterator yields that
+    /// error next.
+    pub last_in_blob: bool,
     /// The record.
     pub record: Record,
 }
@@ -93,6 +98,8 @@ pub struct BlobRecords {
     srfb_header: Option<SrfbHeader>,
     batches: V1Batches,
     current: Option<(V1BatchHeader, V1Records)>,
+    /// The batch after `current`, checked early to tell whether a record is the blob's last.
+    ahead: Option<Result<V1Batch, BatchError>>,
     batch_index: u32,
     next_index: u32,
     done: bool,
@@ -123,6 +130,7 @@ pub fn blob_records(blob: Bytes) -> BlobRecords {
         srfb_header: None,
         batches,
         current: None,
+        ahead: None,
         batch_index: 0,
         next_index: 0,
         done: false,
@@ -148,6 +156,24 @@ impl BlobRecords {
     /// How many records were yielded so far (the next record's `index_in_blob`).
     pub fn next_index(&self) -> u32 {
         self.next_index
+    }
+
+    /// After the current batch ended cleanly: whether another batch (or an error) follows.
+    /// Batches without records are skipped here (counted, as the main loop counts them), so
+    /// that a record followed only by empty batches is still known as the last.
+    fn more_follows(&mut self) -> bool {
+        loop {
+            match self.batches.next() {
+                None => return false,
+                Some(Ok(b)) if b.record_count() == 0 && b.records().is_complete() => {
+                    self.batch_index = self.batch_index.saturating_add(1);
+                }
+                other => {
+                    self.ahead = other;
+                    return true;
+                }
+            }
+        }
     }
 
     fn fail(&mut self, e: BatchError) -> Option<Result<BlobRecord, BatchError>> {
@@ -188,10 +214,13 @@ impl Iterator for BlobRecords {
                     Some(Ok(record)) => {
                         let index_in_blob = self.next_index;
                         self.next_index = self.next_index.saturating_add(1);
+                        let batch_index = self.batch_index - 1;
+                        let last_in_blob = records.is_complete() && !self.more_follows();
                         return Some(Ok(BlobRecord {
                             index_in_blob,
-                            batch_index: self.batch_index - 1,
+                            batch_index,
                             format: self.format,
+                            last_in_blob,
                             record,
                         }));
                     }
@@ -199,7 +228,11 @@ impl Iterator for BlobRecords {
                     None => {}
                 }
             }
-            match self.batches.next() {
+            let batch = match self.ahead.take() {
+                Some(b) => Some(b),
+                None => self.batches.next(),
+            };
+            match batch {
                 Some(Ok(batch)) => {
                     self.current = Some((*batch.header(), batch.records()));
                     self.batch_index = self.batch_index.saturating_add(1);
