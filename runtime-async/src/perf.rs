@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 /// Produces then consumes `n` records (first argument, default 200 000) against the broker
 /// named by the second argument, or `sim` (a loopback broker's address) when there is none
 /// (or it is `sim`); the third argument is the value size (default 1024 bytes), the fourth the
-/// topic's partitions (default 6). Prints `RESULT <label>-produce-MBps X`,
+/// topic's partitions (default 6); a fifth, an existing topic, skips producing and reads
+/// `n` records of it (as `perf consume --topic` does). Prints `RESULT <label>-produce-MBps X`,
 /// `RESULT <label>-consume-MBps X` and the records/s of each.
 ///
 /// Like `stellflow perf produce`, the producer keeps the outcomes in a queue and takes the
@@ -27,19 +28,35 @@ pub async fn run<R: Runtime>(label: &str, sim: &str) -> Result<(), Box<dyn std::
     let mut config = ClientConfig::new(&bootstrap)?;
     config.producer.acks = Acks::Leader;
     config.consumer.auto_offset_reset = OffsetReset::Earliest;
-    let topic = format!("perf-{}", std::process::id());
     let client = Client::<R>::connect(config).await?;
-    client
-        .admin()
-        .create_topic(&topic, partitions, Target::Any)
-        .await?;
+    let topic = match arg(5) {
+        Some(existing) => existing,
+        None => {
+            let topic = format!("perf-{}", std::process::id());
+            let admin = client.admin();
+            admin.create_topic(&topic, partitions, Target::Any).await?;
+            produce(&client, &topic, n, size, label).await?;
+            topic
+        }
+    };
+    consume(&client, &topic, n, size, partitions, label).await?;
+    Ok(client.close().await?)
+}
 
+/// Sends `n` records of `size` bytes to `topic`, reaping outcomes as they come.
+async fn produce<R: Runtime>(
+    client: &Client<R>,
+    topic: &str,
+    n: usize,
+    size: usize,
+    label: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
     let producer = client.producer();
     let value = Bytes::from(vec![b'v'; size]);
     let start = Instant::now();
     let mut pending = VecDeque::new();
     for _ in 0..n {
-        let record = Record::new(topic.as_str(), value.clone());
+        let record = Record::new(topic, value.clone());
         pending.push_back(producer.enqueue(record).await?);
         while let Some(d) = pending.front_mut() {
             let Some(outcome) = d.try_wait() else { break };
@@ -52,23 +69,35 @@ pub async fn run<R: Runtime>(label: &str, sim: &str) -> Result<(), Box<dyn std::
         d.await?;
     }
     report(&format!("{label}-produce"), n, size, start.elapsed());
+    Ok(())
+}
 
+/// Reads `n` records from the start of `topic`'s partitions, `poll` by `poll` (at most
+/// `Options::max_poll_records` each, as `perf consume` polls).
+async fn consume<R: Runtime>(
+    client: &Client<R>,
+    topic: &str,
+    n: usize,
+    size: usize,
+    partitions: i32,
+    label: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
     let consumer = client.consumer();
     let tps: Vec<_> = (0..partitions)
-        .map(|p| TopicPartition::new(&topic, p))
+        .map(|p| TopicPartition::new(topic, p))
         .collect();
     consumer.assign(&tps)?;
     let start = Instant::now();
     let mut got = 0;
     while got < n {
-        let records = consumer.poll_max(Duration::from_secs(10), 10_000).await?;
+        let records = consumer.poll(Duration::from_secs(10)).await?;
         if records.is_empty() {
             return Err(format!("stalled after {got} records").into());
         }
         got += records.len();
     }
     report(&format!("{label}-consume"), got, size, start.elapsed());
-    Ok(client.close().await?)
+    Ok(())
 }
 
 fn report(what: &str, records: usize, size: usize, took: Duration) {
