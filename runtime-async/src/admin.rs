@@ -37,15 +37,7 @@ where
 /// for the broker's answer, bounded by the core's request timeout; dropping the future before
 /// the answer does not undo a command already sent (cancel safety).
 ///
-/// ```no_run
-/// # async fn f() -> Result<(), stellflow_tokio::Error> {
-/// use stellflow_tokio::{Admin, ClientConfig, Target};
-/// let admin = Admin::connect(ClientConfig::new("127.0.0.1:9092")?).await?;
-/// admin.create_topic("orders", 6, Target::Any).await?;
-/// let (topics, missing) = admin.describe_topics(&["orders"]).await?;
-/// assert_eq!(topics[0].partitions.len(), 6);
-/// # let _ = missing; Ok(()) }
-/// ```
+/// Examples with an adapter's names are on its aliases (`stellflow_tokio::Admin`, ...).
 #[derive(Debug, Clone)]
 pub struct Admin<R: Runtime> {
     pub(crate) client: Client<R>,

@@ -41,25 +41,7 @@ pub enum SeekTo {
 /// because each Fetch entry reads one whole blob: a partition's share of a request is
 /// `consumer.max_entries_per_partition` blobs (the README maps the Kafka settings).
 ///
-/// ```no_run
-/// # async fn f() -> Result<(), stellflow_tokio::Error> {
-/// use futures_lite::StreamExt;
-/// use std::time::Duration;
-/// use stellflow_tokio::{ClientConfig, Consumer, TopicPartition};
-/// let consumer = Consumer::connect(ClientConfig::new("127.0.0.1:9092")?).await?;
-/// consumer.assign(&[TopicPartition::new("orders", 0)])?;
-/// for record in consumer.poll(Duration::from_secs(1)).await? {
-///     println!("{}-{} {}#{}", record.topic, record.partition, record.offset, record.index);
-/// }
-/// let mut stream = consumer.clone();
-/// while let Some(record) = stream.next().await {
-///     let record = record?;
-///     # let _ = record; break;
-/// }
-/// consumer.commit_sync().await?;
-/// consumer.close().await?;
-/// # Ok(()) }
-/// ```
+/// Examples with an adapter's names are on its aliases (`stellflow_tokio::Consumer`, ...).
 #[derive(Debug, Clone)]
 pub struct Consumer<R: Runtime> {
     pub(crate) client: Client<R>,

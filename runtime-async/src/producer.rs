@@ -55,17 +55,7 @@ impl Future for Delivery {
 /// the runtime that drives the client; the adapter crates name it for you
 /// (`stellflow_tokio::Producer`, `stellflow_smol::Producer`).
 ///
-/// ```no_run
-/// # async fn f() -> Result<(), stellflow_tokio::Error> {
-/// use stellflow_tokio::{ClientConfig, Producer, Record};
-/// let producer = Producer::connect(ClientConfig::new("127.0.0.1:9092")?).await?;
-/// let meta = producer.send(Record::new("orders", "one")).await?;   // waits for the ack
-/// let pending = producer.enqueue(Record::new("orders", "two")).await?; // waits for buffer only
-/// producer.flush().await?;
-/// let meta2 = pending.await?;
-/// producer.close().await?;
-/// # let _ = (meta, meta2); Ok(()) }
-/// ```
+/// Examples are on those aliases.
 #[derive(Debug, Clone)]
 pub struct Producer<R: Runtime> {
     pub(crate) client: Client<R>,

@@ -62,10 +62,52 @@ use tokio::net::TcpStream;
 /// runtime (see [`stellflow_async::Client`]).
 pub type Client = stellflow_async::Client<Tokio>;
 /// Sends records; its driver runs on the current tokio runtime (see [`stellflow_async::Producer`]).
+///
+/// ```no_run
+/// # async fn f() -> Result<(), stellflow_tokio::Error> {
+/// use stellflow_tokio::{ClientConfig, Producer, Record};
+/// let producer = Producer::connect(ClientConfig::new("127.0.0.1:9092")?).await?;
+/// let meta = producer.send(Record::new("orders", "one")).await?;   // waits for the ack
+/// let pending = producer.enqueue(Record::new("orders", "two")).await?; // waits for buffer only
+/// producer.flush().await?;
+/// let meta2 = pending.await?;
+/// producer.close().await?;
+/// # let _ = (meta, meta2); Ok(()) }
+/// ```
 pub type Producer = stellflow_async::Producer<Tokio>;
 /// Reads records; its driver runs on the current tokio runtime (see [`stellflow_async::Consumer`]).
+///
+/// ```no_run
+/// # async fn f() -> Result<(), stellflow_tokio::Error> {
+/// use futures_lite::StreamExt;
+/// use std::time::Duration;
+/// use stellflow_tokio::{ClientConfig, Consumer, TopicPartition};
+/// let consumer = Consumer::connect(ClientConfig::new("127.0.0.1:9092")?).await?;
+/// consumer.assign(&[TopicPartition::new("orders", 0)])?;
+/// for record in consumer.poll(Duration::from_secs(1)).await? {
+///     println!("{}-{} {}#{}", record.topic, record.partition, record.offset, record.index);
+/// }
+/// let mut stream = consumer.clone();
+/// while let Some(record) = stream.next().await {
+///     let record = record?;
+///     # let _ = record; break;
+/// }
+/// consumer.commit_sync().await?;
+/// consumer.close().await?;
+/// # Ok(()) }
+/// ```
 pub type Consumer = stellflow_async::Consumer<Tokio>;
 /// Administration; its driver runs on the current tokio runtime (see [`stellflow_async::Admin`]).
+///
+/// ```no_run
+/// # async fn f() -> Result<(), stellflow_tokio::Error> {
+/// use stellflow_tokio::{Admin, ClientConfig, Target};
+/// let admin = Admin::connect(ClientConfig::new("127.0.0.1:9092")?).await?;
+/// admin.create_topic("orders", 6, Target::Any).await?;
+/// let (topics, missing) = admin.describe_topics(&["orders"]).await?;
+/// assert_eq!(topics[0].partitions.len(), 6);
+/// # let _ = missing; Ok(()) }
+/// ```
 pub type Admin = stellflow_async::Admin<Tokio>;
 
 /// The tokio [`Runtime`]: the driver is spawned on the current runtime (so `connect` must be

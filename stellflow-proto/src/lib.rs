@@ -10,7 +10,9 @@
 //!   trait every message implements;
 //! * [`ApiKey`] and [`ErrorCode`], the server's registries, unknown values preserved;
 //! * headers, frames and the request/response bodies of all 20 APIs, both directions;
-//! * record data: the v1 batch, the server-native SRFB envelope and the blob splitter.
+//! * record data: the v1 batch, the server-native SRFB envelope and the blob splitter;
+//! * [`rng::Rng`], the workspace's one seeded generator (SplitMix64), here so that the client
+//!   core and the simulated broker share it without depending on each other.
 //!
 //! Decoders work on [`bytes::Bytes`] and hand out payloads as zero-copy slices. They never panic
 //! and never allocate from an untrusted length or count beyond what the bytes present can hold.
@@ -29,6 +31,7 @@ pub mod frame;
 pub mod header;
 pub mod messages;
 pub mod record;
+pub mod rng;
 
 pub use frame::{FrameDecoder, FrameError};
 pub use header::{RequestHeader, ResponseHeader};

@@ -94,7 +94,8 @@ mod observe;
 mod producer;
 mod refresh;
 mod request;
-mod rng;
+// The one seeded generator lives in stellflow-proto, shared with the simulated broker.
+use stellflow_proto::rng;
 mod seq_map;
 mod timers;
 mod topic;
@@ -125,7 +126,6 @@ pub use producer::{
     RecordMetadata, fnv1a32, java_hash,
 };
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
-pub use rng::Rng;
 pub use seq_map::SeqMap;
 pub use stellflow_proto;
 pub use topic::validate_topic_name;

@@ -1,10 +1,11 @@
 //! A simulated Stellflow broker that behaves like the real server (stellflow-service at
 //! `0c64d3a`), quirks included, for deterministic tests without a JVM.
 //!
-//! Where it sits: the broker model builds on `stellflow-proto` and never on client code, so a
-//! client bug cannot hide on both sides (it shares only the seeded generator of
-//! `stellflow-sansio`). The simulation harness in [`dst`] drives real `stellflow-sansio`
-//! clients against it; the repository's `ARCHITECTURE.md` draws the whole workspace.
+//! Where it sits: the broker model depends on `stellflow-proto` only and never on client code,
+//! so a client bug cannot hide on both sides (the seeded generator it shares with the client
+//! core, [`rng::SimRng`], lives in proto too). The deterministic simulation harness that drives
+//! real `stellflow-sansio` clients against it is the `stellflow-dst` crate; the repository's
+//! `ARCHITECTURE.md` draws the whole workspace.
 //!
 //! Three layers, each usable on its own:
 //!
@@ -45,7 +46,6 @@
 pub mod broker;
 pub mod cluster;
 pub mod config;
-pub mod dst;
 pub mod group;
 pub mod knobs;
 pub mod log;

@@ -20,7 +20,6 @@ use super::check::OutcomeBook;
 use super::wire::Outstanding;
 use super::workload::{Ledger, TOPIC};
 use super::world::{ClientId, LinkView, World};
-use crate::rng::SimRng;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
@@ -31,6 +30,7 @@ use stellflow_sansio::{
     Acks, ClientConfig, ConsumerEvent, Event, OffsetReset, ProduceId, ProducerRecord,
     TopicPartition,
 };
+use stellflow_sim::rng::SimRng;
 
 /// A record position: blob offset and index in the blob.
 pub type Pos = (i64, u32);

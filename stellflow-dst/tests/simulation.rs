@@ -2,7 +2,7 @@
 //! that moves with every commit, each run twice (same seed → same trace hash), covering every
 //! fault kind.
 //!
-//! * `cargo test -p stellflow-sim --test simulation` — the CI set: seeds `0..CI_SEEDS` (kept
+//! * `cargo test -p stellflow-dst --test simulation` — the CI set: seeds `0..CI_SEEDS` (kept
 //!   for regressions) and `FRESH_SEEDS` seeds from a start derived from `git rev-parse HEAD`
 //!   (the UTC date when git is unavailable), printed as the `STELLFLOW_SIM_SEED_START=…
 //!   STELLFLOW_SIM_SEEDS=…` that replays it (prints `RESULT dst-seeds N`, both sets counted).
@@ -22,7 +22,7 @@ mod regressions;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Instant;
-use stellflow_sim::dst::{FaultKind, FaultPlan, RunReport, run_plan, run_plan_logged, shrink};
+use stellflow_dst::{FaultKind, FaultPlan, RunReport, run_plan, run_plan_logged, shrink};
 
 /// Fixed seeds the CI set runs by default (`0..CI_SEEDS`).
 const CI_SEEDS: u64 = 400;

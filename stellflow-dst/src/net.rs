@@ -3,10 +3,10 @@
 //! before the segment ahead of it (TCP order); everything due at one instant is coalesced into
 //! one read. A broker's close travels as a FIN behind the data already in the pipe.
 
-use crate::rng::SimRng;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+use stellflow_sim::rng::SimRng;
 
 /// Shape of the simulated network.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,11 +1,13 @@
-//! The one seeded pseudo-random generator (SplitMix64) of the core and the simulated broker.
+//! The one seeded pseudo-random generator (SplitMix64) of the workspace: the client core, the
+//! simulated broker and the simulation harness all draw from it.
 //!
-//! The core never asks the OS for entropy: every random choice (backoff jitter, the default
-//! client id, the sticky partitioner's first partition) comes from the seed given to
-//! [`crate::Client::new`], so a run replays exactly from its seed. `stellflow-sim` reuses this
-//! type (as `stellflow_sim::rng::SimRng`) for the simulated broker and its deterministic
-//! simulation worlds, so there is one generator to reason about, and a seed names the same
-//! stream everywhere and in every version (a recorded simulation seed keeps its world).
+//! It lives here, at the bottom of the workspace, so that `stellflow-sansio` and `stellflow-sim`
+//! share it without depending on each other. The core never asks the OS for entropy: every
+//! random choice (backoff jitter, the default client id, the sticky partitioner's first
+//! partition) comes from the seed given to `Client::new`, so a run replays exactly from its
+//! seed. `stellflow-sim` uses it (as `stellflow_sim::rng::SimRng`) for the simulated broker, and
+//! `stellflow-dst` for its simulation worlds, so a seed names the same stream everywhere and in
+//! every version (a recorded simulation seed keeps its world).
 
 /// SplitMix64: tiny, fast, statistically good enough for jitter and simulation choices, and
 /// fully determined by its seed. Not cryptographic.

@@ -8,9 +8,9 @@ use super::pipeline::{ConsumerLoad, PipelineShape, ProducerLoad};
 use super::plan::{FaultKind, FaultPlan};
 use super::workload::{Ledger, RawWorkload, TOPIC, check_ledger};
 use super::world::{World, WorldStats};
-use crate::config::ClusterConfig;
 use std::time::Duration;
 use stellflow_sansio::ClientConfig;
+use stellflow_sim::config::ClusterConfig;
 
 /// What one run produced.
 #[derive(Debug, Clone)]

@@ -8,7 +8,6 @@
 
 use super::check::OutcomeBook;
 use super::world::{ClientId, World};
-use crate::rng::SimRng;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
@@ -19,6 +18,7 @@ use stellflow_proto::messages::{
 use stellflow_proto::record::{BatchBuilder, BatchParams};
 use stellflow_proto::{ApiKey, Reader, Wire};
 use stellflow_sansio::{Event, OffsetSpec, RequestId, RequestOptions, Target};
+use stellflow_sim::rng::SimRng;
 
 /// The topic every workload writes to.
 pub const TOPIC: &str = "t0";

@@ -1,6 +1,6 @@
 //! Regression seeds: scenarios the simulation once failed on, kept with their plans.
 
-use stellflow_sim::dst::{FaultPlan, run_plan};
+use stellflow_dst::{FaultPlan, run_plan};
 
 fn assert_passes(code: &str) {
     let plan = FaultPlan::parse(code).expect("plan code parses");

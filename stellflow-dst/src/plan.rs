@@ -3,8 +3,8 @@
 //! fuzzer bytes ([`FaultPlan::from_bytes`]), printed at the start of a run and replayable from
 //! its text form ([`FaultPlan::to_code`] / [`FaultPlan::parse`]).
 
-use crate::rng::SimRng;
 use std::fmt;
+use stellflow_sim::rng::SimRng;
 
 /// The kinds of fault a plan can hold (used to prove coverage over a set of seeds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -301,7 +301,7 @@ pub struct Scenario {
     pub ops: u32,
     /// Length of the safety phase (faults and commands) in milliseconds.
     pub safety_ms: u32,
-    /// Workload bits (see [`crate::dst::workload`]): which workload families run.
+    /// Workload bits (see [`crate::workload`]): which workload families run.
     pub workload: u32,
 }
 

@@ -6,15 +6,15 @@ use super::net::{NetConfig, Pipe};
 use super::plan::FaultAction;
 use super::trace::TraceHash;
 use super::wire::{LinkObserver, Outstanding};
-use crate::cluster::{ConnId as SimConnId, SimCluster};
-use crate::config::ClusterConfig;
-use crate::knobs::{DelayRule, Fault, FaultRule};
-use crate::rng::SimRng;
 use bytes::{Bytes, BytesMut};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 use stellflow_proto::{ApiKey, ErrorCode};
 use stellflow_sansio::{Client, ClientConfig, ConnId, ConsumerRecord, DisconnectReason, Event};
+use stellflow_sim::cluster::{ConnId as SimConnId, SimCluster};
+use stellflow_sim::config::ClusterConfig;
+use stellflow_sim::knobs::{DelayRule, Fault, FaultRule};
+use stellflow_sim::rng::SimRng;
 
 /// Appends one readable line to an optional log (formatted only when the log is kept).
 macro_rules! note {

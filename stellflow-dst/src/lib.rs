@@ -1,6 +1,13 @@
 //! Deterministic simulation testing (DST): seeded, single-threaded worlds of simulated brokers
-//! ([`SimCluster`](crate::SimCluster)) and sans-IO clients ([`stellflow_sansio::Client`])
+//! ([`SimCluster`](stellflow_sim::SimCluster)) and sans-IO clients ([`stellflow_sansio::Client`])
 //! joined by a faulty network, on a virtual clock, with invariants checked after every step.
+//!
+//! Where it sits: this crate is the harness, apart from the broker model it drives. It depends
+//! on `stellflow-sim` (the simulated brokers), `stellflow-sansio` (the clients under test) and
+//! `stellflow-proto` (to read the bytes on the simulated wire); nothing in the workspace depends
+//! on it but its own tests and the fuzz target, so the CLI and the adapters never build it. Add
+//! it as a dev-dependency to run your own code that drives a `stellflow_sansio::Client` under
+//! seeded faults; the repository's `ARCHITECTURE.md` draws the whole workspace.
 //!
 //! * [`World`] — the public building block: brokers, clients, the network and the clock. Add
 //!   your own clients, give them commands, inject [`FaultAction`]s, step virtual time; the
@@ -63,7 +70,7 @@
 //! use std::time::Duration;
 //! use stellflow_sansio::{ClientConfig, Event, Target};
 //! use stellflow_sim::ClusterConfig;
-//! use stellflow_sim::dst::{FaultAction, NetConfig, World};
+//! use stellflow_dst::{FaultAction, NetConfig, World};
 //!
 //! let mut world = World::new(7, ClusterConfig::with_brokers(2), NetConfig::default());
 //! world.cluster_mut().create_topic("orders", 2, 2).unwrap();
@@ -94,6 +101,9 @@
 //! let hash = world.trace_hash();
 //! # let _ = hash;
 //! ```
+
+#![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod check;
 pub mod fetch_check;
