@@ -81,11 +81,6 @@ pub struct BlobRecord {
     pub batch_index: u32,
     /// The blob's format.
     pub format: BlobFormat,
-    /// Whether this is the blob's last record: its batch ended cleanly after it and no batch
-    /// with records follows. Known without decoding another record (the next batch, if any,
-    /// is checked now); `false` when what follows is malformed — the iterator yields that
-    /// error next.
-    pub last_in_blob: bool,
     /// The record.
     pub record: Record,
 }
@@ -103,6 +98,8 @@ pub struct BlobRecords {
     batch_index: u32,
     next_index: u32,
     done: bool,
+    /// The walk stopped at an error.
+    failed: bool,
 }
 
 /// Iterates every record of one blob, through SRFB envelopes (inflating gzip) and across v1
@@ -134,6 +131,7 @@ pub fn blob_records(blob: Bytes) -> BlobRecords {
         batch_index: 0,
         next_index: 0,
         done: false,
+        failed: false,
     }
 }
 
@@ -158,9 +156,32 @@ impl BlobRecords {
         self.next_index
     }
 
+    /// Whether the record yielded last was the blob's last: its batch ended cleanly after it
+    /// and no batch with records follows. Known without decoding another record (the next
+    /// batch, if any, is checked now, once); `false` when what follows is malformed — the
+    /// next call yields that error — and before the first record.
+    ///
+    /// ```
+    /// # use stellflow_proto::record::{BatchBuilder, BatchParams, blob_records};
+    /// let mut b = BatchBuilder::new(BatchParams::default());
+    /// b.append(0, None, Some(b"a")).unwrap();
+    /// b.append(0, None, Some(b"b")).unwrap();
+    /// let mut records = blob_records(b.finish().unwrap());
+    /// records.next();
+    /// assert!(!records.at_end());
+    /// records.next();
+    /// assert!(records.at_end());
+    /// ```
+    pub fn at_end(&mut self) -> bool {
+        let complete = matches!(&self.current, Some((_, r)) if r.is_complete());
+        complete && !self.failed && self.ahead.is_none() && !self.more_follows()
+    }
+
     /// After the current batch ended cleanly: whether another batch (or an error) follows.
     /// Batches without records are skipped here (counted, as the main loop counts them), so
-    /// that a record followed only by empty batches is still known as the last.
+    /// that a record followed only by empty batches is still known as the last. Once per
+    /// batch: kept out of line so that the per-record path of `next` stays small.
+    #[inline(never)]
     fn more_follows(&mut self) -> bool {
         loop {
             match self.batches.next() {
@@ -178,6 +199,7 @@ impl BlobRecords {
 
     fn fail(&mut self, e: BatchError) -> Option<Result<BlobRecord, BatchError>> {
         self.done = true;
+        self.failed = true;
         let e = match self.format {
             BlobFormat::Srfb
                 if !matches!(e, BatchError::SrfbContent { .. }) && self.srfb_header.is_some() =>
@@ -214,13 +236,10 @@ impl Iterator for BlobRecords {
                     Some(Ok(record)) => {
                         let index_in_blob = self.next_index;
                         self.next_index = self.next_index.saturating_add(1);
-                        let batch_index = self.batch_index - 1;
-                        let last_in_blob = records.is_complete() && !self.more_follows();
                         return Some(Ok(BlobRecord {
                             index_in_blob,
-                            batch_index,
+                            batch_index: self.batch_index - 1,
                             format: self.format,
-                            last_in_blob,
                             record,
                         }));
                     }

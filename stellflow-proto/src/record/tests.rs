@@ -173,12 +173,13 @@ fn batch_of(n: usize) -> Vec<u8> {
     b.finish().unwrap().to_vec()
 }
 
-/// `(index_in_blob, last_in_blob)` of each record, and the error that ended the walk.
+/// `(index_in_blob, at_end())` after each record, and the error that ended the walk.
 fn lasts(blob: Vec<u8>) -> (Vec<(u32, bool)>, Option<BatchError>) {
     let mut out = Vec::new();
-    for r in blob_records(Bytes::from(blob)) {
+    let mut records = blob_records(Bytes::from(blob));
+    while let Some(r) = records.next() {
         match r {
-            Ok(r) => out.push((r.index_in_blob, r.last_in_blob)),
+            Ok(r) => out.push((r.index_in_blob, records.at_end())),
             Err(e) => return (out, Some(e)),
         }
     }

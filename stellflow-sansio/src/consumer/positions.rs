@@ -128,9 +128,10 @@ pub struct ReadyBlob {
     /// Records below this index were delivered before (mid-blob resume or seek).
     pub(crate) skip: u32,
     /// Decoded lazily, once the blob reaches the front of the queue: the batch checks (CRC)
-    /// then run right before its records are read, while the bytes are still in cache. Each
-    /// record says whether it is the blob's last, so the blob is finished (and the position
-    /// moves to the next blob) as soon as that record is taken, without decoding ahead.
+    /// then run right before its records are read, while the bytes are still in cache. After
+    /// each record it says whether that was the blob's last ([`BlobRecords::at_end`]), so the
+    /// blob is finished (and the position moves to the next blob) as soon as that record is
+    /// taken, without decoding ahead.
     records: BlobRecords,
 }
 
@@ -413,7 +414,7 @@ impl Consumer {
                     self.finish_front();
                 }
                 Some(Ok(r)) => {
-                    let done = r.last_in_blob;
+                    let done = front.records.at_end();
                     if r.index_in_blob < front.skip {
                         if done {
                             self.finish_front();
