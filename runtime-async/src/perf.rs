@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 /// named by the second argument, or `sim` (a loopback broker's address) when there is none
 /// (or it is `sim`); the third argument is the value size (default 1024 bytes), the fourth the
 /// topic's partitions (default 6); a fifth, an existing topic, skips producing and reads
-/// `n` records of it (as `perf consume --topic` does). Prints `RESULT <label>-produce-MBps X`,
+/// `n` records of it (as `perf consume --topic` does), or with a sixth, `produce`, only
+/// sends `n` records to it (as `perf produce --topic` does, without a new topic's first
+/// metadata round in the timed part). Prints `RESULT <label>-produce-MBps X`,
 /// `RESULT <label>-consume-MBps X` and the records/s of each.
 ///
 /// Like `stellflow perf produce`, the producer keeps the outcomes in a queue and takes the
@@ -29,9 +31,13 @@ pub async fn run<R: Runtime>(label: &str, sim: &str) -> Result<(), Box<dyn std::
     config.producer.acks = Acks::Leader;
     config.consumer.auto_offset_reset = OffsetReset::Earliest;
     let client = Client::<R>::connect(config).await?;
-    let topic = match arg(5) {
-        Some(existing) => existing,
-        None => {
+    let topic = match (arg(5), arg(6).as_deref()) {
+        (Some(existing), Some("produce")) => {
+            produce(&client, &existing, n, size, label).await?;
+            return Ok(client.close().await?);
+        }
+        (Some(existing), _) => existing,
+        (None, _) => {
             let topic = format!("perf-{}", std::process::id());
             let admin = client.admin();
             admin.create_topic(&topic, partitions, Target::Any).await?;
