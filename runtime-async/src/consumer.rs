@@ -9,25 +9,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use stellflow_sansio::{
-    AdminCall, ConsumerError, ConsumerRecord, ListedOffset, OffsetSpec, Position, TopicPartition,
+    AdminCall, ConsumerError, ConsumerRecord, ListedOffset, OffsetSpec, Position, SeekTo,
+    TopicPartition,
 };
-
-/// Where [`Consumer::seek`] moves a partition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SeekTo {
-    /// An exact position (blob offset and in-blob index).
-    Position(Position),
-    /// The log start (ListOffsets EARLIEST).
-    Beginning,
-    /// The log end (ListOffsets LATEST).
-    End,
-    /// The committed position of the group (or the reset policy when there is none).
-    Committed,
-    /// The first blob the broker appended at or after this time (ms since the Unix epoch),
-    /// found with ListOffsets by time; the log end when there is none.
-    Timestamp(i64),
-}
 
 /// Reads records: manual assignment ([`Consumer::assign`], recommended on today's server) or
 /// group subscription ([`Consumer::subscribe`], needs `config.consumer.group_id`). Cheap to
@@ -176,30 +160,13 @@ impl<R: Runtime> Consumer<R> {
         self.run(|c, now| c.commit_async(now)).map(drop)
     }
 
-    /// Moves `tp` (its buffered records are dropped). [`SeekTo::Timestamp`] first asks the
-    /// partition's leader for the blob at that time (ListOffsets), so it waits for an answer;
-    /// the other targets do not wait. Cancel safety: a timestamp seek dropped before the answer
-    /// does not move the partition.
+    /// Moves `tp` (its buffered records are dropped). The core resolves
+    /// [`SeekTo::Beginning`], [`SeekTo::End`], [`SeekTo::Committed`] and [`SeekTo::Timestamp`]
+    /// (ListOffsets by time on the leader) in the background, like a reset: the call does not
+    /// wait for the broker, [`Consumer::position`] is `None` until the answer, and `poll`
+    /// delivers from the position found.
     pub async fn seek(&self, tp: &TopicPartition, to: SeekTo) -> Result<()> {
-        use stellflow_sansio::SeekTo as Core;
-        let core = match to {
-            SeekTo::Position(p) => Core::Position(p),
-            SeekTo::Beginning => Core::Beginning,
-            SeekTo::End => Core::End,
-            SeekTo::Committed => Core::Committed,
-            SeekTo::Timestamp(ms) => {
-                let listed = self.offsets_for_times(&[(tp.clone(), ms)]).await?;
-                // The core answers each requested partition, in order.
-                let info = listed.into_iter().next().ok_or_else(|| {
-                    Error::Admin(stellflow_sansio::AdminError::UnknownPartition {
-                        topic: tp.topic.to_string(),
-                        partition: tp.partition,
-                    })
-                })?;
-                Core::Position(Position::new(info.result?.offset, 0))
-            }
-        };
-        self.run(|c, now| c.seek(now, tp, core))
+        self.run(|c, now| c.seek(now, tp, to))
     }
 
     /// For each `(partition, time in ms since the epoch)`, the first blob the broker appended

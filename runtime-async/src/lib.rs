@@ -27,8 +27,8 @@
 //!   [`Events::CAP`] between two calls, with the number dropped beyond that.
 //! * `poll` returns at most [`Options::max_poll_records`]; after `Consumer::close` it fails
 //!   with `ConsumerError::Closed` (and the async stream ends).
-//! * [`SeekTo`] is the adapters' own: the core's targets plus [`SeekTo::Timestamp`], resolved
-//!   with ListOffsets by time before the core's seek.
+//! * `SeekTo` is the core's: every target, [`SeekTo::Timestamp`] included, is resolved by the
+//!   core's seek state machine; the adapters re-export it.
 //! * Ending: see [`Client`]. Seeds come from the OS unless [`Options::seed`] is set.
 #![forbid(unsafe_code)]
 
@@ -40,11 +40,12 @@ mod error;
 pub mod perf;
 mod producer;
 mod runtime;
+mod seq_map;
 mod state;
 
 pub use admin::Admin;
 pub use client::Client;
-pub use consumer::{Consumer, SeekTo};
+pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use prelude::*;
 pub use producer::{Delivery, Producer, Record};
@@ -55,7 +56,7 @@ pub use state::{Committed, Events};
 /// names for the handles: the runtime-neutral types and every core type a public signature
 /// of the handles uses, so a program needs only its adapter crate.
 pub mod prelude {
-    pub use crate::{Committed, Delivery, Error, Events, Options, Record, Result, Runtime, SeekTo};
+    pub use crate::{Committed, Delivery, Error, Events, Options, Record, Result, Runtime};
     /// The `bytes` crate of record keys and values.
     pub use bytes;
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
@@ -68,8 +69,8 @@ pub mod prelude {
         ConsumerEvent, ConsumerRecord, Counters, DecommissionResult, DeliveryError, HeaderFields,
         InvalidTopicName, LeaderlessReason, ListedOffset, LogStartAction, OffsetInfo, OffsetReset,
         OffsetSpec, PartitionInfo, PartitionOutcome, PartitionOverride, Position, ProduceError,
-        ProducerConfig, ReassertedPartition, RecordMetadata, RequestError, RequestOptions, Target,
-        TopicAdminResult, TopicDescription, TopicPartition, TraceContext,
+        ProducerConfig, ReassertedPartition, RecordMetadata, RequestError, RequestOptions, SeekTo,
+        Target, TopicAdminResult, TopicDescription, TopicPartition, TraceContext,
     };
     pub use stellflow_sansio::{
         ApiCounters, DurationHistogram, KeyedPartitioner, KeylessPartitioner, Partitioner,

@@ -9,6 +9,7 @@
 //! the socket did not take, a deadline earlier than the one it sleeps on). Callers wait through
 //! [`Waker`]s: futures directly, the blocking adapter by parking its thread.
 
+use crate::seq_map::SeqMap;
 use crate::{Error, Options, Record};
 use bytes::BytesMut;
 use futures_channel::oneshot;
@@ -20,7 +21,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use stellflow_sansio::{
     AdminError, AdminOutcome, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
     ConsumerEvent, ConsumerRecord, DisconnectReason, Event, FlushId, Position, ProduceError,
-    RecordMetadata, RequestId, SeqMap, TopicPartition,
+    RecordMetadata, RequestId, TopicPartition,
 };
 
 /// The sending side of a one-shot answer (the one one-shot channel of the adapters).

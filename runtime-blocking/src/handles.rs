@@ -275,8 +275,8 @@ impl Consumer {
         /// Commits explicit positions (e.g. [`ConsumerRecord::next_position`] of the last
         /// processed record) like [`Consumer::commit_sync`].
         fn commit_positions(&self, positions: Committed) -> Result<Committed>;
-        /// Moves `tp` (its buffered records are dropped); [`SeekTo::Timestamp`] asks the
-        /// leader for the blob at that time first (ListOffsets).
+        /// Moves `tp` (its buffered records are dropped); the core resolves the target (for
+        /// [`SeekTo::Timestamp`], ListOffsets by time on the leader) without blocking the call.
         fn seek(&self, tp: &TopicPartition, to: SeekTo) -> Result<()>;
         /// For each `(partition, time in ms)`, the first blob appended at or after that time
         /// (Kafka's `offsetsForTimes`), in request order.

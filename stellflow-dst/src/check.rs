@@ -27,6 +27,12 @@ impl fmt::Display for Violation {
     }
 }
 
+/// How many request timeouts a timed-out idempotent Produce may wait for its late answer before
+/// its connection is given up: the client's documented rule (stellflow-sansio's producer docs),
+/// stated here on its own so that the harness checks the documented bound rather than reading
+/// the client's constant.
+pub(crate) const LATE_ANSWER_TIMEOUTS: u32 = 2;
+
 /// Tracks issued commands until their single outcome.
 #[derive(Debug)]
 pub struct OutcomeBook<K: Ord + Copy + fmt::Debug> {

@@ -215,10 +215,10 @@ impl ProducerLoad {
             linger,
             request_timeout: base.request_timeout,
             // An idempotent Produce waits past its timeout for its late answer (up to
-            // `LATE_TIMEOUTS_TO_CLOSE` timeouts) before its connection is given up.
+            // `LATE_ANSWER_TIMEOUTS` timeouts) before its connection is given up.
             request_timeout_max: (base.request_timeout + ack_timeout + Duration::from_secs(1))
                 * if shape.idempotent {
-                    stellflow_sansio::LATE_TIMEOUTS_TO_CLOSE
+                    crate::check::LATE_ANSWER_TIMEOUTS
                 } else {
                     1
                 },

@@ -3,8 +3,9 @@
 //!
 //! Where it sits: it depends on `stellflow-proto` only; the runtime adapters
 //! (`stellflow-tokio`, `stellflow-smol`, `stellflow-blocking`, all built on `stellflow-async`)
-//! and the simulation harness drive it. The repository's `ARCHITECTURE.md` draws the whole
-//! workspace.
+//! and the simulation harness (`stellflow-dst`) drive it; its tests run against the simulated
+//! broker (`stellflow-sim`, which depends on proto only). The repository's `ARCHITECTURE.md`
+//! draws the whole workspace.
 //!
 //! The core never reads the clock, never asks the OS for randomness, never spawns a thread and
 //! never touches a socket (DESIGN §2). Time comes in as `now` on every input; randomness (backoff
@@ -69,11 +70,11 @@
 //!
 //! This one moves bytes between the client and the in-process simulated broker
 //! ([`stellflow-sim`](https://docs.rs/stellflow-sim)); a socket driver (`examples/driver.rs` in
-//! the repository) has the same shape with `TcpStream`s in place of the sim. (The repository's
-//! `tests/doc_driver.rs` compiles and runs it: it cannot be a doctest, because the simulated
-//! broker itself depends on this crate.)
+//! the repository) has the same shape with `TcpStream`s in place of the sim. It runs as a
+//! doctest (the simulated broker depends on `stellflow-proto` only, so it is an ordinary
+//! dev-dependency of this crate).
 //!
-#![doc = concat!("```rust,ignore\n", include_str!("../doc/driver.rs"), "```")]
+#![doc = concat!("```rust\n", include_str!("../doc/driver.rs"), "```")]
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
@@ -96,7 +97,6 @@ mod refresh;
 mod request;
 // The one seeded generator lives in stellflow-proto, shared with the simulated broker.
 use stellflow_proto::rng;
-mod seq_map;
 mod timers;
 mod topic;
 
@@ -116,16 +116,11 @@ pub use event::{DisconnectReason, Event};
 pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo};
 pub use metrics::{ApiCounters, Counters, DurationHistogram};
 pub use net::ConnectRequest;
-/// How many request timeouts an idempotent Produce waits for its late answer before its
-/// connection is given up (the simulation harness bounds its checks with it).
-#[doc(hidden)]
-pub use net::LATE_TIMEOUTS_TO_CLOSE;
 pub use producer::{
     Acks, BatchFormat, DeliveryError, FlushId, KeyedPartitioner, KeylessPartitioner, OwnedRecord,
     Partitioner, ProduceError, ProduceId, ProducerConfig, ProducerRecord, RecordHeader,
     RecordMetadata, fnv1a32, java_hash,
 };
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
-pub use seq_map::SeqMap;
 pub use stellflow_proto;
 pub use topic::validate_topic_name;

@@ -7,7 +7,7 @@ mod consumer_support;
 use common::World;
 use consumer_support::*;
 use std::time::Duration;
-use stellflow_proto::ApiKey;
+use stellflow_proto::{ApiKey, ErrorCode};
 use stellflow_sansio::{
     ConsumerEvent, LogStartAction, OffsetReset, Position, SeekTo, TopicPartition,
 };
@@ -382,4 +382,64 @@ fn a_committed_position_of_a_recreated_topic_resets_and_delivers_the_new_records
         )),
         "{ev:?}"
     );
+}
+
+/// `SeekTo::Timestamp` is resolved by the core's seek state machine (ListOffsets by time on the
+/// leader, a failed answer retried): it lands on the first blob the broker appended at or after
+/// the time, and on the log end when no blob is that recent (the server's OFFSET_OUT_OF_RANGE).
+#[test]
+fn a_seek_to_a_timestamp_lands_on_the_first_blob_appended_at_or_after_it() {
+    let mut w = World::with(
+        ClusterConfig::with_brokers(1),
+        consumer_config("broker-1:9092", None),
+    );
+    w.sim.create_topic("t", 1, 1).unwrap();
+    let tp = TopicPartition::new("t", 0);
+    let mut exp = Expected::new();
+    produce_values(&mut w, None, &tp, Kind::Srfb, values("a", 2, 4), &mut exp);
+    w.advance(Duration::from_secs(1));
+    let between = w.sim.wall_clock_ms();
+    w.advance(Duration::from_secs(1));
+    produce_values(&mut w, None, &tp, Kind::V1, values("b", 3, 4), &mut exp);
+    produce_values(&mut w, None, &tp, Kind::Srfb, values("c", 1, 4), &mut exp);
+    w.bootstrap();
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    w.advance(Duration::from_millis(100));
+    let _ = drain(&mut w, Duration::from_secs(5), |g| count(g) >= 6);
+    w.events.clear();
+
+    // One failed ListOffsets first: the seek is retried, not lost.
+    w.sim
+        .fail_next(ApiKey::LIST_OFFSETS, 1, ErrorCode::NOT_LEADER_OR_FOLLOWER);
+    w.client
+        .seek(w.now, &tp, SeekTo::Timestamp(between))
+        .unwrap();
+    assert_eq!(
+        w.client.position(&tp),
+        None,
+        "resolved by the broker's answer"
+    );
+    assert!(
+        wait_for(&mut w, Duration::from_secs(10), |e| matches!(
+            e,
+            ConsumerEvent::PositionResolved { position, committed: false, .. }
+                if *position == Position::blob(1)
+        )),
+        "{:?}",
+        w.events
+    );
+    let got = drain(&mut w, Duration::from_secs(10), |g| count(g) >= 4);
+    let offsets: Vec<(i64, u32)> = got[&tp].iter().map(|r| r.0).collect();
+    assert_eq!(offsets, [(1, 0), (1, 1), (1, 2), (2, 0)]);
+
+    // Later than every blob: the log end.
+    w.events.clear();
+    w.client
+        .seek(w.now, &tp, SeekTo::Timestamp(between + 3_600_000))
+        .unwrap();
+    assert!(wait_for(&mut w, Duration::from_secs(10), |e| matches!(
+        e,
+        ConsumerEvent::PositionResolved { position, .. } if *position == Position::blob(3)
+    )));
+    assert_eq!(w.client.position(&tp), Some(Position::blob(3)));
 }

@@ -105,6 +105,7 @@ impl Client {
                 .consumer
                 .restart(tp, Start::NeedsReset(super::OffsetReset::Latest)),
             SeekTo::Committed => self.consumer.restart(tp, Start::Unknown),
+            SeekTo::Timestamp(ms) => self.consumer.restart(tp, Start::NeedsTime(ms)),
         }
         self.process(now);
         Ok(())
@@ -313,7 +314,9 @@ impl Client {
                 {
                     take(p.not_before);
                 }
-                Start::Unknown | Start::NeedsReset(_) | Start::CheckEnd => take(p.retry_at),
+                Start::Unknown | Start::NeedsReset(_) | Start::NeedsTime(_) | Start::CheckEnd => {
+                    take(p.retry_at)
+                }
                 _ => {}
             }
         }

@@ -146,6 +146,13 @@ pub enum SeekTo {
     End,
     /// The committed position of the group (or the reset policy when there is none).
     Committed,
+    /// The first blob the broker appended at or after this time (ms since the Unix epoch; the
+    /// broker's own append time, its only time index), found with ListOffsets by time on the
+    /// leader (Kafka's `offsetsForTimes` + `seek`); the log end when no blob is that recent.
+    /// Resolved like [`SeekTo::Beginning`]: the position is `None` until the answer, failures
+    /// are retried, and [`ConsumerEvent::PositionResolved`] says where it landed. `-1` and `-2`
+    /// are the wire's LATEST and EARLIEST.
+    Timestamp(i64),
 }
 
 /// What the consumer did when a partition's position fell below the log start

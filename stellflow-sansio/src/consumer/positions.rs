@@ -21,6 +21,8 @@ pub enum Start {
     AwaitCommitted,
     /// ListOffsets needed for this policy (Earliest or Latest).
     NeedsReset(OffsetReset),
+    /// ListOffsets by time needed (a seek to a timestamp, ms since the epoch).
+    NeedsTime(i64),
     /// ListOffsets in flight.
     AwaitReset,
     /// Positioned: fetching.

@@ -24,16 +24,28 @@ const END_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5
 pub(crate) enum Ask {
     /// A reset to the log start (`Earliest`) or end (`Latest`).
     Reset(OffsetReset),
+    /// A seek to the first blob appended at or after a time (ms since the epoch).
+    Time(i64),
     /// Whether the position is past the log end (ListOffsets LATEST), see [`Start::CheckEnd`].
     CheckEnd,
 }
 
 impl Ask {
-    /// The ListOffsets timestamp: −2 for the log start, −1 for the log end.
+    /// The ListOffsets timestamp: −2 for the log start, −1 for the log end, else the time.
     fn timestamp(self) -> i64 {
         match self {
             Ask::Reset(OffsetReset::Earliest) => -2,
+            Ask::Time(ms) => ms,
             _ => -1,
+        }
+    }
+
+    /// The start to go back to when the ListOffsets failed.
+    fn retry(self) -> Start {
+        match self {
+            Ask::Reset(policy) => Start::NeedsReset(policy),
+            Ask::Time(ms) => Start::NeedsTime(ms),
+            Ask::CheckEnd => Start::CheckEnd,
         }
     }
 }
@@ -149,6 +161,7 @@ impl Consumer {
         for (tp, p) in self.parts.iter_mut() {
             let ask = match p.start {
                 Start::NeedsReset(policy) => Ask::Reset(policy),
+                Start::NeedsTime(ms) => Ask::Time(ms),
                 Start::CheckEnd => Ask::CheckEnd,
                 _ => continue,
             };
@@ -334,19 +347,25 @@ impl Consumer {
             }
             match answer {
                 Some((offset, code)) if code == ErrorCode::NONE && offset >= 0 => match policy {
-                    Ask::Reset(_) => self.resolved(&tp, Position::blob(offset), ctx),
+                    Ask::Reset(_) | Ask::Time(_) => self.resolved(&tp, Position::blob(offset), ctx),
                     Ask::CheckEnd => self.checked_end(now, &tp, offset, ctx),
                 },
+                // No blob that recent: the server answers OFFSET_OUT_OF_RANGE with the log end
+                // (PROTOCOL.md §3.5), where the seek lands, as Kafka's consumer does.
+                Some((offset, code))
+                    if code == ErrorCode::OFFSET_OUT_OF_RANGE
+                        && offset >= 0
+                        && matches!(policy, Ask::Time(_)) =>
+                {
+                    self.resolved(&tp, Position::blob(offset), ctx)
+                }
                 other => {
                     if let Some((_, code)) = other
                         && code.class() == ErrorClass::RefreshMetadataAndRetry
                     {
                         ctx.refresher.request(false);
                     }
-                    p.start = match policy {
-                        Ask::Reset(policy) => Start::NeedsReset(policy),
-                        Ask::CheckEnd => Start::CheckEnd,
-                    };
+                    p.start = policy.retry();
                     p.retry_at = Some(now + self.config.fetch_backoff_max);
                 }
             }

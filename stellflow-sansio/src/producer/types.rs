@@ -185,9 +185,11 @@ pub struct ProducerConfig {
     /// Idempotence: InitProducerId, sequence numbers, and de-duplicated retries. Forces the
     /// native (SRFB) format and one request in flight per partition. Give every producer
     /// instance its own `client_id` (the server keys producer ids by it). A retry never runs
-    /// while the request it replaces may still be executing on the broker (see the module
-    /// docs, "Delivery guarantees"). Default off: at-least-once, a timed-out request is
-    /// retried and may be written twice.
+    /// while the request it replaces may still be executing on the broker: a timed-out
+    /// request waits for its late answer for up to two request timeouts before its connection
+    /// is given up, and its records are re-sent only once the broker has answered on a newer
+    /// connection. Default off: at-least-once, a timed-out request is retried and may be
+    /// written twice.
     pub idempotence: bool,
     /// Gzip level (0–9) for [`BatchFormat::Native`] with gzip. Default 1.
     pub gzip_level: u32,

@@ -3,7 +3,7 @@
 //! 100-byte records holds ~300 000). Compares a `HashMap` with a multiplicative id hash (what
 //! the adapters used) and [`SeqMap`], on the same ids in the same run.
 //!
-//! Run: `cargo bench -p stellflow-sansio --bench deliveries`. Prints
+//! Run: `cargo bench -p stellflow-async --bench deliveries`. Prints
 //! `RESULT deliveries-hashmap-ns-per-record X`, `RESULT deliveries-seqmap-ns-per-record X`,
 //! and the same for ids completing out of order within a window of 4 096 (several partitions).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -11,7 +11,12 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Instant;
-use stellflow_sansio::SeqMap;
+
+// The adapters' private delivery table, compiled into the bench by path.
+#[allow(dead_code, unused_imports)]
+#[path = "../src/seq_map.rs"]
+mod seq_map;
+use seq_map::SeqMap;
 
 const LIVE: u64 = 73 * 4096; // ~300 000; whole windows
 const TOTAL: u64 = 1220 * 4096; // ~5 M

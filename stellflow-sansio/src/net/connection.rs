@@ -1,0 +1,210 @@
+//! The connection lifecycle: opening a slot's connection on demand, reporting it connected,
+//! dropping it (with what failed the requests it carried), closing everything, and saying why a
+//! broker is unreachable.
+
+use super::input::frame_total;
+use super::*;
+
+impl Net {
+    pub(super) fn ensure_connection(&mut self, now: Instant, slot: usize) {
+        let Some(s) = self.slots.get_mut(slot) else {
+            return;
+        };
+        if s.state != ConnState::Idle {
+            return;
+        }
+        if let Some(t) = s.next_attempt
+            && t > now
+        {
+            s.state = ConnState::Backoff(t);
+            self.timers.schedule(t, Timer::Reconnect(slot));
+            return;
+        }
+        self.next_conn += 1;
+        let conn = ConnId(self.next_conn);
+        s.state = ConnState::Connecting(conn);
+        self.connects.push_back(ConnectRequest {
+            conn,
+            address: s.address.clone(),
+        });
+        tracing::debug!(broker = %s.address, conn = conn.0, "connecting");
+        self.counters.connection_attempts += 1;
+    }
+
+    pub(super) fn slot_of_conn(&self, conn: ConnId) -> Option<usize> {
+        self.slots.iter().position(|s| s.state.conn() == Some(conn))
+    }
+
+    /// The driver connected `conn`.
+    pub fn handle_connected(&mut self, _now: Instant, conn: ConnId) {
+        let Some(slot) = self.slot_of_conn(conn) else {
+            return;
+        };
+        if let Some(s) = self.slots.get_mut(slot)
+            && s.state == ConnState::Connecting(conn)
+        {
+            s.state = ConnState::Negotiating(conn, false);
+            s.rx.clear();
+            s.versions = None;
+            self.counters.connections += 1;
+            tracing::debug!(broker = %s.address, conn = conn.0, "connected; negotiating versions");
+        }
+    }
+
+    /// The driver lost `conn` (or never established it).
+    pub fn handle_disconnected(&mut self, now: Instant, conn: ConnId, reason: DisconnectReason) {
+        if let Some(slot) = self.slot_of_conn(conn) {
+            self.drop_connection(now, slot, reason);
+        }
+    }
+
+    pub(super) fn close_with_error(&mut self, now: Instant, slot: usize, error: ConnectionError) {
+        let Some(s) = self.slots.get(slot) else {
+            return;
+        };
+        if let Some(conn) = s.state.conn() {
+            tracing::warn!(broker = %s.address, conn = conn.0, "closing the connection: {error}");
+            self.closes.push_back(conn);
+            self.events.push_back(Event::ConnectionError {
+                conn,
+                address: s.address.clone(),
+                error: error.clone(),
+            });
+        }
+        self.drop_connection(now, slot, DisconnectReason::Core(error));
+    }
+
+    fn drop_connection(&mut self, now: Instant, slot: usize, reason: DisconnectReason) {
+        let Some(s) = self.slots.get_mut(slot) else {
+            return;
+        };
+        let Some(conn) = s.state.conn() else {
+            return;
+        };
+        if s.state.is_open() {
+            self.counters.connections = self.counters.connections.saturating_sub(1);
+        }
+        self.counters.disconnects += 1;
+        let delay = s.backoff.next_delay(&mut self.rng);
+        s.next_attempt = Some(now + delay);
+        let was_open = s.state.is_open();
+        let cause = disconnect_cause(&reason, &s.rx);
+        s.state = ConnState::Idle;
+        s.rx.clear();
+        s.versions = None;
+        s.silent_timeouts = 0;
+        let address = s.address.clone();
+        let in_flight = s.in_flight.drain_sorted();
+        // Fail-fast requests do not wait for the reconnect.
+        let mut keep = VecDeque::with_capacity(s.queue.len());
+        let mut fail = Vec::new();
+        for r in s.queue.drain(..) {
+            if r.origin.fail_fast() {
+                fail.push(r);
+            } else {
+                keep.push_back(r);
+            }
+        }
+        s.queue = keep;
+        self.counters.requests_in_flight = self
+            .counters
+            .requests_in_flight
+            .saturating_sub(in_flight.len() as u64);
+        for r in in_flight.into_iter().map(|(_, r)| r).chain(fail) {
+            let err = RequestError::Disconnected {
+                api_key: r.api_key,
+                address: address.clone(),
+                cause: cause.clone(),
+            };
+            self.complete(now, r, Err(err));
+        }
+        if was_open {
+            tracing::warn!(broker = %address, conn = conn.0, ?delay, "connection lost: {cause}");
+        } else if self.last_cause.get(&slot) == Some(&cause) {
+            // The same failure again: said once at warn already.
+            tracing::debug!(broker = %address, conn = conn.0, ?delay, "cannot connect: {cause}");
+        } else {
+            tracing::warn!(broker = %address, conn = conn.0, ?delay, "cannot connect: {cause}");
+        }
+        self.last_cause.insert(slot, cause);
+        self.events.push_back(Event::Disconnected {
+            conn,
+            address,
+            reason,
+            retry_in: delay,
+        });
+        self.ensure_connection(now, slot);
+    }
+
+    /// Fails every request (the client is closing) and forgets every connection.
+    pub fn close_all(&mut self, now: Instant) {
+        for slot in 0..self.slots.len() {
+            if let Some(s) = self.slots.get_mut(slot) {
+                if let Some(c) = s.state.conn() {
+                    self.closes.push_back(c);
+                }
+                if s.state.is_open() {
+                    self.counters.connections = self.counters.connections.saturating_sub(1);
+                }
+                s.state = ConnState::Idle;
+                let reqs: Vec<Req> = s
+                    .in_flight
+                    .drain_sorted()
+                    .into_iter()
+                    .map(|(_, r)| r)
+                    .chain(s.queue.drain(..))
+                    .collect();
+                for r in reqs {
+                    self.complete(now, r, Err(RequestError::Closed));
+                }
+            }
+        }
+        self.counters.requests_in_flight = 0;
+        while let Some(r) = self.parked.pop_front() {
+            self.complete(now, r, Err(RequestError::Closed));
+        }
+        self.connects.clear();
+    }
+
+    /// Why a request queued for `slot` could not be sent: the slot is not ready, with the
+    /// last failure seen (or the state it is stuck in). `None` when the connection is ready
+    /// (the request waited for room in flight).
+    pub(super) fn unsent_cause(&self, slot: usize) -> Option<(BrokerAddress, String)> {
+        let s = self.slots.get(slot)?;
+        let state = match s.state {
+            ConnState::Ready(_) => return None,
+            ConnState::Negotiating(..) => "connected, but version negotiation did not finish",
+            ConnState::Connecting(_) => "the connection attempt has not completed",
+            ConnState::Idle | ConnState::Backoff(_) => "not connected",
+        };
+        let cause = match self.last_cause.get(&slot) {
+            Some(c) => format!("{state}; last failure: {c}"),
+            None => state.to_owned(),
+        };
+        Some((s.address.clone(), cause))
+    }
+
+    /// The last failure of the connection to `address`, if it is not ready again since.
+    pub fn last_cause(&self, address: &BrokerAddress) -> Option<&str> {
+        let slot = self.by_address.get(address)?;
+        self.last_cause.get(slot).map(String::as_str)
+    }
+}
+
+/// What to say about a connection that is gone: the driver's reason, plus how far a response
+/// frame had come when the broker closed in the middle of it.
+fn disconnect_cause(reason: &DisconnectReason, rx: &BytesMut) -> String {
+    if rx.is_empty() {
+        return reason.to_string();
+    }
+    match frame_total(rx) {
+        Some(declared) => format!(
+            "{reason} in the middle of a response frame ({} of the {declared} bytes it declared received)",
+            rx.len()
+        ),
+        None => format!(
+            "{reason} in the middle of a response frame ({} bytes of its 4-byte length prefix received)",
+            rx.len()
+        ),
+    }
+}

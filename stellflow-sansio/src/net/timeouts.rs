@@ -1,0 +1,153 @@
+//! Timeouts: the next deadline, expired requests (failed, or kept for their late answer), late
+//! answers waited for, and connections given up when they stay silent.
+
+use super::*;
+
+impl Net {
+    /// The earliest deadline that matters (stale timers are dropped on the way).
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        while let Some((at, t)) = self.timers.peek() {
+            let live = match *t {
+                Timer::Request(seq) => self.live.contains_key(&seq),
+                Timer::Reconnect(slot) => self
+                    .slots
+                    .get(slot)
+                    .is_some_and(|s| matches!(s.state, ConnState::Backoff(u) if u == at)),
+            };
+            if live {
+                return Some(at);
+            }
+            self.timers.pop();
+        }
+        None
+    }
+
+    /// Fires every timer due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(t) = self.timers.pop_due(now) {
+            match t {
+                Timer::Request(seq) => self.expire(now, seq),
+                Timer::Reconnect(slot) => {
+                    if let Some(s) = self.slots.get_mut(slot)
+                        && let ConnState::Backoff(u) = s.state
+                        && u <= now
+                    {
+                        s.state = ConnState::Idle;
+                        if s.wanted() {
+                            self.ensure_connection(now, slot);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn expire(&mut self, now: Instant, seq: u64) {
+        let Some(loc) = self.live.remove(&seq) else {
+            return;
+        };
+        let req = match loc {
+            Loc::Parked => {
+                let pos = self.parked.iter().position(|r| r.seq == seq);
+                pos.and_then(|p| self.parked.remove(p))
+            }
+            Loc::Queued(slot) => self.slots.get_mut(slot).and_then(|s| {
+                let pos = s.queue.iter().position(|r| r.seq == seq)?;
+                s.queue.remove(pos)
+            }),
+            Loc::InFlight(slot, corr) => {
+                let waiting = self
+                    .slots
+                    .get_mut(slot)
+                    .and_then(|s| s.in_flight.get_mut(corr))
+                    .filter(|r| r.await_late)
+                    .map(|r| {
+                        r.late_timeouts += 1;
+                        r.late_timeouts
+                    });
+                if let Some(late) = waiting {
+                    return self.wait_late(now, seq, slot, corr, late);
+                }
+                let r = self
+                    .slots
+                    .get_mut(slot)
+                    .and_then(|s| s.in_flight.remove(corr));
+                if r.is_some() {
+                    self.counters.requests_in_flight =
+                        self.counters.requests_in_flight.saturating_sub(1);
+                }
+                r
+            }
+        };
+        let Some(req) = req else {
+            return;
+        };
+        self.counters.timeouts += 1;
+        if req.origin == Origin::Negotiation {
+            // A broker that never answers ApiVersions is useless: close and retry later.
+            if let Loc::InFlight(slot, _) = loc {
+                let err = ConnectionError::Negotiation("ApiVersions timed out".to_owned());
+                self.close_with_error(now, slot, err);
+            }
+            return;
+        }
+        let err = match (&req.target, loc) {
+            (Target::Broker(id), Loc::Parked) => RequestError::UnknownBroker { broker: *id },
+            (_, Loc::Queued(slot)) => match self.unsent_cause(slot) {
+                Some((address, cause)) => RequestError::Unreachable {
+                    api_key: req.api_key,
+                    address,
+                    cause,
+                },
+                None => RequestError::Timeout {
+                    api_key: req.api_key,
+                    after: now.saturating_duration_since(req.created),
+                },
+            },
+            _ => RequestError::Timeout {
+                api_key: req.api_key,
+                after: now.saturating_duration_since(req.created),
+            },
+        };
+        let broker = match loc {
+            Loc::Queued(slot) | Loc::InFlight(slot, _) => self.address(slot).cloned(),
+            Loc::Parked => None,
+        };
+        match broker {
+            Some(b) => tracing::warn!(broker = %b, api = %req.api_key, "request failed: {err}"),
+            None => tracing::warn!(api = %req.api_key, "request failed: {err}"),
+        }
+        self.complete(now, req, Err(err));
+        // Repeated in-flight timeouts with nothing received: the connection is presumed dead
+        // (no FIN, no RST will ever come); close it so the next requests reconnect.
+        if let Loc::InFlight(slot, _) = loc
+            && let Some(s) = self.slots.get_mut(slot)
+        {
+            s.silent_timeouts += 1;
+            if s.silent_timeouts >= crate::conn::SILENT_TIMEOUTS_TO_CLOSE {
+                let timeouts = s.silent_timeouts;
+                self.close_with_error(now, slot, ConnectionError::Unresponsive { timeouts });
+            }
+        }
+    }
+
+    /// A request that awaits its late answer passed its request timeout for the `late`-th
+    /// time: keep waiting one more timeout, or give the connection up (then the request
+    /// completes with `Disconnected`, like every other request in flight on it).
+    fn wait_late(&mut self, now: Instant, seq: u64, slot: usize, corr: i32, late: u32) {
+        self.counters.timeouts += 1;
+        self.live.insert(seq, Loc::InFlight(slot, corr));
+        let Some(s) = self.slots.get_mut(slot) else {
+            return;
+        };
+        s.silent_timeouts += 1;
+        let silent = s.silent_timeouts;
+        if late >= LATE_TIMEOUTS_TO_CLOSE || silent >= crate::conn::SILENT_TIMEOUTS_TO_CLOSE {
+            let timeouts = silent.max(late);
+            self.close_with_error(now, slot, ConnectionError::Unresponsive { timeouts });
+        } else {
+            self.timers
+                .schedule(now + self.request_timeout, Timer::Request(seq));
+        }
+    }
+}
