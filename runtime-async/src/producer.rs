@@ -144,8 +144,9 @@ impl<R: Runtime> Producer<R> {
     /// code that must not block; `enqueue` is this plus the wait for a place in the lane.
     ///
     /// ```no_run
-    /// # async fn f(producer: stellflow_tokio::Producer) -> Result<(), stellflow_tokio::Error> {
-    /// use stellflow_tokio::Record;
+    /// # use stellflow_async::{Producer, Runtime};
+    /// # async fn f<R: Runtime>(producer: Producer<R>) -> stellflow_async::Result<()> {
+    /// use stellflow_async::Record; // stellflow_tokio::Record etc.: the same type
     /// let delivery = match producer.try_enqueue(Record::new("orders", "one"))? {
     ///     Ok(delivery) => delivery,
     ///     Err(record) => producer.enqueue(record).await?, // the lane is full: wait for room
