@@ -50,9 +50,10 @@
 //! across a restart without a covering commit, and every acknowledged record in the end; a
 //! healthy network keeps a group member's session (no rejoin while idle, once one and a half
 //! session timeouts passed since the last broker or consumer restart: a restarted
-//! coordinator has lost its groups, which live in memory only); the healed system
-//! finishes all work within a bound; idle clients make almost no requests and timer
-//! wake-ups.
+//! coordinator has lost its groups, which live in memory only; and one rejoin allowed per
+//! eviction of a member the live one does not know, which fences it on this server); the
+//! healed system finishes all work within a bound; idle clients make almost no requests and
+//! timer wake-ups.
 //!
 //! # Replay
 //!

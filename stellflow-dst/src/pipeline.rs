@@ -706,6 +706,8 @@ pub struct ConsumerLoad {
     rejoins: u64,
     last_rejoin: String,
     last_restart: Option<Duration>,
+    /// The last `GroupJoined`: when it was seen and the member id it gave.
+    last_join: Option<(Duration, String)>,
     incarnations: u32,
 }
 
@@ -757,6 +759,7 @@ impl ConsumerLoad {
             rejoins: 0,
             last_rejoin: String::new(),
             last_restart: None,
+            last_join: None,
             incarnations: 0,
         };
         load.start(world).then_some(load)
@@ -773,6 +776,7 @@ impl ConsumerLoad {
         self.client = client;
         self.incarnations += 1;
         self.last.clear();
+        self.last_join = None;
         let now = world.now();
         let r = if self.shape.subscribe {
             world.client(client).subscribe(now, &[TOPIC])
@@ -815,6 +819,16 @@ impl ConsumerLoad {
     /// The last rejoin's reason.
     pub fn last_rejoin(&self) -> &str {
         &self.last_rejoin
+    }
+
+    /// The group id the consumer uses.
+    pub fn group_id(&self) -> &str {
+        self.config.consumer.group_id.as_deref().unwrap_or_default()
+    }
+
+    /// The last `GroupJoined` of the current incarnation: when it was seen and the member id.
+    pub fn last_join(&self) -> Option<(Duration, &str)> {
+        self.last_join.as_ref().map(|(t, m)| (*t, m.as_str()))
     }
 
     /// When the last restart finished.
@@ -930,6 +944,9 @@ impl ConsumerLoad {
                             .or_insert((pos.offset, pos.index));
                         *f = (*f).max((pos.offset, pos.index));
                     }
+                }
+                ConsumerEvent::GroupJoined { member_id, .. } => {
+                    self.last_join = Some((world.elapsed(), member_id));
                 }
                 ConsumerEvent::GroupRejoining { reason, retry_in } => {
                     self.rejoins += 1;

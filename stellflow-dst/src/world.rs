@@ -263,6 +263,27 @@ impl World {
         self.last_broker_restart
     }
 
+    /// Every eviction pass of `group_id` on any broker since that broker last (re)started, as
+    /// (virtual time since the start, evicted member ids), oldest first.
+    pub fn group_evictions(&self, group_id: &str) -> Vec<(Duration, Vec<String>)> {
+        let mut out: Vec<(Duration, Vec<String>)> = self
+            .cluster
+            .broker_ids()
+            .into_iter()
+            .filter_map(|id| self.cluster.broker(id))
+            .flat_map(|b| b.groups().evictions())
+            .filter(|e| e.group_id.as_deref() == Some(group_id))
+            .map(|e| {
+                (
+                    e.at.saturating_duration_since(self.epoch),
+                    e.members.clone(),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
     /// Virtual time since the start of the world.
     pub fn elapsed(&self) -> Duration {
         self.now - self.epoch

@@ -17,13 +17,6 @@ fn generation(w: &common::World) -> i32 {
     w.client.group_member().map_or(-1, |(_, g)| g)
 }
 
-fn joined_count(w: &common::World) -> usize {
-    w.events
-        .iter()
-        .filter(|e| matches!(e, Event::Consumer(ConsumerEvent::GroupJoined { .. })))
-        .count()
-}
-
 #[test]
 fn revocation_commits_positions_before_the_partitions_go() {
     let mut w = subscribed_world_with("rev", |c| {
@@ -199,8 +192,12 @@ fn auto_commit_runs_on_its_interval_and_only_when_positions_moved() {
     assert_eq!(w.client.position(&tp), Some(Position::blob(run.blobs)));
 }
 
+/// A lost connection to the coordinator is not a lost session (the session lives on the
+/// server): the member looks the coordinator up again and heartbeats the same generation on a
+/// new connection, without rejoining. Was a rejoin (and, on this server, a generation bump that
+/// fences every other member); found by the dst soak (seed 2363443201538263633).
 #[test]
-fn rejoins_after_a_coordinator_disconnect_and_keeps_consuming() {
+fn a_coordinator_disconnect_keeps_the_membership_and_keeps_consuming() {
     let mut w = subscribed_world("disc");
     let (member, gen0) = w
         .client
@@ -208,6 +205,7 @@ fn rejoins_after_a_coordinator_disconnect_and_keeps_consuming() {
         .map(|(m, g)| (m.to_owned(), g))
         .unwrap();
     let finds = w.client.counters().api(ApiKey::FIND_COORDINATOR).requests;
+    let heartbeats = w.client.counters().api(ApiKey::HEARTBEAT).requests;
     consumer_events(&mut w);
     // The coordinator drops the connection on the next heartbeat, with it in flight.
     w.sim.inject_fault(FaultRule::next(
@@ -215,11 +213,9 @@ fn rejoins_after_a_coordinator_disconnect_and_keeps_consuming() {
         1,
         Fault::CloseConnection,
     ));
-    // Regression: while the coordinator was being looked up again, the past rejoin instant
-    // was reported by poll_timeout and the driver spun.
+    // Regression: while the coordinator was being looked up again, a past instant was
+    // reported by poll_timeout and the driver spun.
     advance_checked(&mut w, Duration::from_secs(10));
-    let ok = w.run_until(Duration::from_secs(30), |w| joined_count(w) >= 1);
-    assert!(ok, "{:?}", w.events);
     assert!(
         w.events
             .iter()
@@ -227,33 +223,27 @@ fn rejoins_after_a_coordinator_disconnect_and_keeps_consuming() {
         "{:?}",
         w.events
     );
-    let ev = consumer_events(&mut w);
-    let rejoin = ev
-        .iter()
-        .position(|e| {
-            matches!(e, ConsumerEvent::GroupRejoining { reason, retry_in }
-                if reason.contains("Heartbeat failed") && *retry_in >= Duration::from_millis(80))
-        })
-        .unwrap_or_else(|| panic!("no rejoin: {ev:?}"));
-    let joined = ev
-        .iter()
-        .position(
-            |e| matches!(e, ConsumerEvent::GroupJoined { member_id, .. } if *member_id == member),
-        )
-        .unwrap_or_else(|| panic!("not joined with the same id: {ev:?}"));
-    assert!(rejoin < joined);
-    assert!(generation(&w) > gen0);
     assert!(
         w.client.counters().api(ApiKey::FIND_COORDINATOR).requests > finds,
         "the coordinator is looked up again"
     );
-    // Heartbeats work again and records still flow.
     w.advance(Duration::from_secs(30));
+    let ev = consumer_events(&mut w);
     assert!(
-        !consumer_events(&mut w)
-            .iter()
-            .any(|e| matches!(e, ConsumerEvent::GroupRejoining { .. }))
+        !ev.iter()
+            .any(|e| matches!(e, ConsumerEvent::GroupRejoining { .. })),
+        "a lost connection is no reason to rejoin: {ev:?}"
     );
+    assert_eq!(
+        w.client.group_member().map(|(m, g)| (m.to_owned(), g)),
+        Some((member, gen0)),
+        "same member, same generation"
+    );
+    assert!(
+        w.client.counters().api(ApiKey::HEARTBEAT).requests > heartbeats + 8,
+        "heartbeats go on over the new connection"
+    );
+    // Records still flow.
     let off = produce(&mut w, "s", 1, blob(Kind::V1, &[b"after".to_vec()]));
     let got = drain(&mut w, Duration::from_secs(5), |g| count(g) >= 1);
     assert_eq!(got[&TopicPartition::new("s", 1)][0].0, (off, 0));

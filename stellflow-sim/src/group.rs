@@ -66,10 +66,24 @@ pub struct JoinOutcome {
     pub leader_id: String,
 }
 
+/// One eviction pass that removed expired members (and bumped the generation once).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Eviction {
+    /// When the pass ran (a JoinGroup, SyncGroup or Heartbeat of the group arrived).
+    pub at: Instant,
+    /// The group.
+    pub group_id: Option<String>,
+    /// The members it removed.
+    pub members: Vec<String>,
+}
+
 /// All groups of one broker.
 #[derive(Debug, Clone, Default)]
 pub struct GroupCoordinator {
     groups: HashMap<Option<String>, Group>,
+    /// Every eviction pass so far, oldest first (what the DST harness reads to tell a rejoin
+    /// the server forced on a live member from one the client caused).
+    evictions: Vec<Eviction>,
 }
 
 impl GroupCoordinator {
@@ -92,7 +106,14 @@ impl GroupCoordinator {
             _ => format!("stellflow-member-{}", rng.uuid()),
         };
         let group = self.groups.entry(group_id.map(str::to_owned)).or_default();
-        group.evict_expired(now);
+        let evicted = group.evict_expired(now);
+        if !evicted.is_empty() {
+            self.evictions.push(Eviction {
+                at: now,
+                group_id: group_id.map(str::to_owned),
+                members: evicted,
+            });
+        }
         let timeout = Duration::from_millis(u64::try_from(session_timeout_ms.max(1)).unwrap_or(1));
         group.members.insert(
             member_id.clone(),
@@ -132,7 +153,15 @@ impl GroupCoordinator {
             return UNKNOWN_MEMBER;
         }
         let evicted = group.evict_expired(now);
-        if evicted.iter().any(|m| m == member_id) {
+        let fenced = evicted.iter().any(|m| m == member_id);
+        if !evicted.is_empty() {
+            self.evictions.push(Eviction {
+                at: now,
+                group_id: group_id.map(str::to_owned),
+                members: evicted,
+            });
+        }
+        if fenced {
             return FENCED;
         }
         if generation_id != group.generation {
@@ -142,6 +171,11 @@ impl GroupCoordinator {
             m.last_seen = now;
         }
         0
+    }
+
+    /// Every eviction pass of this broker's groups since it (re)started, oldest first.
+    pub fn evictions(&self) -> &[Eviction] {
+        &self.evictions
     }
 
     /// SyncGroup: the error code (assignments are always empty). Does not refresh liveness.

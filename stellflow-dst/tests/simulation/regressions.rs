@@ -360,3 +360,73 @@ fn seed_17891150239525057290_linger_bound_exempts_a_retry_backoff_after_a_queued
          ops=13;safety=9230;wl=667913558;f=4146:partition:1,3925;f=4696:reset:4",
     );
 }
+
+/// `group-session-alive`, the client was wrong (stellflow-sansio, consumer group): the
+/// connection to the coordinator fell into a black hole (no FIN, no RST) just before the
+/// heal. A heartbeat could go unanswered for half the session, and the connection layer gives
+/// a silent connection up only after two timeouts in a row, so the session ran out before the
+/// dead connection was replaced, and the JoinGroup that followed went into the same hole.
+/// Fixed: a heartbeat times out after a third of what the session leaves beside the heartbeat
+/// interval, and a lost coordinator connection no longer rejoins (see the next test), so the
+/// member heartbeats on a new connection within its session. Found by the 100,000-seed soak
+/// from a random start (seed 6457169394887060760).
+#[test]
+fn seed_6457169394887060760_black_holed_coordinator_connection_is_replaced_within_the_session() {
+    assert_passes(
+        "seed=6457169394887060760;b=3;c=1;p=3;rf=3;rt=4000;mif=64;lat=426;jit=1198;split=80;\
+         ops=1;safety=13888;wl=4280425960;f=688:move:0,3;f=7854:blackhole:8;\
+         f=8776:blackhole:10;f=11175:blackhole:12;f=13887:blackhole:0",
+    );
+}
+
+/// `group-session-alive`, the client was wrong (stellflow-sansio, consumer group): the
+/// coordinator's connection was black-holed at the heal and closed after two timeouts; the
+/// heartbeat in flight failed with it and the member rejoined ("Heartbeat failed, coordinator
+/// unreachable") although its session was alive on the server — the session lives on the
+/// server, not in the connection (conformance case `membership_outlives_its_connection`,
+/// checked on ../shared/real-broker). Fixed: a lost connection makes the member look the
+/// coordinator up again and heartbeat the same generation (a SyncGroup lost with its
+/// connection is asked again), as the Java client marks the coordinator unknown without
+/// leaving the group; only the session timeout or an error answer rejoin. Found by the
+/// 100,000-seed soak from a random start (seed 2363443201538263633), shrunk to three faults.
+#[test]
+fn seed_2363443201538263633_lost_coordinator_connection_keeps_the_membership() {
+    assert_passes(
+        "seed=2363443201538263633;b=2;c=1;p=1;rf=2;rt=1000;mif=4;lat=827;jit=3535;split=0;\
+         ops=16;safety=9716;wl=3132426472;f=2270:move:0,2;f=5987:partition:2,3553;\
+         f=9715:blackhole:15",
+    );
+}
+
+/// `group-session-alive`, the invariant claimed more than the server guarantees (and the
+/// client learnt late): the consumer restarted, and its earlier incarnation's member (there
+/// is no LeaveGroup) expired one session later; the eviction bumped the generation while the
+/// answers to the live member's heartbeats were being dropped, so the live member learnt of
+/// it from a heartbeat after the fault's half-session timeout, inside the idle window. The
+/// eviction of a member the live one does not know forces one rejoin on this server
+/// (conformance case `expiry_of_another_member_fences_a_live_member_once`, checked on
+/// ../shared/real-broker): the idle window now excuses one rejoin per such eviction since the
+/// member's last join. The shorter heartbeat timeout (previous tests) also makes it learn
+/// sooner. Found by the 100,000-seed soak from a random start (seed 6457169394887063741).
+#[test]
+fn seed_6457169394887063741_earlier_incarnation_expiry_fences_once() {
+    assert_passes(
+        "seed=6457169394887063741;b=1;c=1;p=1;rf=1;rt=3500;mif=64;lat=762;jit=1926;split=20;\
+         ops=1;safety=12188;wl=4151876846;f=11459:drop:-1,4",
+    );
+}
+
+/// `group-session-alive`, the invariant claimed more than the server guarantees: the first
+/// JoinGroup's connection went half-open after the request arrived, so the server created a
+/// member whose id the client never learnt; the client joined again as a new member, and ten
+/// seconds later the ghost expired and its eviction fenced the live member once. No client
+/// can avoid that (it cannot name the ghost, and there is no LeaveGroup); the idle window
+/// excuses one rejoin per eviction of another member since the live member's last join.
+/// Found by the 100,000-seed soak from a random start (seed 2363443201538265807; one fault).
+#[test]
+fn seed_2363443201538265807_ghost_member_of_a_lost_join_answer_fences_once() {
+    assert_passes(
+        "seed=2363443201538265807;b=3;c=1;p=1;rf=1;rt=2500;mif=1;lat=1653;jit=1715;split=20;\
+         ops=1;safety=278;wl=264448719;f=25:halfopen:3",
+    );
+}

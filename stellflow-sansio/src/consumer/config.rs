@@ -54,13 +54,18 @@ pub struct ConsumerConfig {
     /// Also the time without a successful heartbeat after which the client rejoins on its own.
     /// Default 45 s.
     pub session_timeout: Duration,
-    /// Heartbeat period. Default 3 s.
+    /// Heartbeat period. Default 3 s. A heartbeat may go unanswered for a third of what the
+    /// session timeout leaves beside this period (14 s with the defaults) before it counts as
+    /// timed out and goes again: two timeouts in a row make the client replace a silently
+    /// dead coordinator connection, and both fit in the session.
     pub heartbeat_interval: Duration,
     /// Deadline of JoinGroup and SyncGroup (the protocol has no rebalance timeout field; the
     /// server answers at once). Default 30 s.
     pub rebalance_timeout: Duration,
-    /// First delay before rejoining after 19 (fenced), 1 (unknown member) or a lost
-    /// coordinator; doubles while it keeps happening. Default 100 ms.
+    /// First delay before rejoining after 19 (fenced), 1 (unknown member), a failed
+    /// JoinGroup or the session timeout; doubles while it keeps happening. Default 100 ms. A
+    /// lost connection to the coordinator is no reason to rejoin: the member finds the
+    /// coordinator again and keeps its generation while its session lasts.
     pub rejoin_backoff: Duration,
     /// Largest rejoin delay: caps the rejoin rate (DESIGN §3.7). Default 10 s.
     pub rejoin_backoff_max: Duration,

@@ -1,14 +1,19 @@
 //! Groups and commits: FindCoordinator (then host:port, never the nodeId), JoinGroup,
 //! SyncGroup (a non-empty assignment wins, else every partition of the subscribed topics),
-//! heartbeats on a timer, rejoin with capped backoff after 19, 1 or a lost coordinator, a
-//! thrash warning, auto-commit, and commits that resume mid-blob (DESIGN §3.1, §3.7). A
-//! request that merely timed out is no reason to rejoin (its answer may be what got lost): a
-//! heartbeat goes again at once, a SyncGroup is asked again for the same generation while the
-//! session can be alive; only the session timeout, an error answer or a lost connection
-//! rejoin. Heartbeats also run while a SyncGroup is unanswered (as the Java client's do in
-//! its completing-rebalance state): SyncGroup does not refresh the session on this server,
-//! a Heartbeat for the new generation does, so a slow or lost SyncGroup answer does not end
-//! the session the JoinGroup opened.
+//! heartbeats on a timer, rejoin with capped backoff after 19 or 1, a thrash warning,
+//! auto-commit, and commits that resume mid-blob (DESIGN §3.1, §3.7). A request that merely
+//! timed out is no reason to rejoin (its answer may be what got lost): a heartbeat goes again
+//! at once, a SyncGroup is asked again for the same generation while the session can be
+//! alive. A lost connection to the coordinator is no reason either: the session lives on the
+//! server, not in the connection, so the member looks the coordinator up again and carries
+//! on with the same generation (as the Java client marks the coordinator unknown without
+//! leaving the group); only the session timeout or an error answer rejoin. Heartbeats also
+//! run while a SyncGroup is unanswered (as the Java client's do in its completing-rebalance
+//! state): SyncGroup does not refresh the session on this server, a Heartbeat for the new
+//! generation does, so a slow or lost SyncGroup answer does not end the session the
+//! JoinGroup opened. A heartbeat times out after a third of what the session leaves beside
+//! the heartbeat interval, so the two timeouts in a row that make the connection layer give
+//! up a silently dead connection fit in the session with room for the new connection.
 
 use super::offset_model::{self, Position};
 use super::start::by_topic;
@@ -34,6 +39,19 @@ use stellflow_proto::{ErrorCode, Reader, Wire};
 /// joins again (its heartbeats may keep the session alive meanwhile, so the session alone
 /// does not end the retries).
 const MAX_SYNC_ATTEMPTS: u32 = 3;
+
+/// How long a heartbeat may go unanswered: a third of what the session timeout leaves beside
+/// the heartbeat interval (never less than the interval or half the session, whichever is
+/// smaller). The connection layer gives up a silently dead connection (a black hole) after
+/// two request timeouts in a row, so the heartbeat due one interval after the last success
+/// and the one after it both time out, the connection is replaced and a heartbeat on the new
+/// one succeeds — all within the session. With half the session, two timeouts alone used it
+/// up and the member always rejoined (dst soak seed 6457169394887060760).
+fn heartbeat_timeout(config: &ConsumerConfig) -> std::time::Duration {
+    let session = config.session_timeout;
+    let interval = config.heartbeat_interval;
+    (session.saturating_sub(interval) / 3).max(interval.min(session / 2))
+}
 
 /// The member's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +98,8 @@ pub struct Group {
     sync_seq: Option<u64>,
     /// SyncGroups sent for the current generation.
     sync_attempts: u32,
+    /// A SyncGroup lost with its connection waits for the coordinator to be found again.
+    resync: bool,
     hb_seq: Option<u64>,
     next_heartbeat: Option<Instant>,
     last_ok: Option<Instant>,
@@ -112,6 +132,7 @@ impl Group {
             joined_at: None,
             sync_seq: None,
             sync_attempts: 0,
+            resync: false,
             hb_seq: None,
             next_heartbeat: None,
             last_ok: None,
@@ -259,6 +280,13 @@ impl Consumer {
             timeout: Some(self.config.rebalance_timeout),
             ..RequestOptions::default()
         };
+        if subscribed && self.group.resync && self.group.member == Member::Syncing {
+            self.group.resync = false;
+            if !(self.sync_may_retry(now) && self.send_sync(now, ctx)) {
+                self.rejoin(now, "SyncGroup lost with its connection", false, ctx);
+            }
+            sent = true;
+        }
         let g = &mut self.group;
         if subscribed {
             let join_now = match g.member {
@@ -319,11 +347,7 @@ impl Consumer {
                     None,
                     Origin::Consumer(Op::Heartbeat),
                     &RequestOptions {
-                        timeout: Some(
-                            self.config
-                                .heartbeat_interval
-                                .max(self.config.session_timeout / 2),
-                        ),
+                        timeout: Some(heartbeat_timeout(&self.config)),
                         ..RequestOptions::default()
                     },
                 );
@@ -465,6 +489,17 @@ impl Consumer {
         true
     }
 
+    /// Whether a SyncGroup for the current generation may be asked again: fewer than
+    /// `MAX_SYNC_ATTEMPTS` sent and the session (opened by the JoinGroup, refreshed by
+    /// heartbeats) possibly still alive.
+    fn sync_may_retry(&self, now: Instant) -> bool {
+        let g = &self.group;
+        g.sync_attempts < MAX_SYNC_ATTEMPTS
+            && g.joined_at
+                .max(g.last_ok)
+                .is_some_and(|t| now < t + self.config.session_timeout)
+    }
+
     fn rejoin(&mut self, now: Instant, reason: &str, forget_member: bool, ctx: &mut Ctx<'_>) {
         let g = &mut self.group;
         if forget_member {
@@ -473,6 +508,7 @@ impl Consumer {
         g.join_seq = None;
         g.joined_at = None;
         g.sync_seq = None;
+        g.resync = false;
         g.hb_seq = None;
         g.next_heartbeat = None;
         g.last_ok = None;
@@ -673,6 +709,7 @@ impl Consumer {
                         g.last_ok = None;
                         g.next_heartbeat = Some(now + self.config.heartbeat_interval);
                         g.sync_attempts = 0;
+                        g.resync = false;
                         if !self.send_sync(now, ctx) {
                             self.rejoin(now, "coordinator lost during the join", false, ctx);
                         }
@@ -736,15 +773,18 @@ impl Consumer {
                     // while the session (opened by the JoinGroup, refreshed by heartbeats)
                     // can still be alive, up to `MAX_SYNC_ATTEMPTS` times; a JoinGroup
                     // instead would bump the generation and fence every other member
-                    // (§3.11). A 19 or 1 in the answer then rejoins as usual.
-                    None if matches!(transport, Some(RequestError::Timeout { .. }))
-                        && self.group.sync_attempts < MAX_SYNC_ATTEMPTS
-                        && self
-                            .group
-                            .joined_at
-                            .max(self.group.last_ok)
-                            .is_some_and(|t| now < t + self.config.session_timeout)
-                        && self.send_sync(now, ctx) => {}
+                    // (§3.11). A 19 or 1 in the answer then rejoins as usual. A SyncGroup
+                    // lost with its connection (or timed out while the coordinator is being
+                    // looked up again) is asked again once the coordinator is known.
+                    None if transport.is_some() && self.sync_may_retry(now) => {
+                        let timeout = matches!(transport, Some(RequestError::Timeout { .. }));
+                        if !timeout {
+                            self.group.lost_coordinator(now);
+                        }
+                        if !(timeout && self.send_sync(now, ctx)) {
+                            self.group.resync = true;
+                        }
+                    }
                     None => {
                         if transport.is_some() {
                             self.group.lost_coordinator(now);
@@ -783,16 +823,17 @@ impl Consumer {
                     // been lost (the broker may have counted it). The next heartbeat is due at
                     // once; the session-timeout check rejoins when none succeeds in time.
                     None if matches!(transport, Some(RequestError::Timeout { .. })) => {}
+                    // The connection to the coordinator was lost (or could not be made): the
+                    // session lives on the server, not in the connection. Look the
+                    // coordinator up again and heartbeat the same generation at once; the
+                    // session-timeout check rejoins when none succeeds in time, and a
+                    // coordinator that lost the group (a restart) answers 1.
+                    None if transport.is_some() => {
+                        self.group.lost_coordinator(now);
+                        self.group.next_heartbeat = Some(now);
+                    }
                     None => {
-                        if transport.is_some() {
-                            self.group.lost_coordinator(now);
-                        }
-                        self.rejoin(
-                            now,
-                            "Heartbeat failed (coordinator unreachable)",
-                            false,
-                            ctx,
-                        );
+                        self.rejoin(now, "Heartbeat answer undecodable", false, ctx);
                     }
                 }
             }

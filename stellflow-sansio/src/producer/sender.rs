@@ -24,6 +24,13 @@
 //!   does not show the original finished (seen on the real broker) — and only then are they
 //!   re-sent with the same sequence numbers, which the broker de-duplicates if the first
 //!   attempt was written.
+//!
+//! Why one file of ~900 lines: it is one state machine, a batch's life from ready to settled
+//! (in flight, answered, retried, in doubt, failed), and its two rules — never reorder a
+//! partition, never retry while the first attempt may still run — each hold only across both
+//! halves: the sending half (`drain` to `request_pid`: ready batches, doubts and probes, the
+//! requests) sets what the answering half (`on_completion` to the end: outcomes, retries,
+//! recovery) relies on, and the other way round. Read it top to bottom in that order.
 
 use super::accumulator::Batch;
 use super::idempotence::{PidState, Stamp, restamp};

@@ -116,6 +116,11 @@ impl Broker {
         b
     }
 
+    /// The group coordinator's state (read-only).
+    pub fn groups(&self) -> &GroupCoordinator {
+        &self.groups
+    }
+
     /// This broker's id.
     pub fn id(&self) -> i32 {
         self.config.broker_id

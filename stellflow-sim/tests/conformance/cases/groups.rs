@@ -51,6 +51,16 @@ pub fn cases() -> Vec<Case> {
             section: "3.9",
             run: eviction_leadership,
         },
+        Case {
+            name: "membership_outlives_its_connection",
+            section: "3.10, 3.11",
+            run: membership_outlives_connection,
+        },
+        Case {
+            name: "expiry_of_another_member_fences_a_live_member_once",
+            section: "3.9, 3.11",
+            run: foreign_expiry_fences,
+        },
     ]
 }
 
@@ -443,6 +453,55 @@ fn eviction_leadership(ctx: &Ctx) -> CaseResult {
         (m2.generation, m2.leader_id.as_deref()),
         (5, Some("aa")),
         "eviction bumps once, the join once; smallest remaining id leads"
+    );
+    Ok(())
+}
+
+/// The session lives on the server, not in the connection: a member whose connection is gone
+/// heartbeats and syncs its generation on a new one (what lets the client keep its membership
+/// when the coordinator's connection dies).
+fn membership_outlives_connection(ctx: &Ctx) -> CaseResult {
+    let g = ctx.name("g");
+    let a = {
+        let mut c = ctx.conn()?;
+        join(&mut c, &g, None, 30_000)?
+    };
+    let mut c = ctx.conn()?;
+    let m = a.member_id.as_deref();
+    ensure_eq!(
+        hb(&mut c, &g, a.generation, m)?,
+        0,
+        "Heartbeat on a new connection"
+    );
+    expect_sync(
+        &sync(&mut c, &g, a.generation, m)?,
+        0,
+        "SyncGroup on a new connection",
+    )?;
+    Ok(())
+}
+
+/// A member the live one never heard of (an earlier incarnation's, or the one a JoinGroup
+/// whose answer was lost created) expires, and the eviction bumps the generation: the live,
+/// heartbeating member gets 19 once although its own session never lapsed. No client can
+/// avoid that rejoin, which is why the simulation's `group-session-alive` excuses it.
+fn foreign_expiry_fences(ctx: &Ctx) -> CaseResult {
+    let mut c = ctx.conn()?;
+    let g = ctx.name("g");
+    join(&mut c, &g, Some("gg"), 300)?;
+    let a = join(&mut c, &g, Some("aa"), 60_000)?;
+    ensure_eq!(a.generation, 2, "live member joins");
+    ensure_eq!(hb(&mut c, &g, 2, Some("aa"))?, 0, "Heartbeat before expiry");
+    std::thread::sleep(Duration::from_millis(450));
+    ensure_eq!(
+        hb(&mut c, &g, 2, Some("aa"))?,
+        19,
+        "Heartbeat of the live member once the other expired"
+    );
+    ensure_eq!(
+        hb(&mut c, &g, 3, Some("aa"))?,
+        0,
+        "still a member: only the generation moved (by one, for the eviction)"
     );
     Ok(())
 }
