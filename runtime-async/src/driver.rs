@@ -44,7 +44,7 @@ impl<R: Runtime> Transmit for Sock<R> {
 /// A socket's reading side, the driver's own.
 struct Reader<R: Runtime> {
     sock: Arc<Sock<R>>,
-    /// Zeroed room the next reads land in, back to back.
+    /// Room the next reads land in, back to back (empty; its spare capacity is the room).
     buf: BytesMut,
     /// What the core still wants of the frame it is receiving (`Client::input_wanted`).
     want: usize,
@@ -212,23 +212,24 @@ impl<R: Runtime> Driver<R> {
                 }
             }
             let limit = match r.want {
-                0 if r.buf.len() < FRAME_ROOM => {
-                    // calloc'd: fresh pages need no zeroing pass, and untouched ones cost nothing.
-                    r.buf = BytesMut::zeroed(READ_BUF);
+                0 if r.buf.capacity() < FRAME_ROOM => {
+                    // Not zeroed: the runtime reads into the spare room (or zeroes only what
+                    // one read may fill, right before it).
+                    r.buf = BytesMut::with_capacity(READ_BUF);
                     READ_MIN
                 }
                 0 => READ_MIN,
-                want if r.buf.len() < want => {
-                    r.buf = BytesMut::zeroed(READ_BUF.max(want));
+                want if r.buf.capacity() < want => {
+                    r.buf = BytesMut::with_capacity(READ_BUF.max(want));
                     want
                 }
                 want => want,
             };
-            let room = limit.min(r.buf.len());
-            match R::try_read(&r.sock.0, &mut r.buf[..room]) {
+            let room = limit.min(r.buf.capacity());
+            match R::try_read_buf(&r.sock.0, &mut r.buf, room) {
                 Ok(0) => break Some(DisconnectReason::PeerClosed),
                 Ok(n) => {
-                    let mut chunk = r.buf.split_to(n);
+                    let mut chunk = r.buf.split();
                     let mut st = self.shared.lock();
                     if !st.conns.contains_key(&id) {
                         return;

@@ -138,6 +138,41 @@ impl<R: Runtime> Producer<R> {
         Ok(Delivery { rx })
     }
 
+    /// Queues a record if that needs no wait — the core has buffer room, or the lane behind it
+    /// has a free place (the record then waits there as with [`Producer::enqueue`]) — and
+    /// gives it back (`Ok(Err(record))`) when the lane is full. Never waits, so it also serves
+    /// code that must not block; `enqueue` is this plus the wait for a place in the lane.
+    ///
+    /// ```no_run
+    /// # use stellflow_async::{Producer, Runtime};
+    /// # async fn f<R: Runtime>(producer: Producer<R>) -> stellflow_async::Result<()> {
+    /// use stellflow_async::Record; // stellflow_tokio::Record etc.: the same type
+    /// let delivery = match producer.try_enqueue(Record::new("orders", "one"))? {
+    ///     Ok(delivery) => delivery,
+    ///     Err(record) => producer.enqueue(record).await?, // the lane is full: wait for room
+    /// };
+    /// # let _ = delivery; Ok(()) }
+    /// ```
+    pub fn try_enqueue(&self, record: Record) -> Result<std::result::Result<Delivery, Record>> {
+        let max_block = self.client.link.options.max_block;
+        let (reply, rx) = oneshot::channel();
+        let back = self.client.link.with(|st, now| {
+            let deadline = now + max_block;
+            st.enqueue(
+                now,
+                Pending {
+                    record,
+                    deadline,
+                    reply,
+                },
+            )
+        })?;
+        Ok(match back {
+            None => Ok(Delivery { rx }),
+            Some(p) => Err(p.record),
+        })
+    }
+
     /// Sends every buffered record now and waits until every record enqueued before this call
     /// (those waiting in the lane included) has its outcome.
     ///

@@ -32,6 +32,19 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// Reads what the socket has now into `buf` (`WouldBlock` when nothing; `Ok(0)` at EOF).
     fn try_read(socket: &Self::Socket, buf: &mut [u8]) -> io::Result<usize>;
 
+    /// Reads what the socket has now, at most `limit` bytes, appending them to `buf` (which
+    /// has room for them); returns how many, like [`Runtime::try_read`]. The default zeroes
+    /// the room first and calls [`Runtime::try_read`]; a runtime that can read into
+    /// uninitialised room without `unsafe` of ours (tokio's `try_read_buf`) overrides it and
+    /// saves that pass over every byte read.
+    fn try_read_buf(socket: &Self::Socket, buf: &mut BytesMut, limit: usize) -> io::Result<usize> {
+        let start = buf.len();
+        buf.resize(start + limit, 0);
+        let read = Self::try_read(socket, &mut buf[start..]);
+        buf.truncate(start + read.as_ref().map_or(0, |n| *n));
+        read
+    }
+
     /// Writes what the socket takes now from `buf` (`WouldBlock` when nothing).
     fn try_write(socket: &Self::Socket, buf: &[u8]) -> io::Result<usize>;
 

@@ -171,12 +171,6 @@ impl Producer {
         /// Sends `record` and blocks until it is acknowledged or fails (see
         /// [`Producer::enqueue`] for the wait for buffer space).
         fn send(&self, record: Record) -> Result<RecordMetadata>;
-        /// Queues `record` and returns its [`Delivery`] (call [`Delivery::wait`]) without
-        /// waiting for the broker; records keep their call order. When the producer's buffer
-        /// (`buffer_memory`) is full the record waits in a lane of up to 1024 records and this
-        /// returns at once; the record then fails with [`crate::Error::BufferFull`] after
-        /// [`Options::max_block`]. Only a full lane blocks this call, up to `max_block`.
-        fn enqueue(&self, record: Record) -> Result<Delivery>;
         /// Sends every buffered record at once and blocks until each record enqueued before
         /// this call (those in the lane included) has its outcome.
         fn flush(&self) -> Result<()>;
@@ -184,6 +178,26 @@ impl Producer {
         /// then refuses new records; [`crate::Error::Undelivered`] when some failed. Other
         /// handles of the client keep working.
         fn close(&self) -> Result<()>;
+    }
+
+    /// Queues `record` and returns its [`Delivery`] (call [`Delivery::wait`]) without
+    /// waiting for the broker; records keep their call order. When the producer's buffer
+    /// (`buffer_memory`) is full the record waits in a lane of up to 1024 records and this
+    /// returns at once; the record then fails with [`crate::Error::BufferFull`] after
+    /// [`Options::max_block`]. Only a full lane blocks this call, up to `max_block`.
+    pub fn enqueue(&self, record: Record) -> Result<Delivery> {
+        // Straight into the core when no wait is needed: no future to build, move and poll
+        // per record (at 100 B that showed as ~5 % memcpy in `perf produce`).
+        match self.inner.try_enqueue(record)? {
+            Ok(delivery) => Ok(delivery),
+            Err(record) => block_on(self.inner.enqueue(record)),
+        }
+    }
+
+    /// Queues `record` if that needs no wait and gives it back (`Ok(Err(record))`) when the
+    /// lane is full; never blocks (see [`Producer::enqueue`]).
+    pub fn try_enqueue(&self, record: Record) -> Result<std::result::Result<Delivery, Record>> {
+        self.inner.try_enqueue(record)
     }
 }
 

@@ -1,12 +1,16 @@
 //! Throughput (under smol's executor) against the loopback sim broker (or a real one): 1 KiB
-//! values, acks=1.
+//! values by default, acks=1.
 //!
 //! ```sh
 //! cargo run --release -p stellflow-smol --example perf_smol               # sim broker
 //! cargo run --release -p stellflow-smol --example perf_smol -- 200000 127.0.0.1:9092
+//! # N, broker (or `sim`), value size, partitions; then an existing topic to read N records
+//! # of, or to send N records to with `produce` (as `stellflow perf consume/produce` do)
+//! cargo run --release -p stellflow-smol --example perf_smol -- 1000000 127.0.0.1:9092 100 1 t produce
+//! cargo run --release -p stellflow-smol --example perf_smol -- 1000000 127.0.0.1:9092 100 1 t
 //! ```
 //!
-//! Prints `RESULT smol-produce-MBps X` and `RESULT smol-consume-MBps X` (the body is
+//! Prints `RESULT smol-produce-MBps X`, `RESULT smol-consume-MBps X` and records/s (the body is
 //! `stellflow_async::perf`, shared with stellflow-tokio).
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -1,11 +1,16 @@
-//! Throughput against the loopback sim broker (or a real one): 1 KiB values, acks=1.
+//! Throughput against the loopback sim broker (or a real one): 1 KiB values by
+//! default, acks=1.
 //!
 //! ```sh
 //! cargo run --release -p stellflow-tokio --example perf_tokio               # sim broker
 //! cargo run --release -p stellflow-tokio --example perf_tokio -- 200000 127.0.0.1:9092
+//! # N, broker (or `sim`), value size, partitions; then an existing topic to read N records
+//! # of, or to send N records to with `produce` (as `stellflow perf consume/produce` do)
+//! cargo run --release -p stellflow-tokio --example perf_tokio -- 1000000 127.0.0.1:9092 100 1 t produce
+//! cargo run --release -p stellflow-tokio --example perf_tokio -- 1000000 127.0.0.1:9092 100 1 t
 //! ```
 //!
-//! Prints `RESULT tokio-produce-MBps X` and `RESULT tokio-consume-MBps X` (the body is
+//! Prints `RESULT tokio-produce-MBps X`, `RESULT tokio-consume-MBps X` and records/s (the body is
 //! `stellflow_async::perf`, shared with stellflow-smol).
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

@@ -51,6 +51,7 @@
 // Everything runtime-neutral: `Record`, `Delivery`, `Options`, `Error`, the core's types.
 pub use stellflow_async::prelude::*;
 
+use bytes::{BufMut, BytesMut};
 use std::future::Future;
 use std::io::{self, ErrorKind};
 use std::task::{Context, Poll};
@@ -140,6 +141,11 @@ impl stellflow_async::Runtime for Tokio {
 
     fn try_read(socket: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
         socket.try_read(buf)
+    }
+
+    fn try_read_buf(socket: &TcpStream, buf: &mut BytesMut, limit: usize) -> io::Result<usize> {
+        // Into the buffer's spare room, not zeroed first.
+        socket.try_read_buf(&mut (&mut *buf).limit(limit))
     }
 
     fn try_write(socket: &TcpStream, buf: &[u8]) -> io::Result<usize> {

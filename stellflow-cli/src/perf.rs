@@ -312,12 +312,26 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
             .min(usize::try_from(a.messages - n).unwrap_or(usize::MAX));
         let now_us = wall_clock_us();
         let mut b = 0;
+        // Records of one batch mostly share their (millisecond) timestamp: one histogram
+        // update per run of equal timestamps, not one per record.
+        let mut run: Option<(i64, u64)> = None;
+        let mut record_age = |(ts, count): (i64, u64)| {
+            let age = now_us.saturating_sub(ts.saturating_mul(1000)).max(0);
+            lat_us.saturating_record_n(u64::try_from(age).unwrap_or(0), count);
+        };
         for r in &batch[..take] {
             b += r.value.as_ref().map_or(0, |v| v.len() as u64);
-            let age = now_us
-                .saturating_sub(r.timestamp.saturating_mul(1000))
-                .max(0);
-            lat_us.saturating_record(u64::try_from(age).unwrap_or(0));
+            match &mut run {
+                Some((ts, count)) if *ts == r.timestamp => *count += 1,
+                _ => {
+                    if let Some(done) = run.replace((r.timestamp, 1)) {
+                        record_age(done);
+                    }
+                }
+            }
+        }
+        if let Some(done) = run {
+            record_age(done);
         }
         n += take as u64;
         bytes += b;

@@ -93,9 +93,13 @@ pub struct BlobRecords {
     srfb_header: Option<SrfbHeader>,
     batches: V1Batches,
     current: Option<(V1BatchHeader, V1Records)>,
+    /// The batch after `current`, checked early to tell whether a record is the blob's last.
+    ahead: Option<Result<V1Batch, BatchError>>,
     batch_index: u32,
     next_index: u32,
     done: bool,
+    /// The walk stopped at an error.
+    failed: bool,
 }
 
 /// Iterates every record of one blob, through SRFB envelopes (inflating gzip) and across v1
@@ -123,9 +127,11 @@ pub fn blob_records(blob: Bytes) -> BlobRecords {
         srfb_header: None,
         batches,
         current: None,
+        ahead: None,
         batch_index: 0,
         next_index: 0,
         done: false,
+        failed: false,
     }
 }
 
@@ -150,8 +156,50 @@ impl BlobRecords {
         self.next_index
     }
 
+    /// Whether the record yielded last was the blob's last: its batch ended cleanly after it
+    /// and no batch with records follows. Known without decoding another record (the next
+    /// batch, if any, is checked now, once); `false` when what follows is malformed — the
+    /// next call yields that error — and before the first record.
+    ///
+    /// ```
+    /// # use stellflow_proto::record::{BatchBuilder, BatchParams, blob_records};
+    /// let mut b = BatchBuilder::new(BatchParams::default());
+    /// b.append(0, None, Some(b"a")).unwrap();
+    /// b.append(0, None, Some(b"b")).unwrap();
+    /// let mut records = blob_records(b.finish().unwrap());
+    /// records.next();
+    /// assert!(!records.at_end());
+    /// records.next();
+    /// assert!(records.at_end());
+    /// ```
+    pub fn at_end(&mut self) -> bool {
+        let complete = matches!(&self.current, Some((_, r)) if r.is_complete());
+        complete && !self.failed && self.ahead.is_none() && !self.more_follows()
+    }
+
+    /// After the current batch ended cleanly: whether another batch (or an error) follows.
+    /// Batches without records are skipped here (counted, as the main loop counts them), so
+    /// that a record followed only by empty batches is still known as the last. Once per
+    /// batch: kept out of line so that the per-record path of `next` stays small.
+    #[inline(never)]
+    fn more_follows(&mut self) -> bool {
+        loop {
+            match self.batches.next() {
+                None => return false,
+                Some(Ok(b)) if b.record_count() == 0 && b.records().is_complete() => {
+                    self.batch_index = self.batch_index.saturating_add(1);
+                }
+                other => {
+                    self.ahead = other;
+                    return true;
+                }
+            }
+        }
+    }
+
     fn fail(&mut self, e: BatchError) -> Option<Result<BlobRecord, BatchError>> {
         self.done = true;
+        self.failed = true;
         let e = match self.format {
             BlobFormat::Srfb
                 if !matches!(e, BatchError::SrfbContent { .. }) && self.srfb_header.is_some() =>
@@ -199,7 +247,11 @@ impl Iterator for BlobRecords {
                     None => {}
                 }
             }
-            match self.batches.next() {
+            let batch = match self.ahead.take() {
+                Some(b) => Some(b),
+                None => self.batches.next(),
+            };
+            match batch {
                 Some(Ok(batch)) => {
                     self.current = Some((*batch.header(), batch.records()));
                     self.batch_index = self.batch_index.saturating_add(1);

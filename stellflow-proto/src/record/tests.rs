@@ -163,3 +163,72 @@ fn incremental_crc_matches_over_large_batches() {
         assert_eq!(blob_records(blob).filter(Result::is_ok).count(), n);
     }
 }
+
+/// A v1 batch of `n` one-byte values.
+fn batch_of(n: usize) -> Vec<u8> {
+    let mut b = BatchBuilder::new(BatchParams::default());
+    for _ in 0..n {
+        b.append(0, None, Some(b"x")).unwrap();
+    }
+    b.finish().unwrap().to_vec()
+}
+
+/// `(index_in_blob, at_end())` after each record, and the error that ended the walk.
+fn lasts(blob: Vec<u8>) -> (Vec<(u32, bool)>, Option<BatchError>) {
+    let mut out = Vec::new();
+    let mut records = blob_records(Bytes::from(blob));
+    while let Some(r) = records.next() {
+        match r {
+            Ok(r) => out.push((r.index_in_blob, records.at_end())),
+            Err(e) => return (out, Some(e)),
+        }
+    }
+    (out, None)
+}
+
+#[test]
+fn last_in_blob_is_known_without_decoding_ahead() {
+    // One batch; batches back to back; a batch followed by an empty one.
+    assert_eq!(lasts(batch_of(3)).0, [(0, false), (1, false), (2, true)]);
+    let two = [batch_of(2), batch_of(1)].concat();
+    assert_eq!(lasts(two), (vec![(0, false), (1, false), (2, true)], None));
+    let empty = v1::V1BatchFields::default();
+    let mut trailing_empty = bytes::BytesMut::from(&batch_of(2)[..]);
+    empty.encode(&mut trailing_empty).unwrap();
+    let (recs, err) = lasts(trailing_empty.to_vec());
+    assert_eq!((recs, err), (vec![(0, false), (1, true)], None));
+    // The SRFB envelope's content the same way.
+    let mut b = BatchBuilder::with_capacity(
+        BatchParams::default(),
+        Envelope::Srfb(Compression::Gzip),
+        64,
+    );
+    b.append(0, None, Some(b"a")).unwrap();
+    b.append(0, None, Some(b"b")).unwrap();
+    assert_eq!(
+        lasts(b.finish().unwrap().to_vec()).0,
+        [(0, false), (1, true)]
+    );
+}
+
+#[test]
+fn the_record_before_a_corrupt_remainder_is_not_the_last() {
+    // Garbage after the last batch: the record before it is not known as the last, and the
+    // walk ends with the error.
+    let (recs, err) = lasts([batch_of(2), b"xx".to_vec()].concat());
+    assert_eq!(recs, [(0, false), (1, false)]);
+    assert!(err.is_some());
+    // Bytes left over inside the batch (its length and CRC cover them).
+    let mut bad = batch_of(2);
+    bad.extend_from_slice(b"yy");
+    let len = i32::from_be_bytes(bad[4..8].try_into().unwrap()) + 2;
+    bad[4..8].copy_from_slice(&len.to_be_bytes());
+    let crc = crc32c::crc32c(&bad[17..]);
+    bad[13..17].copy_from_slice(&crc.to_be_bytes());
+    let (recs, err) = lasts(bad);
+    assert_eq!(recs, [(0, false), (1, false)]);
+    assert!(
+        matches!(err, Some(BatchError::V1TrailingBytes { extra: 2, .. })),
+        "{err:?}"
+    );
+}

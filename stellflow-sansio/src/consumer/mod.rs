@@ -105,10 +105,10 @@ pub struct ConsumerRecord {
     pub headers: Headers,
     /// The format of the blob it came from.
     pub format: BlobFormat,
-    /// Whether the record is known to be the last of its blob. The consumer decodes one
-    /// record ahead, so this is known for every record; it is `false` for the record before a
-    /// corrupt remainder of the blob (that remainder is reported as
-    /// [`ConsumerEvent::CorruptBlob`] and skipped).
+    /// Whether the record is the last of its blob. The decoder knows this for every record
+    /// without decoding the next one (from the batch's record count, its length and the
+    /// batches after it); it is `false` for the record before a corrupt remainder of the blob
+    /// (that remainder is reported as [`ConsumerEvent::CorruptBlob`] and skipped).
     pub last_in_blob: bool,
 }
 

@@ -10,7 +10,7 @@ use crate::metrics::Counters;
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
-use stellflow_proto::record::{BatchError, BlobRecord, BlobRecords, blob_records};
+use stellflow_proto::record::{BlobRecords, blob_records};
 
 /// How far a partition is in finding its starting position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,14 +129,12 @@ pub struct ReadyBlob {
     pub(crate) size: usize,
     /// Records below this index were delivered before (mid-blob resume or seek).
     pub(crate) skip: u32,
+    /// Decoded lazily, once the blob reaches the front of the queue: the batch checks (CRC)
+    /// then run right before its records are read, while the bytes are still in cache. After
+    /// each record it says whether that was the blob's last ([`BlobRecords::at_end`]), so the
+    /// blob is finished (and the position moves to the next blob) as soon as that record is
+    /// taken, without decoding ahead.
     records: BlobRecords,
-    /// The next record, decoded one ahead so the blob is finished (and the position moves
-    /// to the next blob) as soon as its last record is taken.
-    next: Option<Result<BlobRecord, BatchError>>,
-    /// Whether decoding started. It starts when the blob reaches the front of the queue, not
-    /// when it arrives: the batch checks (CRC) then run right before its records are read,
-    /// while the bytes are still in cache.
-    started: bool,
 }
 
 impl ReadyBlob {
@@ -149,18 +147,12 @@ impl ReadyBlob {
             size,
             skip,
             records: blob_records(blob),
-            next: None,
-            started: false,
         }
     }
 
     /// The index of the next record to deliver.
     fn progress(&self) -> u32 {
-        let next = match &self.next {
-            Some(Ok(r)) => r.index_in_blob,
-            _ => self.records.next_index(),
-        };
-        next.max(self.skip)
+        self.records.next_index().max(self.skip)
     }
 }
 
@@ -413,11 +405,7 @@ impl Consumer {
     ) -> Option<T> {
         loop {
             let front = self.ready.front_mut()?;
-            if !front.started {
-                front.started = true;
-                front.next = front.records.next();
-            }
-            match front.next.take() {
+            match front.records.next() {
                 None => self.finish_front(),
                 Some(Err(error)) => {
                     events.push_back(Event::Consumer(ConsumerEvent::CorruptBlob {
@@ -428,8 +416,7 @@ impl Consumer {
                     self.finish_front();
                 }
                 Some(Ok(r)) => {
-                    front.next = front.records.next();
-                    let done = front.next.is_none();
+                    let done = front.records.at_end();
                     if r.index_in_blob < front.skip {
                         if done {
                             self.finish_front();

@@ -186,6 +186,13 @@ impl V1Records {
         self.index
     }
 
+    /// Whether every declared record was read and the batch ends right after the last one:
+    /// the iterator has nothing more to yield, not even a trailing-bytes error.
+    #[inline]
+    pub fn is_complete(&self) -> bool {
+        self.index >= self.count && self.pos == self.bytes.len()
+    }
+
     fn fail(&mut self, e: BatchError) -> Option<Result<Record, BatchError>> {
         self.done = true;
         Some(Err(e))
