@@ -1,0 +1,423 @@
+//! Driving the world: the next deadline, steps of virtual time, and the passes that drain
+//! clients and brokers, move bytes through the network and finish connection attempts, with
+//! the per-step invariants checked on the way.
+
+use super::*;
+
+impl World {
+    /// The earliest instant anything in the world has work.
+    pub fn next_deadline(&mut self) -> Option<Instant> {
+        let mut best: Option<Instant> = None;
+        let mut consider = |t: Option<Instant>| {
+            if let Some(t) = t {
+                best = Some(best.map_or(t, |b| b.min(t)));
+            }
+        };
+        for s in &mut self.clients {
+            consider(s.client.poll_timeout());
+        }
+        consider(self.cluster.poll_timeout());
+        for l in self.links.values() {
+            if !self.partitioned.contains(&l.broker) {
+                consider(l.up.next_at());
+                consider(l.down.next_at());
+            }
+        }
+        consider(self.connects.iter().map(|c| c.at).min());
+        consider(self.undo.iter().map(|(t, _)| *t).min());
+        best
+    }
+
+    /// One step: drains everything due now, then advances the clock to the next deadline (at
+    /// most to `limit`), fires the timers due then, and drains again.
+    pub fn step(&mut self, limit: Instant) {
+        self.settle();
+        let target = self
+            .next_deadline()
+            .map_or(limit, |d| d.min(limit))
+            .max(self.now);
+        if target == self.now {
+            self.stuck_steps += 1;
+            if self.stuck_steps == MAX_STUCK_STEPS {
+                let due: Vec<usize> = self
+                    .clients
+                    .iter_mut()
+                    .enumerate()
+                    .filter_map(|(i, s)| {
+                        s.client.poll_timeout().filter(|d| *d <= target).map(|_| i)
+                    })
+                    .collect();
+                let cluster_due = self.cluster.poll_timeout().is_some_and(|d| d <= target);
+                self.report(
+                    "time-advances",
+                    format!(
+                        "{MAX_STUCK_STEPS} steps without the clock moving; clients whose poll_timeout stays due: {due:?}; cluster due: {cluster_due}"
+                    ),
+                );
+            }
+        } else {
+            self.stuck_steps = 0;
+        }
+        self.now = target;
+        self.stats.steps += 1;
+        let now = self.now;
+        self.cluster.handle_timeout(now);
+        let due: Vec<Undo> = {
+            let (due, keep): (Vec<_>, Vec<_>) = self.undo.drain(..).partition(|(t, _)| *t <= now);
+            self.undo = keep;
+            due.into_iter().map(|(_, u)| u).collect()
+        };
+        for u in due {
+            self.run_undo(u);
+        }
+        let mut woken = Vec::new();
+        for (i, slot) in self.clients.iter_mut().enumerate() {
+            if slot.client.poll_timeout().is_some_and(|d| d <= now) {
+                slot.client.handle_timeout(now);
+                self.stats.wakeups += 1;
+                slot.wakeups += 1;
+                woken.push(i);
+            }
+        }
+        self.settle();
+        // After handle_timeout(now) and a full drain (records included) the next deadline is
+        // never in the past. (It may be `now`: the consumer asks for an immediate call once
+        // taken records freed buffer space; a driver spinning on that forever is caught by
+        // the `time-advances` check.)
+        for i in woken {
+            if let Some(slot) = self.clients.get_mut(i)
+                && let Some(d) = slot.client.poll_timeout()
+                && d < now
+            {
+                let past = now - d;
+                self.report(
+                    "poll-timeout-not-in-past",
+                    format!(
+                        "client {i}: poll_timeout {past:?} before now after handle_timeout(now) and a full drain"
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Runs for `d` of virtual time.
+    pub fn run_for(&mut self, d: Duration) {
+        let end = self.now + d;
+        while self.now < end && self.stuck_steps < MAX_STUCK_STEPS {
+            self.step(end);
+        }
+    }
+
+    /// Runs until `pred` holds (checked after every step) or `max` of virtual time passed;
+    /// returns whether `pred` held.
+    pub fn run_until(&mut self, max: Duration, mut pred: impl FnMut(&mut World) -> bool) -> bool {
+        let end = self.now + max;
+        loop {
+            self.settle();
+            if pred(self) {
+                return true;
+            }
+            if self.now >= end || self.stuck_steps >= MAX_STUCK_STEPS {
+                return false;
+            }
+            self.step(end);
+        }
+    }
+
+    /// Drains every output of every party at the current instant (the drain rule), delivering
+    /// whatever the network has due, until nothing moves.
+    pub fn settle(&mut self) {
+        for _ in 0..MAX_PASSES {
+            if !self.pass() {
+                return;
+            }
+        }
+        self.report(
+            "quiescence",
+            format!("{MAX_PASSES} drain passes at one instant"),
+        );
+    }
+
+    fn pass(&mut self) -> bool {
+        let mut progress = false;
+        for i in 0..self.clients.len() {
+            progress |= self.drain_client(i);
+        }
+        progress |= self.drain_cluster();
+        progress |= self.deliver();
+        progress |= self.finish_connects();
+        progress
+    }
+
+    fn drain_client(&mut self, i: usize) -> bool {
+        let now = self.now;
+        let m = self.micros();
+        let mut progress = false;
+        let Some(slot) = self.clients.get_mut(i) else {
+            return false;
+        };
+        while let Some(cr) = slot.client.poll_connect() {
+            progress = true;
+            let address = cr.address.to_string();
+            self.trace.record(b'C', m, address.as_bytes());
+            note!(
+                self.log,
+                now - self.epoch,
+                "client {i} conn {}: connect to {address}",
+                cr.conn.0
+            );
+            let at = now + self.net.latency;
+            self.connects.push(PendingConnect {
+                at,
+                client: i,
+                conn: cr.conn,
+                address,
+            });
+        }
+        while let Some(c) = slot.client.poll_close() {
+            progress = true;
+            self.trace.record(b'X', m, &c.0.to_le_bytes());
+            note!(
+                self.log,
+                now - self.epoch,
+                "client {i} conn {}: closed by the client",
+                c.0
+            );
+            self.connects.retain(|p| !(p.client == i && p.conn == c));
+            if let Some(link) = self.links.remove(&(i, c.0))
+                && let Some(sim) = link.sim
+            {
+                self.by_sim.remove(&sim);
+                self.cluster.disconnect(sim);
+            }
+        }
+        loop {
+            self.buf.clear();
+            let Some(c) = slot.client.poll_transmit(now, &mut self.buf) else {
+                break;
+            };
+            progress = true;
+            self.trace.record(b'U', m, &self.buf);
+            let timeouts = slot.client.counters().timeouts;
+            let Some(link) = self.links.get_mut(&(i, c.0)) else {
+                self.violations.push(Violation {
+                    at: now - self.epoch,
+                    invariant: "transmit-on-open-connection",
+                    detail: format!(
+                        "client {i} wrote {} bytes to {c:?}, which is not connected",
+                        self.buf.len()
+                    ),
+                });
+                continue;
+            };
+            let before = link.obs.requests;
+            if let Err((invariant, detail)) =
+                link.obs
+                    .on_request_bytes(&self.buf, now - self.epoch, timeouts, slot.max_in_flight)
+            {
+                self.violations.push(Violation {
+                    at: now - self.epoch,
+                    invariant,
+                    detail: format!("client {i} {c:?}: {detail}"),
+                });
+            }
+            self.stats.requests += link.obs.requests - before;
+            slot.requests += link.obs.requests - before;
+            let at = now - self.epoch;
+            slot.tapped
+                .extend(link.obs.tapped.drain(..).map(|b| (at, b)));
+            for f in link.obs.frames.drain(..) {
+                note!(self.log, at, "client {i} conn {}: {f}", c.0);
+            }
+            if !link.half_open {
+                link.up.push(&mut self.rng, &self.net, now, &self.buf);
+            } else if !link.black_hole && !link.rst {
+                link.rst = true;
+                link.down
+                    .push_fin(&mut self.rng, &self.net, now + self.net.latency);
+            }
+        }
+        while let Some(e) = slot.client.poll_event() {
+            progress = true;
+            self.trace.record(b'E', m, format!("{i}{e:?}").as_bytes());
+            note!(self.log, now - self.epoch, "client {i} event {e:?}");
+            slot.events.push_back(e);
+        }
+        while let Some(r) = slot.client.poll_record() {
+            progress = true;
+            let pos = format!("{i}:{}:{}:{}", r.partition, r.offset, r.index);
+            self.trace.record(b'r', m, pos.as_bytes());
+            slot.records.push_back(r);
+        }
+        progress
+    }
+
+    fn drain_cluster(&mut self) -> bool {
+        let now = self.now;
+        let mut progress = false;
+        while let Some((sc, bytes)) = self.cluster.poll_transmit() {
+            progress = true;
+            if let Some(key) = self.by_sim.get(&sc)
+                && let Some(link) = self.links.get_mut(key)
+            {
+                link.down.push(&mut self.rng, &self.net, now, &bytes);
+            }
+        }
+        let mut closed = Vec::new();
+        while let Some(sc) = self.cluster.poll_closed() {
+            closed.push(sc);
+        }
+        closed.sort();
+        for sc in closed {
+            progress = true;
+            self.cluster.disconnect(sc);
+            self.stats.broker_closes += 1;
+            if let Some(key) = self.by_sim.remove(&sc)
+                && let Some(link) = self.links.get_mut(&key)
+            {
+                link.sim = None;
+                link.up.clear();
+                link.down.push_fin(&mut self.rng, &self.net, now);
+            }
+        }
+        progress
+    }
+
+    fn deliver(&mut self) -> bool {
+        let now = self.now;
+        let m = self.micros();
+        let mut progress = false;
+        let keys: Vec<(usize, u64)> = self.links.keys().copied().collect();
+        for key in keys {
+            let Some(link) = self.links.get_mut(&key) else {
+                continue;
+            };
+            if self.partitioned.contains(&link.broker) {
+                continue;
+            }
+            self.buf.clear();
+            link.up.take_due(now, &mut self.buf);
+            if !self.buf.is_empty() {
+                progress = true;
+                if let Some(sim) = link.sim {
+                    self.cluster.handle_input(sim, now, &mut self.buf);
+                }
+            }
+            self.buf.clear();
+            let fin = link.down.take_due(now, &mut self.buf);
+            if !self.buf.is_empty() {
+                progress = true;
+                self.trace.record(b'D', m, &self.buf);
+                if let Err((invariant, detail)) = link.obs.on_response_bytes(&self.buf) {
+                    self.violations.push(Violation {
+                        at: now - self.epoch,
+                        invariant,
+                        detail,
+                    });
+                }
+                for f in link.obs.frames.drain(..) {
+                    note!(
+                        self.log,
+                        now - self.epoch,
+                        "client {} conn {}: {f}",
+                        key.0,
+                        key.1
+                    );
+                }
+                if let Some(slot) = self.clients.get_mut(key.0) {
+                    slot.client.handle_input(ConnId(key.1), now, &mut self.buf);
+                }
+            }
+            if fin {
+                progress = true;
+                self.links.remove(&key);
+                self.trace.record(b'P', m, &key.1.to_le_bytes());
+                note!(
+                    self.log,
+                    now - self.epoch,
+                    "client {} conn {}: closed by the peer",
+                    key.0,
+                    key.1
+                );
+                if let Some(slot) = self.clients.get_mut(key.0) {
+                    slot.client.handle_disconnected(
+                        ConnId(key.1),
+                        now,
+                        DisconnectReason::PeerClosed,
+                    );
+                }
+            }
+        }
+        progress
+    }
+
+    fn finish_connects(&mut self) -> bool {
+        let now = self.now;
+        let m = self.micros();
+        if !self.connects.iter().any(|c| c.at <= now) {
+            return false;
+        }
+        let (due, keep): (Vec<_>, Vec<_>) = self.connects.drain(..).partition(|c| c.at <= now);
+        self.connects = keep;
+        for c in due {
+            let broker = self.cluster.broker_for_addr(&c.address);
+            let result = match broker {
+                Some(b) if self.partitioned.contains(&b) => Err("connection timed out".to_owned()),
+                Some(b) => self
+                    .cluster
+                    .connect(b, now)
+                    .map(|sim| (b, sim))
+                    .map_err(|e| e.to_string()),
+                None => Err(format!("unknown host {}", c.address)),
+            };
+            let Some(slot) = self.clients.get_mut(c.client) else {
+                continue;
+            };
+            match result {
+                Ok((broker, sim)) => {
+                    self.stats.connects += 1;
+                    self.trace.record(b'c', m, &c.conn.0.to_le_bytes());
+                    note!(
+                        self.log,
+                        now - self.epoch,
+                        "client {} conn {}: connected to broker {broker}",
+                        c.client,
+                        c.conn.0
+                    );
+                    self.links.insert(
+                        (c.client, c.conn.0),
+                        Link {
+                            sim: Some(sim),
+                            broker,
+                            up: Pipe::new(now),
+                            down: Pipe::new(now),
+                            half_open: false,
+                            black_hole: false,
+                            rst: false,
+                            obs: LinkObserver::tapping(slot.tap).recording(self.log.is_some()),
+                        },
+                    );
+                    self.by_sim.insert(sim, (c.client, c.conn.0));
+                    slot.client.handle_connected(c.conn, now);
+                }
+                Err(e) => {
+                    self.stats.connect_failures += 1;
+                    self.trace.record(b'f', m, e.as_bytes());
+                    note!(
+                        self.log,
+                        now - self.epoch,
+                        "client {} conn {}: connect failed: {e}",
+                        c.client,
+                        c.conn.0
+                    );
+                    slot.client.handle_disconnected(
+                        c.conn,
+                        now,
+                        DisconnectReason::ConnectFailed(e),
+                    );
+                }
+            }
+        }
+        true
+    }
+}
