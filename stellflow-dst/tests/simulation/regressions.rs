@@ -10,7 +10,7 @@ fn assert_passes(code: &str) {
     assert_eq!(a.trace_hash, b.trace_hash, "same plan, same trace");
 }
 
-/// Was a bug in stellflow-sansio (src/net.rs, `Net::expire`): when a request in flight timed
+/// Was a bug in stellflow-sansio (src/net/timeouts.rs, `Net::expire`): when a request in flight timed
 /// out, the connection was kept; on a silently dead connection (no FIN, no RST: a black hole)
 /// every later request to that broker went to the same connection and timed out too, forever.
 /// Found by dst seed 15 (shrunk: one broker, one client, one fault). Fixed: after two in-flight
