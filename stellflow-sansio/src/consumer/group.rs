@@ -1,7 +1,8 @@
-//! Groups and commits: FindCoordinator (then host:port, never the nodeId), JoinGroup,
+//! Group membership: FindCoordinator (then host:port, never the nodeId), JoinGroup,
 //! SyncGroup (a non-empty assignment wins, else every partition of the subscribed topics),
-//! heartbeats on a timer, rejoin with capped backoff after 19 or 1, a thrash warning,
-//! auto-commit, and commits that resume mid-blob (DESIGN §3.1, §3.7). A request that merely
+//! heartbeats on a timer, rejoin with capped backoff after 19 or 1, and a thrash warning
+//! (DESIGN §3.1); commits, auto-commit and mid-blob positions included, are in `commit.rs`
+//! (DESIGN §3.7), and this file routes their answers there. A request that merely
 //! timed out is no reason to rejoin (its answer may be what got lost): a heartbeat goes again
 //! at once, a SyncGroup is asked again for the same generation while the session can be
 //! alive. A lost connection to the coordinator is no reason either: the session lives on the
@@ -14,12 +15,15 @@
 //! JoinGroup opened. A heartbeat times out after a third of what the session leaves beside
 //! the heartbeat interval, so the two timeouts in a row that make the connection layer give
 //! up a silently dead connection fit in the session with room for the new connection.
+//!
+//! Why one file of ~650 lines: membership is one state machine (coordinator → join → sync →
+//! heartbeats → rejoin) whose session rules above hold only across `drive_group`, which sends,
+//! and `on_group`, which reads the answers.
 
-use super::offset_model::{self, Position};
-use super::start::by_topic;
+use super::commit::CommitReq;
+use super::offset_model::Position;
 use super::{
-    CommitId, CommitKind, Consumer, ConsumerConfig, ConsumerError, ConsumerEvent, Ctx, Op,
-    TopicPartition,
+    CommitId, CommitKind, Consumer, ConsumerConfig, ConsumerEvent, Ctx, Op, TopicPartition,
 };
 use crate::backoff::Backoff;
 use crate::config::BrokerAddress;
@@ -30,8 +34,7 @@ use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 use stellflow_proto::messages::{
     FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
-    JoinGroupRequest, JoinGroupResponse, OffsetCommitPartition, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetCommitTopic, RequestBody, SyncGroupRequest, SyncGroupResponse,
+    JoinGroupRequest, JoinGroupResponse, RequestBody, SyncGroupRequest, SyncGroupResponse,
 };
 use stellflow_proto::{ErrorCode, Reader, Wire};
 
@@ -68,16 +71,6 @@ pub enum Member {
     Waiting(Instant),
 }
 
-/// A commit on its way.
-#[derive(Debug, Clone)]
-pub struct CommitReq {
-    id: CommitId,
-    kind: CommitKind,
-    positions: Vec<(TopicPartition, Position)>,
-    started: Instant,
-    deadline: Instant,
-}
-
 /// Group and coordinator state.
 #[derive(Debug)]
 pub struct Group {
@@ -109,9 +102,9 @@ pub struct Group {
     thrash_warned: Option<Instant>,
     pub(crate) server_assignment: bool,
     is_leader: bool,
-    next_auto_commit: Option<Instant>,
-    pending: VecDeque<CommitReq>,
-    in_flight: HashMap<u64, CommitReq>,
+    pub(super) next_auto_commit: Option<Instant>,
+    pub(super) pending: VecDeque<CommitReq>,
+    pub(super) in_flight: HashMap<u64, CommitReq>,
     next_commit: u64,
 }
 
@@ -368,43 +361,6 @@ impl Consumer {
         sent
     }
 
-    /// The auto-commit timer. Runs before the coordinator is needed: a commit queued while
-    /// the coordinator is unknown is what makes the client look it up again (with manual
-    /// assignment nothing else would, and auto-commits would stop for good). At most one
-    /// auto-commit waits in the queue; a later tick refreshes its positions.
-    fn auto_commit(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
-        if !self.config.enable_auto_commit
-            || self.closing
-            || self.group.next_auto_commit.is_none_or(|t| t > now)
-        {
-            return false;
-        }
-        self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
-        let changed: Vec<(TopicPartition, Position)> = self
-            .positions()
-            .into_iter()
-            .filter(|(tp, pos)| {
-                self.parts
-                    .get(tp)
-                    .is_some_and(|p| p.committed != Some(*pos))
-            })
-            .collect();
-        if changed.is_empty() {
-            return false;
-        }
-        if let Some(queued) = self
-            .group
-            .pending
-            .iter_mut()
-            .find(|c| c.kind == CommitKind::Auto)
-        {
-            queued.positions = changed;
-            return false;
-        }
-        self.start_commit(now, changed, CommitKind::Auto, ctx);
-        true
-    }
-
     /// Every partition of the subscribed topics, from metadata.
     pub(crate) fn subscribed_partitions(&self, ctx: &mut Ctx<'_>) -> Vec<TopicPartition> {
         let cluster = ctx.metadata.cluster();
@@ -521,105 +477,6 @@ impl Consumer {
         });
     }
 
-    /// Queues a commit of `positions`; its outcome is a [`ConsumerEvent::CommitCompleted`].
-    ///
-    /// Commits go out one at a time, in the order they were made, and a retried commit goes
-    /// back to the front of the queue: two OffsetCommits in flight (or a retry sent after a
-    /// newer commit) can be executed in either order by the server's two handler threads,
-    /// and the older positions would then overwrite the newer ones — a restarted consumer
-    /// would deliver records again (dst seeds 1515, 3022).
-    pub(crate) fn start_commit(
-        &mut self,
-        now: Instant,
-        positions: Vec<(TopicPartition, Position)>,
-        kind: CommitKind,
-        ctx: &mut Ctx<'_>,
-    ) -> CommitId {
-        let id = self.group.alloc_commit();
-        let req = CommitReq {
-            id,
-            kind,
-            positions,
-            started: now,
-            deadline: now + self.config.rebalance_timeout,
-        };
-        if req.positions.is_empty() {
-            self.finish_commit(req, Ok(()), ctx);
-            return id;
-        }
-        let first = self.group.pending.is_empty() && self.group.in_flight.is_empty();
-        match (self.group.coordinator.clone(), self.config.group_id.clone()) {
-            (Some(addr), Some(group)) if first => self.send_commit(now, &group, &addr, req, ctx),
-            (_, Some(_)) => self.group.pending.push_back(req),
-            (_, None) => self.finish_commit(req, Err(ConsumerError::NoGroup), ctx),
-        }
-        id
-    }
-
-    fn send_commit(
-        &mut self,
-        now: Instant,
-        group: &str,
-        coordinator: &BrokerAddress,
-        req: CommitReq,
-        ctx: &mut Ctx<'_>,
-    ) {
-        let topics = by_topic(req.positions.iter().cloned())
-            .into_iter()
-            .map(|(tp, parts)| OffsetCommitTopic {
-                topic: Some(tp.topic.as_ref().into()),
-                partitions: parts
-                    .into_iter()
-                    .map(|(partition, pos)| {
-                        let (offset, metadata) = offset_model::commit_form(pos);
-                        OffsetCommitPartition {
-                            partition,
-                            offset,
-                            metadata: Some(metadata.into()),
-                        }
-                    })
-                    .collect(),
-            })
-            .collect();
-        let seq = ctx.net.submit(
-            now,
-            Target::Address(coordinator.clone()),
-            RequestBody::OffsetCommit(OffsetCommitRequest {
-                group_id: Some(group.into()),
-                topics,
-            }),
-            None,
-            Origin::Consumer(Op::Commit(req.id.0)),
-            &RequestOptions::default(),
-        );
-        self.group.in_flight.insert(seq, req);
-    }
-
-    fn finish_commit(
-        &mut self,
-        req: CommitReq,
-        result: Result<(), ConsumerError>,
-        ctx: &mut Ctx<'_>,
-    ) {
-        if result.is_ok() {
-            for (tp, pos) in &req.positions {
-                if let Some(p) = self.parts.get_mut(tp) {
-                    p.committed = Some(*pos);
-                }
-            }
-            ctx.net.counters.offset_commits += 1;
-        }
-        let close = req.kind == CommitKind::Close;
-        ctx.emit(ConsumerEvent::CommitCompleted {
-            id: req.id,
-            kind: req.kind,
-            result: result.map(|()| req.positions),
-        });
-        if close {
-            self.finish_close(ctx);
-        }
-    }
-
     /// Marks the consumer closed and says so.
     pub(crate) fn finish_close(&mut self, ctx: &mut Ctx<'_>) {
         if !self.closed {
@@ -628,37 +485,6 @@ impl Consumer {
             for _ in 0..std::mem::take(&mut self.extra_close_waiters) {
                 ctx.emit(ConsumerEvent::Closed);
             }
-        }
-    }
-
-    /// Fails every queued commit whose deadline passed while it waited for a coordinator
-    /// (a silent or unreachable coordinator must not make a commit wait forever): the error
-    /// is a retriable [`RequestError::Timeout`] of OffsetCommit. Commits in flight fail
-    /// through their request's own timeout and are not re-queued past their deadline.
-    fn expire_pending_commits(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
-        if self.group.pending.iter().all(|c| c.deadline > now) {
-            return;
-        }
-        let (due, keep): (VecDeque<CommitReq>, VecDeque<CommitReq>) =
-            std::mem::take(&mut self.group.pending)
-                .into_iter()
-                .partition(|c| c.deadline <= now);
-        self.group.pending = keep;
-        for c in due {
-            let after = now.saturating_duration_since(c.started);
-            let err = ConsumerError::Request(RequestError::Timeout {
-                api_key: stellflow_proto::ApiKey::OFFSET_COMMIT,
-                after,
-            });
-            self.finish_commit(c, Err(err), ctx);
-        }
-    }
-
-    /// Fails every queued and in-flight commit (the client is closing).
-    pub(crate) fn fail_commits(&mut self, ctx: &mut Ctx<'_>) {
-        let pending: Vec<CommitReq> = self.group.pending.drain(..).collect();
-        for c in pending {
-            self.finish_commit(c, Err(ConsumerError::Closed), ctx);
         }
     }
 
@@ -837,53 +663,7 @@ impl Consumer {
                     }
                 }
             }
-            Op::Commit(_) => {
-                let Some(req) = self.group.in_flight.remove(&seq) else {
-                    return;
-                };
-                let resp =
-                    body.and_then(|b| OffsetCommitResponse::decode(&mut Reader::new(b)).ok());
-                let outcome = match (resp, transport) {
-                    (Some(r), _) => {
-                        match r
-                            .topics
-                            .iter()
-                            .flat_map(|t| t.partitions.iter())
-                            .find(|p| p.error_code != ErrorCode::NONE)
-                        {
-                            Some(p) => Err(ConsumerError::Broker {
-                                what: "OffsetCommit",
-                                code: p.error_code,
-                            }),
-                            None => Ok(()),
-                        }
-                    }
-                    (None, Some(e)) => {
-                        // A timeout says nothing about the coordinator (the commit may not even
-                        // have left the connection's queue, e.g. behind an unanswered
-                        // SyncGroup): keep it, as the heartbeat and SyncGroup answers do;
-                        // forgetting it would turn that SyncGroup's retry into a rejoin.
-                        if !matches!(e, RequestError::Timeout { .. }) {
-                            self.group.lost_coordinator(now);
-                        }
-                        Err(ConsumerError::Request(e))
-                    }
-                    (None, None) => Err(ConsumerError::Decode("OffsetCommit")),
-                };
-                let retry = outcome.as_ref().is_err_and(|e| match e {
-                    ConsumerError::Request(r) => r.is_retriable(),
-                    _ => false,
-                }) && matches!(
-                    req.kind,
-                    CommitKind::Sync | CommitKind::Close | CommitKind::Revocation
-                ) && now < req.deadline;
-                if retry {
-                    // Older than everything queued: it goes first.
-                    self.group.pending.push_front(req);
-                } else {
-                    self.finish_commit(req, outcome, ctx);
-                }
-            }
+            Op::Commit(_) => self.on_commit(now, seq, body, transport, ctx),
             _ => {}
         }
     }

@@ -47,6 +47,7 @@ pub mod offset_model;
 pub mod positions;
 
 mod api;
+mod commit;
 mod start;
 
 pub use config::{ConsumerConfig, OffsetReset};

@@ -1,0 +1,256 @@
+//! Commits: one OffsetCommit in flight at a time, in the order they were made (a retry goes
+//! back to the front), auto-commit on its timer, queued commits failed at their deadline, and
+//! each commit's outcome as a [`ConsumerEvent::CommitCompleted`].
+
+use super::offset_model::{self, Position};
+use super::start::by_topic;
+use super::{
+    CommitId, CommitKind, Consumer, ConsumerError, ConsumerEvent, Ctx, Op, TopicPartition,
+};
+use crate::config::BrokerAddress;
+use crate::error::RequestError;
+use crate::net::Origin;
+use crate::request::{RequestOptions, Target};
+use bytes::Bytes;
+use std::collections::VecDeque;
+use std::time::Instant;
+use stellflow_proto::messages::{
+    OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitTopic,
+    RequestBody,
+};
+use stellflow_proto::{ErrorCode, Reader, Wire};
+
+/// A commit on its way.
+#[derive(Debug, Clone)]
+pub struct CommitReq {
+    id: CommitId,
+    kind: CommitKind,
+    positions: Vec<(TopicPartition, Position)>,
+    started: Instant,
+    pub(super) deadline: Instant,
+}
+
+impl Consumer {
+    /// The auto-commit timer. Runs before the coordinator is needed: a commit queued while
+    /// the coordinator is unknown is what makes the client look it up again (with manual
+    /// assignment nothing else would, and auto-commits would stop for good). At most one
+    /// auto-commit waits in the queue; a later tick refreshes its positions.
+    pub(super) fn auto_commit(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+        if !self.config.enable_auto_commit
+            || self.closing
+            || self.group.next_auto_commit.is_none_or(|t| t > now)
+        {
+            return false;
+        }
+        self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
+        let changed: Vec<(TopicPartition, Position)> = self
+            .positions()
+            .into_iter()
+            .filter(|(tp, pos)| {
+                self.parts
+                    .get(tp)
+                    .is_some_and(|p| p.committed != Some(*pos))
+            })
+            .collect();
+        if changed.is_empty() {
+            return false;
+        }
+        if let Some(queued) = self
+            .group
+            .pending
+            .iter_mut()
+            .find(|c| c.kind == CommitKind::Auto)
+        {
+            queued.positions = changed;
+            return false;
+        }
+        self.start_commit(now, changed, CommitKind::Auto, ctx);
+        true
+    }
+
+    /// Queues a commit of `positions`; its outcome is a [`ConsumerEvent::CommitCompleted`].
+    ///
+    /// Commits go out one at a time, in the order they were made, and a retried commit goes
+    /// back to the front of the queue: two OffsetCommits in flight (or a retry sent after a
+    /// newer commit) can be executed in either order by the server's two handler threads,
+    /// and the older positions would then overwrite the newer ones — a restarted consumer
+    /// would deliver records again (dst seeds 1515, 3022).
+    pub(crate) fn start_commit(
+        &mut self,
+        now: Instant,
+        positions: Vec<(TopicPartition, Position)>,
+        kind: CommitKind,
+        ctx: &mut Ctx<'_>,
+    ) -> CommitId {
+        let id = self.group.alloc_commit();
+        let req = CommitReq {
+            id,
+            kind,
+            positions,
+            started: now,
+            deadline: now + self.config.rebalance_timeout,
+        };
+        if req.positions.is_empty() {
+            self.finish_commit(req, Ok(()), ctx);
+            return id;
+        }
+        let first = self.group.pending.is_empty() && self.group.in_flight.is_empty();
+        match (self.group.coordinator.clone(), self.config.group_id.clone()) {
+            (Some(addr), Some(group)) if first => self.send_commit(now, &group, &addr, req, ctx),
+            (_, Some(_)) => self.group.pending.push_back(req),
+            (_, None) => self.finish_commit(req, Err(ConsumerError::NoGroup), ctx),
+        }
+        id
+    }
+
+    pub(super) fn send_commit(
+        &mut self,
+        now: Instant,
+        group: &str,
+        coordinator: &BrokerAddress,
+        req: CommitReq,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let topics = by_topic(req.positions.iter().cloned())
+            .into_iter()
+            .map(|(tp, parts)| OffsetCommitTopic {
+                topic: Some(tp.topic.as_ref().into()),
+                partitions: parts
+                    .into_iter()
+                    .map(|(partition, pos)| {
+                        let (offset, metadata) = offset_model::commit_form(pos);
+                        OffsetCommitPartition {
+                            partition,
+                            offset,
+                            metadata: Some(metadata.into()),
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        let seq = ctx.net.submit(
+            now,
+            Target::Address(coordinator.clone()),
+            RequestBody::OffsetCommit(OffsetCommitRequest {
+                group_id: Some(group.into()),
+                topics,
+            }),
+            None,
+            Origin::Consumer(Op::Commit(req.id.0)),
+            &RequestOptions::default(),
+        );
+        self.group.in_flight.insert(seq, req);
+    }
+
+    pub(super) fn finish_commit(
+        &mut self,
+        req: CommitReq,
+        result: Result<(), ConsumerError>,
+        ctx: &mut Ctx<'_>,
+    ) {
+        if result.is_ok() {
+            for (tp, pos) in &req.positions {
+                if let Some(p) = self.parts.get_mut(tp) {
+                    p.committed = Some(*pos);
+                }
+            }
+            ctx.net.counters.offset_commits += 1;
+        }
+        let close = req.kind == CommitKind::Close;
+        ctx.emit(ConsumerEvent::CommitCompleted {
+            id: req.id,
+            kind: req.kind,
+            result: result.map(|()| req.positions),
+        });
+        if close {
+            self.finish_close(ctx);
+        }
+    }
+
+    /// Fails every queued commit whose deadline passed while it waited for a coordinator
+    /// (a silent or unreachable coordinator must not make a commit wait forever): the error
+    /// is a retriable [`RequestError::Timeout`] of OffsetCommit. Commits in flight fail
+    /// through their request's own timeout and are not re-queued past their deadline.
+    pub(super) fn expire_pending_commits(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        if self.group.pending.iter().all(|c| c.deadline > now) {
+            return;
+        }
+        let (due, keep): (VecDeque<CommitReq>, VecDeque<CommitReq>) =
+            std::mem::take(&mut self.group.pending)
+                .into_iter()
+                .partition(|c| c.deadline <= now);
+        self.group.pending = keep;
+        for c in due {
+            let after = now.saturating_duration_since(c.started);
+            let err = ConsumerError::Request(RequestError::Timeout {
+                api_key: stellflow_proto::ApiKey::OFFSET_COMMIT,
+                after,
+            });
+            self.finish_commit(c, Err(err), ctx);
+        }
+    }
+
+    /// Fails every queued and in-flight commit (the client is closing).
+    pub(crate) fn fail_commits(&mut self, ctx: &mut Ctx<'_>) {
+        let pending: Vec<CommitReq> = self.group.pending.drain(..).collect();
+        for c in pending {
+            self.finish_commit(c, Err(ConsumerError::Closed), ctx);
+        }
+    }
+
+    /// An OffsetCommit answered (or failed): the commit's outcome, or, for a retriable failure
+    /// of a commit that must land, a retry at the front of the queue.
+    pub(super) fn on_commit(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        body: Option<Bytes>,
+        transport: Option<RequestError>,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let Some(req) = self.group.in_flight.remove(&seq) else {
+            return;
+        };
+        let resp = body.and_then(|b| OffsetCommitResponse::decode(&mut Reader::new(b)).ok());
+        let outcome = match (resp, transport) {
+            (Some(r), _) => {
+                match r
+                    .topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter())
+                    .find(|p| p.error_code != ErrorCode::NONE)
+                {
+                    Some(p) => Err(ConsumerError::Broker {
+                        what: "OffsetCommit",
+                        code: p.error_code,
+                    }),
+                    None => Ok(()),
+                }
+            }
+            (None, Some(e)) => {
+                // A timeout says nothing about the coordinator (the commit may not even
+                // have left the connection's queue, e.g. behind an unanswered
+                // SyncGroup): keep it, as the heartbeat and SyncGroup answers do;
+                // forgetting it would turn that SyncGroup's retry into a rejoin.
+                if !matches!(e, RequestError::Timeout { .. }) {
+                    self.group.lost_coordinator(now);
+                }
+                Err(ConsumerError::Request(e))
+            }
+            (None, None) => Err(ConsumerError::Decode("OffsetCommit")),
+        };
+        let retry = outcome.as_ref().is_err_and(|e| match e {
+            ConsumerError::Request(r) => r.is_retriable(),
+            _ => false,
+        }) && matches!(
+            req.kind,
+            CommitKind::Sync | CommitKind::Close | CommitKind::Revocation
+        ) && now < req.deadline;
+        if retry {
+            // Older than everything queued: it goes first.
+            self.group.pending.push_front(req);
+        } else {
+            self.finish_commit(req, outcome, ctx);
+        }
+    }
+}
