@@ -430,3 +430,29 @@ fn seed_2363443201538265807_ghost_member_of_a_lost_join_answer_fences_once() {
          ops=1;safety=278;wl=264448719;f=25:halfopen:3",
     );
 }
+
+/// `group-session-alive`, same class as the two above (the invariant claimed more than the
+/// server guarantees): a reset of the only link 21 ms in, while two consumers were joining,
+/// left a member the server had created but whose client never learnt its id; its expiry
+/// fenced the live member once in the idle window. Found by the 20,000-seed soak of the
+/// resume bound (issue 19) from a random start, on a branch without the eviction allowance;
+/// passes with it.
+#[test]
+fn seed_11897790403938384967_reset_during_join_leaves_a_ghost_that_fences_once() {
+    assert_passes(
+        "seed=11897790403938384967;b=1;c=2;p=1;rf=1;rt=3500;mif=2;lat=1600;jit=3024;split=0;\
+         ops=1;safety=44;wl=48410956;f=21:reset:0",
+    );
+}
+
+/// `group-session-alive`, same class: the workload's first consumer left without a
+/// LeaveGroup, its member expired one session later (13 s) and the eviction fenced the second
+/// consumer's live member once, learnt from a heartbeat after a dropped answer (10 s). Found
+/// by the same 20,000-seed soak; passes with the eviction allowance.
+#[test]
+fn seed_11897790403938385051_dropped_answer_then_earlier_member_expiry_fences_once() {
+    assert_passes(
+        "seed=11897790403938385051;b=1;c=1;p=3;rf=1;rt=2500;mif=64;lat=1669;jit=2288;split=20;\
+         ops=1;safety=10159;wl=819993161;f=10082:drop:-1,1",
+    );
+}
