@@ -9,6 +9,10 @@
 //! and counts records from the blob headers without decoding a record (the value bytes are
 //! the first blob's share of values times the bytes read). What is left between
 //! these figures and `perf produce` / `perf consume` is the client's cost.
+//!
+//! Why one file of about 630 lines: both ceilings run on one small driver (the connection
+//! threads and the core's raw request path, the first half of the file); the produce and the
+//! consume halves are about 120 and 190 lines, each only a loop over that driver.
 
 use crate::perf::{latencies, latency_summary};
 use crate::{CliError, CliResult, fail};
