@@ -439,6 +439,43 @@ fn cluster_spreads_leaders_and_non_leaders_answer_9() {
     assert_eq!((m.brokers.len(), m.topics[0].partitions.len()), (3, 3));
 }
 
+/// A multi-partition `acks = -1` Produce waits for each partition in turn; followers copy
+/// every append at once (the server's replica fetchers poll continuously), so the whole
+/// request is answered without any later event, not at the next unrelated request or at the
+/// request's timeout. Regression for the resume bound's leader-move worlds (issue 19).
+#[test]
+fn acks_all_on_several_partitions_completes_without_another_event() {
+    let now = std::time::Instant::now();
+    let mut c =
+        stellflow_sim::SimCluster::new(stellflow_sim::ClusterConfig::with_brokers(2), now, 7);
+    c.create_topic("t", 3, 2).unwrap();
+    c.move_leader("t", 1, 1).unwrap();
+    let mut h = Harness::new(c, now);
+    let mut req = produce("t", 0, b"a", -1);
+    for p in 1..3 {
+        let more = produce("t", p, b"b", -1);
+        req.topic_data[0]
+            .partitions
+            .extend(more.topic_data[0].partitions.iter().cloned());
+    }
+    let (hd, r) = h.call(&req);
+    assert_eq!(hd.error_code, ErrorCode::NONE);
+    let r = r.unwrap();
+    let answers: Vec<(i32, ErrorCode, i64)> = r.responses[0]
+        .partitions
+        .iter()
+        .map(|p| (p.partition, p.error_code, p.base_offset))
+        .collect();
+    assert_eq!(
+        answers,
+        vec![
+            (0, ErrorCode::NONE, 0),
+            (1, ErrorCode::NONE, 0),
+            (2, ErrorCode::NONE, 0)
+        ]
+    );
+}
+
 #[test]
 fn fault_injection_and_delays() {
     let mut h = Harness::single();

@@ -456,3 +456,27 @@ fn seed_11897790403938385051_dropped_answer_then_earlier_member_expiry_fences_on
          ops=1;safety=10159;wl=819993161;f=10082:drop:-1,1",
     );
 }
+
+/// `resume-after-heal`, the sim was wrong: a three-partition `acks = -1` Produce sent right
+/// after the heal waits for each partition in turn, and the simulated followers copied the
+/// next partition's append only at the next unrelated event, so with no other traffic the
+/// request sat until its 3 s timeout. The server's replica fetchers poll continuously; the
+/// sim now replicates and resumes waiting requests until none moves on. Found by the
+/// 100,000-seed soak from a random start (seed 87773331065919810; one leader move).
+#[test]
+fn seed_87773331065919810_acks_all_on_three_partitions_after_a_leader_move() {
+    assert_passes(
+        "seed=87773331065919810;b=2;c=1;p=3;rf=2;rt=3000;mif=4;lat=1693;jit=3771;split=80;\
+         ops=8;safety=12862;wl=1990208481;f=7981:move:1,1",
+    );
+}
+
+/// `resume-after-heal`, same cause as the seed above with a deeper pipeline (64 in flight).
+/// Found by the second 20,000-seed soak of the resume bound (seed 1066476137394772717).
+#[test]
+fn seed_1066476137394772717_acks_all_on_three_partitions_after_a_leader_move() {
+    assert_passes(
+        "seed=1066476137394772717;b=2;c=1;p=3;rf=2;rt=3500;mif=64;lat=1502;jit=2963;split=80;\
+         ops=13;safety=10276;wl=3450904226;f=4150:move:1,1",
+    );
+}

@@ -54,6 +54,11 @@ impl ProduceJob {
         }
     }
 
+    /// How far the job got: the topic and partition index it is at (or waits on).
+    pub(crate) fn position(&self) -> (usize, usize) {
+        (self.topic_index, self.partition_index)
+    }
+
     /// When a suspended job times out.
     pub fn deadline(&self) -> Option<Instant> {
         self.wait.as_ref().map(|w| w.deadline)

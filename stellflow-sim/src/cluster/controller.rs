@@ -1,6 +1,13 @@
 //! Replication and the simulated controller: followers copying their leaders, the cluster-wide
 //! metadata view, and the control calls a test makes (create topics, move leaders, set the ISR,
 //! pause replication, crash and restart brokers, re-assert leadership, move the log start).
+//!
+//! Replication takes no simulated time: each follower copies its leader whenever the cluster
+//! settles, and settling repeats until no waiting `acks = -1` Produce moves on. That stands in
+//! for the server's replica fetchers, which poll their leaders continuously, so a request that
+//! waits on several partitions in turn is answered in one go rather than at the next unrelated
+//! event (the single-broker real server cannot show a multi-broker cluster; this follows its
+//! replica-fetch loop).
 
 use super::{ConnId, Node, SimCluster, SimError};
 use crate::config::MetadataView;

@@ -493,11 +493,42 @@ impl SimCluster {
     }
 
     /// Replicates, resumes waiting Produce requests and releases due delayed responses.
+    ///
+    /// Replication and resumption repeat until no waiting request moves on: a request that
+    /// resumes appends to its next partition and waits again, and the real server's followers,
+    /// which fetch continuously, copy that append within milliseconds rather than at the next
+    /// unrelated event. Each round either finishes a partition of some request or stops, so the
+    /// loop ends after at most as many rounds as there are waiting partitions.
     fn settle(&mut self) {
-        self.replicate();
+        loop {
+            self.replicate();
+            if !self.resume_pending() {
+                break;
+            }
+        }
+        let now = self.now;
+        let mut due = Vec::new();
+        self.delayed.retain(|d| {
+            if d.ready_at <= now {
+                due.push((d.ready_at, d.conn, d.bytes.clone()));
+                false
+            } else {
+                true
+            }
+        });
+        due.sort_by_key(|d| d.0);
+        for (_, conn, bytes) in due {
+            self.push_ready(conn, bytes);
+        }
+    }
+
+    /// Resumes every waiting Produce request once; `true` if any of them got past a partition
+    /// (finished, or moved on to wait for a later partition).
+    fn resume_pending(&mut self) -> bool {
         let jobs = std::mem::take(&mut self.pending);
         let now = self.now;
         let now_ms = self.wall_clock_ms();
+        let mut moved = false;
         for p in jobs {
             let Some(node) = self.nodes.get_mut(&p.broker) else {
                 continue;
@@ -512,27 +543,20 @@ impl SimCluster {
                 view: None,
             };
             let corr = p.job.correlation_id;
+            let before = p.job.position();
             let reply = node.broker.resume_produce(&mut ctx, p.job);
             match reply {
-                Reply::Pending(job) => self.pending.push(PendingJob { job, ..p }),
+                Reply::Pending(job) => {
+                    moved |= job.position() != before;
+                    self.pending.push(PendingJob { job, ..p });
+                }
                 other => {
+                    moved = true;
                     self.deliver(p.conn, p.broker, corr, other, p.delay, p.drop_response);
                 }
             }
         }
-        let mut due = Vec::new();
-        self.delayed.retain(|d| {
-            if d.ready_at <= now {
-                due.push((d.ready_at, d.conn, d.bytes.clone()));
-                false
-            } else {
-                true
-            }
-        });
-        due.sort_by_key(|d| d.0);
-        for (_, conn, bytes) in due {
-            self.push_ready(conn, bytes);
-        }
+        moved
     }
 
     // ----- knobs -----------------------------------------------------------------------------
