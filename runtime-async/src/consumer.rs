@@ -2,15 +2,15 @@
 //! commits, positions and seeks (by time too).
 
 use crate::admin::run as admin;
-use crate::state::Committed;
+use crate::state::{Committed, State};
 use crate::{Client, ClientConfig, Error, Events, Options, Result, Runtime};
 use futures_lite::{Stream, future};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use stellflow_sansio::{
-    AdminCall, ConsumerError, ConsumerRecord, ListedOffset, OffsetSpec, Position, SeekTo,
-    TopicPartition,
+    AdminCall, ConsumerError, ConsumerRecord, FetchedBlob, ListedOffset, OffsetSpec, Position,
+    SeekTo, TopicPartition,
 };
 
 /// Reads records: manual assignment ([`Consumer::assign`], recommended on today's server) or
@@ -70,10 +70,15 @@ impl<R: Runtime> Consumer<R> {
         self.client.link.get(|st| st.client.assignment())
     }
 
-    /// Takes up to `max` ready records, or registers `cx`; `None` when there are none.
-    fn take(&self, cx: &Context<'_>, max: usize) -> Option<Result<Vec<ConsumerRecord>>> {
+    /// Takes what `grab` finds ready (records or blobs), or registers `cx`; `None` when there
+    /// is nothing.
+    fn take<T>(
+        &self,
+        cx: &Context<'_>,
+        grab: impl FnOnce(&mut State) -> Vec<T>,
+    ) -> Option<Result<Vec<T>>> {
         let r = self.client.link.with(|st, _| {
-            let out = st.take_records(max);
+            let out = grab(st);
             match out.is_empty() {
                 true if st.consumer_closed.done.is_some() => {
                     Some(Err(ConsumerError::Closed.into()))
@@ -86,6 +91,23 @@ impl<R: Runtime> Consumer<R> {
             }
         });
         r.unwrap_or_else(|e| Some(Err(e)))
+    }
+
+    /// Waits up to `timeout` for `grab` to find something; an empty vector when nothing came
+    /// in time.
+    async fn take_within<T>(
+        &self,
+        timeout: Duration,
+        mut grab: impl FnMut(&mut State) -> Vec<T>,
+    ) -> Result<Vec<T>> {
+        let deadline = Instant::now() + timeout;
+        let take =
+            future::poll_fn(|cx| self.take(cx, &mut grab).map_or(Poll::Pending, Poll::Ready));
+        let expire = async {
+            R::sleep_until(deadline).await;
+            Ok(Vec::new())
+        };
+        future::or(take, expire).await
     }
 
     /// Waits up to `timeout` for records and returns the ones available (at most
@@ -101,20 +123,25 @@ impl<R: Runtime> Consumer<R> {
     /// Like [`Consumer::poll`], returning at most `max` records. The records are decoded (and
     /// their batches checked) on the calling task. Cancel-safe.
     pub async fn poll_max(&self, timeout: Duration, max: usize) -> Result<Vec<ConsumerRecord>> {
-        let deadline = Instant::now() + timeout;
-        let take =
-            future::poll_fn(|cx| self.take(cx, max.max(1)).map_or(Poll::Pending, Poll::Ready));
-        let expire = async {
-            R::sleep_until(deadline).await;
-            Ok(Vec::new())
-        };
-        future::or(take, expire).await
+        self.take_within(timeout, |st| st.take_records(max.max(1)))
+            .await
+    }
+
+    /// Waits up to `timeout` for fetched blobs and returns every one ready, each handed over
+    /// whole ([`FetchedBlob`]): iterating a blob decodes its records on the calling task,
+    /// outside the client's lock, with no per-record [`ConsumerRecord`] — the fastest way to
+    /// read small records. Taking a blob delivers all of it (the position moves past it); a
+    /// blob's corrupt remainder is an `Err` in its iteration instead of a
+    /// [`stellflow_sansio::ConsumerEvent::CorruptBlob`]. An empty vector when none came in
+    /// time; [`ConsumerError::Closed`] after [`Consumer::close`]. Cancel-safe.
+    pub async fn poll_blobs(&self, timeout: Duration) -> Result<Vec<FetchedBlob>> {
+        self.take_within(timeout, State::take_blobs).await
     }
 
     /// Waits (without a time limit) for the next record. [`ConsumerError::Closed`] after
     /// [`Consumer::close`]. Cancel-safe: no record is taken unless the call returns it.
     pub async fn recv(&self) -> Result<ConsumerRecord> {
-        future::poll_fn(|cx| match self.take(cx, 1) {
+        future::poll_fn(|cx| match self.take(cx, |st| st.take_records(1)) {
             Some(Ok(mut v)) => Poll::Ready(v.pop().ok_or(Error::Shutdown)),
             Some(Err(e)) => Poll::Ready(Err(e)),
             None => Poll::Pending,
@@ -239,7 +266,7 @@ impl<R: Runtime> Stream for Consumer<R> {
     /// The next record; the stream ends once the consumer is closed (or the client stopped).
     /// Cancel-safe: no record is taken unless it is returned.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        match self.take(cx, 1) {
+        match self.take(cx, |st| st.take_records(1)) {
             Some(Ok(mut v)) => Poll::Ready(v.pop().map(Ok)),
             Some(Err(Error::Shutdown | Error::Consumer(ConsumerError::Closed))) => {
                 Poll::Ready(None)

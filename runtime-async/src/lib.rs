@@ -61,16 +61,20 @@ pub mod prelude {
     pub use bytes;
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
     pub use stellflow_sansio::stellflow_proto::record::Compression;
+    /// What iterating a [`FetchedBlob`] yields: each record with its index in the blob, or
+    /// the error that ends a corrupt blob.
+    pub use stellflow_sansio::stellflow_proto::record::{BatchError, BlobRecord};
     pub use stellflow_sansio::stellflow_proto::{ApiKey, ErrorClass, ErrorCode};
     pub use stellflow_sansio::{
-        Acks, AdminCall, AdminError, AdminOutput, ApiSupport, BatchFormat, BrokerAddress,
-        BrokerApiVersions, BrokerInfo, ClientConfig, ClusterMetadata, ClusterStatus, CommitId,
-        CommitKind, CommittedOffset, ConfigError, ConnectionError, ConsumerConfig, ConsumerError,
-        ConsumerEvent, ConsumerRecord, Counters, DecommissionResult, DeliveryError, HeaderFields,
-        InvalidTopicName, LeaderlessReason, ListedOffset, LogStartAction, OffsetInfo, OffsetReset,
-        OffsetSpec, PartitionInfo, PartitionOutcome, PartitionOverride, Position, ProduceError,
-        ProducerConfig, ReassertedPartition, RecordMetadata, RequestError, RequestOptions, SeekTo,
-        Target, TopicAdminResult, TopicDescription, TopicPartition, TraceContext,
+        Acks, AdminCall, AdminError, AdminOutput, ApiSupport, BatchFormat, BlobRecordsFrom,
+        BrokerAddress, BrokerApiVersions, BrokerInfo, ClientConfig, ClusterMetadata, ClusterStatus,
+        CommitId, CommitKind, CommittedOffset, ConfigError, ConnectionError, ConsumerConfig,
+        ConsumerError, ConsumerEvent, ConsumerRecord, Counters, DecommissionResult, DeliveryError,
+        FetchedBlob, HeaderFields, InvalidTopicName, LeaderlessReason, ListedOffset,
+        LogStartAction, OffsetInfo, OffsetReset, OffsetSpec, PartitionInfo, PartitionOutcome,
+        PartitionOverride, Position, ProduceError, ProducerConfig, ReassertedPartition,
+        RecordMetadata, RequestError, RequestOptions, SeekTo, Target, TopicAdminResult,
+        TopicDescription, TopicPartition, TraceContext,
     };
     pub use stellflow_sansio::{
         ApiCounters, DurationHistogram, KeyedPartitioner, KeylessPartitioner, Partitioner,

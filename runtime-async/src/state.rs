@@ -25,8 +25,8 @@ use std::task::{Context, Waker};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use stellflow_sansio::{
     AdminError, AdminOutcome, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
-    ConsumerEvent, ConsumerRecord, DisconnectReason, Event, FlushId, Position, ProduceError,
-    RecordMetadata, RequestId, TopicPartition,
+    ConsumerEvent, ConsumerRecord, DisconnectReason, Event, FetchedBlob, FlushId, Position,
+    ProduceError, RecordMetadata, RequestId, TopicPartition,
 };
 
 /// The sending side of a one-shot answer (the one one-shot channel of the adapters).
@@ -264,6 +264,11 @@ impl State {
         out.push(first);
         self.client.poll_records(&mut out, max - 1);
         out
+    }
+
+    /// Takes every blob the core has ready, each handed over whole.
+    pub fn take_blobs(&mut self) -> Vec<FetchedBlob> {
+        std::iter::from_fn(|| self.client.poll_blob()).collect()
     }
 
     /// Takes the kept consumer events and the count of dropped ones.

@@ -4,9 +4,9 @@
 use crate::{
     AdminCall, AdminOutput, BrokerApiVersions, ClientConfig, ClusterMetadata, ClusterStatus,
     Committed, CommittedOffset, ConsumerRecord, Counters, DecommissionResult, Delivery, Events,
-    ListedOffset, OffsetSpec, Options, PartitionOverride, Position, ReassertedPartition, Record,
-    RecordMetadata, RequestOptions, Result, SeekTo, Target, TopicAdminResult, TopicDescription,
-    TopicPartition,
+    FetchedBlob, ListedOffset, OffsetSpec, Options, PartitionOverride, Position,
+    ReassertedPartition, Record, RecordMetadata, RequestOptions, Result, SeekTo, Target,
+    TopicAdminResult, TopicDescription, TopicPartition,
 };
 use crate::{Blocking, block_on};
 use std::sync::Arc;
@@ -266,6 +266,11 @@ impl Consumer {
         fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>>;
         /// Like [`Consumer::poll`], returning at most `max` records.
         fn poll_max(&self, timeout: Duration, max: usize) -> Result<Vec<ConsumerRecord>>;
+        /// Waits up to `timeout` for fetched blobs and returns every one ready, each handed
+        /// over whole: iterating a [`FetchedBlob`] decodes its records on the calling thread
+        /// with no per-record [`ConsumerRecord`] (the fastest way to read small records).
+        /// Taking a blob delivers all of it; a corrupt remainder is an `Err` in its iteration.
+        fn poll_blobs(&self, timeout: Duration) -> Result<Vec<FetchedBlob>>;
         /// Waits (without a time limit) for the next record; [`crate::ConsumerError::Closed`]
         /// after [`Consumer::close`].
         fn recv(&self) -> Result<ConsumerRecord>;

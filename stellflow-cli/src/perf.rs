@@ -72,6 +72,10 @@ pub struct PerfConsume {
     /// raw request path, several in flight, records counted from blob headers (no consumer).
     #[arg(long)]
     raw: bool,
+    /// Read whole blobs (`Consumer::poll_blobs`) instead of records (`Consumer::poll`): each
+    /// record comes straight from the decoder, with no per-record `ConsumerRecord`.
+    #[arg(long, conflicts_with = "raw")]
+    blobs: bool,
     /// With `--raw`: single-blob entries per Fetch request.
     #[arg(long, default_value_t = 16, requires = "raw")]
     raw_entries: usize,
@@ -295,8 +299,29 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
     let (mut n, mut bytes) = (0u64, 0u64);
     let mut last = Instant::now();
     while n < a.messages {
-        let batch = consumer.poll(Duration::from_millis(200))?;
-        if batch.is_empty() {
+        let remaining = a.messages - n;
+        // Ages count from the moment the poll returned.
+        let (take, b) = if a.blobs {
+            let blobs = consumer.poll_blobs(Duration::from_millis(200))?;
+            let mut tally = Tally::new(&mut lat_us, remaining);
+            for blob in blobs {
+                for r in blob {
+                    match r {
+                        Ok(r) => tally.add(r.record.timestamp, r.record.value.as_ref()),
+                        Err(e) => eprintln!("warning: a corrupt blob was skipped: {e}"),
+                    }
+                }
+            }
+            tally.finish()
+        } else {
+            let batch = consumer.poll(Duration::from_millis(200))?;
+            let mut tally = Tally::new(&mut lat_us, remaining);
+            for r in &batch {
+                tally.add(r.timestamp, r.value.as_ref());
+            }
+            tally.finish()
+        };
+        if take == 0 {
             if last.elapsed() > env.timeout {
                 return fail(format!(
                     "only {n} of {} records arrived within {:?}",
@@ -307,35 +332,9 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
         }
         last = Instant::now();
         first.get_or_insert(last);
-        let take = batch
-            .len()
-            .min(usize::try_from(a.messages - n).unwrap_or(usize::MAX));
-        let now_us = wall_clock_us();
-        let mut b = 0;
-        // Records of one batch mostly share their (millisecond) timestamp: one histogram
-        // update per run of equal timestamps, not one per record.
-        let mut run: Option<(i64, u64)> = None;
-        let mut record_age = |(ts, count): (i64, u64)| {
-            let age = now_us.saturating_sub(ts.saturating_mul(1000)).max(0);
-            lat_us.saturating_record_n(u64::try_from(age).unwrap_or(0), count);
-        };
-        for r in &batch[..take] {
-            b += r.value.as_ref().map_or(0, |v| v.len() as u64);
-            match &mut run {
-                Some((ts, count)) if *ts == r.timestamp => *count += 1,
-                _ => {
-                    if let Some(done) = run.replace((r.timestamp, 1)) {
-                        record_age(done);
-                    }
-                }
-            }
-        }
-        if let Some(done) = run {
-            record_age(done);
-        }
-        n += take as u64;
+        n += take;
         bytes += b;
-        progress.add(take as u64, b);
+        progress.add(take, b);
     }
     progress.finish();
     let total = start.elapsed().as_secs_f64();
@@ -354,6 +353,62 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
         latency_summary(&lat_us)
     );
     Ok(())
+}
+
+/// What one poll of `perf consume` delivered: records and value bytes up to the records still
+/// wanted, and their ages. Records of one poll mostly share their (millisecond) timestamp, so
+/// the latency histogram is updated once per run of equal timestamps, not once per record.
+struct Tally<'a> {
+    lat_us: &'a mut Histogram<u64>,
+    now_us: i64,
+    wanted: u64,
+    records: u64,
+    bytes: u64,
+    run: Option<(i64, u64)>,
+}
+
+impl<'a> Tally<'a> {
+    fn new(lat_us: &'a mut Histogram<u64>, wanted: u64) -> Self {
+        Tally {
+            lat_us,
+            now_us: wall_clock_us(),
+            wanted,
+            records: 0,
+            bytes: 0,
+            run: None,
+        }
+    }
+
+    /// Counts one record (beyond the records wanted, nothing).
+    fn add(&mut self, timestamp: i64, value: Option<&stellflow_blocking::bytes::Bytes>) {
+        if self.records == self.wanted {
+            return;
+        }
+        self.records += 1;
+        self.bytes += value.map_or(0, |v| v.len() as u64);
+        match &mut self.run {
+            Some((ts, count)) if *ts == timestamp => *count += 1,
+            _ => {
+                if let Some(done) = self.run.replace((timestamp, 1)) {
+                    self.record_age(done);
+                }
+            }
+        }
+    }
+
+    fn record_age(&mut self, (ts, count): (i64, u64)) {
+        let age = self.now_us.saturating_sub(ts.saturating_mul(1000)).max(0);
+        self.lat_us
+            .saturating_record_n(u64::try_from(age).unwrap_or(0), count);
+    }
+
+    /// Records the last run's age and returns (records, value bytes).
+    fn finish(mut self) -> (u64, u64) {
+        if let Some(done) = self.run.take() {
+            self.record_age(done);
+        }
+        (self.records, self.bytes)
+    }
 }
 
 /// Microseconds since the Unix epoch by the wall clock (what record timestamps count in ms).

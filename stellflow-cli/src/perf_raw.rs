@@ -26,12 +26,10 @@ use stellflow_sansio::stellflow_proto::messages::{
     FetchPartition, FetchRequest, FetchResponse, FetchTopic, ProducePartitionData, ProduceRequest,
     ProduceResponse, ProduceTopicData,
 };
-use stellflow_sansio::stellflow_proto::record::V1BatchHeader;
-use stellflow_sansio::stellflow_proto::record::srfb::SrfbHeader;
 use stellflow_sansio::stellflow_proto::record::{
-    BatchBuilder, BatchParams, Envelope, blob_records, sniff,
+    BatchBuilder, BatchParams, Envelope, blob_records, declared_record_count,
 };
-use stellflow_sansio::stellflow_proto::{ApiKey, BlobFormat, ErrorCode, Reader, StrBytes, Wire};
+use stellflow_sansio::stellflow_proto::{ApiKey, ErrorCode, Reader, StrBytes, Wire};
 use stellflow_sansio::{
     Client, ClientConfig, ConnId, ConnectRequest, DisconnectReason, Event, RawResponse, RequestId,
     RequestOptions, Target,
@@ -480,30 +478,6 @@ fn decode_fetch(r: &RawResponse) -> CliResult<FetchResponse> {
         .map_err(|e| CliError(format!("undecodable Fetch answer: {e}")))
 }
 
-/// Records in one blob, from its headers only.
-fn blob_count(blob: &Bytes) -> CliResult<u64> {
-    match sniff(blob) {
-        BlobFormat::Srfb => SrfbHeader::parse(blob)
-            .map(|h| u64::try_from(h.record_count).unwrap_or(0))
-            .map_err(|e| CliError(format!("bad blob: {e}"))),
-        _ => {
-            // Batch headers only (no CRC check: that is per-byte work the ceiling leaves out).
-            let (mut rest, mut n) = (&blob[..], 0u64);
-            while !rest.is_empty() {
-                let h =
-                    V1BatchHeader::parse(rest).map_err(|e| CliError(format!("bad blob: {e}")))?;
-                let len = h.total_len().filter(|&l| l > 0 && l <= rest.len());
-                let Some(len) = len else {
-                    return fail("bad blob: a batch length past its end");
-                };
-                n += u64::try_from(h.record_count).unwrap_or(0);
-                rest = &rest[len..];
-            }
-            Ok(n)
-        }
-    }
-}
-
 /// The share of `blob`'s bytes that are record values (decodes this one blob in full).
 fn value_share_of(blob: &Bytes) -> f64 {
     let values: usize = blob_records(blob.clone())
@@ -601,7 +575,7 @@ pub fn consume(config: ClientConfig, a: &RawConsume) -> CliResult {
                 ));
             }
             if let Some(blob) = p.records.as_ref().filter(|b| !b.is_empty()) {
-                n += blob_count(blob)?;
+                n += declared_record_count(blob).map_err(|e| CliError(format!("bad blob: {e}")))?;
                 blobs_read += 1;
                 blob_bytes += blob.len() as u64;
                 if value_share.is_none() {

@@ -108,8 +108,8 @@ pub use admin::{
 pub use client::Client;
 pub use config::{BrokerAddress, ClientConfig, HeaderFields, parse_bootstrap};
 pub use consumer::{
-    CommitId, CommitKind, ConsumerConfig, ConsumerError, ConsumerEvent, ConsumerRecord,
-    LogStartAction, OffsetReset, Position, SeekTo, TopicPartition,
+    BlobRecordsFrom, CommitId, CommitKind, ConsumerConfig, ConsumerError, ConsumerEvent,
+    ConsumerRecord, FetchedBlob, LogStartAction, OffsetReset, Position, SeekTo, TopicPartition,
 };
 pub use error::{AdminError, ConfigError, ConnectionError, InvalidTopicName, RequestError};
 pub use event::{DisconnectReason, Event};

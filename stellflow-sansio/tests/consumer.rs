@@ -92,6 +92,74 @@ fn poll_records_delivers_the_same_records_as_poll_record_in_batches() {
     }
 }
 
+/// `poll_blob` hands over whole blobs whose records are exactly the ones `poll_record` would
+/// give, in order, over both formats and multi-batch blobs; a blob partly taken as records
+/// yields only the rest; taking a blob moves the position past it and counts its records.
+#[test]
+fn poll_blob_delivers_whole_blobs_with_the_same_records_and_positions() {
+    let mut w = World::with(
+        ClusterConfig::with_brokers(2),
+        consumer_config("broker-1:9092,broker-2:9092", None),
+    );
+    w.sim.create_topic("orders", 2, 1).unwrap();
+    let exp = fill(&mut w, "orders", 2, 30, 20);
+    let n: usize = exp.values().map(Vec::len).sum();
+    w.bootstrap();
+    let tps: Vec<_> = (0..2).map(|p| TopicPartition::new("orders", p)).collect();
+    w.client.assign(w.now, &tps).unwrap();
+    let mut got = Got::new();
+    let (mut blobs, mut partly_taken) = (0, 0);
+    w.run_until(Duration::from_secs(60), |w| {
+        loop {
+            // Every third blob: take its first record alone, then the blob.
+            if blobs % 3 == 1
+                && let Some(r) = w.client.poll_record()
+            {
+                partly_taken += usize::from(!r.last_in_blob);
+                got.entry(TopicPartition::new(&r.topic, r.partition))
+                    .or_default()
+                    .push(((r.offset, r.index), r.value.unwrap().to_vec(), r.format));
+                if r.last_in_blob {
+                    blobs += 1;
+                    continue;
+                }
+            }
+            let Some(blob) = w.client.poll_blob() else {
+                return count(&got) >= n;
+            };
+            blobs += 1;
+            let tp = TopicPartition::new(blob.topic(), blob.partition());
+            let (offset, format, next) = (blob.offset(), blob.format(), blob.next_position());
+            assert_eq!(next, Position::blob(offset + 1));
+            assert_eq!(
+                w.client.position(&tp),
+                Some(next),
+                "taking a blob delivers it"
+            );
+            for r in blob {
+                let r = r.unwrap();
+                assert_eq!(r.format, format);
+                got.entry(tp.clone()).or_default().push((
+                    (offset, r.index_in_blob),
+                    r.record.value.unwrap().to_vec(),
+                    r.format,
+                ));
+            }
+        }
+    });
+    assert_exact(&exp, &got);
+    assert_eq!(blobs, 60, "every blob once");
+    assert!(
+        partly_taken > 5,
+        "only {partly_taken} blobs taken partly as records"
+    );
+    assert_eq!(w.client.counters().consumer_records, n as u64);
+    assert_eq!(w.client.buffered_bytes(), 0);
+    for tp in &tps {
+        assert_eq!(w.client.position(tp), Some(Position::blob(30)));
+    }
+}
+
 #[test]
 fn partition_over_many_small_segments_reads_back_exactly() {
     let log = LogConfig {

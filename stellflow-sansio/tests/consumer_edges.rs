@@ -443,3 +443,61 @@ fn a_seek_to_a_timestamp_lands_on_the_first_blob_appended_at_or_after_it() {
     )));
     assert_eq!(w.client.position(&tp), Some(Position::blob(3)));
 }
+
+/// A blob whose second v1 batch fails its CRC: `poll_record` delivers the first batch's
+/// records, raises `CorruptBlob` and goes on with the next blob; `poll_blob` yields the same
+/// records and then one `Err`, and the partition goes on the same way. Nothing is repeated.
+#[test]
+fn a_corrupt_batch_ends_its_blob_on_both_delivery_paths() {
+    for whole_blobs in [false, true] {
+        let mut w = World::with(
+            ClusterConfig::with_brokers(1),
+            consumer_config("broker-1:9092", None),
+        );
+        w.sim.create_topic("t", 1, 1).unwrap();
+        let tp = TopicPartition::new("t", 0);
+        let good = blob(Kind::V1, &values("a", 3, 8));
+        let mut bad = bytes::BytesMut::from(&good[..]);
+        bad.extend_from_slice(&blob(Kind::V1, &values("b", 2, 8)));
+        let last = bad.len() - 1;
+        bad[last] ^= 0xff; // inside the second batch's last value: its CRC no longer matches
+        assert_eq!(produce(&mut w, "t", 0, bad.freeze()), 0);
+        assert_eq!(produce(&mut w, "t", 0, good), 1);
+        w.bootstrap();
+        w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+        let mut got: Vec<(i64, u32)> = Vec::new();
+        let mut errors = 0;
+        w.run_until(Duration::from_secs(10), |w| {
+            if whole_blobs {
+                while let Some(b) = w.client.poll_blob() {
+                    let offset = b.offset();
+                    for r in b {
+                        match r {
+                            Ok(r) => got.push((offset, r.index_in_blob)),
+                            Err(_) => errors += 1,
+                        }
+                    }
+                }
+            } else {
+                while let Some(r) = w.client.poll_record() {
+                    got.push((r.offset, r.index));
+                }
+            }
+            got.len() >= 6
+        });
+        if !whole_blobs {
+            w.advance(Duration::from_millis(1)); // drains the events the last poll raised
+            errors = consumer_events(&mut w)
+                .iter()
+                .filter(|e| matches!(e, ConsumerEvent::CorruptBlob { offset: 0, .. }))
+                .count();
+        }
+        assert_eq!(
+            got,
+            vec![(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)],
+            "whole blobs: {whole_blobs}"
+        );
+        assert_eq!(errors, 1, "whole blobs: {whole_blobs}");
+        assert_eq!(w.client.position(&tp), Some(Position::blob(2)));
+    }
+}

@@ -182,6 +182,90 @@ pub async fn produce_consume_100k() -> R<()> {
     Ok(())
 }
 
+/// 20,000 keyed records over 3 partitions read back as whole blobs (`poll_blobs`): the same
+/// records at the positions their deliveries reported, each once; a blob taken moves the
+/// position past it, to the log end once all are taken.
+pub async fn poll_blobs_exactly_once() -> R<()> {
+    const N: u32 = 20_000;
+    let server = sim()?;
+    let client = aw!(Client::connect_with(config(&server)?, Options::default()))?;
+    create_topic(&client.admin(), "blobs", 3).await?;
+    let producer = client.producer();
+    let mut pending = Vec::with_capacity(N as usize);
+    for i in 0..N {
+        pending.push(aw!(producer.enqueue(record("blobs", i)))?);
+    }
+    aw!(producer.flush())?;
+    let mut written = Vec::with_capacity(N as usize);
+    for d in pending {
+        written.push(delivered!(d)?);
+    }
+    let consumer = client.consumer();
+    let tps: Vec<TopicPartition> = (0..3).map(|p| TopicPartition::new("blobs", p)).collect();
+    consumer.assign(&tps)?;
+    let end = Instant::now() + Duration::from_secs(120);
+    let mut got = Vec::with_capacity(N as usize);
+    while got.len() < N as usize && Instant::now() < end {
+        for blob in aw!(consumer.poll_blobs(Duration::from_millis(200)))? {
+            let tp = TopicPartition::new(blob.topic(), blob.partition());
+            let (offset, format, next) = (blob.offset(), blob.format(), blob.next_position());
+            check(consumer.position(&tp) >= Some(next), || {
+                format!(
+                    "{tp} at {:?} after taking blob {offset}",
+                    consumer.position(&tp)
+                )
+            })?;
+            for r in blob {
+                let r = r?;
+                got.push(sf::ConsumerRecord {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                    offset,
+                    index: r.index_in_blob,
+                    timestamp: r.record.timestamp,
+                    key: r.record.key,
+                    value: r.record.value,
+                    headers: r.record.headers,
+                    format,
+                    last_in_blob: false,
+                });
+            }
+        }
+    }
+    check(got.len() == N as usize, || {
+        format!("consumed {} of {N}", got.len())
+    })?;
+    exactly_once(&got, N)?;
+    for r in &got {
+        let m = &written[index_of(r)? as usize];
+        check(
+            m.partition == r.partition && m.offset == Some(r.offset) && m.index == r.index,
+            || {
+                format!(
+                    "delivered at {m:?}, read from blob {}#{}",
+                    r.offset, r.index
+                )
+            },
+        )?;
+    }
+    check(
+        aw!(consumer.poll_blobs(Duration::from_millis(300)))?.is_empty(),
+        || "blobs past the end".to_owned(),
+    )?;
+    for tp in &tps {
+        let last = written.iter().filter(|m| m.partition == tp.partition);
+        let end = last
+            .filter_map(|m| m.offset)
+            .max()
+            .map(|o| Position::blob(o + 1));
+        check(consumer.position(tp) == end, || {
+            format!("{tp}: at {:?}, log ends at {end:?}", consumer.position(tp))
+        })?;
+    }
+    aw!(client.close())?;
+    Ok(())
+}
+
 /// Group subscribe, consume part, commit mid-stream, resume exactly in a new member; seek,
 /// position, committed, pause and resume by reference; `commit_async`'s outcome in `events`.
 pub async fn group_commit_resume() -> R<()> {
@@ -699,6 +783,7 @@ macro_rules! cases {
 cases!(
     admin_round_trip,
     produce_consume_100k,
+    poll_blobs_exactly_once,
     group_commit_resume,
     admin_committed_offsets,
     broker_restart_mid_stream,

@@ -25,6 +25,41 @@ pub fn sniff(blob: &[u8]) -> BlobFormat {
     }
 }
 
+/// How many records a blob says it holds, from its headers alone: the SRFB header's count, or
+/// the sum of each v1 batch header's `recordCount` (batches walked by their lengths). Nothing
+/// is decoded and no CRC is checked, so this is what the producer wrote; decoding the blob
+/// ([`blob_records`]) may still find it corrupt. An `Err` names a header that cannot be read
+/// or a batch length that runs past the blob.
+///
+/// ```
+/// # use stellflow_proto::record::{BatchBuilder, BatchParams, declared_record_count};
+/// let mut b = BatchBuilder::new(BatchParams::default());
+/// b.append(0, None, Some(b"a")).unwrap();
+/// b.append(0, None, Some(b"b")).unwrap();
+/// assert_eq!(declared_record_count(&b.finish().unwrap()).unwrap(), 2);
+/// ```
+pub fn declared_record_count(blob: &[u8]) -> Result<u64, BatchError> {
+    if sniff(blob) == BlobFormat::Srfb {
+        return Ok(u64::try_from(SrfbHeader::parse(blob)?.record_count).unwrap_or(0));
+    }
+    let (mut rest, mut count) = (blob, 0u64);
+    while !rest.is_empty() {
+        let header = V1BatchHeader::parse(rest)?;
+        let len = header.total_len().filter(|&l| l > 0);
+        let Some(len) = len.filter(|&l| l <= rest.len()) else {
+            return Err(BatchError::truncated(
+                "v1 batch",
+                len.unwrap_or(0),
+                rest.len(),
+                blob.len() - rest.len(),
+            ));
+        };
+        count += u64::try_from(header.record_count).unwrap_or(0);
+        rest = &rest[len..];
+    }
+    Ok(count)
+}
+
 /// One batch found in a blob.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -21,7 +21,8 @@ pub mod srfb;
 pub mod v1;
 
 pub use blob::{
-    BlobBatch, BlobBatches, BlobFormat, BlobRecord, BlobRecords, blob_records, sniff, split_blob,
+    BlobBatch, BlobBatches, BlobFormat, BlobRecord, BlobRecords, blob_records,
+    declared_record_count, sniff, split_blob,
 };
 pub use builder::{BatchBuilder, BatchParams, Envelope};
 pub use error::BatchError;

@@ -2,8 +2,8 @@
 
 use super::positions::Start;
 use super::{
-    CommitId, CommitKind, Consumer, ConsumerError, ConsumerRecord, Ctx, Op, Position, SeekTo,
-    TopicPartition,
+    CommitId, CommitKind, Consumer, ConsumerError, ConsumerRecord, Ctx, FetchedBlob, Op, Position,
+    SeekTo, TopicPartition,
 };
 use crate::client::Client;
 use crate::net::Completion;
@@ -181,6 +181,16 @@ impl Client {
             ..
         } = self;
         consumer.poll_records(events, &mut net.counters, out, max)
+    }
+
+    /// The next fetched blob, handed over whole: its records decode as the caller iterates
+    /// the [`FetchedBlob`], without a [`ConsumerRecord`] each (the cheapest way to read small
+    /// records). Taking it delivers all of it: the position moves past the blob. `None` when
+    /// nothing is buffered. Blobs of one partition come in order, and mixing this with
+    /// [`Client::poll_record`] is fine (a blob partly taken as records yields the rest).
+    pub fn poll_blob(&mut self) -> Option<FetchedBlob> {
+        let Client { consumer, net, .. } = self;
+        consumer.poll_blob(&mut net.counters)
     }
 
     /// Commits the positions of every assigned partition (the first undelivered record,

@@ -48,9 +48,11 @@ pub mod positions;
 
 mod api;
 mod commit;
+mod fetched;
 mod start;
 
 pub use config::{ConsumerConfig, OffsetReset};
+pub use fetched::{BlobRecordsFrom, FetchedBlob};
 pub use offset_model::Position;
 
 use crate::error::RequestError;

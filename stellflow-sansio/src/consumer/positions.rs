@@ -1,6 +1,7 @@
 //! Per-partition state (start resolution, positions, pause, fetch bookkeeping) and the
 //! delivery queue: fetched blobs wait undecoded and are decoded record by record when polled.
 
+use super::fetched::FetchedBlob;
 use super::fetcher::FetchLayout;
 use super::group::Group;
 use super::offset_model::{self, Position};
@@ -135,6 +136,8 @@ pub struct ReadyBlob {
     /// blob is finished (and the position moves to the next blob) as soon as that record is
     /// taken, without decoding ahead.
     records: BlobRecords,
+    /// The blob itself, for its declared record count when it is handed over whole.
+    bytes: Bytes,
 }
 
 impl ReadyBlob {
@@ -146,7 +149,8 @@ impl ReadyBlob {
             epoch,
             size,
             skip,
-            records: blob_records(blob),
+            records: blob_records(blob.clone()),
+            bytes: blob,
         }
     }
 
@@ -450,10 +454,30 @@ impl Consumer {
         }
     }
 
+    /// Hands over the front blob whole (see [`FetchedBlob`]); `None` when nothing is
+    /// buffered. Its records count as delivered now: the position moves past the blob and its
+    /// buffer space is freed.
+    pub fn poll_blob(&mut self, counters: &mut Counters) -> Option<FetchedBlob> {
+        let b = self.ready.front()?;
+        let skip = b.progress();
+        let (topic, partition, offset, size) =
+            (b.tp.topic.clone(), b.tp.partition, b.offset, b.size);
+        let b = self.take_front()?;
+        let declared = stellflow_proto::record::declared_record_count(&b.bytes)
+            .unwrap_or(0)
+            .saturating_sub(u64::from(skip));
+        counters.consumer_records += declared;
+        crate::metrics::emit::consumed(counters, &topic, size);
+        Some(FetchedBlob::new(topic, partition, offset, skip, b.records))
+    }
+
     fn finish_front(&mut self) {
-        let Some(b) = self.ready.pop_front() else {
-            return;
-        };
+        self.take_front();
+    }
+
+    /// Removes the front blob, moving its partition's position past it and freeing its space.
+    fn take_front(&mut self) -> Option<ReadyBlob> {
+        let b = self.ready.pop_front()?;
         if let Some(p) = self.parts.get_mut(&b.tp)
             && p.epoch == b.epoch
             && b.offset >= p.delivered.offset
@@ -461,6 +485,7 @@ impl Consumer {
             p.delivered = Position::blob(offset_model::next_after(b.offset));
         }
         self.release(b.size);
+        Some(b)
     }
 
     /// Lag of `tp`: high watermark − position, from the latest fetch.
