@@ -15,10 +15,19 @@ else
   toolchain=()
   export RUSTC_BOOTSTRAP=1
 fi
+mapfile -t known < <(cargo "${toolchain[@]}" fuzz list)
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  mapfile -t targets < <(cargo "${toolchain[@]}" fuzz list)
+  targets=("${known[@]}")
 fi
+# Check every name before fuzzing any, so a typo (or `checks`, the targets' shared module)
+# fails at once instead of after the targets before it have run.
+for t in "${targets[@]}"; do
+  if ! printf '%s\n' "${known[@]}" | grep -qx -- "$t"; then
+    echo "fuzz/run.sh: no fuzz target named '$t'; the targets are: ${known[*]}" >&2
+    exit 2
+  fi
+done
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"
   if [ -d "regressions/$t" ]; then cp -n regressions/"$t"/* "corpus/$t/" 2>/dev/null || true; fi
