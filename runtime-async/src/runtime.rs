@@ -7,6 +7,10 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use stellflow_sansio::BrokerAddress;
 
+/// Most bytes the default [`Runtime::try_read_buf`] zeroes (and so reads) in one call; the
+/// driver reads again while the socket has more.
+const ZEROED_READ_MAX: usize = 256 * 1024;
+
 /// What a runtime provides to the driver: a place to run, TCP connects, non-blocking socket
 /// I/O with readiness, and a timer. Implemented by a marker type in each adapter crate
 /// (`stellflow_tokio::Tokio`, `stellflow_smol::Smol`, `stellflow_blocking::Blocking`);
@@ -34,12 +38,15 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
 
     /// Reads what the socket has now, at most `limit` bytes, appending them to `buf` (which
     /// has room for them); returns how many, like [`Runtime::try_read`]. The default zeroes
-    /// the room first and calls [`Runtime::try_read`]; a runtime that can read into
-    /// uninitialised room without `unsafe` of ours (tokio's `try_read_buf`) overrides it and
-    /// saves that pass over every byte read.
+    /// room first and calls [`Runtime::try_read`], at most 256 KiB at a time: a read returns
+    /// what the socket holds, often far less than the rest of a large frame (`limit`), and
+    /// zeroing all of that before every read would zero the same bytes again at each read. A
+    /// runtime that can read into uninitialised room without `unsafe` of ours (tokio's
+    /// `try_read_buf`) overrides it and skips zeroing altogether (zeroing each byte once still
+    /// costs smol's reading thread about as much as the kernel's copy at 100-byte records).
     fn try_read_buf(socket: &Self::Socket, buf: &mut BytesMut, limit: usize) -> io::Result<usize> {
         let start = buf.len();
-        buf.resize(start + limit, 0);
+        buf.resize(start + limit.min(ZEROED_READ_MAX), 0);
         let read = Self::try_read(socket, &mut buf[start..]);
         buf.truncate(start + read.as_ref().map_or(0, |n| *n));
         read
