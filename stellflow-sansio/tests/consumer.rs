@@ -51,18 +51,25 @@ fn consumes_exactly_n_in_order_over_brokers_and_formats() {
     assert_eq!(w.client.counters().consumer_records, n as u64);
 }
 
-#[test]
-fn poll_records_delivers_the_same_records_as_poll_record_in_batches() {
+/// Two brokers, `orders` with one partition on each holding 30 blobs of varied formats; the
+/// client bootstrapped and assigned both partitions.
+fn two_partitions_of_30_blobs() -> (World, Expected, Vec<TopicPartition>) {
     let mut w = World::with(
         ClusterConfig::with_brokers(2),
         consumer_config("broker-1:9092,broker-2:9092", None),
     );
     w.sim.create_topic("orders", 2, 1).unwrap();
     let exp = fill(&mut w, "orders", 2, 30, 20);
-    let n: usize = exp.values().map(Vec::len).sum();
     w.bootstrap();
     let tps: Vec<_> = (0..2).map(|p| TopicPartition::new("orders", p)).collect();
     w.client.assign(w.now, &tps).unwrap();
+    (w, exp, tps)
+}
+
+#[test]
+fn poll_records_delivers_the_same_records_as_poll_record_in_batches() {
+    let (mut w, exp, tps) = two_partitions_of_30_blobs();
+    let n: usize = exp.values().map(Vec::len).sum();
     let mut got = Got::new();
     let mut batch = Vec::new();
     let mut blob_ends = 0;
@@ -97,16 +104,8 @@ fn poll_records_delivers_the_same_records_as_poll_record_in_batches() {
 /// yields only the rest; taking a blob moves the position past it and counts its records.
 #[test]
 fn poll_blob_delivers_whole_blobs_with_the_same_records_and_positions() {
-    let mut w = World::with(
-        ClusterConfig::with_brokers(2),
-        consumer_config("broker-1:9092,broker-2:9092", None),
-    );
-    w.sim.create_topic("orders", 2, 1).unwrap();
-    let exp = fill(&mut w, "orders", 2, 30, 20);
+    let (mut w, exp, tps) = two_partitions_of_30_blobs();
     let n: usize = exp.values().map(Vec::len).sum();
-    w.bootstrap();
-    let tps: Vec<_> = (0..2).map(|p| TopicPartition::new("orders", p)).collect();
-    w.client.assign(w.now, &tps).unwrap();
     let mut got = Got::new();
     let (mut blobs, mut partly_taken) = (0, 0);
     w.run_until(Duration::from_secs(60), |w| {

@@ -25,6 +25,21 @@ fn record(topic: &str, i: u32) -> Record {
     Record::new(topic, v).with_key(k)
 }
 
+/// Produces records `0..n` of [`record`] to `topic`, flushes, and returns where each landed.
+async fn produce_keyed(client: &Client, topic: &str, n: u32) -> R<Vec<sf::RecordMetadata>> {
+    let producer = client.producer();
+    let mut pending = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        pending.push(aw!(producer.enqueue(record(topic, i)))?);
+    }
+    aw!(producer.flush())?;
+    let mut written = Vec::with_capacity(n as usize);
+    for d in pending {
+        written.push(delivered!(d)?);
+    }
+    Ok(written)
+}
+
 /// Polls until `n` records came or `limit` passed.
 async fn poll_n(c: &sf::Consumer, n: usize, limit: Duration) -> R<Vec<sf::ConsumerRecord>> {
     let end = Instant::now() + limit;
@@ -125,16 +140,7 @@ pub async fn produce_consume_100k() -> R<()> {
     o.max_poll_records = 777;
     let client = aw!(Client::connect_with(config(&server)?, o))?;
     create_topic(&client.admin(), "bulk", 6).await?;
-    let producer = client.producer();
-    let mut pending = Vec::with_capacity(N as usize);
-    for i in 0..N {
-        pending.push(aw!(producer.enqueue(record("bulk", i)))?);
-    }
-    aw!(producer.flush())?;
-    let mut written = Vec::with_capacity(N as usize);
-    for d in pending {
-        written.push(delivered!(d)?);
-    }
+    let written = produce_keyed(&client, "bulk", N).await?;
     let parts: std::collections::BTreeSet<i32> = written.iter().map(|m| m.partition).collect();
     check(parts.len() == 6, || {
         format!("keyed records hit only {parts:?}")
@@ -190,16 +196,7 @@ pub async fn poll_blobs_exactly_once() -> R<()> {
     let server = sim()?;
     let client = aw!(Client::connect_with(config(&server)?, Options::default()))?;
     create_topic(&client.admin(), "blobs", 3).await?;
-    let producer = client.producer();
-    let mut pending = Vec::with_capacity(N as usize);
-    for i in 0..N {
-        pending.push(aw!(producer.enqueue(record("blobs", i)))?);
-    }
-    aw!(producer.flush())?;
-    let mut written = Vec::with_capacity(N as usize);
-    for d in pending {
-        written.push(delivered!(d)?);
-    }
+    let written = produce_keyed(&client, "blobs", N).await?;
     let consumer = client.consumer();
     let tps: Vec<TopicPartition> = (0..3).map(|p| TopicPartition::new("blobs", p)).collect();
     consumer.assign(&tps)?;
