@@ -2,7 +2,8 @@
 //! long-poll, exact resumable commits (DESIGN §3.1, §3.6, §3.7).
 //!
 //! * [`offset_model`] — the one module that knows how offsets and blobs relate.
-//! * [`positions`] — per-partition state and the delivery queue (lazy, zero-copy decoding).
+//! * [`positions`] — per-partition state and the delivery queue (lazy, zero-copy decoding);
+//!   `fetched` — a blob handed over whole ([`FetchedBlob`]).
 //! * [`fetcher`] — one Fetch per leader broker, one entry per blob, empty-fetch backoff.
 //! * [`group`] — coordinator, JoinGroup/SyncGroup/Heartbeat, rebalances, commits.
 //!
@@ -16,6 +17,13 @@
 //! `poll_record` to the drain rule: after draining, take records until `None`; taking them
 //! frees buffer space, and the next [`crate::Client::poll_timeout`] then asks for an
 //! immediate `handle_timeout` so that fetching resumes.
+//!
+//! [`crate::Client::poll_blob`] is the other way to take them: a whole fetched blob
+//! ([`FetchedBlob`]) whose records decode as the caller iterates it, with no
+//! [`ConsumerRecord`] per record; taking it delivers the whole blob (its position moves past
+//! it). For small records it saves the per-record bookkeeping, and the adapters' `poll_blobs`
+//! decodes outside their lock. The two can be mixed: a blob partly taken as records yields
+//! the rest.
 //!
 //! # At the edges of the log
 //!
