@@ -134,8 +134,15 @@ impl ResumeCheck {
         });
         let consumer = consumer.map(|c| {
             // A partition that fetched nothing waits out its empty-fetch backoff before it
-            // sees new records.
-            let b = caps + c.config().consumer.fetch_backoff_max + trips;
+            // sees new records, and a member whose join or sync failed during the faults
+            // waits out its retry back-off (rejoins the group asked for, after fencing, are
+            // the membership's business: the group-session invariant bounds those).
+            let consumer = &c.config().consumer;
+            let b = caps
+                + consumer
+                    .fetch_backoff_max
+                    .max(consumer.join_retry_backoff_max)
+                + trips;
             ResumeWatch::new("consumer", b)
         });
         ResumeCheck {

@@ -8,6 +8,7 @@ mod consumer_support;
 use consumer_support::*;
 use std::time::{Duration, Instant};
 use stellflow_proto::ApiKey;
+use stellflow_proto::messages::JoinGroupRequest;
 use stellflow_sansio::{
     CommitKind, ConsumerError, ConsumerEvent, Event, OffsetReset, Position, SeekTo, TopicPartition,
 };
@@ -806,4 +807,68 @@ fn sync_group_retries_end_with_the_session() {
         e,
         ConsumerEvent::GroupJoined { .. }
     )));
+}
+
+/// A JoinGroup/SyncGroup exchange that keeps failing is retried with Kafka's 1 s cap, so the
+/// member is back within about a second once the coordinator answers again; rejoins the
+/// group asks for (fenced, 19) keep the longer rejoin cap that limits thrashing.
+#[test]
+fn failed_syncs_retry_within_a_second_and_fencing_keeps_the_rejoin_cap() {
+    let mut w = subscribed_world("flaky");
+    consumer_events(&mut w);
+    // Fenced once, then eight SyncGroup answers fail (an error without a body).
+    w.sim
+        .fail_next(ApiKey::HEARTBEAT, 1, stellflow_proto::ErrorCode(19));
+    w.sim
+        .fail_next(ApiKey::SYNC_GROUP, 8, stellflow_proto::ErrorCode(6));
+    assert!(wait_for(&mut w, Duration::from_secs(60), |e| matches!(
+        e,
+        ConsumerEvent::GroupJoined { .. }
+    )));
+    let retries: Vec<Duration> = consumer_events(&mut w)
+        .into_iter()
+        .filter_map(|e| match e {
+            ConsumerEvent::GroupRejoining { reason, retry_in } if reason == "SyncGroup failed" => {
+                Some(retry_in)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries.len(), 8, "{retries:?}");
+    assert!(
+        retries.iter().all(|d| *d <= Duration::from_secs(1)),
+        "{retries:?}"
+    );
+    assert!(
+        retries[7] >= Duration::from_millis(800),
+        "backs off: {retries:?}"
+    );
+
+    // Fenced again and again (another member joins each time): those delays grow past a
+    // second.
+    for round in 0..6 {
+        let before = generation(&w);
+        raw_call(
+            &mut w,
+            1,
+            &JoinGroupRequest {
+                group_id: Some("flaky".into()),
+                member_id: Some(format!("intruder-{round}").into()),
+                session_timeout_ms: 60_000,
+            },
+        );
+        let ok = w.run_until(Duration::from_secs(60), |w| generation(w) > before + 1);
+        assert!(ok, "round {round}: not back in the group");
+    }
+    let fenced: Vec<Duration> = consumer_events(&mut w)
+        .into_iter()
+        .filter_map(|e| match e {
+            ConsumerEvent::GroupRejoining { reason, retry_in } if reason.starts_with("fenced") => {
+                Some(retry_in)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fenced.len(), 6, "{fenced:?}");
+    assert!(fenced[5] > Duration::from_secs(1), "{fenced:?}");
 }

@@ -67,8 +67,16 @@ pub struct ConsumerConfig {
     /// lost connection to the coordinator is no reason to rejoin: the member finds the
     /// coordinator again and keeps its generation while its session lasts.
     pub rejoin_backoff: Duration,
-    /// Largest rejoin delay: caps the rejoin rate (DESIGN §3.7). Default 10 s.
+    /// Largest delay of a rejoin the group's membership asked for — fenced (19), unknown
+    /// member (1), another error in a heartbeat answer: caps the rejoin rate of members that
+    /// keep fencing each other on today's server (DESIGN §3.7). Default 10 s.
     pub rejoin_backoff_max: Duration,
+    /// Largest delay before a JoinGroup/SyncGroup exchange that failed is tried again (a lost,
+    /// timed-out or undecodable answer, an error other than 19 or 1, a session that expired
+    /// without contact). Starts at [`rejoin_backoff`](Self::rejoin_backoff) and doubles while
+    /// failures continue. Default 1 s, Kafka's `retry.backoff.max.ms`: a member is back within
+    /// about a second once its coordinator answers again.
+    pub join_retry_backoff_max: Duration,
     /// Rejoins within [`thrash_window`](Self::thrash_window) that raise
     /// [`crate::ConsumerEvent::GroupThrashing`]. Default 5.
     pub thrash_threshold: usize,
@@ -108,6 +116,7 @@ impl Default for ConsumerConfig {
             rebalance_timeout: Duration::from_secs(30),
             rejoin_backoff: Duration::from_millis(100),
             rejoin_backoff_max: Duration::from_secs(10),
+            join_retry_backoff_max: Duration::from_secs(1),
             thrash_threshold: 5,
             thrash_window: Duration::from_secs(60),
             fetch_max_bytes: 8 * 1024 * 1024,
@@ -171,6 +180,12 @@ impl ConsumerConfig {
                 "must not exceed consumer.rejoin_backoff_max",
             );
         }
+        if self.rejoin_backoff > self.join_retry_backoff_max {
+            return bad(
+                "consumer.rejoin_backoff",
+                "must not exceed consumer.join_retry_backoff_max",
+            );
+        }
         if self.thrash_threshold == 0 {
             return bad("consumer.thrash_threshold", "must be at least 1");
         }
@@ -207,7 +222,7 @@ mod tests {
     fn defaults_are_valid_and_each_rule_names_its_field() {
         assert_eq!(ConsumerConfig::default().validate(), Ok(()));
         type Break = fn(&mut ConsumerConfig);
-        let cases: [(&str, Break); 6] = [
+        let cases: [(&str, Break); 7] = [
             ("consumer.heartbeat_interval", |c| {
                 c.heartbeat_interval = c.session_timeout
             }),
@@ -220,6 +235,9 @@ mod tests {
             }),
             ("consumer.rejoin_backoff", |c| {
                 c.rejoin_backoff = c.rejoin_backoff_max * 2
+            }),
+            ("consumer.rejoin_backoff", |c| {
+                c.rejoin_backoff = c.join_retry_backoff_max * 2
             }),
             ("consumer.max_entries_per_partition", |c| {
                 c.max_entries_per_partition = 0

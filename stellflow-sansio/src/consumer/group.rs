@@ -97,7 +97,10 @@ pub struct Group {
     next_heartbeat: Option<Instant>,
     last_ok: Option<Instant>,
     stable_since: Option<Instant>,
+    /// Delays of rejoins the membership asked for (19, 1, …): the rejoin rate cap.
     backoff: Backoff,
+    /// Delays of retries after a failed join or sync exchange: Kafka's 1 s cap.
+    retry_backoff: Backoff,
     joins: VecDeque<Instant>,
     thrash_warned: Option<Instant>,
     pub(crate) server_assignment: bool,
@@ -106,6 +109,28 @@ pub struct Group {
     pub(super) pending: VecDeque<CommitReq>,
     pub(super) in_flight: HashMap<u64, CommitReq>,
     next_commit: u64,
+}
+
+/// Why a member rejoins, which picks the back-off of its delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rejoin {
+    /// The group moved on without it (19, or another error in a heartbeat answer).
+    Membership,
+    /// The coordinator no longer knows the member (1): join again as a new member.
+    UnknownMember,
+    /// The join or sync exchange failed, or contact was lost: retry soon.
+    Failed,
+}
+
+impl Rejoin {
+    /// The cause of an error in a JoinGroup or SyncGroup answer.
+    fn answered(code: ErrorCode) -> Self {
+        match code {
+            ErrorCode(1) => Rejoin::UnknownMember,
+            ErrorCode(19) => Rejoin::Membership,
+            _ => Rejoin::Failed,
+        }
+    }
 }
 
 impl Group {
@@ -131,6 +156,7 @@ impl Group {
             last_ok: None,
             stable_since: None,
             backoff: Backoff::new(config.rejoin_backoff, config.rejoin_backoff_max, 0.2),
+            retry_backoff: Backoff::new(config.rejoin_backoff, config.join_retry_backoff_max, 0.2),
             joins: VecDeque::new(),
             thrash_warned: None,
             server_assignment: false,
@@ -228,7 +254,7 @@ impl Consumer {
             self.rejoin(
                 now,
                 "no successful heartbeat within the session timeout",
-                false,
+                Rejoin::Failed,
                 ctx,
             );
         }
@@ -276,7 +302,12 @@ impl Consumer {
         if subscribed && self.group.resync && self.group.member == Member::Syncing {
             self.group.resync = false;
             if !(self.sync_may_retry(now) && self.send_sync(now, ctx)) {
-                self.rejoin(now, "SyncGroup lost with its connection", false, ctx);
+                self.rejoin(
+                    now,
+                    "SyncGroup lost with its connection",
+                    Rejoin::Failed,
+                    ctx,
+                );
             }
             sent = true;
         }
@@ -456,7 +487,10 @@ impl Consumer {
                 .is_some_and(|t| now < t + self.config.session_timeout)
     }
 
-    fn rejoin(&mut self, now: Instant, reason: &str, forget_member: bool, ctx: &mut Ctx<'_>) {
+    /// Leaves the generation and joins again after a delay: from the membership back-off when
+    /// the group asked for it (`cause`), from the retry back-off after a failed exchange.
+    fn rejoin(&mut self, now: Instant, reason: &str, cause: Rejoin, ctx: &mut Ctx<'_>) {
+        let forget_member = cause == Rejoin::UnknownMember;
         let g = &mut self.group;
         if forget_member {
             g.member_id = None;
@@ -469,7 +503,10 @@ impl Consumer {
         g.next_heartbeat = None;
         g.last_ok = None;
         g.stable_since = None;
-        let delay = g.backoff.next_delay(ctx.rng);
+        let delay = match cause {
+            Rejoin::Failed => g.retry_backoff.next_delay(ctx.rng),
+            Rejoin::Membership | Rejoin::UnknownMember => g.backoff.next_delay(ctx.rng),
+        };
         g.member = Member::Waiting(now + delay);
         ctx.emit(ConsumerEvent::GroupRejoining {
             reason: reason.to_owned(),
@@ -537,18 +574,23 @@ impl Consumer {
                         g.sync_attempts = 0;
                         g.resync = false;
                         if !self.send_sync(now, ctx) {
-                            self.rejoin(now, "coordinator lost during the join", false, ctx);
+                            self.rejoin(
+                                now,
+                                "coordinator lost during the join",
+                                Rejoin::Failed,
+                                ctx,
+                            );
                         }
                     }
                     Some(r) => {
                         let reason = format!("JoinGroup answered {:?}", r.error_code);
-                        self.rejoin(now, &reason, r.error_code == ErrorCode(1), ctx);
+                        self.rejoin(now, &reason, Rejoin::answered(r.error_code), ctx);
                     }
                     None => {
                         if transport.is_some() {
                             self.group.lost_coordinator(now);
                         }
-                        self.rejoin(now, "JoinGroup failed", false, ctx);
+                        self.rejoin(now, "JoinGroup failed", Rejoin::Failed, ctx);
                     }
                 }
             }
@@ -576,6 +618,7 @@ impl Consumer {
                             server
                         };
                         let g = &mut self.group;
+                        g.retry_backoff.reset();
                         g.member = Member::Stable;
                         g.last_ok = Some(now);
                         g.stable_since = Some(now);
@@ -591,7 +634,7 @@ impl Consumer {
                     }
                     Some(r) => {
                         let reason = format!("SyncGroup answered {:?}", r.error_code);
-                        self.rejoin(now, &reason, r.error_code == ErrorCode(1), ctx);
+                        self.rejoin(now, &reason, Rejoin::answered(r.error_code), ctx);
                     }
                     // A timed-out SyncGroup does not mean the generation is gone: only its
                     // answer may have been lost. SyncGroup is a pure check on this server
@@ -615,7 +658,7 @@ impl Consumer {
                         if transport.is_some() {
                             self.group.lost_coordinator(now);
                         }
-                        self.rejoin(now, "SyncGroup failed", false, ctx);
+                        self.rejoin(now, "SyncGroup failed", Rejoin::Failed, ctx);
                     }
                 }
             }
@@ -636,14 +679,24 @@ impl Consumer {
                         }
                     }
                     Some(r) if r.error_code == ErrorCode(19) => {
-                        self.rejoin(now, "fenced (19): the generation moved", false, ctx);
+                        self.rejoin(
+                            now,
+                            "fenced (19): the generation moved",
+                            Rejoin::Membership,
+                            ctx,
+                        );
                     }
                     Some(r) if r.error_code == ErrorCode(1) => {
-                        self.rejoin(now, "unknown member (1): the session expired", true, ctx);
+                        self.rejoin(
+                            now,
+                            "unknown member (1): the session expired",
+                            Rejoin::UnknownMember,
+                            ctx,
+                        );
                     }
                     Some(r) => {
                         let reason = format!("Heartbeat answered {:?}", r.error_code);
-                        self.rejoin(now, &reason, false, ctx);
+                        self.rejoin(now, &reason, Rejoin::Membership, ctx);
                     }
                     // A timed-out heartbeat is not a lost session: only its answer may have
                     // been lost (the broker may have counted it). The next heartbeat is due at
@@ -659,7 +712,7 @@ impl Consumer {
                         self.group.next_heartbeat = Some(now);
                     }
                     None => {
-                        self.rejoin(now, "Heartbeat answer undecodable", false, ctx);
+                        self.rejoin(now, "Heartbeat answer undecodable", Rejoin::Failed, ctx);
                     }
                 }
             }
