@@ -458,17 +458,20 @@ impl Consumer {
     /// buffered. Its records count as delivered now: the position moves past the blob and its
     /// buffer space is freed.
     pub fn poll_blob(&mut self, counters: &mut Counters) -> Option<FetchedBlob> {
-        let b = self.ready.front()?;
-        let skip = b.progress();
-        let (topic, partition, offset, size) =
-            (b.tp.topic.clone(), b.tp.partition, b.offset, b.size);
         let b = self.take_front()?;
+        let skip = b.progress();
         let declared = stellflow_proto::record::declared_record_count(&b.bytes)
             .unwrap_or(0)
             .saturating_sub(u64::from(skip));
         counters.consumer_records += declared;
-        crate::metrics::emit::consumed(counters, &topic, size);
-        Some(FetchedBlob::new(topic, partition, offset, skip, b.records))
+        crate::metrics::emit::consumed(counters, &b.tp.topic, b.size);
+        Some(FetchedBlob::new(
+            b.tp.topic,
+            b.tp.partition,
+            b.offset,
+            skip,
+            b.records,
+        ))
     }
 
     fn finish_front(&mut self) {
