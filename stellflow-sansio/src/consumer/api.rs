@@ -318,7 +318,7 @@ impl Client {
             match p.start {
                 Start::Ready
                     if !p.paused
-                        && !p.in_flight
+                        && p.in_flight == 0
                         && !c.closing
                         && c.buffered < c.config.max_buffered_bytes =>
                 {

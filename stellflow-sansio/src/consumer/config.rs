@@ -88,8 +88,16 @@ pub struct ConsumerConfig {
     pub fetch_max_bytes: usize,
     /// Most entries (blobs) asked per partition in one Fetch. Default 256.
     pub max_entries_per_partition: usize,
-    /// Prefetch bound: no Fetch is sent while this many blob bytes wait for delivery.
-    /// Default 64 MiB.
+    /// Fetch requests in flight to one broker. A partition that is streaming (its last answer
+    /// was full, its blob size known) is asked ahead, up to this many requests, each starting
+    /// where the previous one ends; answers the server hands back out of order are held until
+    /// the earlier ones arrive, so records are still delivered in order and exactly once. Every
+    /// request in flight counts against [`max_buffered_bytes`](Self::max_buffered_bytes).
+    /// 1 asks for nothing before the previous answer is in. Default 4: one request at a time
+    /// leaves the broker idle for a round trip between answers (README, Performance).
+    pub max_fetches_in_flight: usize,
+    /// Prefetch bound: no Fetch is sent while this many blob bytes wait for delivery or are
+    /// asked for by Fetch requests in flight. Default 64 MiB.
     pub max_buffered_bytes: usize,
     /// `maxWaitMs` sent in Fetch (ignored by today's server, honoured by one with long-poll).
     /// Default 500 ms.
@@ -121,6 +129,7 @@ impl Default for ConsumerConfig {
             thrash_window: Duration::from_secs(60),
             fetch_max_bytes: 8 * 1024 * 1024,
             max_entries_per_partition: 256,
+            max_fetches_in_flight: 4,
             max_buffered_bytes: 64 * 1024 * 1024,
             fetch_max_wait: Duration::from_millis(500),
             fetch_backoff: Duration::from_millis(5),
@@ -195,6 +204,9 @@ impl ConsumerConfig {
         if self.max_entries_per_partition == 0 {
             return bad("consumer.max_entries_per_partition", "must be at least 1");
         }
+        if self.max_fetches_in_flight == 0 {
+            return bad("consumer.max_fetches_in_flight", "must be at least 1");
+        }
         if self.max_buffered_bytes == 0 {
             return bad("consumer.max_buffered_bytes", "must be positive");
         }
@@ -222,7 +234,7 @@ mod tests {
     fn defaults_are_valid_and_each_rule_names_its_field() {
         assert_eq!(ConsumerConfig::default().validate(), Ok(()));
         type Break = fn(&mut ConsumerConfig);
-        let cases: [(&str, Break); 7] = [
+        let cases: [(&str, Break); 8] = [
             ("consumer.heartbeat_interval", |c| {
                 c.heartbeat_interval = c.session_timeout
             }),
@@ -241,6 +253,9 @@ mod tests {
             }),
             ("consumer.max_entries_per_partition", |c| {
                 c.max_entries_per_partition = 0
+            }),
+            ("consumer.max_fetches_in_flight", |c| {
+                c.max_fetches_in_flight = 0
             }),
         ];
         for (field, break_it) in cases {

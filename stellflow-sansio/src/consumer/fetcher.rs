@@ -4,7 +4,7 @@
 //! adaptive backoff on empty fetches (the server never waits).
 
 use super::offset_model::{self, EntryVerdict, Position};
-use super::positions::{ReadyBlob, Start};
+use super::positions::{HeldAnswer, PartState, ReadyBlob, Start};
 use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, TopicPartition};
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
@@ -13,20 +13,21 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use stellflow_proto::messages::{
-    FetchPartition, FetchRequest, FetchResponse, FetchTopic, RequestBody,
+    FetchPartition, FetchPartitionResponse, FetchRequest, FetchResponse, FetchTopic, RequestBody,
 };
 use stellflow_proto::{ErrorClass, ErrorCode, Reader, Wire};
 
 /// Response-frame bytes reserved for headers and per-entry overhead.
 const FRAME_SLACK: usize = 256 * 1024;
 
-/// One partition's entries in a Fetch request.
+/// One partition's entries in a Fetch request: blobs `first .. first + count`.
 #[derive(Debug, Clone)]
 pub struct LayoutPart {
     partition: i32,
     first: i64,
     count: usize,
     epoch: u64,
+    pipeline: u64,
 }
 
 /// What a Fetch in flight asked for, in request order.
@@ -34,17 +35,44 @@ pub struct LayoutPart {
 pub struct FetchLayout {
     pub(crate) broker: i32,
     topics: Vec<(Arc<str>, Vec<LayoutPart>)>,
+    /// Blob bytes the request may bring (blob sizes seen times entries).
+    estimate: usize,
 }
 
 impl Consumer {
-    /// Sends a Fetch to every leader broker without one in flight that leads a fetchable
-    /// partition. Returns whether anything was sent.
+    /// Sends Fetch requests until every leader broker that leads a fetchable partition has
+    /// [`max_fetches_in_flight`](super::ConsumerConfig::max_fetches_in_flight) in flight or the
+    /// prefetch bound is reached. Returns whether anything was sent.
     pub(crate) fn send_fetches(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
         self.fetch_wake = false;
-        if self.closing || self.closed || self.buffered >= self.config.max_buffered_bytes {
+        let mut sent = false;
+        // Each round asks every broker once; a streaming partition is in each round's request
+        // until its pipeline is full, so this ends within `max_fetches_in_flight` rounds.
+        while self.send_fetch_round(now, ctx) {
+            sent = true;
+        }
+        sent
+    }
+
+    /// Bytes asked for and not yet delivered: the estimates of the requests in flight and the
+    /// answers held for an earlier one.
+    fn reserved_bytes(&self) -> usize {
+        let asked: usize = self.fetches.values().map(|l| l.estimate).sum();
+        asked
+            + self
+                .parts
+                .values()
+                .map(PartState::held_bytes)
+                .sum::<usize>()
+    }
+
+    /// One Fetch to every broker with room for one more that leads a fetchable partition.
+    fn send_fetch_round(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+        let used = self.buffered + self.reserved_bytes();
+        if self.closing || self.closed || used >= self.config.max_buffered_bytes {
             return false;
         }
-        let room = self.config.max_buffered_bytes - self.buffered;
+        let room = self.config.max_buffered_bytes - used;
         let frame_budget = self.max_frame.saturating_sub(FRAME_SLACK).max(1);
         let budget = self
             .config
@@ -52,24 +80,25 @@ impl Consumer {
             .min(frame_budget)
             .min(room)
             .max(1);
+        let depth = self.config.max_fetches_in_flight;
         let mut by_broker: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
         let mut refresh = false;
         let cluster = ctx.metadata.cluster();
         for (tp, p) in self.parts.iter_mut() {
             // Look the leader up only for a partition that may fetch or waits for a leader.
-            if !p.leader_wait && !p.fetchable(now) {
+            if !p.leader_wait && !p.fetchable(now, depth) {
                 continue;
             }
             let leader = cluster
                 .partition(&tp.topic, tp.partition)
                 .map(|i| i.leader());
             p.leader_known(matches!(leader, Some(Ok(_))));
-            if !p.fetchable(now) {
+            if !p.fetchable(now, depth) {
                 continue;
             }
             match leader {
                 Some(Ok(leader)) => {
-                    if !self.fetching.contains(&leader) {
+                    if self.fetching.get(&leader).copied().unwrap_or(0) < depth {
                         by_broker.entry(leader).or_default().push(tp.clone());
                     }
                 }
@@ -103,13 +132,16 @@ impl Consumer {
                     continue;
                 }
                 estimate += size;
-                p.in_flight = true;
+                let first = p.fetch_next.max(p.asked_until);
                 let part = LayoutPart {
                     partition: tp.partition,
-                    first: p.fetch_next,
+                    first,
                     count,
                     epoch: p.epoch,
+                    pipeline: p.pipeline,
                 };
+                p.in_flight += 1;
+                p.asked_until = first.saturating_add(count as i64);
                 match topics.iter_mut().find(|(t, _)| *t == tp.topic) {
                     Some((_, v)) => v.push(part),
                     None => topics.push((tp.topic.clone(), vec![part])),
@@ -155,8 +187,15 @@ impl Consumer {
                 Origin::Consumer(Op::Fetch),
                 &RequestOptions::default(),
             );
-            self.fetching.insert(broker);
-            self.fetches.insert(seq, FetchLayout { broker, topics });
+            *self.fetching.entry(broker).or_default() += 1;
+            self.fetches.insert(
+                seq,
+                FetchLayout {
+                    broker,
+                    topics,
+                    estimate,
+                },
+            );
             sent = true;
         }
         sent
@@ -191,7 +230,12 @@ impl Consumer {
         let Some(layout) = self.fetches.remove(&seq) else {
             return;
         };
-        self.fetching.remove(&layout.broker);
+        if let Some(n) = self.fetching.get_mut(&layout.broker) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.fetching.remove(&layout.broker);
+            }
+        }
         self.fetch_wake = true;
         let decoded = match &result {
             Ok(reply) => reply
@@ -218,7 +262,11 @@ impl Consumer {
                     if p.epoch != lp.epoch {
                         continue;
                     }
-                    p.in_flight = false;
+                    p.in_flight = p.in_flight.saturating_sub(1);
+                    if p.pipeline != lp.pipeline {
+                        continue;
+                    }
+                    p.break_pipeline();
                     match too_large {
                         // One blob alone is larger than the client accepts: asking again
                         // would loop. Say so and stop the partition until a seek.
@@ -257,28 +305,79 @@ impl Consumer {
                     partition: lp.partition,
                 };
                 let mine: Vec<_> = entries.by_ref().take(lp.count).collect();
-                self.apply_entries(now, &tp, &lp, mine, ctx);
+                self.on_part_answer(now, &tp, lp, mine, ctx);
             }
         }
     }
 
-    fn apply_entries(
+    /// One partition's part of a Fetch answer: applied if it starts at `fetch_next`, then any
+    /// held answers it makes next in line; held if an earlier answer of the same pipeline is
+    /// still out; dropped if its pipeline or epoch ended.
+    fn on_part_answer(
         &mut self,
         now: Instant,
         tp: &TopicPartition,
-        lp: &LayoutPart,
-        entries: Vec<stellflow_proto::messages::FetchPartitionResponse>,
+        lp: LayoutPart,
+        entries: Vec<FetchPartitionResponse>,
         ctx: &mut Ctx<'_>,
     ) {
-        let policy = self.config.auto_offset_reset;
-        let (min_backoff, max_backoff) = (self.config.fetch_backoff, self.config.fetch_backoff_max);
         let Some(p) = self.parts.get_mut(tp) else {
             return;
         };
         if p.epoch != lp.epoch {
             return;
         }
-        p.in_flight = false;
+        p.in_flight = p.in_flight.saturating_sub(1);
+        if p.pipeline != lp.pipeline {
+            return;
+        }
+        if lp.first > p.fetch_next {
+            let size = entries
+                .iter()
+                .map(|e| e.records.as_ref().map_or(0, |r| r.len()))
+                .sum();
+            p.held.insert(
+                lp.first,
+                HeldAnswer {
+                    part: lp,
+                    entries,
+                    size,
+                },
+            );
+            return;
+        }
+        let mut next = Some((lp, entries));
+        while let Some((lp, entries)) = next.take() {
+            if !self.apply_entries(now, tp, &lp, entries, ctx) {
+                return;
+            }
+            next = self
+                .parts
+                .get_mut(tp)
+                .and_then(|p| {
+                    let at = p.fetch_next;
+                    p.held.remove(&at)
+                })
+                .map(|h| (h.part, h.entries));
+        }
+    }
+
+    /// Applies one partition's entries, which start at or below `fetch_next`. Returns whether
+    /// the answer was whole (every blob asked for delivered), i.e. the pipeline goes on; any
+    /// other outcome ends it.
+    fn apply_entries(
+        &mut self,
+        now: Instant,
+        tp: &TopicPartition,
+        lp: &LayoutPart,
+        entries: Vec<FetchPartitionResponse>,
+        ctx: &mut Ctx<'_>,
+    ) -> bool {
+        let policy = self.config.auto_offset_reset;
+        let (min_backoff, max_backoff) = (self.config.fetch_backoff, self.config.fetch_backoff_max);
+        let Some(p) = self.parts.get_mut(tp) else {
+            return false;
+        };
         let mut blobs = Vec::new();
         let mut restart_latest = false;
         let mut errored = false;
@@ -391,11 +490,20 @@ impl Consumer {
             p.empty_backoff = Duration::ZERO;
             p.not_before = None;
         }
+        let whole = !errored
+            && !past_end
+            && !restart_latest
+            && p.start == Start::Ready
+            && p.fetch_next == lp.first.saturating_add(lp.count as i64);
+        if !whole {
+            p.break_pipeline();
+        }
         for b in blobs {
             self.push_blob(b);
         }
         if restart_latest {
             self.restart(tp, Start::NeedsReset(OffsetReset::Latest));
         }
+        whole
     }
 }

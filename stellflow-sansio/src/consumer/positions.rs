@@ -2,7 +2,7 @@
 //! delivery queue: fetched blobs wait undecoded and are decoded record by record when polled.
 
 use super::fetched::FetchedBlob;
-use super::fetcher::FetchLayout;
+use super::fetcher::{FetchLayout, LayoutPart};
 use super::group::Group;
 use super::offset_model::{self, Position};
 use super::{ConsumerConfig, ConsumerEvent, ConsumerRecord, OffsetReset, TopicPartition};
@@ -11,6 +11,7 @@ use crate::metrics::Counters;
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
+use stellflow_proto::messages::FetchPartitionResponse;
 use stellflow_proto::record::{BlobRecords, blob_records};
 
 /// How far a partition is in finding its starting position.
@@ -49,8 +50,18 @@ pub struct PartState {
     pub epoch: u64,
     /// Paused by the user: no fetching, no delivery.
     pub paused: bool,
-    /// A Fetch including this partition is in flight.
-    pub in_flight: bool,
+    /// Fetch requests of this epoch that ask for this partition and are not answered yet.
+    pub in_flight: usize,
+    /// The end (exclusive) of the blobs asked for by the current pipeline: the next request
+    /// starts at the larger of this and `fetch_next`.
+    pub asked_until: i64,
+    /// The current pipeline: bumped whenever an answer leaves a hole (an error, a short or
+    /// empty answer), after which answers of the older pipeline are dropped and fetching
+    /// starts again at `fetch_next`.
+    pub pipeline: u64,
+    /// Answers of the current pipeline that overtook an earlier one, by first offset, held
+    /// until `fetch_next` reaches them (the server reorders answers, PROTOCOL.md §1).
+    pub held: BTreeMap<i64, HeldAnswer>,
     /// Not fetched before this instant (empty-fetch or error backoff).
     pub not_before: Option<Instant>,
     /// The current empty-fetch backoff (zero after data).
@@ -82,7 +93,10 @@ impl PartState {
             fetch_next: 0,
             epoch,
             paused: false,
-            in_flight: false,
+            in_flight: 0,
+            asked_until: 0,
+            pipeline: 0,
+            held: BTreeMap::new(),
             not_before: None,
             empty_backoff: Duration::ZERO,
             blob_size: None,
@@ -105,12 +119,28 @@ impl PartState {
         }
     }
 
-    /// Fetchable now (positioned, not paused, nothing in flight, not backing off).
-    pub fn fetchable(&self, now: Instant) -> bool {
-        self.start == Start::Ready
-            && !self.paused
-            && !self.in_flight
-            && self.not_before.is_none_or(|t| t <= now)
+    /// Fetchable now: positioned, not paused, not backing off, and either nothing asked yet
+    /// or streaming (blob size known, the last answer full) with fewer than `depth` requests
+    /// in flight or held.
+    pub fn fetchable(&self, now: Instant, depth: usize) -> bool {
+        if self.start != Start::Ready || self.paused || self.not_before.is_some_and(|t| t > now) {
+            return false;
+        }
+        let asked = self.in_flight + self.held.len();
+        asked == 0 || (asked < depth && self.blob_size.is_some() && self.empty_backoff.is_zero())
+    }
+
+    /// Ends the current pipeline: answers already asked for are dropped when they come, and
+    /// the next request starts at `fetch_next`.
+    pub fn break_pipeline(&mut self) {
+        self.pipeline = self.pipeline.wrapping_add(1);
+        self.asked_until = 0;
+        self.held.clear();
+    }
+
+    /// Bytes of the answers held for later.
+    pub fn held_bytes(&self) -> usize {
+        self.held.values().map(|h| h.size).sum()
     }
 
     /// Records a blob size seen (the max decays slowly so one big blob does not shrink
@@ -119,6 +149,15 @@ impl PartState {
         let decayed = self.blob_size.map_or(0, |s| s - s / 16);
         self.blob_size = Some(size.max(decayed).max(1));
     }
+}
+
+/// A partition's part of a Fetch answer that arrived before an earlier one.
+#[derive(Debug)]
+pub struct HeldAnswer {
+    pub(crate) part: LayoutPart,
+    pub(crate) entries: Vec<FetchPartitionResponse>,
+    /// Blob bytes in `entries`.
+    pub(crate) size: usize,
 }
 
 /// A fetched blob waiting for delivery.
@@ -169,7 +208,8 @@ pub struct Consumer {
     pub(crate) buffered: usize,
     pub(crate) fetch_wake: bool,
     pub(crate) fetches: HashMap<u64, FetchLayout>,
-    pub(crate) fetching: HashSet<i32>,
+    /// Fetch requests in flight per broker.
+    pub(crate) fetching: HashMap<i32, usize>,
     pub(crate) resets: HashMap<u64, Vec<(TopicPartition, u64, super::start::Ask)>>,
     pub(crate) offset_fetches: HashMap<u64, Vec<(TopicPartition, u64)>>,
     pub(crate) group: Group,
@@ -200,7 +240,7 @@ impl Consumer {
             buffered: 0,
             fetch_wake: false,
             fetches: HashMap::new(),
-            fetching: HashSet::new(),
+            fetching: HashMap::new(),
             resets: HashMap::new(),
             offset_fetches: HashMap::new(),
             group,
@@ -291,7 +331,8 @@ impl Consumer {
             p.delivered = position;
             p.fetch_next = position.offset;
             p.start = Start::Ready;
-            p.in_flight = false;
+            p.in_flight = 0;
+            p.break_pipeline();
             p.not_before = None;
             p.empty_backoff = Duration::ZERO;
             self.fetch_wake = true;
@@ -305,7 +346,8 @@ impl Consumer {
         if let Some(p) = self.parts.get_mut(tp) {
             p.epoch = e;
             p.start = start;
-            p.in_flight = false;
+            p.in_flight = 0;
+            p.break_pipeline();
             p.retry_at = None;
         }
     }
