@@ -15,6 +15,7 @@
 
 mod blob;
 mod builder;
+mod checksum;
 mod cursor;
 mod error;
 pub mod srfb;

@@ -270,7 +270,7 @@ pub(crate) fn seal(
         record_count: params.record_count,
         uncompressed_length,
         payload_length,
-        crc: crc32fast::hash(payload),
+        crc: crate::record::checksum::crc32(payload),
     };
     patch(buf, start, header.to_bytes());
     Ok(())
@@ -316,7 +316,7 @@ impl SrfbBatch {
             });
         }
         let payload = blob.slice(SRFB_HEADER_LEN..);
-        let actual = crc32fast::hash(&payload);
+        let actual = crate::record::checksum::crc32(&payload);
         if actual != header.crc {
             return Err(BatchError::SrfbCrc {
                 expected: header.crc,
@@ -442,7 +442,7 @@ pub fn server_view(blob: &Bytes) -> Result<ServerView, BatchError> {
             compression: 0,
             payload_bytes: blob.len(),
             uncompressed_bytes: blob.len(),
-            fingerprint: crc32fast::hash(blob),
+            fingerprint: crate::record::checksum::crc32(blob),
         });
     }
     let batch = SrfbBatch::validate(blob.clone())?;

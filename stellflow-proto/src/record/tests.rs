@@ -223,7 +223,7 @@ fn the_record_before_a_corrupt_remainder_is_not_the_last() {
     bad.extend_from_slice(b"yy");
     let len = i32::from_be_bytes(bad[4..8].try_into().unwrap()) + 2;
     bad[4..8].copy_from_slice(&len.to_be_bytes());
-    let crc = crc32c::crc32c(&bad[17..]);
+    let crc = super::checksum::crc32c(&bad[17..]);
     bad[13..17].copy_from_slice(&crc.to_be_bytes());
     let (recs, err) = lasts(bad);
     assert_eq!(recs, [(0, false), (1, false)]);

@@ -121,7 +121,7 @@ fn validate(bytes: &[u8], exact: bool) -> Result<V1BatchHeader, BatchError> {
         });
     }
     let covered = bytes.get(layout::ATTRIBUTES..total).unwrap_or_default();
-    let actual = crc32c::crc32c(covered);
+    let actual = crate::record::checksum::crc32c(covered);
     if actual != header.crc32c {
         return Err(BatchError::V1Crc {
             expected: header.crc32c,

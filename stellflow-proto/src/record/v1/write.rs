@@ -229,7 +229,7 @@ pub(crate) fn seal_batch(
     patch_i32(batch, layout::LAST_OFFSET_DELTA, last_offset_delta);
     patch(batch, layout::MAX_TIMESTAMP, max_timestamp.to_be_bytes());
     patch_i32(batch, layout::RECORD_COUNT, record_count);
-    let crc = crc32c::crc32c(batch.get(layout::ATTRIBUTES..).unwrap_or_default());
+    let crc = crate::record::checksum::crc32c(batch.get(layout::ATTRIBUTES..).unwrap_or_default());
     patch(batch, layout::CRC, crc.to_be_bytes());
     Ok(())
 }
