@@ -55,6 +55,8 @@ impl ConsumerLoad {
         c.session_timeout = Duration::from_secs(10);
         c.heartbeat_interval = Duration::from_secs(1);
         c.rebalance_timeout = Duration::from_secs(5);
+        c.max_entries_per_partition = shape.fetch_entries;
+        c.max_fetches_in_flight = shape.fetches_in_flight;
         let span_ms = span.as_millis().max(1) as u64;
         let mut r: Vec<Duration> = (0..restarts)
             .map(|_| Duration::from_millis(rng.below(span_ms)))

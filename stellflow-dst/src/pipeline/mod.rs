@@ -66,6 +66,11 @@ pub struct PipelineShape {
     pub subscribe: bool,
     /// Consumer auto-commit (else explicit commits).
     pub auto_commit: bool,
+    /// Consumer `max_entries_per_partition`: small values make a partition's backlog span
+    /// several Fetch requests, so fetches are pipelined.
+    pub fetch_entries: usize,
+    /// Consumer `max_fetches_in_flight`.
+    pub fetches_in_flight: usize,
 }
 
 impl PipelineShape {
@@ -78,6 +83,8 @@ impl PipelineShape {
             acks_all: wl & 0x20 != 0,
             subscribe: wl & 0x40 != 0,
             auto_commit: wl & 0x80 != 0,
+            fetch_entries: [256, 1, 2, 4][((wl >> 16) & 0b11) as usize],
+            fetches_in_flight: [4, 1, 2, 8][((wl >> 18) & 0b11) as usize],
         }
     }
 }
