@@ -8,8 +8,8 @@
 //! [`crate::Client::close`] asks), it closes the producer (delivering what is buffered, up to
 //! `Options::close_timeout`) and the consumer (auto-commit), closes its sockets and ends.
 
-use crate::Runtime;
 use crate::state::{Conn, Shared, Transmit};
+use crate::{ReadBuffers, Runtime};
 use bytes::BytesMut;
 use futures_lite::future;
 use std::collections::HashMap;
@@ -46,8 +46,22 @@ struct Reader<R: Runtime> {
     sock: Arc<Sock<R>>,
     /// Room the next reads land in, back to back (empty; its spare capacity is the room).
     buf: BytesMut,
+    /// Bytes of `buf`'s allocation.
+    buf_size: usize,
+    /// Earlier allocations of `buf`, reused once the client dropped what was read into them.
+    buffers: ReadBuffers,
     /// What the core still wants of the frame it is receiving (`Client::input_wanted`).
     want: usize,
+}
+
+impl<R: Runtime> Reader<R> {
+    /// Replaces `buf` with room for at least `len` bytes, keeping the old allocation for
+    /// reuse.
+    fn renew(&mut self, len: usize) {
+        let old = std::mem::replace(&mut self.buf, self.buffers.take(len));
+        self.buffers.keep(old, self.buf_size);
+        self.buf_size = self.buf.capacity();
+    }
 }
 
 type Connecting<S> = Pin<Box<dyn Future<Output = io::Result<S>> + Send>>;
@@ -153,6 +167,8 @@ impl<R: Runtime> Driver<R> {
                     let reader = Reader {
                         sock: sock.clone(),
                         buf: BytesMut::new(),
+                        buf_size: 0,
+                        buffers: ReadBuffers::new(),
                         want: 0,
                     };
                     self.socks.insert(id, reader);
@@ -215,12 +231,12 @@ impl<R: Runtime> Driver<R> {
                 0 if r.buf.capacity() < FRAME_ROOM => {
                     // Not zeroed: the runtime reads into the spare room (or zeroes only what
                     // one read may fill, right before it).
-                    r.buf = BytesMut::with_capacity(READ_BUF);
+                    r.renew(READ_BUF);
                     READ_MIN
                 }
                 0 => READ_MIN,
                 want if r.buf.capacity() < want => {
-                    r.buf = BytesMut::with_capacity(READ_BUF.max(want));
+                    r.renew(READ_BUF.max(want));
                     want
                 }
                 want => want,

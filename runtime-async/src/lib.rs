@@ -39,6 +39,7 @@ mod driver;
 mod error;
 pub mod perf;
 mod producer;
+mod read_buffers;
 mod runtime;
 mod seq_map;
 mod state;
@@ -49,6 +50,7 @@ pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use prelude::*;
 pub use producer::{Delivery, Producer, Record};
+pub use read_buffers::ReadBuffers;
 pub use runtime::Runtime;
 pub use state::{Committed, Events};
 

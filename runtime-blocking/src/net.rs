@@ -6,6 +6,7 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures_channel::oneshot;
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io::{self, BufReader, ErrorKind, Read, Write};
@@ -14,6 +15,7 @@ use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
+use stellflow_async::ReadBuffers;
 use stellflow_sansio::BrokerAddress;
 
 /// The reader's buffer for small reads (length prefixes and small frames, several a syscall);
@@ -26,72 +28,6 @@ const LENGTH_PREFIX: usize = 4;
 /// The most the reader allocates for one piece of a frame: the protocol's default frame
 /// limit. Longer frames are queued in pieces of this size.
 const MAX_PIECE: usize = 64 * 1024 * 1024;
-
-/// Frames at least this long are read into reused allocations ([`Recycler`]); shorter ones
-/// come from the allocator, which serves them well.
-const RECYCLED_FRAME: usize = SMALL_READS;
-
-/// Most allocations the reader keeps a handle on for reuse, and most bytes they may add up to.
-/// Enough to cover what a consumer holds by default (64 MiB buffered or asked for) in 8 MiB
-/// answers; an idle connection keeps at most this much for its next answers.
-const RECYCLED_BUFFERS: usize = 12;
-const RECYCLED_BYTES: usize = 96 * 1024 * 1024;
-
-/// Reuses the allocations of large frames once the client has dropped every byte of them.
-///
-/// A consumer holds fetched blobs for a while, so each large answer used to get a fresh
-/// allocation, which the allocator often returned to the system and took back again: every
-/// page of every answer was faulted in and zeroed by the kernel (a tenth of the client's CPU
-/// at 1 KiB records, measured with `perf stat -e page-faults`). The reader keeps an empty
-/// handle on each large frame's allocation; once no frame byte in it is referenced any more,
-/// the handle is its only owner and the allocation is read into again.
-#[derive(Default)]
-struct Recycler {
-    /// Handles on allocations of earlier frames (empty, each sharing one allocation), oldest
-    /// first, with the allocation's size.
-    kept: VecDeque<(BytesMut, usize)>,
-}
-
-impl Recycler {
-    /// An empty vector with room for `len` bytes: an allocation no frame uses any more if one
-    /// is large enough, else a new one.
-    fn vec(&mut self, len: usize) -> Vec<u8> {
-        if len >= RECYCLED_FRAME {
-            for i in 0..self.kept.len() {
-                let (handle, size) = &mut self.kept[i];
-                // Asking for more than the handle's own room succeeds only when it is the
-                // allocation's sole owner (then it moves to the allocation's start).
-                if *size >= len && handle.try_reclaim(handle.capacity() + 1) {
-                    if let Some((handle, _)) = self.kept.remove(i) {
-                        let mut v = Vec::from(handle);
-                        v.clear();
-                        if v.capacity() >= len {
-                            return v;
-                        }
-                    }
-                    break;
-                }
-            }
-        }
-        Vec::with_capacity(len)
-    }
-
-    /// Keeps a handle on the allocation of `frame` (read into a vector from [`Recycler::vec`])
-    /// for a later frame, dropping the oldest handles beyond the bounds.
-    fn keep(&mut self, frame: &mut BytesMut, size: usize) {
-        if size < RECYCLED_FRAME {
-            return;
-        }
-        self.kept.push_back((frame.split_off(frame.len()), size));
-        let mut total: usize = self.kept.iter().map(|(_, s)| s).sum();
-        while self.kept.len() > RECYCLED_BUFFERS || total > RECYCLED_BYTES {
-            let Some((_, s)) = self.kept.pop_front() else {
-                break;
-            };
-            total -= s;
-        }
-    }
-}
 
 /// What the reader thread queued and the driver has not taken yet.
 #[derive(Default)]
@@ -257,18 +193,22 @@ fn open(
 /// more than that at once.
 fn read(stream: TcpStream, inbox: &Mutex<Inbox>) {
     let mut stream = BufReader::with_capacity(SMALL_READS, stream);
-    let recycler = std::cell::RefCell::new(Recycler::default());
+    // Large frames are read into allocations of earlier ones the client has dropped.
+    let buffers = RefCell::new(ReadBuffers::new());
     let queue = |piece: Vec<u8>| {
         let size = piece.capacity();
         let mut chunk = BytesMut::from(Bytes::from(piece));
-        recycler.borrow_mut().keep(&mut chunk, size);
+        buffers
+            .borrow_mut()
+            .keep(chunk.split_off(chunk.len()), size);
         let mut st = lock(inbox);
         st.chunks.push_back(chunk);
         if let Some(w) = st.waker.take() {
             w.wake();
         }
     };
-    let alloc = |len: usize| recycler.borrow_mut().vec(len);
+    // Empty, and without a copy: the buffer is new or its allocation's only owner.
+    let alloc = |len: usize| Vec::from(buffers.borrow_mut().take(len));
     let end = loop {
         match read_frame(&mut stream, MAX_PIECE, alloc, queue) {
             Ok(true) => {}
@@ -329,8 +269,7 @@ fn read_up_to(stream: &mut impl Read, out: &mut Vec<u8>, n: usize) -> io::Result
 
 #[cfg(test)]
 mod tests {
-    use super::{RECYCLED_BUFFERS, RECYCLED_FRAME, Recycler, read_frame};
-    use bytes::{Bytes, BytesMut};
+    use super::read_frame;
     use std::io::{self, Read};
 
     /// A stream that hands out at most `step` bytes a read, then fails or ends.
@@ -428,50 +367,26 @@ mod tests {
         assert_eq!(pieces, vec![data[..2].to_vec()]);
     }
 
-    /// A frame of `len` bytes read into a vector from `r`, as the reader queues it.
-    fn recycled_frame(r: &mut Recycler, len: usize) -> (BytesMut, *const u8) {
-        let mut v = r.vec(len);
-        v.resize(len, 7);
-        let at = v.as_ptr();
-        let size = v.capacity();
-        let mut frame = BytesMut::from(Bytes::from(v));
-        r.keep(&mut frame, size);
-        (frame, at)
-    }
-
+    /// The reader's round trip: a vector from the buffers, a queued frame, its rest kept; once
+    /// the client drops the frame, the next large frame is read into the same allocation.
     #[test]
-    fn a_large_frames_allocation_is_read_into_again_once_every_byte_of_it_is_dropped() {
-        let mut r = Recycler::default();
-        let (first, at) = recycled_frame(&mut r, 1 << 20);
-        // The client still holds part of the first frame: a new allocation.
-        let held: Bytes = first.freeze().slice(10..20);
-        let (second, second_at) = recycled_frame(&mut r, 1 << 20);
-        assert_ne!(second_at, at);
-        drop(second);
-        // The second frame is gone: its allocation is reused, the first one's still not.
-        let (third, third_at) = recycled_frame(&mut r, 1 << 20);
-        assert_eq!(third_at, second_at);
-        assert_eq!(&held[..], &[7; 10][..]);
-        drop((third, held));
-        // Both gone: the older one first; a frame larger than every allocation gets a new one.
-        let (_, fourth_at) = recycled_frame(&mut r, 1 << 20);
-        assert_eq!(fourth_at, at);
-        let (_, big_at) = recycled_frame(&mut r, 4 << 20);
-        assert!(big_at != at && big_at != second_at);
-    }
-
-    #[test]
-    fn small_frames_are_not_kept_and_kept_handles_are_bounded() {
-        let mut r = Recycler::default();
-        let (_small, _) = recycled_frame(&mut r, RECYCLED_FRAME - 1);
-        assert!(r.kept.is_empty());
-        let held: Vec<_> = (0..RECYCLED_BUFFERS + 5)
-            .map(|_| recycled_frame(&mut r, RECYCLED_FRAME).0)
-            .collect();
-        assert_eq!(r.kept.len(), RECYCLED_BUFFERS);
-        drop(held);
-        let mut r = Recycler::default();
-        let _held: Vec<_> = (0..4).map(|_| recycled_frame(&mut r, 40 << 20).0).collect();
-        assert!(r.kept.iter().map(|(_, s)| s).sum::<usize>() <= super::RECYCLED_BYTES);
+    fn a_dropped_frames_allocation_is_read_into_again() {
+        use bytes::{Bytes, BytesMut};
+        use stellflow_async::ReadBuffers;
+        let mut buffers = ReadBuffers::new();
+        let mut frame = || {
+            let mut v = Vec::from(buffers.take(1 << 20));
+            assert!(v.is_empty() && v.capacity() >= 1 << 20);
+            v.resize(1 << 20, 1);
+            let (at, size) = (v.as_ptr(), v.capacity());
+            let mut chunk = BytesMut::from(Bytes::from(v));
+            buffers.keep(chunk.split_off(chunk.len()), size);
+            (chunk.freeze(), at)
+        };
+        let (first, at) = frame();
+        let (second, second_at) = frame();
+        assert_ne!(at, second_at, "the first frame is still held");
+        drop((first, second));
+        assert_eq!(frame().1, at);
     }
 }
