@@ -44,7 +44,8 @@ impl<R: Runtime> Transmit for Sock<R> {
 /// A socket's reading side, the driver's own.
 struct Reader<R: Runtime> {
     sock: Arc<Sock<R>>,
-    /// Room the next reads land in, back to back (empty; its spare capacity is the room).
+    /// Room the next reads land in, back to back: its capacity. It may start with room a
+    /// zeroing read left unfilled (see [`Runtime::try_read_buf`]).
     buf: BytesMut,
     /// Bytes of `buf`'s allocation.
     buf_size: usize,
@@ -245,7 +246,8 @@ impl<R: Runtime> Driver<R> {
             match R::try_read_buf(&r.sock.0, &mut r.buf, room) {
                 Ok(0) => break Some(DisconnectReason::PeerClosed),
                 Ok(n) => {
-                    let mut chunk = r.buf.split();
+                    // The bytes read are the front of `buf`; zeroed room may follow them.
+                    let mut chunk = r.buf.split_to(n);
                     let mut st = self.shared.lock();
                     if !st.conns.contains_key(&id) {
                         return;

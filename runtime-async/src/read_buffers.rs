@@ -59,10 +59,11 @@ impl ReadBuffers {
     /// allocation of `size` bytes) after the bytes read into it were split off — so that its
     /// allocation can be handed out again once those bytes are dropped. Drops the oldest
     /// handles beyond 12 allocations or 96 MiB.
-    pub fn keep(&mut self, rest: BytesMut, size: usize) {
+    pub fn keep(&mut self, mut rest: BytesMut, size: usize) {
         if size < MIN_KEPT {
             return;
         }
+        rest.clear();
         self.kept.push_back((rest, size));
         let mut total: usize = self.kept.iter().map(|(_, s)| s).sum();
         while self.kept.len() > MAX_KEPT || total > MAX_KEPT_BYTES {

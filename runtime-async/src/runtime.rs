@@ -38,26 +38,28 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// Reads what the socket has now into `buf` (`WouldBlock` when nothing; `Ok(0)` at EOF).
     fn try_read(socket: &Self::Socket, buf: &mut [u8]) -> io::Result<usize>;
 
-    /// Reads what the socket has now, at most `limit` bytes, appending them to `buf` (which
-    /// has room for them); returns how many, like [`Runtime::try_read`]. The default zeroes
-    /// room and calls [`Runtime::try_read`]: 64 KiB first, then twice as much (up to 2 MiB)
-    /// after each read that filled its room, until the socket has no more or `limit` is
-    /// read. A read returns what the socket holds, often far less than the rest of a large
-    /// frame; zeroing a fixed 2 MiB before each read zeroed the same room again and again
-    /// (9 % of smol's CPU at 100-byte records, `perf record`), while growing rooms zero at
-    /// most about twice what was read. A runtime that can read into uninitialised room
-    /// without `unsafe` of ours (tokio's `try_read_buf`) overrides it and skips zeroing.
+    /// Reads what the socket has now, at most `limit` bytes (`buf`'s capacity is at least
+    /// that), into the front of `buf`; returns how many, like [`Runtime::try_read`]. The
+    /// caller splits them off the front (`split_to`). `buf` may hold room an earlier call
+    /// zeroed and did not fill (its length): the default reads into that first, then zeroes
+    /// new room and calls [`Runtime::try_read`] — 64 KiB first, twice as much (up to 2 MiB)
+    /// after each read that filled its room — until the socket has no more or `limit` is
+    /// read. So every byte of a buffer is zeroed once, however little each read returns
+    /// (zeroing 2 MiB before every read was 9 % of smol's CPU at 100-byte records, `perf
+    /// record`). A runtime that can read into uninitialised room without `unsafe` of ours
+    /// (tokio's `try_read_buf`) overrides it, skips zeroing, and is always given an empty
+    /// `buf` to append to.
     fn try_read_buf(socket: &Self::Socket, buf: &mut BytesMut, limit: usize) -> io::Result<usize> {
-        let start = buf.len();
+        let mut total = 0;
         let mut room = ZEROED_READ_FIRST;
         loop {
-            let at = buf.len();
-            let want = room.min(limit - (at - start));
-            buf.resize(at + want, 0);
-            let read = Self::try_read(socket, &mut buf[at..]);
+            let want = room.min(limit - total);
+            if buf.len() < total + want {
+                buf.resize(total + want, 0);
+            }
+            let read = Self::try_read(socket, &mut buf[total..total + want]);
             let n = *read.as_ref().unwrap_or(&0);
-            buf.truncate(at + n);
-            let total = buf.len() - start;
+            total += n;
             match read {
                 // What came before is handed over; an error or EOF shows at the next call.
                 Err(_) | Ok(0) if total > 0 => return Ok(total),
@@ -165,49 +167,58 @@ mod tests {
         })
     }
 
+    /// One call as the driver makes it: the bytes read, split off the front of `buf`.
+    fn read(s: &Mutex<Held>, buf: &mut BytesMut, limit: usize) -> io::Result<BytesMut> {
+        Fake::try_read_buf(s, buf, limit).map(|n| buf.split_to(n))
+    }
+
     #[test]
     fn the_default_read_takes_what_the_socket_holds_in_growing_rooms_up_to_the_limit() {
         // 5 MB waiting: one call reads it all, in rooms of 64 KiB, 128, 256, 512 KiB, 1 MiB,
         // 2 MiB and 2 MiB (the last one not filled: the socket is empty).
         let s = socket(5_000_000, usize::MAX, false);
         let mut buf = BytesMut::with_capacity(8 << 20);
-        assert_eq!(
-            Fake::try_read_buf(&s, &mut buf, 8 << 20).unwrap(),
-            5_000_000
-        );
-        assert_eq!(&buf[..], &s.lock().unwrap().data[..]);
+        let got = read(&s, &mut buf, 8 << 20).unwrap();
+        assert_eq!(&got[..], &s.lock().unwrap().data[..]);
         assert_eq!(s.lock().unwrap().reads, 7);
         assert_eq!(
-            Fake::try_read_buf(&s, &mut buf, 1 << 20)
-                .unwrap_err()
-                .kind(),
+            read(&s, &mut buf, 1 << 20).unwrap_err().kind(),
             ErrorKind::WouldBlock
         );
         // The limit holds even when the socket has more.
         let s = socket(5_000_000, 1 << 20, false);
         let mut buf = BytesMut::with_capacity(1 << 20);
-        assert_eq!(Fake::try_read_buf(&s, &mut buf, 100_000).unwrap(), 100_000);
-        assert_eq!(buf.len(), 100_000);
+        assert_eq!(read(&s, &mut buf, 100_000).unwrap().len(), 100_000);
         // A read that does not fill its room ends the call: the socket had no more.
         let s = socket(3_000_000, 100_000, false);
         let mut buf = BytesMut::with_capacity(4 << 20);
-        assert_eq!(
-            Fake::try_read_buf(&s, &mut buf, 4 << 20).unwrap(),
-            65_536 + 100_000
-        );
+        assert_eq!(read(&s, &mut buf, 4 << 20).unwrap().len(), 65_536 + 100_000);
         let s = socket(1000, 1 << 20, false);
         let mut buf = BytesMut::with_capacity(1 << 20);
-        assert_eq!(Fake::try_read_buf(&s, &mut buf, 1 << 20).unwrap(), 1000);
+        assert_eq!(read(&s, &mut buf, 1 << 20).unwrap().len(), 1000);
         assert_eq!(s.lock().unwrap().reads, 1);
-        const { assert!(ZEROED_READ_FIRST > 1000) };
+    }
+
+    #[test]
+    fn room_zeroed_and_left_unfilled_is_read_into_by_the_next_call() {
+        // 1000 bytes arrive at a time: the first call zeroes 64 KiB and fills 1000 of it;
+        // each later call reads into what is left and zeroes only as much new room as the
+        // bytes it took, so the zeroed room ahead stays at 64 KiB - 1000.
+        let s = socket(10_000, 1000, false);
+        let mut buf = BytesMut::with_capacity(1 << 20);
+        let mut all = Vec::new();
+        for _ in 0..10 {
+            all.extend_from_slice(&read(&s, &mut buf, 1 << 20).unwrap());
+            assert_eq!(buf.len(), ZEROED_READ_FIRST - 1000);
+        }
+        assert_eq!(all, s.lock().unwrap().data);
     }
 
     #[test]
     fn eof_after_data_hands_the_data_over_first() {
         let s = socket(200_000, 1 << 20, true);
         let mut buf = BytesMut::with_capacity(1 << 20);
-        assert_eq!(Fake::try_read_buf(&s, &mut buf, 1 << 20).unwrap(), 200_000);
-        assert_eq!(Fake::try_read_buf(&s, &mut buf, 1 << 20).unwrap(), 0);
-        assert_eq!(buf.len(), 200_000);
+        assert_eq!(read(&s, &mut buf, 1 << 20).unwrap().len(), 200_000);
+        assert_eq!(read(&s, &mut buf, 1 << 20).unwrap().len(), 0);
     }
 }
