@@ -10,7 +10,7 @@
 
 use crate::state::{Conn, Shared, Transmit};
 use crate::{ReadBuffers, Runtime};
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use futures_lite::future;
 use std::collections::HashMap;
 use std::future::Future;
@@ -27,6 +27,33 @@ const READ_BUF: usize = 16 * 1024 * 1024;
 const FRAME_ROOM: usize = 8 * 1024 * 1024 + 256 * 1024;
 /// Most bytes read at a frame boundary (the next frame's length is not known yet).
 const READ_MIN: usize = 64 * 1024;
+/// Frames at least this long (and at most [`VEC_FRAME_MAX`], the protocol's default frame
+/// limit: a longer one goes to the core, which refuses it) are read into a vector of their own
+/// by a runtime with [`Runtime::READS_INTO_VEC`].
+const VEC_FRAME_MIN: usize = 256 * 1024;
+/// See [`VEC_FRAME_MIN`].
+const VEC_FRAME_MAX: usize = 64 * 1024 * 1024;
+/// Bytes of a response frame's length prefix (big-endian, counting the bytes after it).
+const LENGTH_PREFIX: usize = 4;
+
+/// How many leading bytes of `buf` (which starts at a frame boundary) are whole response
+/// frames, and the total length of the frame after them once its length prefix is in.
+fn whole_frames(buf: &[u8]) -> (usize, Option<usize>) {
+    let mut at = 0;
+    loop {
+        let Some(prefix) = buf.get(at..at + LENGTH_PREFIX) else {
+            return (at, None);
+        };
+        let mut len = [0; LENGTH_PREFIX];
+        len.copy_from_slice(prefix);
+        let total = (u32::from_be_bytes(len) as usize).saturating_add(LENGTH_PREFIX);
+        if buf.len() - at < total {
+            return (at, Some(total));
+        }
+        at += total;
+    }
+}
+
 /// Bytes read from one socket per wake-up before the core's outputs are drained.
 const READ_BUDGET: usize = 8 * 1024 * 1024;
 
@@ -51,6 +78,9 @@ struct Reader<R: Runtime> {
     buf_size: usize,
     /// Earlier allocations of `buf`, reused once the client dropped what was read into them.
     buffers: ReadBuffers,
+    /// A large frame being read into a vector of its own, and its total length (runtimes
+    /// with [`Runtime::READS_INTO_VEC`] only).
+    frame: Option<(Vec<u8>, usize)>,
     /// What the core still wants of the frame it is receiving (`Client::input_wanted`).
     want: usize,
 }
@@ -170,6 +200,7 @@ impl<R: Runtime> Driver<R> {
                         buf: BytesMut::new(),
                         buf_size: 0,
                         buffers: ReadBuffers::new(),
+                        frame: None,
                         want: 0,
                     };
                     self.socks.insert(id, reader);
@@ -201,7 +232,10 @@ impl<R: Runtime> Driver<R> {
     /// copying: reads land back to back in one buffer, so the core joins a frame split across
     /// reads in place. Reads stop at the end of the frame the core is receiving; a new frame
     /// starts only with [`FRAME_ROOM`] bytes of room, so a frame up to that size never
-    /// straddles two buffers and is never copied.
+    /// straddles two buffers and is never copied. On a runtime with
+    /// [`Runtime::READS_INTO_VEC`] (whose buffer reads zero their room first), a large frame
+    /// that begins at a read's frame boundary is read on into a vector of its own instead,
+    /// without zeroing, and handed over whole (its first bytes, at most [`READ_MIN`], copied).
     fn read(&mut self, id: ConnId, now: Instant) {
         let Some(r) = self.socks.get_mut(&id) else {
             return;
@@ -228,6 +262,36 @@ impl<R: Runtime> Driver<R> {
                     Err(e) => break Some(DisconnectReason::Io(e.to_string())),
                 }
             }
+            if let Some((vec, total)) = &mut r.frame {
+                let total = *total;
+                match R::try_read_vec(&r.sock.0, vec, total - vec.len()) {
+                    Ok(0) => break Some(DisconnectReason::PeerClosed),
+                    Ok(n) => {
+                        budget = budget.saturating_sub(n);
+                        if vec.len() == total {
+                            let Some((vec, _)) = r.frame.take() else {
+                                continue;
+                            };
+                            let size = vec.capacity();
+                            let mut chunk = BytesMut::from(Bytes::from(vec));
+                            r.buffers.keep(chunk.split_off(chunk.len()), size);
+                            let mut st = self.shared.lock();
+                            if !st.conns.contains_key(&id) {
+                                return;
+                            }
+                            st.client.handle_input(id, now, &mut chunk);
+                            r.want = st.client.input_wanted(id);
+                        }
+                        if budget == 0 {
+                            break None;
+                        }
+                        continue;
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
+                    Err(e) => break Some(DisconnectReason::Io(e.to_string())),
+                }
+            }
+            let at_boundary = r.want == 0;
             let limit = match r.want {
                 0 if r.buf.capacity() < FRAME_ROOM => {
                     // Not zeroed: the runtime reads into the spare room (or zeroes only what
@@ -248,6 +312,19 @@ impl<R: Runtime> Driver<R> {
                 Ok(n) => {
                     // The bytes read are the front of `buf`; zeroed room may follow them.
                     let mut chunk = r.buf.split_to(n);
+                    if R::READS_INTO_VEC && at_boundary {
+                        // A large frame that only begins here is read on into a vector of
+                        // its own (no zeroing); the whole frames before it go to the core.
+                        let (whole, partial) = whole_frames(&chunk);
+                        if let Some(total) =
+                            partial.filter(|t| (VEC_FRAME_MIN..=VEC_FRAME_MAX).contains(t))
+                        {
+                            let head = chunk.split_off(whole);
+                            let mut vec = Vec::from(r.buffers.take(total));
+                            vec.extend_from_slice(&head);
+                            r.frame = Some((vec, total));
+                        }
+                    }
                     let mut st = self.shared.lock();
                     if !st.conns.contains_key(&id) {
                         return;
@@ -294,4 +371,34 @@ async fn io_ready<R: Runtime>(
         Poll::Pending
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_frames;
+
+    fn frame(body: usize) -> Vec<u8> {
+        let mut f = (body as u32).to_be_bytes().to_vec();
+        f.extend((0..body).map(|i| i as u8));
+        f
+    }
+
+    #[test]
+    fn whole_frames_counts_complete_frames_and_names_the_partial_one() {
+        let mut buf = frame(10);
+        buf.extend(frame(0));
+        let whole = buf.len();
+        assert_eq!(whole_frames(&buf), (whole, None));
+        // The next frame's prefix is in, its body is not.
+        let mut more = buf.clone();
+        more.extend(&frame(1_000_000)[..100]);
+        assert_eq!(whole_frames(&more), (whole, Some(1_000_004)));
+        // Only part of the prefix: no length known yet.
+        let mut short = buf.clone();
+        short.extend([0, 0]);
+        assert_eq!(whole_frames(&short), (whole, None));
+        assert_eq!(whole_frames(&[]), (0, None));
+        // A hostile prefix names a length; the caller bounds what it allocates.
+        assert_eq!(whole_frames(&[0xff; 4]), (0, Some(u32::MAX as usize + 4)));
+    }
 }

@@ -70,6 +70,24 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
         }
     }
 
+    /// Whether [`Runtime::try_read_vec`] reads without zeroing. When it does, the driver reads
+    /// each large response frame straight into a vector of the frame's size instead of into
+    /// its zeroed buffer. Default false.
+    const READS_INTO_VEC: bool = false;
+
+    /// Reads what the socket has now, at most `limit` bytes, appending them to `vec` (which
+    /// has room for them); returns how many, like [`Runtime::try_read`]. Only called when
+    /// [`Runtime::READS_INTO_VEC`] is true, by a runtime that fills `vec`'s spare room without
+    /// zeroing it (smol: `std::io::Read::read_to_end` on the std socket). The default zeroes
+    /// room and calls [`Runtime::try_read`].
+    fn try_read_vec(socket: &Self::Socket, vec: &mut Vec<u8>, limit: usize) -> io::Result<usize> {
+        let at = vec.len();
+        vec.resize(at + limit, 0);
+        let read = Self::try_read(socket, &mut vec[at..]);
+        vec.truncate(at + *read.as_ref().unwrap_or(&0));
+        read
+    }
+
     /// Writes what the socket takes now from `buf` (`WouldBlock` when nothing).
     fn try_write(socket: &Self::Socket, buf: &[u8]) -> io::Result<usize>;
 

@@ -102,6 +102,25 @@ impl stellflow_async::Runtime for Smol {
         socket.get_ref().read(buf)
     }
 
+    const READS_INTO_VEC: bool = true;
+
+    fn try_read_vec(
+        socket: &Async<TcpStream>,
+        vec: &mut Vec<u8>,
+        limit: usize,
+    ) -> io::Result<usize> {
+        // `read_to_end` reads into the spare room without zeroing it and keeps what it read
+        // when the socket then has nothing more (`WouldBlock`) or fails.
+        let before = vec.len();
+        let read = socket.get_ref().take(limit as u64).read_to_end(vec);
+        match (read, vec.len() - before) {
+            (Err(e), 0) => Err(e),
+            // An error after data, or the end of the stream: the data first; the next call
+            // sees the rest.
+            (_, n) => Ok(n),
+        }
+    }
+
     fn try_write(socket: &Async<TcpStream>, buf: &[u8]) -> io::Result<usize> {
         socket.get_ref().write(buf)
     }

@@ -188,6 +188,39 @@ pub async fn produce_consume_100k() -> R<()> {
     Ok(())
 }
 
+/// Records of 100 KiB to 1.5 MiB, one partition, read back whole and in order: their answers
+/// are frames from a few hundred KiB to several MiB, which a runtime that reads frames into
+/// vectors of their own (smol) reads that way, interleaved with small frames.
+pub async fn large_records_exactly_once() -> R<()> {
+    const N: usize = 24;
+    let server = sim()?;
+    let client = aw!(Client::connect_with(config(&server)?, Options::default()))?;
+    create_topic(&client.admin(), "large", 1).await?;
+    let value = |i: usize| -> Vec<u8> {
+        let len = 100 * 1024 + (i * 61 * 1024) % (1400 * 1024);
+        (0..len).map(|j| (i * 31 + j) as u8).collect()
+    };
+    let producer = client.producer();
+    let mut pending = Vec::with_capacity(N);
+    for i in 0..N {
+        pending.push(aw!(producer.enqueue(Record::new("large", value(i))))?);
+    }
+    aw!(producer.flush())?;
+    for d in pending {
+        delivered!(d)?;
+    }
+    let consumer = client.consumer();
+    consumer.assign(&[TopicPartition::new("large", 0)])?;
+    let got = poll_n(&consumer, N, Duration::from_secs(60)).await?;
+    check(got.len() == N, || format!("consumed {} of {N}", got.len()))?;
+    for (i, r) in got.iter().enumerate() {
+        check(r.value.as_deref() == Some(&value(i)[..]), || {
+            format!("record {i} differs (offset {}#{})", r.offset, r.index)
+        })?;
+    }
+    Ok(())
+}
+
 /// 20,000 keyed records over 3 partitions read back as whole blobs (`poll_blobs`): the same
 /// records at the positions their deliveries reported, each once; a blob taken moves the
 /// position past it, to the log end once all are taken.
@@ -781,6 +814,7 @@ cases!(
     admin_round_trip,
     produce_consume_100k,
     poll_blobs_exactly_once,
+    large_records_exactly_once,
     group_commit_resume,
     admin_committed_offsets,
     broker_restart_mid_stream,
