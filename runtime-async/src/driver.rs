@@ -19,6 +19,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
+use stellflow_sansio::stellflow_proto::frame::whole_frames;
 use stellflow_sansio::{ConnId, DisconnectReason};
 
 /// Size of a fresh read buffer (one allocation, shared by the record slices cut from it).
@@ -33,27 +34,6 @@ const READ_MIN: usize = 64 * 1024;
 const VEC_FRAME_MIN: usize = 256 * 1024;
 /// See [`VEC_FRAME_MIN`].
 const VEC_FRAME_MAX: usize = 64 * 1024 * 1024;
-/// Bytes of a response frame's length prefix (big-endian, counting the bytes after it).
-const LENGTH_PREFIX: usize = 4;
-
-/// How many leading bytes of `buf` (which starts at a frame boundary) are whole response
-/// frames, and the total length of the frame after them once its length prefix is in.
-fn whole_frames(buf: &[u8]) -> (usize, Option<usize>) {
-    let mut at = 0;
-    loop {
-        let Some(prefix) = buf.get(at..at + LENGTH_PREFIX) else {
-            return (at, None);
-        };
-        let mut len = [0; LENGTH_PREFIX];
-        len.copy_from_slice(prefix);
-        let total = (u32::from_be_bytes(len) as usize).saturating_add(LENGTH_PREFIX);
-        if buf.len() - at < total {
-            return (at, Some(total));
-        }
-        at += total;
-    }
-}
-
 /// Bytes read from one socket per wake-up before the core's outputs are drained.
 const READ_BUDGET: usize = 8 * 1024 * 1024;
 
@@ -371,34 +351,4 @@ async fn io_ready<R: Runtime>(
         Poll::Pending
     })
     .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::whole_frames;
-
-    fn frame(body: usize) -> Vec<u8> {
-        let mut f = (body as u32).to_be_bytes().to_vec();
-        f.extend((0..body).map(|i| i as u8));
-        f
-    }
-
-    #[test]
-    fn whole_frames_counts_complete_frames_and_names_the_partial_one() {
-        let mut buf = frame(10);
-        buf.extend(frame(0));
-        let whole = buf.len();
-        assert_eq!(whole_frames(&buf), (whole, None));
-        // The next frame's prefix is in, its body is not.
-        let mut more = buf.clone();
-        more.extend(&frame(1_000_000)[..100]);
-        assert_eq!(whole_frames(&more), (whole, Some(1_000_004)));
-        // Only part of the prefix: no length known yet.
-        let mut short = buf.clone();
-        short.extend([0, 0]);
-        assert_eq!(whole_frames(&short), (whole, None));
-        assert_eq!(whole_frames(&[]), (0, None));
-        // A hostile prefix names a length; the caller bounds what it allocates.
-        assert_eq!(whole_frames(&[0xff; 4]), (0, Some(u32::MAX as usize + 4)));
-    }
 }

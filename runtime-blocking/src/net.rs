@@ -17,13 +17,11 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use stellflow_async::ReadBuffers;
 use stellflow_sansio::BrokerAddress;
+use stellflow_sansio::stellflow_proto::frame::{LENGTH_PREFIX_LEN, frame_length};
 
 /// The reader's buffer for small reads (length prefixes and small frames, several a syscall);
 /// a frame body larger than this is read straight into the frame's own allocation.
 const SMALL_READS: usize = 64 * 1024;
-
-/// Bytes of a frame's length prefix (big-endian, counting the bytes after it).
-const LENGTH_PREFIX: usize = 4;
 
 /// The most the reader allocates for one piece of a frame: the protocol's default frame
 /// limit. Longer frames are queued in pieces of this size.
@@ -231,18 +229,17 @@ fn read_frame(
     mut alloc: impl FnMut(usize) -> Vec<u8>,
     mut queue: impl FnMut(Vec<u8>),
 ) -> io::Result<bool> {
-    let mut prefix = Vec::with_capacity(LENGTH_PREFIX);
-    let got = read_up_to(stream, &mut prefix, LENGTH_PREFIX);
-    if prefix.len() < LENGTH_PREFIX {
+    let mut prefix = Vec::with_capacity(LENGTH_PREFIX_LEN);
+    let got = read_up_to(stream, &mut prefix, LENGTH_PREFIX_LEN);
+    if prefix.len() < LENGTH_PREFIX_LEN {
         if !prefix.is_empty() {
             queue(prefix);
         }
         return got.map(|()| false);
     }
-    let mut len = [0; LENGTH_PREFIX];
-    len.copy_from_slice(&prefix);
-    let mut rest = u32::from_be_bytes(len) as usize;
-    let mut piece = alloc(LENGTH_PREFIX + rest.min(max_piece));
+    // The prefix is whole here: the bytes after it.
+    let mut rest = frame_length(&prefix).map_or(0, |total| total - LENGTH_PREFIX_LEN);
+    let mut piece = alloc(LENGTH_PREFIX_LEN + rest.min(max_piece));
     piece.extend_from_slice(&prefix);
     loop {
         let want = rest.min(max_piece.saturating_sub(piece.len()).max(1));

@@ -31,6 +31,30 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 /// Bytes of the length prefix.
 pub const LENGTH_PREFIX_LEN: usize = 4;
 
+/// The whole length, prefix included, of the frame `buf` starts with, once its length prefix
+/// is in (`None` before).
+pub fn frame_length(buf: &[u8]) -> Option<usize> {
+    let prefix: [u8; LENGTH_PREFIX_LEN] = buf.get(..LENGTH_PREFIX_LEN)?.try_into().ok()?;
+    Some((u32::from_be_bytes(prefix) as usize).saturating_add(LENGTH_PREFIX_LEN))
+}
+
+/// How many leading bytes of `buf`, which starts at a frame boundary, are whole frames, and
+/// the whole length of the frame after them once its length prefix is in. A reader that
+/// wants each frame in an allocation of its own sizes it from this; the length is the peer's
+/// word, so bound it before allocating.
+pub fn whole_frames(buf: &[u8]) -> (usize, Option<usize>) {
+    let mut at = 0;
+    loop {
+        let Some(total) = buf.get(at..).and_then(frame_length) else {
+            return (at, None);
+        };
+        if buf.len() - at < total {
+            return (at, Some(total));
+        }
+        at += total;
+    }
+}
+
 /// The server's default frame limit, **including** the 4-byte prefix (64 MiB): the largest
 /// accepted frame length is `67_108_860`.
 pub const DEFAULT_MAX_FRAME_LENGTH: usize = 67_108_864;
@@ -116,16 +140,13 @@ impl FrameDecoder {
     /// # Errors
     /// [`FrameError::TooLong`] when the length is over the limit; close the connection.
     pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Bytes>, FrameError> {
-        let Some(prefix) = buf.get(..LENGTH_PREFIX_LEN) else {
+        let Some(total) = frame_length(buf) else {
             return Ok(None);
         };
-        let mut len_bytes = [0u8; LENGTH_PREFIX_LEN];
-        len_bytes.copy_from_slice(prefix);
-        let length = u32::from_be_bytes(len_bytes);
-        let total = (length as usize).saturating_add(LENGTH_PREFIX_LEN);
-        if u64::from(length) + LENGTH_PREFIX_LEN as u64 > self.max_frame_length as u64 {
+        let length = total - LENGTH_PREFIX_LEN;
+        if total > self.max_frame_length {
             return Err(FrameError::TooLong {
-                length,
+                length: u32::try_from(length).unwrap_or(u32::MAX),
                 max: self.max_frame_length,
             });
         }
@@ -135,7 +156,7 @@ impl FrameDecoder {
             return Ok(None);
         }
         buf.advance(LENGTH_PREFIX_LEN);
-        Ok(Some(buf.split_to(length as usize).freeze()))
+        Ok(Some(buf.split_to(length).freeze()))
     }
 }
 
@@ -401,5 +422,31 @@ mod tests {
             decode_request(payload),
             Err(FrameError::RequestBody { .. })
         ));
+    }
+
+    fn length_prefixed(body: usize) -> Vec<u8> {
+        let mut f = (body as u32).to_be_bytes().to_vec();
+        f.extend((0..body).map(|i| i as u8));
+        f
+    }
+
+    #[test]
+    fn whole_frames_counts_complete_frames_and_names_the_partial_one() {
+        let mut buf = length_prefixed(10);
+        buf.extend(length_prefixed(0));
+        let whole = buf.len();
+        assert_eq!(whole_frames(&buf), (whole, None));
+        // The next frame's prefix is in, its body is not.
+        let mut more = buf.clone();
+        more.extend(&length_prefixed(1_000_000)[..100]);
+        assert_eq!(whole_frames(&more), (whole, Some(1_000_004)));
+        // Only part of the prefix: no length known yet.
+        let mut short = buf.clone();
+        short.extend([0, 0]);
+        assert_eq!(whole_frames(&short), (whole, None));
+        assert_eq!(whole_frames(&[]), (0, None));
+        // A hostile prefix names a length; the caller bounds what it allocates.
+        assert_eq!(whole_frames(&[0xff; 4]), (0, Some(u32::MAX as usize + 4)));
+        assert_eq!(frame_length(&[0, 0, 1, 0, 9]), Some(260));
     }
 }

@@ -2,7 +2,6 @@
 //! dropping it (with what failed the requests it carried), closing everything, and saying why a
 //! broker is unreachable.
 
-use super::input::frame_total;
 use super::*;
 
 impl Net {
@@ -197,7 +196,7 @@ fn disconnect_cause(reason: &DisconnectReason, rx: &BytesMut) -> String {
     if rx.is_empty() {
         return reason.to_string();
     }
-    match frame_total(rx) {
+    match frame::frame_length(rx) {
         Some(declared) => format!(
             "{reason} in the middle of a response frame ({} of the {declared} bytes it declared received)",
             rx.len()

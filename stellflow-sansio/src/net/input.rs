@@ -10,7 +10,7 @@ impl Net {
         let Some(s) = self.slot_of_conn(conn).and_then(|i| self.slots.get(i)) else {
             return 0;
         };
-        match frame_total(&s.rx) {
+        match frame::frame_length(&s.rx) {
             Some(total) if total <= s.decoder.max_frame_length() => {
                 total.saturating_sub(s.rx.len())
             }
@@ -47,7 +47,7 @@ impl Net {
             }
             // An oversize frame is refused once its correlation id is in (so the request it
             // answers fails with `ResponseTooLarge`, not as a plain disconnect).
-            if let Some(total) = frame_total(&s.rx)
+            if let Some(total) = frame::frame_length(&s.rx)
                 && s.rx.len() < total
                 && (total <= s.decoder.max_frame_length() || s.rx.len() < 8)
             {
@@ -220,13 +220,6 @@ impl Net {
     }
 }
 
-/// The size of the frame starting `rx` (length prefix included), once the prefix is in.
-pub(super) fn frame_total(rx: &BytesMut) -> Option<usize> {
-    let prefix: [u8; frame::LENGTH_PREFIX_LEN] =
-        rx.get(..frame::LENGTH_PREFIX_LEN)?.try_into().ok()?;
-    Some((u32::from_be_bytes(prefix) as usize).saturating_add(frame::LENGTH_PREFIX_LEN))
-}
-
 /// Moves the caller's bytes to the end of a connection's receive buffer, leaving `buf`
 /// empty, copying as little as possible:
 ///
@@ -244,7 +237,7 @@ fn append_input(rx: &mut BytesMut, buf: &mut BytesMut, max_frame: usize) {
     let chunk = buf.split();
     let contiguous = rx.as_ptr().wrapping_add(rx.len()) == chunk.as_ptr();
     if !contiguous
-        && let Some(total) = frame_total(rx)
+        && let Some(total) = frame::frame_length(rx)
         && total <= max_frame
     {
         rx.reserve(total.saturating_sub(rx.len()).max(chunk.len()));
