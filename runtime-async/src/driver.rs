@@ -10,7 +10,7 @@
 
 use crate::state::{Conn, Shared, Transmit};
 use crate::{ReadBuffers, Runtime};
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use futures_lite::future;
 use std::collections::HashMap;
 use std::future::Future;
@@ -243,18 +243,12 @@ impl<R: Runtime> Driver<R> {
                 }
             }
             if let Some((vec, total)) = &mut r.frame {
-                let total = *total;
-                match R::try_read_vec(&r.sock.0, vec, total - vec.len()) {
+                match R::try_read_vec(&r.sock.0, vec, *total - vec.len()) {
                     Ok(0) => break Some(DisconnectReason::PeerClosed),
                     Ok(n) => {
                         budget = budget.saturating_sub(n);
-                        if vec.len() == total {
-                            let Some((vec, _)) = r.frame.take() else {
-                                continue;
-                            };
-                            let size = vec.capacity();
-                            let mut chunk = BytesMut::from(Bytes::from(vec));
-                            r.buffers.keep(chunk.split_off(chunk.len()), size);
+                        if let Some((vec, _)) = r.frame.take_if(|(v, t)| v.len() == *t) {
+                            let mut chunk = r.buffers.frame(vec);
                             let mut st = self.shared.lock();
                             if !st.conns.contains_key(&id) {
                                 return;
@@ -300,7 +294,7 @@ impl<R: Runtime> Driver<R> {
                             partial.filter(|t| (VEC_FRAME_MIN..=VEC_FRAME_MAX).contains(t))
                         {
                             let head = chunk.split_off(whole);
-                            let mut vec = Vec::from(r.buffers.take(total));
+                            let mut vec = r.buffers.take_vec(total);
                             vec.extend_from_slice(&head);
                             r.frame = Some((vec, total));
                         }

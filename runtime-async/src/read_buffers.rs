@@ -9,7 +9,7 @@
 //! each large allocation it gave out; once the handle is the allocation's only owner, the
 //! allocation is handed out again.
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 
 /// Allocations smaller than this are not kept: the allocator serves them well.
@@ -74,14 +74,20 @@ impl ReadBuffers {
         }
     }
 
-    /// Allocations kept.
-    pub fn kept(&self) -> usize {
-        self.kept.len()
+    /// [`ReadBuffers::take`] as an empty vector, for reads that fill a vector's spare room
+    /// without zeroing it (`std::io::Read::read_to_end`). No copy: the buffer is new or its
+    /// allocation's only owner.
+    pub fn take_vec(&mut self, len: usize) -> Vec<u8> {
+        Vec::from(self.take(len))
     }
 
-    /// Bytes of the allocations kept.
-    pub fn kept_bytes(&self) -> usize {
-        self.kept.iter().map(|(_, s)| s).sum()
+    /// A frame read into a vector from [`ReadBuffers::take_vec`], as the bytes to hand to the
+    /// client (no copy); the vector's allocation is kept for reuse.
+    pub fn frame(&mut self, frame: Vec<u8>) -> BytesMut {
+        let size = frame.capacity();
+        let mut frame = BytesMut::from(Bytes::from(frame));
+        self.keep(frame.split_off(frame.len()), size);
+        frame
     }
 }
 
@@ -128,17 +134,17 @@ mod tests {
     fn small_allocations_are_not_kept_and_the_kept_ones_are_bounded() {
         let mut b = ReadBuffers::new();
         let _small = read(&mut b, MIN_KEPT - 1);
-        assert_eq!(b.kept(), 0);
+        assert_eq!(b.kept.len(), 0);
         let held: Vec<_> = (0..MAX_KEPT + 5)
             .map(|_| read(&mut b, MIN_KEPT).0)
             .collect();
-        assert_eq!(b.kept(), MAX_KEPT);
+        assert_eq!(b.kept.len(), MAX_KEPT);
         drop(held);
         let mut b = ReadBuffers::new();
         for _ in 0..4 {
             b.keep(BytesMut::new(), 40 << 20);
         }
-        assert!(b.kept_bytes() <= MAX_KEPT_BYTES);
-        assert_eq!(b.kept(), 2);
+        assert!(b.kept.iter().map(|(_, s)| s).sum::<usize>() <= MAX_KEPT_BYTES);
+        assert_eq!(b.kept.len(), 2);
     }
 }

@@ -76,16 +76,16 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     const READS_INTO_VEC: bool = false;
 
     /// Reads what the socket has now, at most `limit` bytes, appending them to `vec` (which
-    /// has room for them); returns how many, like [`Runtime::try_read`]. Only called when
-    /// [`Runtime::READS_INTO_VEC`] is true, by a runtime that fills `vec`'s spare room without
-    /// zeroing it (smol: `std::io::Read::read_to_end` on the std socket). The default zeroes
-    /// room and calls [`Runtime::try_read`].
-    fn try_read_vec(socket: &Self::Socket, vec: &mut Vec<u8>, limit: usize) -> io::Result<usize> {
-        let at = vec.len();
-        vec.resize(at + limit, 0);
-        let read = Self::try_read(socket, &mut vec[at..]);
-        vec.truncate(at + *read.as_ref().unwrap_or(&0));
-        read
+    /// has room for them) without zeroing its spare room; returns how many, like
+    /// [`Runtime::try_read`]. Called only when [`Runtime::READS_INTO_VEC`] is true, so a
+    /// runtime that sets it implements this (smol: `std::io::Read::read_to_end` on the std
+    /// socket); the default fails with [`io::ErrorKind::Unsupported`].
+    fn try_read_vec(
+        _socket: &Self::Socket,
+        _vec: &mut Vec<u8>,
+        _limit: usize,
+    ) -> io::Result<usize> {
+        Err(io::ErrorKind::Unsupported.into())
     }
 
     /// Writes what the socket takes now from `buf` (`WouldBlock` when nothing).

@@ -194,19 +194,14 @@ fn read(stream: TcpStream, inbox: &Mutex<Inbox>) {
     // Large frames are read into allocations of earlier ones the client has dropped.
     let buffers = RefCell::new(ReadBuffers::new());
     let queue = |piece: Vec<u8>| {
-        let size = piece.capacity();
-        let mut chunk = BytesMut::from(Bytes::from(piece));
-        buffers
-            .borrow_mut()
-            .keep(chunk.split_off(chunk.len()), size);
+        let chunk = buffers.borrow_mut().frame(piece);
         let mut st = lock(inbox);
         st.chunks.push_back(chunk);
         if let Some(w) = st.waker.take() {
             w.wake();
         }
     };
-    // Empty, and without a copy: the buffer is new or its allocation's only owner.
-    let alloc = |len: usize| Vec::from(buffers.borrow_mut().take(len));
+    let alloc = |len: usize| buffers.borrow_mut().take_vec(len);
     let end = loop {
         match read_frame(&mut stream, MAX_PIECE, alloc, queue) {
             Ok(true) => {}
@@ -368,17 +363,14 @@ mod tests {
     /// the client drops the frame, the next large frame is read into the same allocation.
     #[test]
     fn a_dropped_frames_allocation_is_read_into_again() {
-        use bytes::{Bytes, BytesMut};
         use stellflow_async::ReadBuffers;
         let mut buffers = ReadBuffers::new();
         let mut frame = || {
-            let mut v = Vec::from(buffers.take(1 << 20));
+            let mut v = buffers.take_vec(1 << 20);
             assert!(v.is_empty() && v.capacity() >= 1 << 20);
             v.resize(1 << 20, 1);
-            let (at, size) = (v.as_ptr(), v.capacity());
-            let mut chunk = BytesMut::from(Bytes::from(v));
-            buffers.keep(chunk.split_off(chunk.len()), size);
-            (chunk.freeze(), at)
+            let at = v.as_ptr();
+            (buffers.frame(v).freeze(), at)
         };
         let (first, at) = frame();
         let (second, second_at) = frame();
