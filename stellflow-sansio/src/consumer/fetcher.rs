@@ -39,6 +39,19 @@ pub struct FetchLayout {
     estimate: usize,
 }
 
+impl PartState {
+    /// Counts off the request `lp` of this partition, answered or failed; whether its answer
+    /// still counts (same epoch and pipeline) rather than being dropped.
+    fn answered(&mut self, lp: &LayoutPart) -> bool {
+        if self.epoch != lp.epoch {
+            // A seek or reset since: the request was already counted off.
+            return false;
+        }
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.pipeline == lp.pipeline
+    }
+}
+
 impl Consumer {
     /// Sends Fetch requests until every leader broker that leads a fetchable partition has
     /// [`max_fetches_in_flight`](super::ConsumerConfig::max_fetches_in_flight) in flight or the
@@ -259,11 +272,7 @@ impl Consumer {
                     let Some(p) = self.parts.get_mut(&tp) else {
                         continue;
                     };
-                    if p.epoch != lp.epoch {
-                        continue;
-                    }
-                    p.in_flight = p.in_flight.saturating_sub(1);
-                    if p.pipeline != lp.pipeline {
+                    if !p.answered(lp) {
                         continue;
                     }
                     p.break_pipeline();
@@ -324,11 +333,7 @@ impl Consumer {
         let Some(p) = self.parts.get_mut(tp) else {
             return;
         };
-        if p.epoch != lp.epoch {
-            return;
-        }
-        p.in_flight = p.in_flight.saturating_sub(1);
-        if p.pipeline != lp.pipeline {
+        if !p.answered(&lp) {
             return;
         }
         if lp.first > p.fetch_next {
