@@ -34,6 +34,12 @@
 //! `handle_input` takes every byte out of the buffer you pass (it keeps an incomplete frame
 //! itself), so one read buffer can serve every connection.
 //!
+//! Records can also be taken in three steps, so that the decoding (the costliest part of
+//! consuming small records) runs without `&mut Client`, e.g. outside a lock that guards it:
+//! [`Client::lease_records`] lends records out, [`RecordLease::decode`] decodes them, and
+//! [`Client::redeem_lease`] delivers them, or returns `None` when something took or moved
+//! them meanwhile (then lease again). Whole blobs ([`Client::poll_blob`]) are the other way.
+//!
 //! # What the core does
 //!
 //! * **Connections** (`conn`, `net`): one per broker address, opened on demand, reconnected
@@ -109,7 +115,8 @@ pub use client::Client;
 pub use config::{BrokerAddress, ClientConfig, HeaderFields, parse_bootstrap};
 pub use consumer::{
     BlobRecordsFrom, CommitId, CommitKind, ConsumerConfig, ConsumerError, ConsumerEvent,
-    ConsumerRecord, FetchedBlob, LogStartAction, OffsetReset, Position, SeekTo, TopicPartition,
+    ConsumerRecord, FetchedBlob, LogStartAction, OffsetReset, Position, RecordLease, SeekTo,
+    TopicPartition,
 };
 pub use error::{AdminError, ConfigError, ConnectionError, InvalidTopicName, RequestError};
 pub use event::{DisconnectReason, Event};

@@ -188,17 +188,17 @@ pub(crate) mod emit {
         let _ = (c, topic, records, bytes);
     }
 
-    /// One record of `topic` delivered to the application (counted as [`produced`]).
+    /// `records` records of `topic` delivered to the application (counted as [`produced`]).
     #[inline]
-    pub(crate) fn consumed(c: &mut super::Counters, topic: &Arc<str>, bytes: usize) {
+    pub(crate) fn consumed(c: &mut super::Counters, topic: &Arc<str>, records: u64, bytes: usize) {
         #[cfg(feature = "metrics")]
         {
             let t = c.topics.entry(topic.clone()).or_default();
-            t[2] += 1;
+            t[2] += records;
             t[3] += bytes as u64;
         }
         #[cfg(not(feature = "metrics"))]
-        let _ = (c, topic, bytes);
+        let _ = (c, topic, records, bytes);
     }
 
     /// An API's name as a label.

@@ -243,11 +243,33 @@ impl World {
             note!(self.log, now - self.epoch, "client {i} event {e:?}");
             slot.events.push_back(e);
         }
-        while let Some(r) = slot.client.poll_record() {
+        let mut deliver = |slot: &mut Slot, r: ConsumerRecord| {
             progress = true;
             let pos = format!("{i}:{}:{}:{}", r.partition, r.offset, r.index);
             self.trace.record(b'r', m, pos.as_bytes());
             slot.records.push_back(r);
+        };
+        match slot.delivery {
+            Delivery::Records => {
+                while let Some(r) = slot.client.poll_record() {
+                    deliver(slot, r);
+                }
+            }
+            Delivery::Leases { max, stale_every } => {
+                while let Some(mut lease) = slot.client.lease_records(max) {
+                    lease.decode();
+                    slot.leases += 1;
+                    if stale_every > 0 && slot.leases % stale_every == 0 {
+                        // A record taken between lending and redeeming makes the lease stale.
+                        if let Some(r) = slot.client.poll_record() {
+                            deliver(slot, r);
+                        }
+                    }
+                    for r in slot.client.redeem_lease(lease).into_iter().flatten() {
+                        deliver(slot, r);
+                    }
+                }
+            }
         }
         progress
     }

@@ -78,11 +78,37 @@ struct Slot {
     client: Client,
     events: VecDeque<Event>,
     records: VecDeque<ConsumerRecord>,
+    /// How the world takes this client's records (chosen from the client's seed).
+    delivery: Delivery,
+    /// Leases taken so far (with [`Delivery::Leases`]).
+    leases: u64,
     tap: Option<ApiKey>,
     tapped: Vec<(Duration, Bytes)>,
     max_in_flight: usize,
     requests: u64,
     wakeups: u64,
+}
+
+/// How the world takes a client's records as it drains: one by one, or through leases
+/// (`Client::lease_records`, decoded, then `Client::redeem_lease`) of `max` records, every
+/// `stale_every`-th of them made stale on purpose by taking a record before redeeming it (the
+/// exactness checks then catch a stale lease that delivers).
+#[derive(Debug, Clone, Copy)]
+enum Delivery {
+    Records,
+    Leases { max: usize, stale_every: u64 },
+}
+
+impl Delivery {
+    fn from_seed(seed: u64) -> Self {
+        match seed % 4 {
+            0 => Delivery::Records,
+            _ => Delivery::Leases {
+                max: [1, 7, 64, 500][(seed >> 2) as usize % 4],
+                stale_every: [0, 2, 5, 0][(seed >> 4) as usize % 4],
+            },
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -202,11 +228,14 @@ impl World {
         config: ClientConfig,
     ) -> Result<ClientId, stellflow_sansio::ConfigError> {
         let max_in_flight = config.max_in_flight_per_connection;
-        let client = Client::new(config, self.now, self.rng.next_u64())?;
+        let seed = self.rng.next_u64();
+        let client = Client::new(config, self.now, seed)?;
         self.clients.push(Slot {
             client,
             events: VecDeque::new(),
             records: VecDeque::new(),
+            delivery: Delivery::from_seed(seed.rotate_left(17)),
+            leases: 0,
             tap: None,
             tapped: Vec::new(),
             max_in_flight,

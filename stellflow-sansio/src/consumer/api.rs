@@ -3,7 +3,7 @@
 use super::positions::Start;
 use super::{
     CommitId, CommitKind, Consumer, ConsumerError, ConsumerRecord, Ctx, FetchedBlob, Op, Position,
-    SeekTo, TopicPartition,
+    RecordLease, SeekTo, TopicPartition,
 };
 use crate::client::Client;
 use crate::net::Completion;
@@ -181,6 +181,28 @@ impl Client {
             ..
         } = self;
         consumer.poll_records(events, &mut net.counters, out, max)
+    }
+
+    /// Lends out up to `max` records of the blobs first in line, to be decoded away from the
+    /// client and then delivered by [`Client::redeem_lease`] (see [`RecordLease`] for the
+    /// contract). An adapter that guards the client with a lock decodes outside it, so the
+    /// lock is held only to lend and to redeem. `None` when nothing is buffered.
+    pub fn lease_records(&self, max: usize) -> Option<RecordLease> {
+        self.consumer.lease_records(max)
+    }
+
+    /// Delivers the records of `lease` as [`Client::poll_records`] would have (decoding them
+    /// first if [`RecordLease::decode`] was not called): positions move past them and their
+    /// buffer space is freed. `None`, with nothing delivered or changed, when the lease is
+    /// stale (the records it lent were taken or moved meanwhile): lease again.
+    pub fn redeem_lease(&mut self, lease: RecordLease) -> Option<Vec<ConsumerRecord>> {
+        let Client {
+            consumer,
+            events,
+            net,
+            ..
+        } = self;
+        consumer.redeem_lease(events, &mut net.counters, lease)
     }
 
     /// The next fetched blob, handed over whole: its records decode as the caller iterates

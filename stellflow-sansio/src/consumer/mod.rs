@@ -57,10 +57,12 @@ pub mod positions;
 mod api;
 mod commit;
 mod fetched;
+mod lease;
 mod start;
 
 pub use config::{ConsumerConfig, OffsetReset};
 pub use fetched::{BlobRecordsFrom, FetchedBlob};
+pub use lease::RecordLease;
 pub use offset_model::Position;
 
 use crate::error::RequestError;

@@ -4,6 +4,7 @@
 use super::fetched::FetchedBlob;
 use super::fetcher::{FetchLayout, LayoutPart};
 use super::group::Group;
+use super::lease::{LeasedBlob, RecordLease, build_record, record_bytes};
 use super::offset_model::{self, Position};
 use super::{ConsumerConfig, ConsumerEvent, ConsumerRecord, OffsetReset, TopicPartition};
 use crate::event::Event;
@@ -13,6 +14,9 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 use stellflow_proto::messages::FetchPartitionResponse;
 use stellflow_proto::record::{BlobRecords, blob_records};
+
+/// Most blobs one [`RecordLease`] lends (when they hold few records each).
+const MAX_LEASED_BLOBS: usize = 64;
 
 /// How far a partition is in finding its starting position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +167,8 @@ pub struct HeldAnswer {
 /// A fetched blob waiting for delivery.
 #[derive(Debug)]
 pub struct ReadyBlob {
+    /// Tells this blob from every other the queue held (set by `Consumer::push_blob`).
+    pub(crate) id: u64,
     pub(crate) tp: TopicPartition,
     pub(crate) offset: i64,
     pub(crate) epoch: u64,
@@ -183,6 +189,7 @@ impl ReadyBlob {
     pub(crate) fn new(tp: TopicPartition, offset: i64, epoch: u64, skip: u32, blob: Bytes) -> Self {
         let size = blob.len();
         ReadyBlob {
+            id: 0,
             tp,
             offset,
             epoch,
@@ -223,6 +230,8 @@ pub struct Consumer {
     pub(crate) closed: bool,
     /// `close_consumer` calls made while a close was under way; each gets its own `Closed`.
     pub(crate) extra_close_waiters: u32,
+    /// The id the next queued blob gets.
+    pub(crate) next_blob_id: u64,
 }
 
 impl Consumer {
@@ -250,6 +259,7 @@ impl Consumer {
             closing: false,
             closed: false,
             extra_close_waiters: 0,
+            next_blob_id: 0,
         }
     }
 
@@ -402,7 +412,9 @@ impl Consumer {
     }
 
     /// Queues a fetched blob for delivery.
-    pub(crate) fn push_blob(&mut self, blob: ReadyBlob) {
+    pub(crate) fn push_blob(&mut self, mut blob: ReadyBlob) {
+        blob.id = self.next_blob_id;
+        self.next_blob_id += 1;
         self.buffered += blob.size;
         match self.parts.get_mut(&blob.tp) {
             Some(p) if p.paused => p.parked.push_back(blob),
@@ -469,24 +481,15 @@ impl Consumer {
                         }
                         continue;
                     }
-                    let rec = r.record;
-                    let topic = front.tp.topic.clone();
+                    let record = build_record(&front.tp, front.offset, r, done);
                     counters.consumer_records += 1;
-                    let size = rec.value.as_ref().map_or(0, |v| v.len())
-                        + rec.key.as_ref().map_or(0, |k| k.len());
-                    crate::metrics::emit::consumed(counters, &topic, size);
-                    let out = emit(ConsumerRecord {
-                        topic,
-                        partition: front.tp.partition,
-                        offset: front.offset,
-                        index: r.index_in_blob,
-                        timestamp: rec.timestamp,
-                        key: rec.key,
-                        value: rec.value,
-                        headers: rec.headers,
-                        format: r.format,
-                        last_in_blob: done,
-                    });
+                    crate::metrics::emit::consumed(
+                        counters,
+                        &front.tp.topic,
+                        1,
+                        record_bytes(&record),
+                    );
+                    let out = emit(record);
                     if done {
                         self.finish_front();
                     }
@@ -506,7 +509,7 @@ impl Consumer {
             .unwrap_or(0)
             .saturating_sub(u64::from(skip));
         counters.consumer_records += declared;
-        crate::metrics::emit::consumed(counters, &b.tp.topic, b.size);
+        crate::metrics::emit::consumed(counters, &b.tp.topic, declared, b.size);
         Some(FetchedBlob::new(
             b.tp.topic,
             b.tp.partition,
@@ -514,6 +517,66 @@ impl Consumer {
             skip,
             b.records,
         ))
+    }
+
+    /// Lends out up to `max` records of the front blobs (see [`RecordLease`]); `None` when
+    /// nothing is buffered.
+    pub fn lease_records(&self, max: usize) -> Option<RecordLease> {
+        if self.ready.is_empty() || max == 0 {
+            return None;
+        }
+        let mut blobs = Vec::new();
+        let mut declared = 0;
+        for b in &self.ready {
+            blobs.push(LeasedBlob::new(b.id, &b.tp, b.offset, b.skip, &b.records));
+            let count = stellflow_proto::record::declared_record_count(&b.bytes).unwrap_or(0);
+            declared += count.saturating_sub(u64::from(b.progress()));
+            if declared >= max as u64 || blobs.len() >= MAX_LEASED_BLOBS {
+                break;
+            }
+        }
+        Some(RecordLease::new(blobs, max))
+    }
+
+    /// Delivers the decoded records of `lease` (decoding them first if the caller did not):
+    /// positions move past them, finished blobs leave the queue, corrupt remainders become
+    /// [`ConsumerEvent::CorruptBlob`]. `None`, with nothing changed, when the lease is stale:
+    /// the blobs it decoded are no longer at the front of the queue as they were lent.
+    pub fn redeem_lease(
+        &mut self,
+        events: &mut VecDeque<Event>,
+        counters: &mut Counters,
+        lease: RecordLease,
+    ) -> Option<Vec<ConsumerRecord>> {
+        let (blobs, records) = lease.into_parts();
+        let current = (self.ready.iter()).map(|q| (q.id, q.records.next_index()));
+        if !blobs
+            .iter()
+            .map(|b| (b.id, b.start))
+            .eq(current.take(blobs.len()))
+        {
+            return None;
+        }
+        for b in blobs {
+            counters.consumer_records += b.taken;
+            crate::metrics::emit::consumed(counters, &b.tp.topic, b.taken, b.bytes);
+            if !b.finished {
+                // The lease stopped inside this blob (it must be the last one it reached).
+                if let Some(front) = self.ready.front_mut() {
+                    front.records = b.records;
+                }
+                break;
+            }
+            if let Some(error) = b.error {
+                events.push_back(Event::Consumer(ConsumerEvent::CorruptBlob {
+                    partition: b.tp,
+                    offset: b.offset,
+                    error,
+                }));
+            }
+            self.finish_front();
+        }
+        Some(records)
     }
 
     fn finish_front(&mut self) {

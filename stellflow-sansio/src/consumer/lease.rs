@@ -1,0 +1,164 @@
+//! Records lent out of the delivery queue: decoded without the client (an adapter decodes
+//! them outside its lock), then delivered, or dropped when the queue moved meanwhile.
+
+use super::{ConsumerRecord, TopicPartition};
+use stellflow_proto::record::{BatchError, BlobRecord, BlobRecords};
+
+/// Up to `max` records of the blobs at the front of the delivery queue, lent out by
+/// [`crate::Client::lease_records`] so that they can be decoded without `&mut Client`.
+///
+/// The contract, in three steps:
+/// 1. [`crate::Client::lease_records`] lends the records out. Nothing moves: positions,
+///    commits and buffer space are as before.
+/// 2. [`RecordLease::decode`] decodes them and checks their batches. It needs only the lease,
+///    so an adapter runs it outside the lock that guards the client.
+/// 3. [`crate::Client::redeem_lease`] delivers them: the positions move past them and their
+///    buffer space is freed, as [`crate::Client::poll_records`] would have done. When
+///    something took or moved those records in the meantime (another poll, a seek, a pause,
+///    a rebalance), the lease is stale: nothing is delivered and the caller leases again.
+///
+/// A lease that is dropped instead of redeemed delivers nothing.
+#[derive(Debug)]
+pub struct RecordLease {
+    blobs: Vec<LeasedBlob>,
+    max: usize,
+    records: Vec<ConsumerRecord>,
+    decoded: bool,
+}
+
+/// One blob of a lease, with its own copy of the blob's decoding state.
+#[derive(Debug)]
+pub(crate) struct LeasedBlob {
+    /// The queue's id of the blob (`ReadyBlob::id`).
+    pub id: u64,
+    /// How far the queue's copy had decoded when it was lent (`BlobRecords::next_index`).
+    pub start: u32,
+    pub tp: TopicPartition,
+    pub offset: i64,
+    /// Records below this index were delivered before.
+    pub skip: u32,
+    /// The lease's copy of the decoding state, moved on by [`RecordLease::decode`].
+    pub records: BlobRecords,
+    /// Records decoded from this blob, and their key and value bytes.
+    pub taken: u64,
+    pub bytes: usize,
+    /// The blob was decoded to its end (or to a corrupt remainder, `error`).
+    pub finished: bool,
+    pub error: Option<BatchError>,
+    /// [`RecordLease::decode`] reached this blob.
+    pub touched: bool,
+}
+
+impl LeasedBlob {
+    /// A lent copy of a queued blob's state.
+    pub fn new(
+        id: u64,
+        tp: &TopicPartition,
+        offset: i64,
+        skip: u32,
+        records: &BlobRecords,
+    ) -> Self {
+        LeasedBlob {
+            id,
+            start: records.next_index(),
+            tp: tp.clone(),
+            offset,
+            skip,
+            records: records.clone(),
+            taken: 0,
+            bytes: 0,
+            finished: false,
+            error: None,
+            touched: false,
+        }
+    }
+}
+
+impl RecordLease {
+    pub(crate) fn new(blobs: Vec<LeasedBlob>, max: usize) -> Self {
+        RecordLease {
+            blobs,
+            max,
+            records: Vec::new(),
+            decoded: false,
+        }
+    }
+
+    /// Decodes the lent records (at most the `max` asked for), checking each batch; runs once,
+    /// later calls do nothing. A corrupt remainder of a blob ends the decoding there; it is
+    /// reported as [`super::ConsumerEvent::CorruptBlob`] when the lease is redeemed.
+    pub fn decode(&mut self) {
+        if std::mem::replace(&mut self.decoded, true) {
+            return;
+        }
+        let out = &mut self.records;
+        out.reserve(self.max.min(16 * 1024));
+        for b in &mut self.blobs {
+            if out.len() >= self.max {
+                break;
+            }
+            b.touched = true;
+            while out.len() < self.max {
+                match b.records.next() {
+                    None => b.finished = true,
+                    Some(Err(error)) => {
+                        b.error = Some(error);
+                        b.finished = true;
+                    }
+                    Some(Ok(r)) => {
+                        let done = b.records.at_end();
+                        b.finished = done;
+                        if r.index_in_blob >= b.skip {
+                            let record = build_record(&b.tp, b.offset, r, done);
+                            b.taken += 1;
+                            b.bytes += record_bytes(&record);
+                            out.push(record);
+                        }
+                    }
+                }
+                if b.finished {
+                    break;
+                }
+            }
+            if !b.finished {
+                break;
+            }
+        }
+    }
+
+    /// The blobs decoding reached, in queue order, and the records (for redeeming).
+    pub(crate) fn into_parts(mut self) -> (Vec<LeasedBlob>, Vec<ConsumerRecord>) {
+        self.decode();
+        self.blobs.retain(|b| b.touched);
+        (self.blobs, self.records)
+    }
+}
+
+/// The record `r` of the blob at `offset` of `tp`, which is the blob's last when `done`.
+#[inline(always)]
+pub(crate) fn build_record(
+    tp: &TopicPartition,
+    offset: i64,
+    r: BlobRecord,
+    done: bool,
+) -> ConsumerRecord {
+    let rec = r.record;
+    ConsumerRecord {
+        topic: tp.topic.clone(),
+        partition: tp.partition,
+        offset,
+        index: r.index_in_blob,
+        timestamp: rec.timestamp,
+        key: rec.key,
+        value: rec.value,
+        headers: rec.headers,
+        format: r.format,
+        last_in_blob: done,
+    }
+}
+
+/// Key and value bytes of a record (what the consumed-bytes counters count).
+#[inline(always)]
+pub(crate) fn record_bytes(r: &ConsumerRecord) -> usize {
+    r.value.as_ref().map_or(0, |v| v.len()) + r.key.as_ref().map_or(0, |k| k.len())
+}
