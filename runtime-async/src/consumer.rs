@@ -93,16 +93,36 @@ impl<R: Runtime> Consumer<R> {
         r.unwrap_or_else(|e| Some(Err(e)))
     }
 
+    /// Takes up to `max` records, or registers `cx`; `None` when there are none. The records
+    /// are decoded outside the client's lock (see [`stellflow_sansio::RecordLease`]): the lock is held to lend
+    /// them and to deliver them, so the driver is not kept from the sockets meanwhile.
+    fn take_records(&self, cx: &Context<'_>, max: usize) -> Option<Result<Vec<ConsumerRecord>>> {
+        loop {
+            let lease = |st: &mut State| Vec::from_iter(st.client.lease_records(max));
+            let mut lease = match self.take(cx, lease)? {
+                Ok(mut v) => v.pop()?,
+                Err(e) => return Some(Err(e)),
+            };
+            lease.decode();
+            match self.client.link.with(|st, _| st.client.redeem_lease(lease)) {
+                Ok(Some(records)) if !records.is_empty() => return Some(Ok(records)),
+                // Stale (another caller took these records), or only finished blobs
+                // without records: either way the queue moved on; lease again.
+                Ok(_) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
     /// Waits up to `timeout` for `grab` to find something; an empty vector when nothing came
     /// in time.
     async fn take_within<T>(
         &self,
         timeout: Duration,
-        mut grab: impl FnMut(&mut State) -> Vec<T>,
+        mut grab: impl FnMut(&Context<'_>) -> Option<Result<Vec<T>>>,
     ) -> Result<Vec<T>> {
         let deadline = Instant::now() + timeout;
-        let take =
-            future::poll_fn(|cx| self.take(cx, &mut grab).map_or(Poll::Pending, Poll::Ready));
+        let take = future::poll_fn(|cx| grab(cx).map_or(Poll::Pending, Poll::Ready));
         let expire = async {
             R::sleep_until(deadline).await;
             Ok(Vec::new())
@@ -123,7 +143,7 @@ impl<R: Runtime> Consumer<R> {
     /// Like [`Consumer::poll`], returning at most `max` records. The records are decoded (and
     /// their batches checked) on the calling task. Cancel-safe.
     pub async fn poll_max(&self, timeout: Duration, max: usize) -> Result<Vec<ConsumerRecord>> {
-        self.take_within(timeout, |st| st.take_records(max.max(1)))
+        self.take_within(timeout, |cx| self.take_records(cx, max.max(1)))
             .await
     }
 
@@ -135,13 +155,14 @@ impl<R: Runtime> Consumer<R> {
     /// [`stellflow_sansio::ConsumerEvent::CorruptBlob`]. An empty vector when none came in
     /// time; [`ConsumerError::Closed`] after [`Consumer::close`]. Cancel-safe.
     pub async fn poll_blobs(&self, timeout: Duration) -> Result<Vec<FetchedBlob>> {
-        self.take_within(timeout, State::take_blobs).await
+        self.take_within(timeout, |cx| self.take(cx, State::take_blobs))
+            .await
     }
 
     /// Waits (without a time limit) for the next record. [`ConsumerError::Closed`] after
     /// [`Consumer::close`]. Cancel-safe: no record is taken unless the call returns it.
     pub async fn recv(&self) -> Result<ConsumerRecord> {
-        future::poll_fn(|cx| match self.take(cx, |st| st.take_records(1)) {
+        future::poll_fn(|cx| match self.take_records(cx, 1) {
             Some(Ok(mut v)) => Poll::Ready(v.pop().ok_or(Error::Shutdown)),
             Some(Err(e)) => Poll::Ready(Err(e)),
             None => Poll::Pending,
@@ -266,7 +287,7 @@ impl<R: Runtime> Stream for Consumer<R> {
     /// The next record; the stream ends once the consumer is closed (or the client stopped).
     /// Cancel-safe: no record is taken unless it is returned.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        match self.take(cx, |st| st.take_records(1)) {
+        match self.take_records(cx, 1) {
             Some(Ok(mut v)) => Poll::Ready(v.pop().map(Ok)),
             Some(Err(Error::Shutdown | Error::Consumer(ConsumerError::Closed))) => {
                 Poll::Ready(None)

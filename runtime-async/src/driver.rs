@@ -8,7 +8,7 @@
 //! [`crate::Client::close`] asks), it closes the producer (delivering what is buffered, up to
 //! `Options::close_timeout`) and the consumer (auto-commit), closes its sockets and ends.
 
-use crate::state::{Conn, Shared, Transmit};
+use crate::state::{Conn, Shared, State, Transmit};
 use crate::{ReadBuffers, Runtime};
 use bytes::BytesMut;
 use futures_lite::future;
@@ -61,8 +61,12 @@ struct Reader<R: Runtime> {
     /// A large frame being read into a vector of its own, and its total length (runtimes
     /// with [`Runtime::READS_INTO_VEC`] only).
     frame: Option<(Vec<u8>, usize)>,
-    /// What the core still wants of the frame it is receiving (`Client::input_wanted`).
+    /// What the core still wants of the frame it is receiving (`Client::input_wanted`), less
+    /// what `held` has of it.
     want: usize,
+    /// Bytes of the current frame read while a handle held the lock, not yet handed to the
+    /// core: the front of `buf`'s allocation, right before `buf`.
+    held: BytesMut,
 }
 
 impl<R: Runtime> Reader<R> {
@@ -182,6 +186,7 @@ impl<R: Runtime> Driver<R> {
                         buffers: ReadBuffers::new(),
                         frame: None,
                         want: 0,
+                        held: BytesMut::new(),
                     };
                     self.socks.insert(id, reader);
                     let mut st = self.shared.lock();
@@ -216,6 +221,9 @@ impl<R: Runtime> Driver<R> {
     /// [`Runtime::READS_INTO_VEC`] (whose buffer reads zero their room first), a large frame
     /// that begins at a read's frame boundary is read on into a vector of its own instead,
     /// without zeroing, and handed over whole (its first bytes, at most [`READ_MIN`], copied).
+    /// Inside a frame, a read that finds the client's lock taken (a handle is polling) keeps
+    /// its bytes and reads on; they go to the core, joined, once the lock is free, the frame
+    /// ends or the socket is empty, so a busy handle never stops the socket being drained.
     fn read(&mut self, id: ConnId, now: Instant) {
         let Some(r) = self.socks.get_mut(&id) else {
             return;
@@ -299,13 +307,26 @@ impl<R: Runtime> Driver<R> {
                             r.frame = Some((vec, total));
                         }
                     }
-                    let mut st = self.shared.lock();
+                    budget = budget.saturating_sub(n);
+                    // Mid-frame, a busy lock (a handle decoding records) does not stop the
+                    // reading: the bytes are held, joined in place, until the lock is free.
+                    let mid_frame = r.frame.is_none() && n < r.want;
+                    let st = match mid_frame {
+                        true => self.shared.try_lock(),
+                        false => Some(self.shared.lock()),
+                    };
+                    r.held.unsplit(chunk);
+                    let Some(mut st) = st else {
+                        r.want -= n;
+                        if budget == 0 {
+                            break None;
+                        }
+                        continue;
+                    };
                     if !st.conns.contains_key(&id) {
                         return;
                     }
-                    st.client.handle_input(id, now, &mut chunk);
-                    r.want = st.client.input_wanted(id);
-                    budget = budget.saturating_sub(n);
+                    r.want = hand_in(&mut st, id, now, &mut r.held);
                     if budget == 0 {
                         break None;
                     }
@@ -314,10 +335,24 @@ impl<R: Runtime> Driver<R> {
                 Err(e) => break Some(DisconnectReason::Io(e.to_string())),
             }
         };
+        if r.held.is_empty() && gone.is_none() {
+            return;
+        }
+        let mut st = self.shared.lock();
+        if !r.held.is_empty() && st.conns.contains_key(&id) {
+            r.want = hand_in(&mut st, id, now, &mut r.held);
+        }
         if let Some(reason) = gone {
-            self.shared.lock().lost(id, now, reason);
+            st.lost(id, now, reason);
         }
     }
+}
+
+/// Hands `bytes` (all of them) to the core; what it then wants of its current frame.
+fn hand_in(st: &mut State, id: ConnId, now: Instant, bytes: &mut BytesMut) -> usize {
+    let mut chunk = std::mem::take(bytes);
+    st.client.handle_input(id, now, &mut chunk);
+    st.client.input_wanted(id)
 }
 
 impl<R: Runtime> Drop for Driver<R> {
@@ -345,4 +380,105 @@ async fn io_ready<R: Runtime>(
         Poll::Pending
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::{Fake, socket};
+    use crate::state::Link;
+    use crate::{ClientConfig, Options};
+    use std::time::Duration;
+
+    /// A driver of the fake runtime with one connection the core opened (its first request
+    /// sent), and that connection's id.
+    fn connected() -> (Driver<Fake>, ConnId) {
+        let config = ClientConfig::new("127.0.0.1:9").unwrap();
+        let (link, wake) = Link::new(config, Options::default()).unwrap();
+        let mut driver = Driver::<Fake>::new(link.shared.clone(), wake);
+        let now = Instant::now();
+        let mut st = link.shared.lock();
+        st.client.handle_timeout(now);
+        let id = st.client.poll_connect().expect("a bootstrap connect").conn;
+        let sock = Arc::new(Sock::<Fake>(socket(0, 64 * 1024, false)));
+        st.conns.insert(
+            id,
+            Conn {
+                sock: sock.clone(),
+                pending: BytesMut::new(),
+            },
+        );
+        st.client.handle_connected(id, now);
+        st.drain(now);
+        drop(st);
+        let reader = Reader {
+            sock,
+            buf: BytesMut::new(),
+            buf_size: 0,
+            buffers: ReadBuffers::new(),
+            frame: None,
+            want: 0,
+            held: BytesMut::new(),
+        };
+        driver.socks.insert(id, reader);
+        (driver, id)
+    }
+
+    /// A frame of `len` bytes arrives in pieces while a handle holds the client's lock: the
+    /// driver drains the socket anyway, hands nothing over until the lock is free, then hands
+    /// over every byte it read, once, and the core wants exactly the rest of the frame.
+    #[test]
+    fn reads_on_while_the_lock_is_taken_and_hands_every_byte_over_after() {
+        let (mut driver, id) = connected();
+        let shared = driver.shared.clone();
+        let sock = driver.socks[&id].sock.clone();
+        let len = 2 * 1024 * 1024;
+        let feed = |bytes: usize| {
+            let mut s = sock.0.lock().unwrap();
+            let from = s.data.len();
+            let frame = (len as u32)
+                .to_be_bytes()
+                .into_iter()
+                .chain(std::iter::repeat(7));
+            let new: Vec<u8> = frame.skip(from).take(bytes).collect();
+            s.data.extend_from_slice(&new);
+        };
+        let received = || shared.lock().client.counters().bytes_received;
+        let base = received();
+        // 100 KiB with the lock free: handed over as read.
+        feed(100 * 1024);
+        driver.read(id, Instant::now());
+        assert_eq!(received() - base, 100 * 1024);
+        assert_eq!(shared.lock().client.input_wanted(id), len + 4 - 100 * 1024);
+        // 600 KiB more while a handle holds the lock.
+        let guard = shared.lock();
+        feed(600 * 1024);
+        let reading = std::thread::spawn(move || {
+            driver.read(id, Instant::now());
+            driver
+        });
+        let end = Instant::now() + Duration::from_secs(20);
+        while sock.0.lock().unwrap().at < 700 * 1024 {
+            assert!(
+                Instant::now() < end,
+                "the driver stopped reading at the lock"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(guard.client.counters().bytes_received - base, 100 * 1024);
+        drop(guard);
+        let mut driver = reading.join().unwrap();
+        assert_eq!(
+            received() - base,
+            700 * 1024,
+            "every byte read, handed over once"
+        );
+        assert_eq!(shared.lock().client.input_wanted(id), len + 4 - 700 * 1024);
+        assert!(driver.socks[&id].held.is_empty());
+        // The rest of the frame, the lock free again.
+        feed(len + 4 - 700 * 1024);
+        driver.read(id, Instant::now());
+        assert_eq!(received() - base, len as u64 + 4);
+        assert_eq!(shared.lock().client.input_wanted(id), 0);
+    }
 }

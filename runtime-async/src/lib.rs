@@ -37,6 +37,8 @@ mod client;
 mod consumer;
 mod driver;
 mod error;
+#[cfg(test)]
+mod fake;
 pub mod perf;
 mod producer;
 mod read_buffers;

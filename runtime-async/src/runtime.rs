@@ -114,76 +114,10 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
 #[cfg(test)]
 mod tests {
     use super::{Runtime, ZEROED_READ_FIRST};
+    use crate::fake::{Fake, Held, socket};
     use bytes::BytesMut;
-    use std::future::Future;
     use std::io::{self, ErrorKind};
     use std::sync::Mutex;
-    use std::task::{Context, Poll};
-    use std::time::{Duration, Instant};
-    use stellflow_sansio::BrokerAddress;
-
-    /// A socket holding `data`, handing out at most `per_read` bytes a read, then
-    /// `WouldBlock` (or EOF once `eof`).
-    struct Held {
-        data: Vec<u8>,
-        at: usize,
-        per_read: usize,
-        eof: bool,
-        reads: usize,
-    }
-
-    #[derive(Debug, Clone)]
-    struct Fake;
-
-    impl Runtime for Fake {
-        type Socket = Mutex<Held>;
-        fn spawn(_: &'static str, _: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
-            unreachable!("the default read needs no task")
-        }
-        #[allow(clippy::manual_async_fn)]
-        fn connect(
-            _: BrokerAddress,
-            _: Duration,
-        ) -> impl Future<Output = io::Result<Mutex<Held>>> + Send + 'static {
-            async { unreachable!("no connects") }
-        }
-        #[allow(clippy::manual_async_fn)]
-        fn sleep_until(_: Instant) -> impl Future<Output = ()> + Send {
-            async {}
-        }
-        fn try_read(socket: &Mutex<Held>, buf: &mut [u8]) -> io::Result<usize> {
-            let mut s = socket.lock().unwrap();
-            s.reads += 1;
-            let n = buf.len().min(s.per_read).min(s.data.len() - s.at);
-            if n == 0 && !buf.is_empty() && !s.eof {
-                return Err(ErrorKind::WouldBlock.into());
-            }
-            let at = s.at;
-            buf[..n].copy_from_slice(&s.data[at..at + n]);
-            s.at += n;
-            Ok(n)
-        }
-        fn try_write(_: &Mutex<Held>, _: &[u8]) -> io::Result<usize> {
-            unreachable!("no writes")
-        }
-        fn poll_readable(_: &Mutex<Held>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Poll::Ready(Ok(()))
-        }
-        fn poll_writable(_: &Mutex<Held>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Poll::Ready(Ok(()))
-        }
-    }
-
-    fn socket(len: usize, per_read: usize, eof: bool) -> Mutex<Held> {
-        let data = (0..len).map(|i| (i % 251) as u8).collect();
-        Mutex::new(Held {
-            data,
-            at: 0,
-            per_read,
-            eof,
-            reads: 0,
-        })
-    }
 
     /// One call as the driver makes it: the bytes read, split off the front of `buf`.
     fn read(s: &Mutex<Held>, buf: &mut BytesMut, limit: usize) -> io::Result<BytesMut> {

@@ -25,8 +25,8 @@ use std::task::{Context, Waker};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use stellflow_sansio::{
     AdminError, AdminOutcome, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
-    ConsumerEvent, ConsumerRecord, DisconnectReason, Event, FetchedBlob, FlushId, Position,
-    ProduceError, RecordMetadata, RequestId, TopicPartition,
+    ConsumerEvent, DisconnectReason, Event, FetchedBlob, FlushId, Position, ProduceError,
+    RecordMetadata, RequestId, TopicPartition,
 };
 
 /// The sending side of a one-shot answer (the one one-shot channel of the adapters).
@@ -249,21 +249,6 @@ impl State {
     /// Whether nothing waits in the lane.
     pub fn lane_empty(&self) -> bool {
         self.parked.is_empty()
-    }
-
-    /// Takes up to `max` records the core has ready.
-    pub fn take_records(&mut self, max: usize) -> Vec<ConsumerRecord> {
-        let mut out = Vec::new();
-        if max == 0 {
-            return out;
-        }
-        let Some(first) = self.client.poll_record() else {
-            return out;
-        };
-        out.reserve(max.min(16 * 1024));
-        out.push(first);
-        self.client.poll_records(&mut out, max - 1);
-        out
     }
 
     /// Takes every blob the core has ready, each handed over whole.
@@ -498,6 +483,15 @@ pub(crate) struct Shared(Mutex<State>);
 impl Shared {
     pub fn lock(&self) -> MutexGuard<'_, State> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The lock if nobody holds it now.
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, State>> {
+        match self.0.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
     }
 }
 

@@ -221,6 +221,84 @@ pub async fn large_records_exactly_once() -> R<()> {
     Ok(())
 }
 
+/// Four threads poll one consumer at once, each with its own small `poll_max`, so that their
+/// takes race for the same records (and hold the client's lock while the driver reads): every
+/// record arrives exactly once, each thread sees each partition's records in order, and every
+/// thread gets some.
+pub async fn concurrent_pollers_exactly_once() -> R<()> {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    const N: u32 = 30_000;
+    // Values of about 1 KiB: Fetch answers of several MiB, each read in many pieces.
+    let value = |i: u32| format!("{i:08}{}", "v".repeat(1000 + (i % 50) as usize));
+    let server = sim()?;
+    let client = aw!(Client::connect_with(config(&server)?, Options::default()))?;
+    create_topic(&client.admin(), "shared", 3).await?;
+    let producer = client.producer();
+    let mut pending = Vec::with_capacity(N as usize);
+    for i in 0..N {
+        pending.push(aw!(producer.enqueue(Record::new("shared", value(i))))?);
+    }
+    aw!(producer.flush())?;
+    for d in pending {
+        delivered!(d)?;
+    }
+    let consumer = client.consumer();
+    let tps: Vec<_> = (0..3).map(|p| TopicPartition::new("shared", p)).collect();
+    consumer.assign(&tps)?;
+    let taken = AtomicUsize::new(0);
+    let end = Instant::now() + Duration::from_secs(120);
+    let poller = |t: usize| {
+        let (consumer, taken) = (consumer.clone(), &taken);
+        move || -> R<Vec<sf::ConsumerRecord>> {
+            block_on(async move {
+                let mut got = Vec::new();
+                while taken.load(SeqCst) < N as usize && Instant::now() < end {
+                    let batch = aw!(consumer.poll_max(Duration::from_millis(50), 3 + 4 * t))?;
+                    taken.fetch_add(batch.len(), SeqCst);
+                    got.extend(batch);
+                }
+                Ok(got)
+            })
+        }
+    };
+    let per_thread = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..4).map(|t| s.spawn(poller(t))).collect();
+        let joined = threads.into_iter().map(|h| h.join());
+        joined
+            .map(|r| r.unwrap_or_else(|_| Err("a poller panicked".into())))
+            .collect::<R<Vec<_>>>()
+    })?;
+    let mut seen = vec![0u32; N as usize];
+    for (t, got) in per_thread.iter().enumerate() {
+        check(!got.is_empty(), || format!("poller {t} got nothing"))?;
+        let mut last: std::collections::HashMap<i32, Position> = Default::default();
+        for r in got {
+            let v = std::str::from_utf8(r.value.as_deref().unwrap_or_default())?;
+            let i: u32 = v.get(..8).ok_or("short value")?.parse()?;
+            check(v == value(i), || format!("record {i} has the wrong value"))?;
+            seen[i as usize] += 1;
+            let at = Position::new(r.offset, r.index);
+            if let Some(before) = last.insert(r.partition, at) {
+                check(before < at, || {
+                    format!(
+                        "poller {t}: partition {} went from {before} to {at}",
+                        r.partition
+                    )
+                })?;
+            }
+        }
+    }
+    let wrong: Vec<_> = (seen.iter().enumerate())
+        .filter(|(_, n)| **n != 1)
+        .take(5)
+        .collect();
+    check(wrong.is_empty(), || {
+        format!("records not consumed exactly once (index, times): {wrong:?}")
+    })?;
+    aw!(client.close())?;
+    Ok(())
+}
+
 /// 20,000 keyed records over 3 partitions read back as whole blobs (`poll_blobs`): the same
 /// records at the positions their deliveries reported, each once; a blob taken moves the
 /// position past it, to the log end once all are taken.
@@ -815,6 +893,7 @@ cases!(
     produce_consume_100k,
     poll_blobs_exactly_once,
     large_records_exactly_once,
+    concurrent_pollers_exactly_once,
     group_commit_resume,
     admin_committed_offsets,
     broker_restart_mid_stream,
