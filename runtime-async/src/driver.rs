@@ -70,6 +70,19 @@ struct Reader<R: Runtime> {
 }
 
 impl<R: Runtime> Reader<R> {
+    /// The reading side of `sock`, with nothing read yet.
+    fn new(sock: Arc<Sock<R>>) -> Self {
+        Reader {
+            sock,
+            buf: BytesMut::new(),
+            buf_size: 0,
+            buffers: ReadBuffers::new(),
+            frame: None,
+            want: 0,
+            held: BytesMut::new(),
+        }
+    }
+
     /// Replaces `buf` with room for at least `len` bytes, keeping the old allocation for
     /// reuse.
     fn renew(&mut self, len: usize) {
@@ -179,16 +192,7 @@ impl<R: Runtime> Driver<R> {
                 Wake::Handles(open) => handles = open,
                 Wake::Connected(id, Ok(stream)) => {
                     let sock = Arc::new(Sock::<R>(stream));
-                    let reader = Reader {
-                        sock: sock.clone(),
-                        buf: BytesMut::new(),
-                        buf_size: 0,
-                        buffers: ReadBuffers::new(),
-                        frame: None,
-                        want: 0,
-                        held: BytesMut::new(),
-                    };
-                    self.socks.insert(id, reader);
+                    self.socks.insert(id, Reader::new(sock.clone()));
                     let mut st = self.shared.lock();
                     st.conns.insert(
                         id,
@@ -411,16 +415,7 @@ mod tests {
         st.client.handle_connected(id, now);
         st.drain(now);
         drop(st);
-        let reader = Reader {
-            sock,
-            buf: BytesMut::new(),
-            buf_size: 0,
-            buffers: ReadBuffers::new(),
-            frame: None,
-            want: 0,
-            held: BytesMut::new(),
-        };
-        driver.socks.insert(id, reader);
+        driver.socks.insert(id, Reader::new(sock));
         (driver, id)
     }
 

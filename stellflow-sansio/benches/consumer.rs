@@ -5,8 +5,11 @@
 //! Run: `cargo bench -p stellflow-sansio --bench consumer`. Prints
 //! `RESULT consumer-records-per-sec N` for v1 blobs (the default format) and, as a second
 //! figure, `RESULT consumer-records-per-sec-srfb N` for the same records in SRFB envelopes
-//! (uncompressed: CRC-32 over the envelope, then the v1 batch inside). Each also prints the
-//! spread over its rounds.
+//! (uncompressed: CRC-32 over the envelope, then the v1 batch inside), and
+//! `RESULT consumer-records-per-sec-leased N` for the v1 blobs taken through leases of 500
+//! records (`lease_records`, `RecordLease::decode`, `redeem_lease`: how the adapters take
+//! records), beside the `poll_record` figure of the same run. Each also prints the spread over
+//! its rounds.
 
 use bytes::{Bytes, BytesMut};
 use std::collections::HashMap;
@@ -63,8 +66,17 @@ fn produce(sim: &mut SimCluster, now: Instant, partition: i32, blob: Bytes) {
     assert_eq!(r.responses[0].partitions[0].error_code.0, 0);
 }
 
+/// How the bench takes records.
+#[derive(Clone, Copy, PartialEq)]
+enum Take {
+    /// `poll_record` until `None`.
+    Records,
+    /// Leases of 500 records, decoded, then redeemed.
+    Leases,
+}
+
 /// Client time and records of one run over blobs built with `envelope`.
-fn run(envelope: Envelope, label: &str) -> f64 {
+fn run(envelope: Envelope, label: &str, take: Take) -> f64 {
     let mut now = Instant::now();
     let log = LogConfig {
         retention_segments: 1_000,
@@ -147,10 +159,24 @@ fn run(envelope: Envelope, label: &str) -> f64 {
             let t = Instant::now();
             client.handle_input(c, now, &mut input);
             input_time += t.elapsed();
-            while let Some(r) = client.poll_record() {
+            let mut count = |r: &stellflow_sansio::ConsumerRecord| {
                 value_bytes += r.value.as_ref().map_or(0, |v| v.len());
                 delivered += 1;
                 in_round += 1;
+            };
+            match take {
+                Take::Records => {
+                    while let Some(r) = client.poll_record() {
+                        count(&r);
+                    }
+                }
+                Take::Leases => {
+                    while let Some(mut lease) = client.lease_records(500) {
+                        lease.decode();
+                        let records = client.redeem_lease(lease).expect("nothing else takes");
+                        records.iter().for_each(&mut count);
+                    }
+                }
             }
             let spent = t.elapsed();
             timed += spent;
@@ -203,8 +229,10 @@ fn run(envelope: Envelope, label: &str) -> f64 {
 }
 
 fn main() {
-    let v1 = run(Envelope::V1, "v1");
-    let srfb = run(Envelope::Srfb(Compression::None), "srfb");
+    let v1 = run(Envelope::V1, "v1", Take::Records);
+    let srfb = run(Envelope::Srfb(Compression::None), "srfb", Take::Records);
+    let leased = run(Envelope::V1, "v1, leases of 500", Take::Leases);
     println!("RESULT consumer-records-per-sec {}", v1 as u64);
     println!("RESULT consumer-records-per-sec-srfb {}", srfb as u64);
+    println!("RESULT consumer-records-per-sec-leased {}", leased as u64);
 }

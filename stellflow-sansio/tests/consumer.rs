@@ -51,21 +51,6 @@ fn consumes_exactly_n_in_order_over_brokers_and_formats() {
     assert_eq!(w.client.counters().consumer_records, n as u64);
 }
 
-/// Two brokers, `orders` with one partition on each holding 30 blobs of varied formats; the
-/// client bootstrapped and assigned both partitions.
-fn two_partitions_of_30_blobs() -> (World, Expected, Vec<TopicPartition>) {
-    let mut w = World::with(
-        ClusterConfig::with_brokers(2),
-        consumer_config("broker-1:9092,broker-2:9092", None),
-    );
-    w.sim.create_topic("orders", 2, 1).unwrap();
-    let exp = fill(&mut w, "orders", 2, 30, 20);
-    w.bootstrap();
-    let tps: Vec<_> = (0..2).map(|p| TopicPartition::new("orders", p)).collect();
-    w.client.assign(w.now, &tps).unwrap();
-    (w, exp, tps)
-}
-
 #[test]
 fn poll_records_delivers_the_same_records_as_poll_record_in_batches() {
     let (mut w, exp, tps) = two_partitions_of_30_blobs();

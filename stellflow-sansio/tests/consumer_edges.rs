@@ -445,11 +445,13 @@ fn a_seek_to_a_timestamp_lands_on_the_first_blob_appended_at_or_after_it() {
 }
 
 /// A blob whose second v1 batch fails its CRC: `poll_record` delivers the first batch's
-/// records, raises `CorruptBlob` and goes on with the next blob; `poll_blob` yields the same
-/// records and then one `Err`, and the partition goes on the same way. Nothing is repeated.
+/// records, raises `CorruptBlob` and goes on with the next blob; a lease (of 100 records) does
+/// the same, the event raised when it is redeemed; `poll_blob` yields the same records and
+/// then one `Err`, and the partition goes on the same way. Nothing is repeated.
 #[test]
-fn a_corrupt_batch_ends_its_blob_on_both_delivery_paths() {
-    for whole_blobs in [false, true] {
+fn a_corrupt_batch_ends_its_blob_on_every_delivery_path() {
+    for path in ["records", "leases", "blobs"] {
+        let whole_blobs = path == "blobs";
         let mut w = World::with(
             ClusterConfig::with_brokers(1),
             consumer_config("broker-1:9092", None),
@@ -478,6 +480,12 @@ fn a_corrupt_batch_ends_its_blob_on_both_delivery_paths() {
                         }
                     }
                 }
+            } else if path == "leases" {
+                while let Some(mut lease) = w.client.lease_records(100) {
+                    lease.decode();
+                    let records = w.client.redeem_lease(lease).unwrap();
+                    got.extend(records.iter().map(|r| (r.offset, r.index)));
+                }
             } else {
                 while let Some(r) = w.client.poll_record() {
                     got.push((r.offset, r.index));
@@ -495,9 +503,9 @@ fn a_corrupt_batch_ends_its_blob_on_both_delivery_paths() {
         assert_eq!(
             got,
             vec![(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)],
-            "whole blobs: {whole_blobs}"
+            "{path}"
         );
-        assert_eq!(errors, 1, "whole blobs: {whole_blobs}");
+        assert_eq!(errors, 1, "{path}");
         assert_eq!(w.client.position(&tp), Some(Position::blob(2)));
     }
 }

@@ -5,41 +5,15 @@
 mod common;
 mod consumer_support;
 
-use common::World;
 use consumer_support::*;
 use std::time::Duration;
-use stellflow_sansio::{ConsumerEvent, ConsumerRecord, Position, SeekTo, TopicPartition};
-use stellflow_sim::ClusterConfig;
+use stellflow_sansio::{Position, SeekTo, TopicPartition};
 
-/// Two brokers, `orders` with one partition on each holding 30 blobs of every format (1 to 23
-/// records each); the client bootstrapped and assigned both partitions.
-fn two_partitions_of_30_blobs() -> (World, Expected, Vec<TopicPartition>) {
-    let mut w = World::with(
-        ClusterConfig::with_brokers(2),
-        consumer_config("broker-1:9092,broker-2:9092", None),
-    );
-    w.sim.create_topic("orders", 2, 1).unwrap();
-    let exp = fill(&mut w, "orders", 2, 30, 20);
-    w.bootstrap();
-    let tps: Vec<_> = (0..2).map(|p| TopicPartition::new("orders", p)).collect();
-    w.client.assign(w.now, &tps).unwrap();
-    (w, exp, tps)
+/// The positions of `tps`, in order.
+fn positions(w: &common::World, tps: &[TopicPartition]) -> Vec<Option<Position>> {
+    tps.iter().map(|tp| w.client.position(tp)).collect()
 }
 
-fn keep(got: &mut Got, r: &ConsumerRecord) {
-    got.entry(TopicPartition::new(&r.topic, r.partition))
-        .or_default()
-        .push((
-            (r.offset, r.index),
-            r.value.clone().unwrap().to_vec(),
-            r.format,
-        ));
-}
-
-/// Leases of 1, 7 and 500 records deliver exactly what `poll_records` would: every record
-/// once, in order, across blobs (a lease of 500 spans several), one `last_in_blob` per blob;
-/// a lease moves nothing until it is redeemed, and then the position is right after its last
-/// record; the counters and the buffer come out as with polling.
 #[test]
 fn leases_deliver_the_records_poll_records_gives() {
     for max in [1, 7, 500] {
@@ -49,10 +23,10 @@ fn leases_deliver_the_records_poll_records_gives() {
         let (mut blob_ends, mut largest) = (0, 0);
         w.run_until(Duration::from_secs(60), |w| {
             while let Some(mut lease) = w.client.lease_records(max) {
-                let before: Vec<_> = tps.iter().map(|tp| w.client.position(tp)).collect();
+                let before = positions(w, &tps);
                 let buffered = w.client.buffered_bytes();
                 lease.decode();
-                let now: Vec<_> = tps.iter().map(|tp| w.client.position(tp)).collect();
+                let now = positions(w, &tps);
                 assert_eq!(
                     before, now,
                     "a lease moves no position before it is redeemed"
@@ -151,17 +125,17 @@ fn a_stale_or_dropped_lease_delivers_nothing() {
                 4 => {
                     // Dropped without redeeming: nothing moves, and nothing is delivered (the
                     // exactness check below would miss its records otherwise).
-                    let positions: Vec<_> = tps.iter().map(|tp| w.client.position(tp)).collect();
+                    let before = positions(w, &tps);
                     lease.decode();
                     drop(lease);
-                    let now: Vec<_> = tps.iter().map(|tp| w.client.position(tp)).collect();
-                    assert_eq!(positions, now, "a dropped lease moved a position");
+                    let now = positions(w, &tps);
+                    assert_eq!(before, now, "a dropped lease moved a position");
                     continue;
                 }
                 _ => {}
             }
             lease.decode();
-            let positions: Vec<_> = tps.iter().map(|tp| w.client.position(tp)).collect();
+            let before = positions(w, &tps);
             match w.client.redeem_lease(lease) {
                 Some(records) => {
                     assert!(
@@ -172,8 +146,8 @@ fn a_stale_or_dropped_lease_delivers_nothing() {
                 }
                 None => {
                     stale[case] += 1;
-                    let now: Vec<_> = tps.iter().map(|tp| w.client.position(tp)).collect();
-                    assert_eq!(positions, now, "a stale lease moved a position");
+                    let now = positions(w, &tps);
+                    assert_eq!(before, now, "a stale lease moved a position");
                 }
             }
         }
@@ -219,43 +193,4 @@ fn a_lease_takes_up_a_blob_where_polling_left_it() {
     });
     assert_exact(&exp, &got);
     assert!(mid_blob > 10, "only {mid_blob} leases began inside a blob");
-}
-
-/// A blob whose second v1 batch fails its CRC: a lease delivers the first batch's records,
-/// redeeming it raises `CorruptBlob` once, and the next lease goes on with the next blob.
-#[test]
-fn a_lease_stops_at_a_corrupt_batch_and_reports_it() {
-    let mut w = World::with(
-        ClusterConfig::with_brokers(1),
-        consumer_config("broker-1:9092", None),
-    );
-    w.sim.create_topic("t", 1, 1).unwrap();
-    let tp = TopicPartition::new("t", 0);
-    let good = blob(Kind::V1, &values("a", 3, 8));
-    let mut bad = bytes::BytesMut::from(&good[..]);
-    bad.extend_from_slice(&blob(Kind::V1, &values("b", 2, 8)));
-    let last = bad.len() - 1;
-    bad[last] ^= 0xff; // inside the second batch's last value: its CRC no longer matches
-    assert_eq!(produce(&mut w, "t", 0, bad.freeze()), 0);
-    assert_eq!(produce(&mut w, "t", 0, good), 1);
-    w.bootstrap();
-    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
-    let mut got = Vec::new();
-    w.run_until(Duration::from_secs(10), |w| {
-        while let Some(mut lease) = w.client.lease_records(100) {
-            lease.decode();
-            let records = w.client.redeem_lease(lease).unwrap();
-            got.extend(records.iter().map(|r| (r.offset, r.index)));
-        }
-        got.len() >= 6
-    });
-    w.advance(Duration::from_millis(1)); // drains the events the last redemption raised
-    let corrupt = consumer_events(&mut w)
-        .iter()
-        .filter(|e| matches!(e, ConsumerEvent::CorruptBlob { offset: 0, .. }))
-        .count();
-    assert_eq!(got, vec![(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]);
-    assert_eq!(corrupt, 1);
-    assert_eq!(w.client.position(&tp), Some(Position::blob(2)));
-    assert_eq!(w.client.counters().consumer_records, 6);
 }

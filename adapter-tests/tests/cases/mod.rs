@@ -27,13 +27,21 @@ fn record(topic: &str, i: u32) -> Record {
 
 /// Produces records `0..n` of [`record`] to `topic`, flushes, and returns where each landed.
 async fn produce_keyed(client: &Client, topic: &str, n: u32) -> R<Vec<sf::RecordMetadata>> {
+    produce_all(client, (0..n).map(|i| record(topic, i))).await
+}
+
+/// Enqueues every record, flushes, and returns where each landed.
+async fn produce_all(
+    client: &Client,
+    records: impl IntoIterator<Item = Record>,
+) -> R<Vec<sf::RecordMetadata>> {
     let producer = client.producer();
-    let mut pending = Vec::with_capacity(n as usize);
-    for i in 0..n {
-        pending.push(aw!(producer.enqueue(record(topic, i)))?);
+    let mut pending = Vec::new();
+    for r in records {
+        pending.push(aw!(producer.enqueue(r))?);
     }
     aw!(producer.flush())?;
-    let mut written = Vec::with_capacity(n as usize);
+    let mut written = Vec::with_capacity(pending.len());
     for d in pending {
         written.push(delivered!(d)?);
     }
@@ -200,15 +208,7 @@ pub async fn large_records_exactly_once() -> R<()> {
         let len = 100 * 1024 + (i * 61 * 1024) % (1400 * 1024);
         (0..len).map(|j| (i * 31 + j) as u8).collect()
     };
-    let producer = client.producer();
-    let mut pending = Vec::with_capacity(N);
-    for i in 0..N {
-        pending.push(aw!(producer.enqueue(Record::new("large", value(i))))?);
-    }
-    aw!(producer.flush())?;
-    for d in pending {
-        delivered!(d)?;
-    }
+    produce_all(&client, (0..N).map(|i| Record::new("large", value(i)))).await?;
     let consumer = client.consumer();
     consumer.assign(&[TopicPartition::new("large", 0)])?;
     let got = poll_n(&consumer, N, Duration::from_secs(60)).await?;
@@ -233,15 +233,7 @@ pub async fn concurrent_pollers_exactly_once() -> R<()> {
     let server = sim()?;
     let client = aw!(Client::connect_with(config(&server)?, Options::default()))?;
     create_topic(&client.admin(), "shared", 3).await?;
-    let producer = client.producer();
-    let mut pending = Vec::with_capacity(N as usize);
-    for i in 0..N {
-        pending.push(aw!(producer.enqueue(Record::new("shared", value(i))))?);
-    }
-    aw!(producer.flush())?;
-    for d in pending {
-        delivered!(d)?;
-    }
+    produce_all(&client, (0..N).map(|i| Record::new("shared", value(i)))).await?;
     let consumer = client.consumer();
     let tps: Vec<_> = (0..3).map(|p| TopicPartition::new("shared", p)).collect();
     consumer.assign(&tps)?;

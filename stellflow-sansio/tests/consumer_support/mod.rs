@@ -14,7 +14,9 @@ use stellflow_proto::messages::{
 };
 use stellflow_proto::record::{BatchBuilder, BatchParams, BlobFormat, Compression, Envelope};
 use stellflow_proto::wire::Wire;
-use stellflow_sansio::{Client, ClientConfig, ConsumerEvent, Event, OffsetReset, TopicPartition};
+use stellflow_sansio::{
+    Client, ClientConfig, ConsumerEvent, ConsumerRecord, Event, OffsetReset, TopicPartition,
+};
 use stellflow_sim::ClusterConfig;
 
 /// Sends one raw request straight to a sim broker (not through the client) and decodes it.
@@ -171,17 +173,37 @@ pub fn fill(w: &mut World, topic: &str, partitions: i32, blobs: usize, size: usi
 /// Records received per partition: ((offset, index), value, format).
 pub type Got = BTreeMap<TopicPartition, Vec<((i64, u32), Vec<u8>, BlobFormat)>>;
 
+/// Adds `r` to `got`.
+pub fn keep(got: &mut Got, r: &ConsumerRecord) {
+    got.entry(TopicPartition::new(&r.topic, r.partition))
+        .or_default()
+        .push((
+            (r.offset, r.index),
+            r.value.clone().unwrap().to_vec(),
+            r.format,
+        ));
+}
+
+/// Two brokers, `orders` with one partition on each holding 30 blobs of every format (1 to 23
+/// records each); the client bootstrapped and assigned both partitions.
+pub fn two_partitions_of_30_blobs() -> (World, Expected, Vec<TopicPartition>) {
+    let mut w = World::with(
+        ClusterConfig::with_brokers(2),
+        consumer_config("broker-1:9092,broker-2:9092", None),
+    );
+    w.sim.create_topic("orders", 2, 1).unwrap();
+    let exp = fill(&mut w, "orders", 2, 30, 20);
+    w.bootstrap();
+    let tps: Vec<_> = (0..2).map(|p| TopicPartition::new("orders", p)).collect();
+    w.client.assign(w.now, &tps).unwrap();
+    (w, exp, tps)
+}
+
 /// Takes every buffered record into `got`.
 pub fn take_records(w: &mut World, got: &mut Got) -> usize {
     let mut n = 0;
     while let Some(r) = w.client.poll_record() {
-        got.entry(TopicPartition::new(&r.topic, r.partition))
-            .or_default()
-            .push((
-                (r.offset, r.index),
-                r.value.clone().unwrap().to_vec(),
-                r.format,
-            ));
+        keep(got, &r);
         n += 1;
     }
     n
@@ -192,13 +214,7 @@ pub fn drain(w: &mut World, max: Duration, mut until: impl FnMut(&Got) -> bool) 
     let mut got = Got::new();
     w.run_until(max, |w| {
         while let Some(r) = w.client.poll_record() {
-            got.entry(TopicPartition::new(&r.topic, r.partition))
-                .or_default()
-                .push((
-                    (r.offset, r.index),
-                    r.value.clone().unwrap().to_vec(),
-                    r.format,
-                ));
+            keep(&mut got, &r);
             if until(&got) {
                 return true;
             }
