@@ -243,7 +243,7 @@ impl<R: Runtime> Driver<R> {
                         if !st.conns.contains_key(&id) {
                             return;
                         }
-                        st.client.handle_input(id, now, &mut chunk);
+                        hand_in(&mut st, id, now, &mut chunk);
                         budget = budget.saturating_sub(n);
                         if budget == 0 {
                             break None;
@@ -265,8 +265,7 @@ impl<R: Runtime> Driver<R> {
                             if !st.conns.contains_key(&id) {
                                 return;
                             }
-                            st.client.handle_input(id, now, &mut chunk);
-                            r.want = st.client.input_wanted(id);
+                            r.want = hand_in(&mut st, id, now, &mut chunk);
                         }
                         if budget == 0 {
                             break None;
@@ -352,11 +351,17 @@ impl<R: Runtime> Driver<R> {
     }
 }
 
-/// Hands `bytes` (all of them) to the core; what it then wants of its current frame.
+/// Hands `bytes` (all of them) to the core; what it then wants of its current frame. At a
+/// frame's end the callers waiting for records are woken at once, not after the rest of the
+/// read pass (which may go on for [`READ_BUDGET`] bytes).
 fn hand_in(st: &mut State, id: ConnId, now: Instant, bytes: &mut BytesMut) -> usize {
     let mut chunk = std::mem::take(bytes);
     st.client.handle_input(id, now, &mut chunk);
-    st.client.input_wanted(id)
+    let want = st.client.input_wanted(id);
+    if want == 0 {
+        st.wake_waiters();
+    }
+    want
 }
 
 impl<R: Runtime> Drop for Driver<R> {
@@ -392,6 +397,8 @@ mod tests {
     use crate::fake::{Fake, socket};
     use crate::state::Link;
     use crate::{ClientConfig, Options};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Context;
     use std::time::Duration;
 
     /// A driver of the fake runtime with one connection the core opened (its first request
@@ -419,12 +426,25 @@ mod tests {
         (driver, id)
     }
 
+    /// Counts the wake-ups of a caller that waits for records.
+    struct Flag(AtomicUsize);
+
+    impl std::task::Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
     /// A frame of `len` bytes arrives in pieces while a handle holds the client's lock: the
     /// driver drains the socket anyway, hands nothing over until the lock is free, then hands
-    /// over every byte it read, once, and the core wants exactly the rest of the frame.
+    /// over every byte it read, once, and the core wants exactly the rest of the frame. A
+    /// caller waiting for records is woken when the frame ends, by the read itself.
     #[test]
     fn reads_on_while_the_lock_is_taken_and_hands_every_byte_over_after() {
         let (mut driver, id) = connected();
+        let flag = Arc::new(Flag(AtomicUsize::new(0)));
+        let waker = std::task::Waker::from(flag.clone());
+        driver.shared.lock().wait(&Context::from_waker(&waker));
         let shared = driver.shared.clone();
         let sock = driver.socks[&id].sock.clone();
         let len = 2 * 1024 * 1024;
@@ -470,10 +490,16 @@ mod tests {
         );
         assert_eq!(shared.lock().client.input_wanted(id), len + 4 - 700 * 1024);
         assert!(driver.socks[&id].held.is_empty());
+        assert_eq!(flag.0.load(Ordering::SeqCst), 0, "woken inside a frame");
         // The rest of the frame, the lock free again.
         feed(len + 4 - 700 * 1024);
         driver.read(id, Instant::now());
         assert_eq!(received() - base, len as u64 + 4);
         assert_eq!(shared.lock().client.input_wanted(id), 0);
+        assert_eq!(
+            flag.0.load(Ordering::SeqCst),
+            1,
+            "not woken at the frame's end"
+        );
     }
 }
