@@ -1,4 +1,5 @@
-//! Heap allocations per request/response round trip inside the core.
+//! Heap allocations inside the core: per request/response round trip, and per record taken
+//! through leases.
 //!
 //! The counting global allocator (`alloc-counter`) counts per thread. Only the client's own
 //! calls are counted (the simulated broker's work and the driver's buffers are not).
@@ -7,13 +8,16 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod consumer_support;
 
 use alloc_counter::counted;
 use bytes::{Bytes, BytesMut};
 use common::World;
+use consumer_support::{Kind, blob, consumer_config, produce, values};
+use std::time::Duration;
 use stellflow_proto::ApiKey;
 use stellflow_proto::messages::{HealthCheckRequest, RequestBody};
-use stellflow_sansio::{Event, RequestOptions, Target};
+use stellflow_sansio::{Event, Position, RequestOptions, SeekTo, Target, TopicPartition};
 
 #[global_allocator]
 static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
@@ -86,5 +90,76 @@ fn allocations_per_round_trip_are_small() {
     assert!(
         admin_per <= 3.0,
         "admin round trip: {admin_per} allocations"
+    );
+}
+
+/// Leases allocate per lease, not per record: over v1 blobs of 1000 small records, leases of
+/// 500 make at most four allocations each (the lent blobs, the records' vector), and the
+/// records come out the same as `poll_records` gives them with one vector per call.
+/// Prints `RESULT sansio-allocs-per-leased-record X` beside the `poll_records` figure.
+#[test]
+fn leases_allocate_per_lease_not_per_record() {
+    let mut w = World::with(
+        stellflow_sim::ClusterConfig::with_brokers(1),
+        consumer_config("broker-1:9092", None),
+    );
+    w.sim.create_topic("t", 1, 1).unwrap();
+    for i in 0..20 {
+        produce(
+            &mut w,
+            "t",
+            0,
+            blob(Kind::V1, &values(&format!("b{i}"), 1000, 20)),
+        );
+    }
+    w.bootstrap();
+    let tp = TopicPartition::new("t", 0);
+    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    let (mut leased, mut leases, mut lease_allocs) = (0, 0, 0);
+    w.run_until(Duration::from_secs(30), |w| {
+        loop {
+            let records = counted(&mut lease_allocs, || {
+                let mut lease = w.client.lease_records(500)?;
+                lease.decode();
+                w.client.redeem_lease(lease)
+            });
+            let Some(records) = records else {
+                return leased >= 20_000;
+            };
+            leases += 1;
+            leased += records.len();
+        }
+    });
+    assert_eq!(leased, 20_000);
+    // The same records again through poll_records, as the baseline.
+    w.client
+        .seek(w.now, &tp, SeekTo::Position(Position::blob(0)))
+        .unwrap();
+    let (mut polled, mut poll_allocs) = (0, 0);
+    w.run_until(Duration::from_secs(30), |w| {
+        loop {
+            let n = counted(&mut poll_allocs, || {
+                let mut out = Vec::with_capacity(500);
+                w.client.poll_records(&mut out, 500)
+            });
+            if n == 0 {
+                return polled >= 20_000;
+            }
+            polled += n;
+        }
+    });
+    assert_eq!(polled, 20_000);
+    let per_lease = lease_allocs as f64 / leases as f64;
+    println!(
+        "RESULT sansio-allocs-per-leased-record {:.4}",
+        lease_allocs as f64 / leased as f64
+    );
+    println!(
+        "RESULT sansio-allocs-per-polled-record {:.4}",
+        poll_allocs as f64 / polled as f64
+    );
+    assert!(
+        per_lease <= 4.0,
+        "{per_lease:.1} allocations per lease of 500 records"
     );
 }
