@@ -70,37 +70,32 @@ impl<R: Runtime> Consumer<R> {
         self.client.link.get(|st| st.client.assignment())
     }
 
-    /// Takes what `grab` finds ready (records or blobs), or registers `cx`; `None` when there
-    /// is nothing.
+    /// Takes what `grab` finds ready (a lease of records, or blobs), or registers `cx`;
+    /// `None` when there is nothing.
     fn take<T>(
         &self,
         cx: &Context<'_>,
-        grab: impl FnOnce(&mut State) -> Vec<T>,
-    ) -> Option<Result<Vec<T>>> {
-        let r = self.client.link.with(|st, _| {
-            let out = grab(st);
-            match out.is_empty() {
-                true if st.consumer_closed.done.is_some() => {
-                    Some(Err(ConsumerError::Closed.into()))
-                }
-                true => {
-                    st.wait(cx);
-                    None
-                }
-                false => Some(Ok(out)),
+        grab: impl FnOnce(&mut State) -> Option<T>,
+    ) -> Option<Result<T>> {
+        let r = self.client.link.with(|st, _| match grab(st) {
+            Some(out) => Some(Ok(out)),
+            None if st.consumer_closed.done.is_some() => Some(Err(ConsumerError::Closed.into())),
+            None => {
+                st.wait(cx);
+                None
             }
         });
         r.unwrap_or_else(|e| Some(Err(e)))
     }
 
     /// Takes up to `max` records, or registers `cx`; `None` when there are none. The records
-    /// are decoded outside the client's lock (see [`stellflow_sansio::RecordLease`]): the lock is held to lend
-    /// them and to deliver them, so the driver is not kept from the sockets meanwhile.
+    /// are decoded outside the client's lock (see [`stellflow_sansio::RecordLease`]): the lock
+    /// is held to lend them and to deliver them, so the driver is not kept from the sockets
+    /// meanwhile.
     fn take_records(&self, cx: &Context<'_>, max: usize) -> Option<Result<Vec<ConsumerRecord>>> {
         loop {
-            let lease = |st: &mut State| Vec::from_iter(st.client.lease_records(max));
-            let mut lease = match self.take(cx, lease)? {
-                Ok(mut v) => v.pop()?,
+            let mut lease = match self.take(cx, |st| st.client.lease_records(max))? {
+                Ok(lease) => lease,
                 Err(e) => return Some(Err(e)),
             };
             lease.decode();
@@ -155,8 +150,8 @@ impl<R: Runtime> Consumer<R> {
     /// [`stellflow_sansio::ConsumerEvent::CorruptBlob`]. An empty vector when none came in
     /// time; [`ConsumerError::Closed`] after [`Consumer::close`]. Cancel-safe.
     pub async fn poll_blobs(&self, timeout: Duration) -> Result<Vec<FetchedBlob>> {
-        self.take_within(timeout, |cx| self.take(cx, State::take_blobs))
-            .await
+        let blobs = |st: &mut State| Some(st.take_blobs()).filter(|b| !b.is_empty());
+        self.take_within(timeout, |cx| self.take(cx, blobs)).await
     }
 
     /// Waits (without a time limit) for the next record. [`ConsumerError::Closed`] after

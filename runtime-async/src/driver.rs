@@ -314,9 +314,10 @@ impl<R: Runtime> Driver<R> {
                     // Mid-frame, a busy lock (a handle decoding records) does not stop the
                     // reading: the bytes are held, joined in place, until the lock is free.
                     let mid_frame = r.frame.is_none() && n < r.want;
-                    let st = match mid_frame {
-                        true => self.shared.try_lock(),
-                        false => Some(self.shared.lock()),
+                    let st = if mid_frame {
+                        self.shared.try_lock()
+                    } else {
+                        Some(self.shared.lock())
                     };
                     r.held.unsplit(chunk);
                     let Some(mut st) = st else {

@@ -188,9 +188,11 @@ pub(crate) mod emit {
         let _ = (c, topic, records, bytes);
     }
 
-    /// `records` records of `topic` delivered to the application (counted as [`produced`]).
+    /// `records` records of `topic` delivered to the application: the consumed-records
+    /// counter, and per topic as [`produced`] counts.
     #[inline]
     pub(crate) fn consumed(c: &mut super::Counters, topic: &Arc<str>, records: u64, bytes: usize) {
+        c.consumer_records += records;
         #[cfg(feature = "metrics")]
         {
             let t = c.topics.entry(topic.clone()).or_default();

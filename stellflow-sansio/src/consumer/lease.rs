@@ -45,8 +45,6 @@ pub(crate) struct LeasedBlob {
     /// The blob was decoded to its end (or to a corrupt remainder, `error`).
     pub finished: bool,
     pub error: Option<BatchError>,
-    /// [`RecordLease::decode`] reached this blob.
-    pub touched: bool,
 }
 
 impl LeasedBlob {
@@ -69,7 +67,6 @@ impl LeasedBlob {
             bytes: 0,
             finished: false,
             error: None,
-            touched: false,
         }
     }
 }
@@ -86,18 +83,20 @@ impl RecordLease {
 
     /// Decodes the lent records (at most the `max` asked for), checking each batch; runs once,
     /// later calls do nothing. A corrupt remainder of a blob ends the decoding there; it is
-    /// reported as [`super::ConsumerEvent::CorruptBlob`] when the lease is redeemed.
+    /// reported as [`super::ConsumerEvent::CorruptBlob`] when the lease is redeemed. Blobs
+    /// the decoding did not reach are let go.
     pub fn decode(&mut self) {
         if std::mem::replace(&mut self.decoded, true) {
             return;
         }
         let out = &mut self.records;
         out.reserve(self.max.min(16 * 1024));
+        let mut reached = 0;
         for b in &mut self.blobs {
             if out.len() >= self.max {
                 break;
             }
-            b.touched = true;
+            reached += 1;
             while out.len() < self.max {
                 match b.records.next() {
                     None => b.finished = true,
@@ -124,12 +123,12 @@ impl RecordLease {
                 break;
             }
         }
+        self.blobs.truncate(reached);
     }
 
     /// The blobs decoding reached, in queue order, and the records (for redeeming).
     pub(crate) fn into_parts(mut self) -> (Vec<LeasedBlob>, Vec<ConsumerRecord>) {
         self.decode();
-        self.blobs.retain(|b| b.touched);
         (self.blobs, self.records)
     }
 }

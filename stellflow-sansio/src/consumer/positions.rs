@@ -482,7 +482,6 @@ impl Consumer {
                         continue;
                     }
                     let record = build_record(&front.tp, front.offset, r, done);
-                    counters.consumer_records += 1;
                     crate::metrics::emit::consumed(
                         counters,
                         &front.tp.topic,
@@ -508,7 +507,6 @@ impl Consumer {
         let declared = stellflow_proto::record::declared_record_count(&b.bytes)
             .unwrap_or(0)
             .saturating_sub(u64::from(skip));
-        counters.consumer_records += declared;
         crate::metrics::emit::consumed(counters, &b.tp.topic, declared, b.size);
         Some(FetchedBlob::new(
             b.tp.topic,
@@ -558,7 +556,6 @@ impl Consumer {
             return None;
         }
         for b in blobs {
-            counters.consumer_records += b.taken;
             crate::metrics::emit::consumed(counters, &b.tp.topic, b.taken, b.bytes);
             if !b.finished {
                 // The lease stopped inside this blob (it must be the last one it reached).
