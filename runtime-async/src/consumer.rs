@@ -23,7 +23,7 @@ use stellflow_sansio::{
 /// fetching down instead of growing memory. Fetch sizes: `consumer.fetch_max_bytes` is
 /// Kafka's `fetch.max.bytes`; Kafka's `max.partition.fetch.bytes` has no byte equivalent,
 /// because each Fetch entry reads one whole blob: a partition's share of a request is
-/// `consumer.max_entries_per_partition` blobs (the README maps the Kafka settings).
+/// `consumer.max_entries_per_partition` blobs (the user guide, `docs/guide.md`, maps the Kafka settings).
 ///
 /// Examples with an adapter's names are on its aliases (`stellflow_tokio::Consumer`, ...).
 #[derive(Debug, Clone)]

@@ -94,7 +94,7 @@ pub struct ConsumerConfig {
     /// the earlier ones arrive, so records are still delivered in order and exactly once. Every
     /// request in flight counts against [`max_buffered_bytes`](Self::max_buffered_bytes).
     /// 1 asks for nothing before the previous answer is in. Default 4: one request at a time
-    /// leaves the broker idle for a round trip between answers (README, Performance).
+    /// leaves the broker idle for a round trip between answers (`docs/performance.md`).
     pub max_fetches_in_flight: usize,
     /// Prefetch bound: no Fetch is sent while this many blob bytes wait for delivery or are
     /// asked for by Fetch requests in flight. Default 64 MiB.
