@@ -43,15 +43,7 @@ impl Consumer {
             return false;
         }
         self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
-        let changed: Vec<(TopicPartition, Position)> = self
-            .positions()
-            .into_iter()
-            .filter(|(tp, pos)| {
-                self.parts
-                    .get(tp)
-                    .is_some_and(|p| p.committed != Some(*pos))
-            })
-            .collect();
+        let changed = self.uncommitted_positions();
         if changed.is_empty() {
             return false;
         }

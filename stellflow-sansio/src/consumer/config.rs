@@ -50,6 +50,13 @@ pub struct ConsumerConfig {
     pub enable_auto_commit: bool,
     /// Default 5 s.
     pub auto_commit_interval: Duration,
+    /// Commit only what the application marked processed ([`crate::Client::mark_processed`],
+    /// rdkafka's `store_offset`; Kafka key `enable.auto.offset.store=false`): auto-commit,
+    /// the commit before partitions are revoked, the one on close and
+    /// [`crate::Client::commit`] take the marked positions instead of the delivered ones, so
+    /// a record whose processing did not finish is read again after a crash (at-least-once
+    /// without bookkeeping). Default false: every delivered record counts as processed.
+    pub commit_marked_only: bool,
     /// `sessionTimeoutMs` of JoinGroup: the member expires without a Heartbeat for this long.
     /// Also the time without a successful heartbeat after which the client rejoins on its own.
     /// Default 45 s.
@@ -119,6 +126,7 @@ impl Default for ConsumerConfig {
             auto_offset_reset: OffsetReset::Latest,
             enable_auto_commit: true,
             auto_commit_interval: Duration::from_secs(5),
+            commit_marked_only: false,
             session_timeout: Duration::from_secs(45),
             heartbeat_interval: Duration::from_secs(3),
             rebalance_timeout: Duration::from_secs(30),

@@ -232,6 +232,8 @@ pub struct Consumer {
     pub(crate) extra_close_waiters: u32,
     /// The id the next queued blob gets.
     pub(crate) next_blob_id: u64,
+    /// What the application marked processed (`consumer/processed.rs`).
+    pub(crate) processed: super::processed::Processed,
 }
 
 impl Consumer {
@@ -260,6 +262,7 @@ impl Consumer {
             closed: false,
             extra_close_waiters: 0,
             next_blob_id: 0,
+            processed: Default::default(),
         }
     }
 
@@ -300,6 +303,7 @@ impl Consumer {
     }
 
     fn remove_partition(&mut self, tp: &TopicPartition) {
+        self.processed.forget(tp);
         if let Some(p) = self.parts.remove(tp) {
             self.buffered = self
                 .buffered
