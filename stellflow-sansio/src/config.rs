@@ -177,6 +177,12 @@ pub struct ClientConfig {
     /// within this plus a round trip, and its consumers fetch and producers send at once.
     /// Default 1 s, Kafka's default.
     pub metadata_refresh_backoff_max: Duration,
+    /// How long no broker may answer before the cluster counts as unreachable
+    /// ([`crate::HealthState::Unreachable`]): then [`crate::Event::HealthChanged`] reports it
+    /// and a consumer's next empty poll returns [`crate::ConsumerError::Unreachable`] (once
+    /// per outage). Counted from the first failure after the last answer of any broker.
+    /// Default 30 s (rdkafka raises its all-brokers-down error on a similar scale).
+    pub unreachable_timeout: Duration,
     /// `clientSoftwareName` sent in ApiVersions.
     pub software_name: String,
     /// `clientSoftwareVersion` sent in ApiVersions.
@@ -202,6 +208,7 @@ impl ClientConfig {
             metadata_max_age: Duration::from_secs(300),
             metadata_refresh_backoff: Duration::from_millis(100),
             metadata_refresh_backoff_max: Duration::from_secs(1),
+            unreachable_timeout: Duration::from_secs(30),
             software_name: "stellflow-rs".to_owned(),
             software_version: env!("CARGO_PKG_VERSION").to_owned(),
             producer: crate::producer::ProducerConfig::default(),
@@ -229,6 +236,12 @@ impl ClientConfig {
         if self.request_timeout.is_zero() {
             return Err(ConfigError::Invalid {
                 field: "request_timeout",
+                reason: "must be positive",
+            });
+        }
+        if self.unreachable_timeout.is_zero() {
+            return Err(ConfigError::Invalid {
+                field: "unreachable_timeout",
                 reason: "must be positive",
             });
         }
