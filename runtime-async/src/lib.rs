@@ -71,7 +71,8 @@ pub mod prelude {
     pub use stellflow_sansio::stellflow_proto::{ApiKey, ErrorClass, ErrorCode};
     pub use stellflow_sansio::{
         Acks, AdminCall, AdminError, AdminOutput, ApiSupport, BatchFormat, BlobRecordsFrom,
-        BrokerAddress, BrokerApiVersions, BrokerInfo, ClientConfig, ClusterMetadata, ClusterStatus,
+        BrokerAddress, BrokerApiVersions, BrokerHealth, BrokerInfo, ClientConfig, ClusterHealth,
+        ClusterMetadata, ClusterStatus, ClusterUnreachable, HealthState,
         CommitId, CommitKind, CommittedOffset, ConfigError, ConnectionError, ConsumerConfig,
         ConsumerError, ConsumerEvent, ConsumerRecord, Counters, DecommissionResult, DeliveryError,
         FetchedBlob, HeaderFields, InvalidTopicName, LeaderlessReason, ListedOffset,
