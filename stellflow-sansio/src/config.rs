@@ -86,7 +86,8 @@ impl fmt::Display for BrokerAddress {
 }
 
 /// Parses a comma-separated bootstrap list (`"a:9092, stellflow://b:9092"`), dropping duplicates
-/// and keeping the given order.
+/// and keeping the given order. An empty entry (`"a:1,,b:2"`, a trailing comma) is refused:
+/// it is usually an address lost in a template.
 ///
 /// ```
 /// use stellflow_sansio::parse_bootstrap;
@@ -95,7 +96,16 @@ impl fmt::Display for BrokerAddress {
 /// ```
 pub fn parse_bootstrap(list: &str) -> Result<Vec<BrokerAddress>, ConfigError> {
     let mut out: Vec<BrokerAddress> = Vec::new();
-    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    if list.trim().is_empty() {
+        return Err(ConfigError::EmptyBootstrap);
+    }
+    for part in list.split(',').map(str::trim) {
+        if part.is_empty() {
+            return Err(ConfigError::InvalidAddress {
+                address: list.to_owned(),
+                reason: "the bootstrap list has an empty entry (two commas in a row, or one at an end)",
+            });
+        }
         let addr = BrokerAddress::parse(part)?;
         if !out.contains(&addr) {
             out.push(addr);
@@ -294,12 +304,16 @@ mod tests {
 
     #[test]
     fn bootstrap_lists() {
-        let l = parse_bootstrap("a:1, stellflow://b:2 ,,a:1").unwrap();
+        let l = parse_bootstrap("a:1, stellflow://b:2 ,a:1").unwrap();
         assert_eq!(
             l,
             vec![BrokerAddress::new("a", 1), BrokerAddress::new("b", 2)]
         );
-        assert_eq!(parse_bootstrap(" , "), Err(ConfigError::EmptyBootstrap));
+        assert_eq!(parse_bootstrap("  "), Err(ConfigError::EmptyBootstrap));
+        for empty in ["a:1,,b:2", "a:1,", ",a:1", " , "] {
+            let e = parse_bootstrap(empty).unwrap_err();
+            assert!(e.to_string().contains("empty entry"), "{empty}: {e}");
+        }
         assert!(parse_bootstrap("a:1,b").is_err());
     }
 

@@ -566,9 +566,10 @@ pub async fn cluster_unreachable_then_back() -> R<()> {
     aw!(client.producer().send(record("gone", 0)))?;
     let first = poll_n(&consumer, 1, Duration::from_secs(20)).await?;
     check(first.len() == 1, || "the first record never arrived".into())?;
-    check(client.cluster_health().state == sf::HealthState::Healthy, || {
-        format!("before the crash: {:?}", client.cluster_health())
-    })?;
+    check(
+        client.cluster_health().state == sf::HealthState::Healthy,
+        || format!("before the crash: {:?}", client.cluster_health()),
+    )?;
 
     server.with_cluster(|c, now| c.crash(1, now))??;
     let crashed = Instant::now();
@@ -608,6 +609,34 @@ pub async fn cluster_unreachable_then_back() -> R<()> {
         !matches!(health.state, sf::HealthState::Unreachable { .. }),
         || format!("{health:?}"),
     )?;
+    aw!(client.close())?;
+    Ok(())
+}
+
+/// A host name that does not resolve is reported as such, not as a refused connection.
+pub async fn unresolvable_host_says_so() -> R<()> {
+    let client = client(
+        ClientConfig::new("no-such-host.invalid:9092")?,
+        Duration::from_secs(5),
+    )
+    .await?;
+    let end = Instant::now() + Duration::from_secs(20);
+    let error = loop {
+        if let Some(e) = client.connect_error() {
+            break e;
+        }
+        check(Instant::now() < end, || "no connect error".into())?;
+        aw!(sleep(Duration::from_millis(20)));
+    };
+    check(
+        error.contains("\"no-such-host.invalid\" did not resolve"),
+        || error.clone(),
+    )?;
+    let health = client.cluster_health();
+    let cause = health.brokers.first().and_then(|b| b.last_cause.clone());
+    check(cause.is_some_and(|c| c.contains("did not resolve")), || {
+        format!("{health:?}")
+    })?;
     aw!(client.close())?;
     Ok(())
 }
@@ -951,6 +980,7 @@ cases!(
     broker_restart_mid_stream,
     broker_stops_answering,
     cluster_unreachable_then_back,
+    unresolvable_host_says_so,
     commit_retries_and_outage,
     calls_after_close,
     events_overflow_reported,

@@ -54,7 +54,10 @@ async fn stream_yields_unreachable() -> R<()> {
     let mut cfg = config(&server)?;
     cfg.unreachable_timeout = Duration::from_secs(2);
     let client = Client::connect_with(cfg, Options::default()).await?;
-    client.admin().create_topic("s-gone", 1, sf::Target::Any).await?;
+    client
+        .admin()
+        .create_topic("s-gone", 1, sf::Target::Any)
+        .await?;
     let consumer = client.consumer();
     consumer.assign(&[TopicPartition::new("s-gone", 0)])?;
     server.with_cluster(|c, now| c.crash(1, now))??;

@@ -87,6 +87,15 @@ impl Net {
         &self.liveness
     }
 
+    /// While no broker answers (since the first failure after the last answer of any): the
+    /// first failing broker and its last cause, for errors that would otherwise blame a
+    /// timeout.
+    pub(crate) fn silent_broker(&self) -> Option<(BrokerAddress, String)> {
+        self.liveness.silent_since?;
+        self.slot_health()
+            .find_map(|(a, _, h)| Some((a.clone(), h.failing.as_ref()?.cause.clone())))
+    }
+
     /// Whether `slot`'s connection is ready now.
     pub(crate) fn slot_ready(&self, slot: usize) -> bool {
         self.slots
