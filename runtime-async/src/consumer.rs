@@ -80,6 +80,10 @@ impl<R: Runtime> Consumer<R> {
         let r = self.client.link.with(|st, _| match grab(st) {
             Some(out) => Some(Ok(out)),
             None if st.consumer_closed.done.is_some() => Some(Err(ConsumerError::Closed.into())),
+            // The cluster is unreachable: said once per outage instead of waiting forever.
+            None if let Some(e) = st.client.take_unreachable_error() => {
+                Some(Err(ConsumerError::Unreachable(e).into()))
+            }
             None => {
                 st.wait(cx);
                 None

@@ -121,6 +121,14 @@ impl Client {
         self.owner.0.refresh_metadata()
     }
 
+    /// The cluster's health now: healthy, degraded, or unreachable since an instant, with
+    /// every broker's last answer and last failure (see [`crate::HealthState`]). Once no
+    /// broker has answered for `ClientConfig::unreachable_timeout`, a consumer's
+    /// `poll`/`recv` return [`crate::ConsumerError::Unreachable`] once per outage.
+    pub fn cluster_health(&self) -> crate::ClusterHealth {
+        self.owner.0.cluster_health()
+    }
+
     /// A snapshot of the client's request and connection counters.
     pub fn counters(&self) -> Counters {
         self.owner.0.counters()

@@ -92,6 +92,7 @@ mod conn;
 mod consumer;
 mod error;
 mod event;
+mod health;
 mod inflight;
 mod metadata;
 mod metrics;
@@ -120,6 +121,7 @@ pub use consumer::{
 };
 pub use error::{AdminError, ConfigError, ConnectionError, InvalidTopicName, RequestError};
 pub use event::{DisconnectReason, Event};
+pub use health::{BrokerHealth, ClusterHealth, ClusterUnreachable, HealthState};
 pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo};
 pub use metrics::{ApiCounters, Counters, DurationHistogram};
 pub use net::ConnectRequest;

@@ -172,11 +172,18 @@ impl Consumer {
                 .into_iter()
                 .partition(|c| c.deadline <= now);
         self.group.pending = keep;
+        let api_key = stellflow_proto::ApiKey::OFFSET_COMMIT;
+        // No broker answers: the commit never left the client, say why.
+        let silent = ctx.net.silent_broker();
         for c in due {
             let after = now.saturating_duration_since(c.started);
-            let err = ConsumerError::Request(RequestError::Timeout {
-                api_key: stellflow_proto::ApiKey::OFFSET_COMMIT,
-                after,
+            let err = ConsumerError::Request(match &silent {
+                Some((address, cause)) => RequestError::Unreachable {
+                    api_key,
+                    address: address.clone(),
+                    cause: format!("not sent within {after:?}; {cause}"),
+                },
+                None => RequestError::Timeout { api_key, after },
             });
             self.finish_commit(c, Err(err), ctx);
         }

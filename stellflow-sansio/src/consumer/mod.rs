@@ -416,6 +416,11 @@ pub enum ConsumerError {
     /// The answer could not be decoded (a broker bug or a version mismatch).
     #[error("undecodable {0} answer")]
     Decode(&'static str),
+    /// No broker answered for `ClientConfig::unreachable_timeout` (once per outage; the
+    /// error names every broker and its last failure). Retriable: consumption goes on by
+    /// itself once a broker answers; alert, or restart the service, as you see fit.
+    #[error(transparent)]
+    Unreachable(crate::health::ClusterUnreachable),
     /// The consumer (or the client) is closed: create a new client.
     #[error("the consumer is closed")]
     Closed,
