@@ -97,6 +97,7 @@ mod metadata;
 mod metrics;
 mod negotiate;
 mod net;
+mod hooks;
 mod observe;
 mod producer;
 mod refresh;
@@ -105,6 +106,7 @@ mod request;
 use stellflow_proto::rng;
 mod timers;
 mod topic;
+mod trace;
 
 pub use admin::{
     AdminCall, AdminId, AdminOutcome, AdminOutput, ApiSupport, BrokerApiVersions, ClusterStatus,
@@ -120,6 +122,10 @@ pub use consumer::{
 };
 pub use error::{AdminError, ConfigError, ConnectionError, InvalidTopicName, RequestError};
 pub use event::{DisconnectReason, Event};
+pub use hooks::{
+    Acknowledgement, CommitOutcome, ConsumerHook, HeaderSink, Hooks, ProducerHook, SentRecord,
+    TracePropagation,
+};
 pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo};
 pub use metrics::{ApiCounters, Counters, DurationHistogram};
 pub use net::ConnectRequest;
@@ -131,3 +137,4 @@ pub use producer::{
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
 pub use stellflow_proto;
 pub use topic::validate_topic_name;
+pub use trace::{TRACEPARENT, TRACESTATE, TraceIds};

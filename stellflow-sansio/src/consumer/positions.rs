@@ -1,6 +1,7 @@
 //! Per-partition state (start resolution, positions, pause, fetch bookkeeping) and the
 //! delivery queue: fetched blobs wait undecoded and are decoded record by record when polled.
 
+use crate::request::RequestOptions;
 use super::fetched::FetchedBlob;
 use super::fetcher::{FetchLayout, LayoutPart};
 use super::group::Group;
@@ -232,6 +233,10 @@ pub struct Consumer {
     pub(crate) extra_close_waiters: u32,
     /// The id the next queued blob gets.
     pub(crate) next_blob_id: u64,
+    /// The trace context of the latest poll ([`crate::Client::set_fetch_trace`]) and the
+    /// request options carrying it, which Fetch requests are sent with.
+    pub(crate) fetch_trace: Option<crate::trace::TraceIds>,
+    pub(crate) fetch_options: RequestOptions,
 }
 
 impl Consumer {
@@ -243,6 +248,8 @@ impl Consumer {
     ) -> Self {
         let group = Group::new(&config, bootstrap);
         Consumer {
+            fetch_trace: None,
+            fetch_options: RequestOptions::default(),
             config,
             parts: BTreeMap::new(),
             ready: VecDeque::new(),
@@ -514,6 +521,7 @@ impl Consumer {
             b.offset,
             skip,
             b.records,
+            declared,
         ))
     }
 
