@@ -36,6 +36,8 @@ mod admin;
 mod client;
 mod consumer;
 mod driver;
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
 mod error;
 #[cfg(test)]
 mod fake;
@@ -45,6 +47,7 @@ mod read_buffers;
 mod runtime;
 mod seq_map;
 mod state;
+mod trace;
 
 pub use admin::Admin;
 pub use client::Client;
@@ -83,6 +86,15 @@ pub mod prelude {
     pub use stellflow_sansio::{
         ApiCounters, DurationHistogram, KeyedPartitioner, KeylessPartitioner, Partitioner,
     };
+    /// Hooks and trace context (see the crate docs of the core for each).
+    pub use stellflow_sansio::{
+        Acknowledgement, CommitOutcome, ConsumerHook, HeaderSink, Hooks, ProduceId,
+        ProducerHook, ProducerRecord, SentRecord, TRACEPARENT, TRACESTATE, TraceIds,
+        TracePropagation,
+    };
+    /// OpenTelemetry glue (the `opentelemetry` feature).
+    #[cfg(feature = "opentelemetry")]
+    pub use crate::otel;
 }
 
 use std::time::Duration;
