@@ -144,7 +144,10 @@ pub struct Tally {
 }
 
 fn bump<K: std::hash::Hash + Eq>(m: &std::sync::Mutex<HashMap<K, u32>>, k: K) {
-    *m.lock().unwrap_or_else(|e| e.into_inner()).entry(k).or_default() += 1;
+    *m.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(k)
+        .or_default() += 1;
 }
 
 fn bump2<K: std::hash::Hash + Eq>(m: &std::sync::Mutex<HashMap<K, (u32, u32)>>, k: K, err: bool) {

@@ -197,11 +197,11 @@ impl<R: Runtime> Consumer<R> {
         ) -> Result<stellflow_sansio::CommitId, ConsumerError>,
     ) -> Result<Committed> {
         let trace = crate::trace::current();
-        let commit = |st: &mut crate::state::State, now, tx: crate::state::Reply<_>| {
-            match st.traced(trace, |st| f(&mut st.client, now)) {
-                Ok(id) => drop(st.commits.insert(id, tx)),
-                Err(e) => drop(tx.send(Err(e.into()))),
-            }
+        let commit = |st: &mut crate::state::State, now, tx: crate::state::Reply<_>| match st
+            .traced(trace, |st| f(&mut st.client, now))
+        {
+            Ok(id) => drop(st.commits.insert(id, tx)),
+            Err(e) => drop(tx.send(Err(e.into()))),
         };
         self.client.link.call(commit).await?
     }

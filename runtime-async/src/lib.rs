@@ -36,11 +36,11 @@ mod admin;
 mod client;
 mod consumer;
 mod driver;
-#[cfg(feature = "opentelemetry")]
-pub mod otel;
 mod error;
 #[cfg(test)]
 mod fake;
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
 pub mod perf;
 mod producer;
 mod read_buffers;
@@ -63,6 +63,9 @@ pub use state::{Committed, Events};
 /// names for the handles: the runtime-neutral types and every core type a public signature
 /// of the handles uses, so a program needs only its adapter crate.
 pub mod prelude {
+    /// OpenTelemetry glue (the `opentelemetry` feature).
+    #[cfg(feature = "opentelemetry")]
+    pub use crate::otel;
     pub use crate::{Committed, Delivery, Error, Events, Options, Record, Result, Runtime};
     /// The `bytes` crate of record keys and values.
     pub use bytes;
@@ -72,6 +75,11 @@ pub mod prelude {
     /// the error that ends a corrupt blob.
     pub use stellflow_sansio::stellflow_proto::record::{BatchError, BlobRecord};
     pub use stellflow_sansio::stellflow_proto::{ApiKey, ErrorClass, ErrorCode};
+    /// Hooks and trace context (see the crate docs of the core for each).
+    pub use stellflow_sansio::{
+        Acknowledgement, CommitOutcome, ConsumerHook, HeaderSink, Hooks, ProduceId, ProducerHook,
+        ProducerRecord, SentRecord, TRACEPARENT, TRACESTATE, TraceIds, TracePropagation,
+    };
     pub use stellflow_sansio::{
         Acks, AdminCall, AdminError, AdminOutput, ApiSupport, BatchFormat, BlobRecordsFrom,
         BrokerAddress, BrokerApiVersions, BrokerInfo, ClientConfig, ClusterMetadata, ClusterStatus,
@@ -86,15 +94,6 @@ pub mod prelude {
     pub use stellflow_sansio::{
         ApiCounters, DurationHistogram, KeyedPartitioner, KeylessPartitioner, Partitioner,
     };
-    /// Hooks and trace context (see the crate docs of the core for each).
-    pub use stellflow_sansio::{
-        Acknowledgement, CommitOutcome, ConsumerHook, HeaderSink, Hooks, ProduceId,
-        ProducerHook, ProducerRecord, SentRecord, TRACEPARENT, TRACESTATE, TraceIds,
-        TracePropagation,
-    };
-    /// OpenTelemetry glue (the `opentelemetry` feature).
-    #[cfg(feature = "opentelemetry")]
-    pub use crate::otel;
 }
 
 use std::time::Duration;

@@ -15,10 +15,8 @@
 //! # }
 //! ```
 
-use opentelemetry::trace::{
-    SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
-};
 use opentelemetry::Context;
+use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 use stellflow_sansio::{ConsumerRecord, TraceIds};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 

@@ -198,7 +198,11 @@ impl State {
     }
 
     /// Hands one record to the core, with the trace context of the call that sent it.
-    fn produce(&mut self, now: Instant, p: &Pending) -> Result<stellflow_sansio::ProduceId, ProduceError> {
+    fn produce(
+        &mut self,
+        now: Instant,
+        p: &Pending,
+    ) -> Result<stellflow_sansio::ProduceId, ProduceError> {
         let client = &mut self.client;
         match &p.trace {
             None => p.record.with_borrowed(|rec| client.produce(now, rec)),

@@ -259,7 +259,10 @@ pub(crate) fn on_event(hooks: &Hooks, event: &crate::Event) {
                 id: *id,
                 result: result.as_ref(),
             };
-            hooks.producer.iter().for_each(|h| h.on_acknowledgement(&ack));
+            hooks
+                .producer
+                .iter()
+                .for_each(|h| h.on_acknowledgement(&ack));
         }
         crate::Event::Consumer(crate::ConsumerEvent::CommitCompleted { id, kind, result })
             if !hooks.consumer.is_empty() =>
@@ -296,9 +299,7 @@ mod tests {
 
     #[test]
     fn propagation_writes_traceparent_once() {
-        let t = TraceIds::new([7; 16], [9; 8], 1)
-            .unwrap()
-            .with_state("k=v");
+        let t = TraceIds::new([7; 16], [9; 8], 1).unwrap().with_state("k=v");
         let mut s = HeaderSink::default();
         TracePropagation.add_headers(&ProducerRecord::new("t", b"v"), Some(&t), &mut s);
         let got: Vec<_> = s.iter().collect();

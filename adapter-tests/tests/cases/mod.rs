@@ -900,30 +900,37 @@ pub async fn hooks_called_once() -> R<()> {
 
     let sends = tally.sends.lock().map_err(|e| e.to_string())?.clone();
     let acks = tally.acks.lock().map_err(|e| e.to_string())?.clone();
-    check(sends.len() == N + 1 && sends.values().all(|n| *n == 1), || {
-        format!("on_send: {} ids, counts {:?}", sends.len(), counts(&sends))
-    })?;
-    check(acks.len() == N + 1 && acks.values().all(|(n, _)| *n == 1), || {
-        format!("on_acknowledgement: {} ids", acks.len())
-    })?;
+    check(
+        sends.len() == N + 1 && sends.values().all(|n| *n == 1),
+        || format!("on_send: {} ids, counts {:?}", sends.len(), counts(&sends)),
+    )?;
+    check(
+        acks.len() == N + 1 && acks.values().all(|(n, _)| *n == 1),
+        || format!("on_acknowledgement: {} ids", acks.len()),
+    )?;
     check(sends.keys().all(|id| acks.contains_key(id)), || {
         "an acknowledgement for another id than sent".into()
     })?;
     let errors: u32 = acks.values().map(|(_, e)| e).sum();
-    check(errors == 1, || format!("{errors} acknowledgements were errors"))?;
-    let consumed = tally.consumed.lock().map_err(|e| e.to_string())?.clone();
-    check(consumed.len() == N && consumed.values().all(|n| *n == 1), || {
-        format!("on_consume: {} records", consumed.len())
+    check(errors == 1, || {
+        format!("{errors} acknowledgements were errors")
     })?;
+    let consumed = tally.consumed.lock().map_err(|e| e.to_string())?.clone();
+    check(
+        consumed.len() == N && consumed.values().all(|n| *n == 1),
+        || format!("on_consume: {} records", consumed.len()),
+    )?;
     for r in &got {
-        check(consumed.contains_key(&(r.partition, r.offset, r.index)), || {
-            format!("record {}/{}#{} not seen", r.partition, r.offset, r.index)
-        })?;
+        check(
+            consumed.contains_key(&(r.partition, r.offset, r.index)),
+            || format!("record {}/{}#{} not seen", r.partition, r.offset, r.index),
+        )?;
     }
     let commits = tally.commits.lock().map_err(|e| e.to_string())?.clone();
-    check(commits.len() == 2 && commits.values().all(|c| *c == (1, 0)), || {
-        format!("on_commit: {commits:?}")
-    })?;
+    check(
+        commits.len() == 2 && commits.values().all(|c| *c == (1, 0)),
+        || format!("on_commit: {commits:?}"),
+    )?;
     Ok(())
 }
 

@@ -1,7 +1,6 @@
 //! Per-partition state (start resolution, positions, pause, fetch bookkeeping) and the
 //! delivery queue: fetched blobs wait undecoded and are decoded record by record when polled.
 
-use crate::request::RequestOptions;
 use super::fetched::FetchedBlob;
 use super::fetcher::{FetchLayout, LayoutPart};
 use super::group::Group;
@@ -10,6 +9,7 @@ use super::offset_model::{self, Position};
 use super::{ConsumerConfig, ConsumerEvent, ConsumerRecord, OffsetReset, TopicPartition};
 use crate::event::Event;
 use crate::metrics::Counters;
+use crate::request::RequestOptions;
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
