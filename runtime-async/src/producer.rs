@@ -98,16 +98,18 @@ impl<R: Runtime> Producer<R> {
     /// Cancel safety: dropping the future before it completes leaves the record unqueued.
     pub async fn enqueue(&self, record: Record) -> Result<Delivery> {
         let max_block = self.client.link.options.max_block;
+        let trace = crate::trace::current();
         let (reply, rx) = oneshot::channel();
         // The deadline is taken from the clock reading `with` makes anyway: one clock read
         // per record, not two.
-        let mut first = Some((record, reply));
+        let mut first = Some((record, reply, trace));
         let mut pending = None;
         let queue = futures_lite::future::poll_fn(|cx| {
             let queued = self.client.link.with(|st, now| {
                 let p = match first.take() {
-                    Some((record, reply)) => Pending {
+                    Some((record, reply, trace)) => Pending {
                         record,
+                        trace,
                         deadline: now + max_block,
                         reply,
                     },
@@ -155,6 +157,7 @@ impl<R: Runtime> Producer<R> {
     /// ```
     pub fn try_enqueue(&self, record: Record) -> Result<std::result::Result<Delivery, Record>> {
         let max_block = self.client.link.options.max_block;
+        let trace = crate::trace::current();
         let (reply, rx) = oneshot::channel();
         let back = self.client.link.with(|st, now| {
             let deadline = now + max_block;
@@ -162,6 +165,7 @@ impl<R: Runtime> Producer<R> {
                 now,
                 Pending {
                     record,
+                    trace,
                     deadline,
                     reply,
                 },

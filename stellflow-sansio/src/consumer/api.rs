@@ -10,6 +10,12 @@ use crate::net::Completion;
 use crate::topic::validate_topic_name;
 use std::time::Instant;
 
+/// Hands records on their way to the application to the consumer hooks.
+#[cold]
+fn consumed(hooks: &crate::hooks::Hooks, records: &[ConsumerRecord]) {
+    hooks.consumer.iter().for_each(|h| h.on_consume(records));
+}
+
 impl Client {
     fn consumer_ctx(&mut self) -> (&mut Consumer, Ctx<'_>) {
         let Client {
@@ -204,7 +210,13 @@ impl Client {
             net,
             ..
         } = self;
-        consumer.poll_record(events, &mut net.counters)
+        let r = consumer.poll_record(events, &mut net.counters);
+        if let Some(r) = &r
+            && !self.hooks.consumer.is_empty()
+        {
+            consumed(&self.hooks, std::slice::from_ref(r));
+        }
+        r
     }
 
     /// Appends up to `max` records to `out` (like `max` calls of [`Client::poll_record`]) and
@@ -217,7 +229,12 @@ impl Client {
             net,
             ..
         } = self;
-        consumer.poll_records(events, &mut net.counters, out, max)
+        let start = out.len();
+        let n = consumer.poll_records(events, &mut net.counters, out, max);
+        if n > 0 && !self.hooks.consumer.is_empty() {
+            consumed(&self.hooks, out.get(start..).unwrap_or_default());
+        }
+        n
     }
 
     /// Lends out up to `max` records of the blobs first in line, to be decoded away from the
@@ -239,7 +256,14 @@ impl Client {
             net,
             ..
         } = self;
-        consumer.redeem_lease(events, &mut net.counters, lease)
+        let records = consumer.redeem_lease(events, &mut net.counters, lease);
+        if let Some(r) = &records
+            && !r.is_empty()
+            && !self.hooks.consumer.is_empty()
+        {
+            consumed(&self.hooks, r);
+        }
+        records
     }
 
     /// The next fetched blob, handed over whole: its records decode as the caller iterates
@@ -249,7 +273,12 @@ impl Client {
     /// [`Client::poll_record`] is fine (a blob partly taken as records yields the rest).
     pub fn poll_blob(&mut self) -> Option<FetchedBlob> {
         let Client { consumer, net, .. } = self;
-        consumer.poll_blob(&mut net.counters)
+        let blob = consumer.poll_blob(&mut net.counters)?;
+        if !self.hooks.consumer.is_empty() {
+            let records = blob.undelivered_records();
+            (self.hooks.consumer.iter()).for_each(|h| h.on_consume_blob(&blob, records));
+        }
+        Some(blob)
     }
 
     /// Marks `record`, and every earlier record of its partition, as processed (rdkafka's
@@ -318,8 +347,9 @@ impl Client {
         if self.consumer.config.group_id.is_none() {
             return Err(ConsumerError::NoGroup);
         }
+        let trace = self.trace.clone();
         let (c, mut ctx) = self.consumer_ctx();
-        let id = c.start_commit(now, positions, kind, &mut ctx);
+        let id = c.start_commit_traced(now, positions, kind, trace.as_ref(), &mut ctx);
         self.process(now);
         Ok(id)
     }

@@ -28,6 +28,8 @@ pub struct CommitReq {
     positions: Vec<(TopicPartition, Position)>,
     started: Instant,
     pub(super) deadline: Instant,
+    /// The trace context of the call that asked for it (its OffsetCommit carries it).
+    trace: Option<RequestOptions>,
 }
 
 impl CommitReq {
@@ -91,6 +93,19 @@ impl Consumer {
         kind: CommitKind,
         ctx: &mut Ctx<'_>,
     ) -> CommitId {
+        self.start_commit_traced(now, positions, kind, None, ctx)
+    }
+
+    /// [`Consumer::start_commit`] for a call made with a trace context: its OffsetCommit
+    /// request (retries included) carries it.
+    pub(crate) fn start_commit_traced(
+        &mut self,
+        now: Instant,
+        positions: Vec<(TopicPartition, Position)>,
+        kind: CommitKind,
+        trace: Option<&crate::trace::TraceIds>,
+        ctx: &mut Ctx<'_>,
+    ) -> CommitId {
         let id = self.group.alloc_commit();
         let req = CommitReq {
             id,
@@ -98,6 +113,10 @@ impl Consumer {
             positions,
             started: now,
             deadline: now + self.config.rebalance_timeout,
+            trace: trace.map(|t| RequestOptions {
+                trace: Some(t.into()),
+                timeout: None,
+            }),
         };
         if req.positions.is_empty() {
             self.finish_commit(req, Ok(()), ctx);
@@ -146,7 +165,7 @@ impl Consumer {
             }),
             None,
             Origin::Consumer(Op::Commit(req.id.0)),
-            &RequestOptions::default(),
+            req.trace.as_ref().unwrap_or(&RequestOptions::default()),
         );
         self.group.in_flight.insert(seq, req);
     }

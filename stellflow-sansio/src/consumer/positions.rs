@@ -9,6 +9,7 @@ use super::offset_model::{self, Position};
 use super::{ConsumerConfig, ConsumerEvent, ConsumerRecord, OffsetReset, TopicPartition};
 use crate::event::Event;
 use crate::metrics::Counters;
+use crate::request::RequestOptions;
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -244,6 +245,10 @@ pub struct Consumer {
     pub(crate) processed: super::processed::Processed,
     /// When `close_consumer` was called.
     pub(crate) close_started: Option<Instant>,
+    /// The trace context of the latest poll ([`crate::Client::set_fetch_trace`]) and the
+    /// request options carrying it, which Fetch requests are sent with.
+    pub(crate) fetch_trace: Option<crate::trace::TraceIds>,
+    pub(crate) fetch_options: RequestOptions,
 }
 
 impl Consumer {
@@ -255,6 +260,8 @@ impl Consumer {
     ) -> Self {
         let group = Group::new(&config, bootstrap);
         Consumer {
+            fetch_trace: None,
+            fetch_options: RequestOptions::default(),
             config,
             parts: BTreeMap::new(),
             ready: VecDeque::new(),
@@ -548,6 +555,7 @@ impl Consumer {
             b.offset,
             skip,
             b.records,
+            declared,
         ))
     }
 
