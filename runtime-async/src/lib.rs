@@ -33,6 +33,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod batch;
 mod client;
 mod consumer;
 mod driver;
@@ -47,6 +48,7 @@ mod seq_map;
 mod state;
 
 pub use admin::Admin;
+pub use batch::BatchDelivery;
 pub use client::Client;
 pub use consumer::Consumer;
 pub use error::{Error, Result};
@@ -60,7 +62,9 @@ pub use state::{Committed, Events};
 /// names for the handles: the runtime-neutral types and every core type a public signature
 /// of the handles uses, so a program needs only its adapter crate.
 pub mod prelude {
-    pub use crate::{Committed, Delivery, Error, Events, Options, Record, Result, Runtime};
+    pub use crate::{
+        BatchDelivery, Committed, Delivery, Error, Events, Options, Record, Result, Runtime,
+    };
     /// The `bytes` crate of record keys and values.
     pub use bytes;
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
