@@ -33,6 +33,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod batch;
 mod client;
 mod consumer;
 mod driver;
@@ -50,6 +51,7 @@ mod state;
 mod trace;
 
 pub use admin::Admin;
+pub use batch::BatchDelivery;
 pub use client::Client;
 pub use consumer::Consumer;
 pub use error::{Error, Result};
@@ -66,7 +68,9 @@ pub mod prelude {
     /// OpenTelemetry glue (the `opentelemetry` feature).
     #[cfg(feature = "opentelemetry")]
     pub use crate::otel;
-    pub use crate::{Committed, Delivery, Error, Events, Options, Record, Result, Runtime};
+    pub use crate::{
+        BatchDelivery, Committed, Delivery, Error, Events, Options, Record, Result, Runtime,
+    };
     /// The `bytes` crate of record keys and values.
     pub use bytes;
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
