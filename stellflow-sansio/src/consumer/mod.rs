@@ -59,8 +59,8 @@ mod assignor;
 mod commit;
 mod fetched;
 mod lease;
-mod processed;
 mod membership;
+mod processed;
 mod registry;
 mod start;
 
