@@ -117,16 +117,18 @@ impl<R: Runtime> Producer<R> {
     /// Cancel safety: dropping the future before it completes leaves the record unqueued.
     pub async fn enqueue(&self, record: Record) -> Result<Delivery> {
         let max_block = self.client.link.options.max_block;
+        let trace = crate::trace::current();
         let (reply, rx) = oneshot::channel();
         // The deadline is taken from the clock reading `with` makes anyway: one clock read
         // per record, not two.
-        let mut first = Some((record, reply));
+        let mut first = Some((record, reply, trace));
         let mut pending = None;
         let queue = futures_lite::future::poll_fn(|cx| {
             let queued = self.client.link.with(|st, now| {
                 let p = match first.take() {
-                    Some((record, reply)) => Pending {
+                    Some((record, reply, trace)) => Pending {
                         record,
+                        trace,
                         deadline: now + max_block,
                         reply,
                     },
@@ -194,6 +196,8 @@ impl<R: Runtime> Producer<R> {
         /// Records fed to the core per hold of the lock: the driver gets it in between.
         const PER_LOCK: usize = 512;
         let link = &self.client.link;
+        // The calling span's trace context goes with every record (as with `enqueue`).
+        let trace = crate::trace::current();
         let mut records = records.into_iter();
         let (reply, rx) = oneshot::channel();
         let hint = records.size_hint().0;
@@ -208,7 +212,9 @@ impl<R: Runtime> Producer<R> {
         let feed = futures_lite::future::poll_fn(|cx| {
             loop {
                 let step = link.with(|st, now| {
-                    let step = st.feed(now, key, &mut held, &mut records, PER_LOCK, &mut fed);
+                    let step = st.traced(trace.clone(), |st| {
+                        st.feed(now, key, &mut held, &mut records, PER_LOCK, &mut fed)
+                    });
                     if step == Fed::Wait {
                         st.wait(cx);
                     }
@@ -252,6 +258,7 @@ impl<R: Runtime> Producer<R> {
     /// ```
     pub fn try_enqueue(&self, record: Record) -> Result<std::result::Result<Delivery, Record>> {
         let max_block = self.client.link.options.max_block;
+        let trace = crate::trace::current();
         let (reply, rx) = oneshot::channel();
         let back = self.client.link.with(|st, now| {
             let deadline = now + max_block;
@@ -259,6 +266,7 @@ impl<R: Runtime> Producer<R> {
                 now,
                 Pending {
                     record,
+                    trace,
                     deadline,
                     reply,
                 },

@@ -28,7 +28,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use stellflow_sansio::{
     AdminError, AdminOutcome, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
     ConsumerEvent, DisconnectReason, Event, FetchedBlob, FlushId, Position, ProduceError,
-    RecordMetadata, RequestId, TopicPartition,
+    RecordMetadata, RequestId, TopicPartition, TraceIds,
 };
 
 /// The sending side of a one-shot answer (the one one-shot channel of the adapters).
@@ -101,6 +101,8 @@ enum Parked {
 /// A record on its way into the core.
 pub(crate) struct Pending {
     pub record: Record,
+    /// The trace context of the call that sent it (its span's, `opentelemetry` feature).
+    pub trace: Option<TraceIds>,
     pub deadline: Instant,
     pub reply: Reply<Result<RecordMetadata, Error>>,
 }
@@ -191,7 +193,7 @@ impl State {
     /// when the lane is full.
     pub fn enqueue(&mut self, now: Instant, p: Pending) -> Option<Pending> {
         if self.parked.is_empty() {
-            match p.record.with_borrowed(|rec| self.client.produce(now, rec)) {
+            match self.produce(now, &p) {
                 Ok(id) => drop(self.deliveries.insert(id.0, Waiter::One(p.reply))),
                 Err(ProduceError::BufferFull { .. }) => return self.park(p),
                 Err(e) => drop(p.reply.send(Err(e.into()))),
@@ -199,6 +201,36 @@ impl State {
             return None;
         }
         self.park(p)
+    }
+
+    /// Hands one record to the core, with the trace context of the call that sent it.
+    fn produce(
+        &mut self,
+        now: Instant,
+        p: &Pending,
+    ) -> Result<stellflow_sansio::ProduceId, ProduceError> {
+        let client = &mut self.client;
+        match &p.trace {
+            None => p.record.with_borrowed(|rec| client.produce(now, rec)),
+            Some(t) => {
+                client.set_trace(Some(t.clone()));
+                let r = p.record.with_borrowed(|rec| client.produce(now, rec));
+                client.set_trace(None);
+                r
+            }
+        }
+    }
+
+    /// Runs `f` with the core's trace context set to `trace` (the calling span's), cleared
+    /// after.
+    pub fn traced<T>(&mut self, trace: Option<TraceIds>, f: impl FnOnce(&mut State) -> T) -> T {
+        if trace.is_none() {
+            return f(self);
+        }
+        self.client.set_trace(trace);
+        let r = f(self);
+        self.client.set_trace(None);
+        r
     }
 
     fn park(&mut self, p: Pending) -> Option<Pending> {
@@ -238,7 +270,7 @@ impl State {
                 }
                 Parked::Record(p) => p,
             };
-            let outcome = match p.record.with_borrowed(|rec| self.client.produce(now, rec)) {
+            let outcome = match self.produce(now, &p) {
                 Err(ProduceError::BufferFull { .. }) if now < p.deadline => {
                     self.parked.push_front(Parked::Record(p));
                     return;
@@ -424,6 +456,11 @@ impl State {
                 reason: DisconnectReason::ConnectFailed(e),
                 ..
             } => self.connect_error = Some(format!("cannot connect to {address}: {e}")),
+            Event::ConnectionError {
+                address,
+                error: error @ stellflow_sansio::ConnectionError::NotStellflow { .. },
+                ..
+            } => self.connect_error = Some(format!("{address}: {error}")),
             Event::Consumer(ConsumerEvent::CommitCompleted { id, result, kind }) => {
                 match self.commits.remove(&id) {
                     Some(tx) => drop(tx.send(result.map_err(Error::from))),
