@@ -196,6 +196,8 @@ impl<R: Runtime> Producer<R> {
         /// Records fed to the core per hold of the lock: the driver gets it in between.
         const PER_LOCK: usize = 512;
         let link = &self.client.link;
+        // The calling span's trace context goes with every record (as with `enqueue`).
+        let trace = crate::trace::current();
         let mut records = records.into_iter();
         let (reply, rx) = oneshot::channel();
         let hint = records.size_hint().0;
@@ -210,7 +212,9 @@ impl<R: Runtime> Producer<R> {
         let feed = futures_lite::future::poll_fn(|cx| {
             loop {
                 let step = link.with(|st, now| {
-                    let step = st.feed(now, key, &mut held, &mut records, PER_LOCK, &mut fed);
+                    let step = st.traced(trace.clone(), |st| {
+                        st.feed(now, key, &mut held, &mut records, PER_LOCK, &mut fed)
+                    });
                     if step == Fed::Wait {
                         st.wait(cx);
                     }

@@ -527,10 +527,17 @@ impl State {
 
     /// When the driver must wake even if nothing happens.
     pub fn deadline(&mut self) -> Option<Instant> {
-        let parked = self.parked.iter().find_map(|p| match p {
-            Parked::Record(p) => Some(p.deadline),
-            Parked::Job(_) | Parked::Batch(_) => None,
-        });
+        // The first record's deadline before any batch's place: records behind a batch wait for
+        // it (its caller keeps its own deadline), so theirs would only wake the driver for
+        // nothing until it leaves.
+        let parked = self
+            .parked
+            .iter()
+            .take_while(|p| !matches!(p, Parked::Batch(_)))
+            .find_map(|p| match p {
+                Parked::Record(p) => Some(p.deadline),
+                Parked::Job(_) | Parked::Batch(_) => None,
+            });
         [self.client.poll_timeout(), parked]
             .into_iter()
             .flatten()

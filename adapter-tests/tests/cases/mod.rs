@@ -743,14 +743,19 @@ pub async fn broker_stops_answering() -> R<()> {
 }
 
 /// `send_all` / `enqueue_all`: a batch of keyed records over three partitions, between single
-/// sends, with one record refused at once (a bad topic name). Every outcome comes back at its
+/// sends, with one record refused at once (a bad topic name), through a producer buffer of a
+/// fraction of the batch (the call waits for room many times). Every outcome comes back at its
 /// record's index, the refused one as its error; each partition's records are in the log in
 /// call order (singles before the batch, then the batch, then the single after it); an empty
 /// batch completes at once.
 pub async fn batch_send_in_order() -> R<()> {
     const N: u32 = 5_000;
     let server = sim()?;
-    let client = client(config(&server)?, Duration::from_secs(5)).await?;
+    // A buffer far smaller than the batch: the call waits for room again and again.
+    let mut cfg = config(&server)?;
+    cfg.producer.buffer_memory = 32 * 1024;
+    cfg.producer.batch_size = 8 * 1024;
+    let client = client(cfg, Duration::from_secs(20)).await?;
     create_topic(&client.admin(), "batch", 3).await?;
     let producer = client.producer();
     let before = aw!(producer.enqueue(record("batch", 0)))?;
