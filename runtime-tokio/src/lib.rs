@@ -79,9 +79,8 @@ pub type Producer = stellflow_async::Producer<Tokio>;
 ///
 /// ```no_run
 /// # async fn f() -> Result<(), stellflow_tokio::Error> {
-/// use futures_lite::StreamExt;
 /// use std::time::Duration;
-/// use stellflow_tokio::{ClientConfig, Consumer, TopicPartition};
+/// use stellflow_tokio::{ClientConfig, Consumer, StreamExt, TopicPartition};
 /// let consumer = Consumer::connect(ClientConfig::new("127.0.0.1:9092")?).await?;
 /// consumer.assign(&[TopicPartition::new("orders", 0)])?;
 /// for record in consumer.poll(Duration::from_secs(1)).await? {
