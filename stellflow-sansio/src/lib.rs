@@ -94,6 +94,7 @@ mod error;
 mod event;
 mod health;
 mod inflight;
+mod kafka_keys;
 mod metadata;
 mod metrics;
 mod negotiate;
