@@ -77,16 +77,25 @@ impl<R: Runtime> Consumer<R> {
         cx: &Context<'_>,
         grab: impl FnOnce(&mut State) -> Option<T>,
     ) -> Option<Result<T>> {
-        let r = self.client.link.with(|st, _| match grab(st) {
-            Some(out) => Some(Ok(out)),
-            None if st.consumer_closed.done.is_some() => Some(Err(ConsumerError::Closed.into())),
-            // The cluster is unreachable: said once per outage instead of waiting forever.
-            None if let Some(e) = st.client.take_unreachable_error() => {
-                Some(Err(ConsumerError::Unreachable(e).into()))
+        let trace = crate::trace::current();
+        let r = self.client.link.with(|st, _| {
+            // The fetches sent from now on carry the span this poll runs in.
+            if cfg!(feature = "opentelemetry") {
+                st.client.set_fetch_trace(trace);
             }
-            None => {
-                st.wait(cx);
-                None
+            match grab(st) {
+                Some(out) => Some(Ok(out)),
+                None if st.consumer_closed.done.is_some() => {
+                    Some(Err(ConsumerError::Closed.into()))
+                }
+                // The cluster is unreachable: said once per outage instead of waiting forever.
+                None if let Some(e) = st.client.take_unreachable_error() => {
+                    Some(Err(ConsumerError::Unreachable(e).into()))
+                }
+                None => {
+                    st.wait(cx);
+                    None
+                }
             }
         });
         r.unwrap_or_else(|e| Some(Err(e)))
@@ -192,10 +201,10 @@ impl<R: Runtime> Consumer<R> {
             Instant,
         ) -> Result<stellflow_sansio::CommitId, ConsumerError>,
     ) -> Result<Committed> {
-        let commit = |st: &mut crate::state::State, now, tx: crate::state::Reply<_>| match f(
-            &mut st.client,
-            now,
-        ) {
+        let trace = crate::trace::current();
+        let commit = |st: &mut crate::state::State, now, tx: crate::state::Reply<_>| match st
+            .traced(trace, |st| f(&mut st.client, now))
+        {
             Ok(id) => drop(st.commits.insert(id, tx)),
             Err(e) => drop(tx.send(Err(e.into()))),
         };
@@ -231,7 +240,9 @@ impl<R: Runtime> Consumer<R> {
     /// Starts a commit of every position without waiting for it and without retries (Kafka's
     /// `commitAsync`); its outcome shows up in [`Consumer::events`].
     pub fn commit_async(&self) -> Result<()> {
-        self.run(|c, now| c.commit_async(now)).map(drop)
+        let trace = crate::trace::current();
+        let commit = |st: &mut State, now| st.traced(trace, |st| st.client.commit_async(now));
+        Ok(self.client.link.with(commit)?.map(drop)?)
     }
 
     /// Moves `tp` (its buffered records are dropped). The core resolves

@@ -2,9 +2,9 @@
 //! `stellflow-async`, each call run on the calling thread until it completes.
 
 use crate::{
-    AdminCall, AdminOutput, BrokerApiVersions, ClientConfig, ClusterMetadata, ClusterStatus,
-    Committed, CommittedOffset, ConsumerRecord, Counters, DecommissionResult, Delivery, Events,
-    FetchedBlob, ListedOffset, OffsetSpec, Options, PartitionOverride, Position,
+    AdminCall, AdminOutput, BatchDelivery, BrokerApiVersions, ClientConfig, ClusterMetadata,
+    ClusterStatus, Committed, CommittedOffset, ConsumerRecord, Counters, DecommissionResult,
+    Delivery, Events, FetchedBlob, ListedOffset, OffsetSpec, Options, PartitionOverride, Position,
     ReassertedPartition, Record, RecordMetadata, RequestOptions, Result, SeekTo, Target,
     TopicAdminResult, TopicDescription, TopicPartition,
 };
@@ -200,6 +200,32 @@ impl Producer {
             Ok(delivery) => Ok(delivery),
             Err(record) => block_on(self.inner.enqueue(record)),
         }
+    }
+
+    /// Sends every record of `records` (owned [`Record`]s or references to them) and blocks
+    /// until each has its outcome: one per record, in the order given (see
+    /// [`Producer::enqueue_all`]).
+    pub fn send_all<I>(&self, records: I) -> Result<Vec<Result<RecordMetadata>>>
+    where
+        I: IntoIterator,
+        I::Item: std::borrow::Borrow<Record>,
+    {
+        Ok(self.enqueue_all(records)?.wait())
+    }
+
+    /// Queues every record of `records` in order and returns one [`BatchDelivery`] for all of
+    /// them (call [`BatchDelivery::wait`]), without waiting for the broker: Kafka's
+    /// `send(List<ProducerRecord>)`, at a few allocations a call rather than one a record.
+    /// Records keep their order per partition, behind every record queued before the call.
+    /// When the producer's buffer (`buffer_memory`) is full this blocks until there is room,
+    /// up to [`Options::max_block`] for the whole call; the records not queued by then have
+    /// [`crate::Error::BufferFull`] as their outcome.
+    pub fn enqueue_all<I>(&self, records: I) -> Result<BatchDelivery>
+    where
+        I: IntoIterator,
+        I::Item: std::borrow::Borrow<Record>,
+    {
+        block_on(self.inner.enqueue_all(records))
     }
 
     /// Queues `record` if that needs no wait and gives it back (`Ok(Err(record))`) when the

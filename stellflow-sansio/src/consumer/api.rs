@@ -3,12 +3,18 @@
 use super::positions::Start;
 use super::{
     CommitId, CommitKind, Consumer, ConsumerError, ConsumerRecord, Ctx, FetchedBlob, Op, Position,
-    RecordLease, SeekTo, TopicPartition,
+    RecordLease, RevocationId, SeekTo, TopicPartition,
 };
 use crate::client::Client;
 use crate::net::Completion;
 use crate::topic::validate_topic_name;
 use std::time::Instant;
+
+/// Hands records on their way to the application to the consumer hooks.
+#[cold]
+fn consumed(hooks: &crate::hooks::Hooks, records: &[ConsumerRecord]) {
+    hooks.consumer.iter().for_each(|h| h.on_consume(records));
+}
 
 impl Client {
     fn consumer_ctx(&mut self) -> (&mut Consumer, Ctx<'_>) {
@@ -64,6 +70,40 @@ impl Client {
     /// the partitions SyncGroup assigns — every partition of the topics when the server
     /// assigns none (always, today).
     pub fn subscribe(&mut self, now: Instant, topics: &[&str]) -> Result<(), ConsumerError> {
+        self.subscribe_as(now, topics, false)
+    }
+
+    /// Like [`Client::subscribe`], with a rebalance listener: every
+    /// [`super::ConsumerEvent::PartitionsRevoking`] waits for [`Client::revocation_done`] (at
+    /// most `consumer.revocation_timeout`) before the positions are committed and the
+    /// partitions go to their new owner. Between the two, the partitions are still this
+    /// member's: commit them, flush what the application keeps for them. Kafka's
+    /// `onPartitionsRevoked`; [`super::ConsumerEvent::PartitionsAssigned`] is
+    /// `onPartitionsAssigned`, and [`super::ConsumerEvent::PartitionsLost`] `onPartitionsLost`.
+    pub fn subscribe_with_listener(
+        &mut self,
+        now: Instant,
+        topics: &[&str],
+    ) -> Result<(), ConsumerError> {
+        self.subscribe_as(now, topics, true)
+    }
+
+    /// Lets the revocation `id` go on ([`super::ConsumerEvent::PartitionsRevoking`]): the
+    /// positions are committed (auto-commit on) and the partitions released. An id that is
+    /// unknown or already past (its bound ran out) is ignored.
+    pub fn revocation_done(&mut self, now: Instant, id: RevocationId) {
+        self.last_now = now;
+        let (c, mut ctx) = self.consumer_ctx();
+        c.proceed_revocation(now, id, &mut ctx);
+        self.process(now);
+    }
+
+    fn subscribe_as(
+        &mut self,
+        now: Instant,
+        topics: &[&str],
+        listening: bool,
+    ) -> Result<(), ConsumerError> {
         self.consumer_command(now)?;
         if self.consumer.config.group_id.is_none() {
             return Err(ConsumerError::NoGroup);
@@ -73,6 +113,8 @@ impl Client {
         }
         let g = &mut self.consumer.group;
         g.subscription = topics.iter().map(|t| (*t).to_owned()).collect();
+        g.reg.listening = listening;
+        g.reg.resubscribed();
         if g.member == super::group::Member::Idle {
             self.refresher.request(false);
         }
@@ -168,7 +210,13 @@ impl Client {
             net,
             ..
         } = self;
-        consumer.poll_record(events, &mut net.counters)
+        let r = consumer.poll_record(events, &mut net.counters);
+        if let Some(r) = &r
+            && !self.hooks.consumer.is_empty()
+        {
+            consumed(&self.hooks, std::slice::from_ref(r));
+        }
+        r
     }
 
     /// Appends up to `max` records to `out` (like `max` calls of [`Client::poll_record`]) and
@@ -181,7 +229,12 @@ impl Client {
             net,
             ..
         } = self;
-        consumer.poll_records(events, &mut net.counters, out, max)
+        let start = out.len();
+        let n = consumer.poll_records(events, &mut net.counters, out, max);
+        if n > 0 && !self.hooks.consumer.is_empty() {
+            consumed(&self.hooks, out.get(start..).unwrap_or_default());
+        }
+        n
     }
 
     /// Lends out up to `max` records of the blobs first in line, to be decoded away from the
@@ -203,7 +256,14 @@ impl Client {
             net,
             ..
         } = self;
-        consumer.redeem_lease(events, &mut net.counters, lease)
+        let records = consumer.redeem_lease(events, &mut net.counters, lease);
+        if let Some(r) = &records
+            && !r.is_empty()
+            && !self.hooks.consumer.is_empty()
+        {
+            consumed(&self.hooks, r);
+        }
+        records
     }
 
     /// The next fetched blob, handed over whole: its records decode as the caller iterates
@@ -213,7 +273,12 @@ impl Client {
     /// [`Client::poll_record`] is fine (a blob partly taken as records yields the rest).
     pub fn poll_blob(&mut self) -> Option<FetchedBlob> {
         let Client { consumer, net, .. } = self;
-        consumer.poll_blob(&mut net.counters)
+        let blob = consumer.poll_blob(&mut net.counters)?;
+        if !self.hooks.consumer.is_empty() {
+            let records = blob.undelivered_records();
+            (self.hooks.consumer.iter()).for_each(|h| h.on_consume_blob(&blob, records));
+        }
+        Some(blob)
     }
 
     /// Marks `record`, and every earlier record of its partition, as processed (rdkafka's
@@ -282,8 +347,9 @@ impl Client {
         if self.consumer.config.group_id.is_none() {
             return Err(ConsumerError::NoGroup);
         }
+        let trace = self.trace.clone();
         let (c, mut ctx) = self.consumer_ctx();
-        let id = c.start_commit(now, positions, kind, &mut ctx);
+        let id = c.start_commit_traced(now, positions, kind, trace.as_ref(), &mut ctx);
         self.process(now);
         Ok(id)
     }
@@ -307,6 +373,7 @@ impl Client {
             return;
         }
         self.consumer.closing = true;
+        self.consumer.close_started = Some(now);
         let positions = self.consumer.uncommitted_positions();
         let commit = self.consumer.config.enable_auto_commit
             && self.consumer.config.group_id.is_some()
@@ -351,7 +418,7 @@ impl Client {
         }
         let mut d = c
             .group
-            .deadline(&c.config, c.config.group_id.is_some(), last_now);
+            .deadline(&c.config, c.config.group_id.is_some(), c.closing, last_now);
         // Past instants were acted on by the pass at `last_now` or wait for another deadline
         // (see `Group::deadline`); only the fetch wake-up above asks for "now".
         let mut take = |t: Option<Instant>| {
@@ -381,10 +448,18 @@ impl Client {
     /// Routes a consumer request's outcome.
     pub(crate) fn on_consumer_completion(&mut self, now: Instant, op: Op, c: Completion) {
         let (consumer, mut ctx) = self.consumer_ctx();
+        // A member back from a pause learns first that its partitions are no longer its own,
+        // before any answer (a fetch, a commit) is applied to them.
+        if consumer.lease_lapsed(now) {
+            consumer.lose_membership(now, "this member's lease lapsed on its own clock", &mut ctx);
+        }
         match op {
             Op::Fetch => consumer.on_fetch(now, c.seq, c.result, &mut ctx),
             Op::ListOffsets => consumer.on_list_offsets(now, c.seq, c.result, &mut ctx),
             Op::OffsetFetch => consumer.on_offset_fetch(now, c.seq, c.result, &mut ctx),
+            Op::RegistryRead | Op::RegistryWrite => {
+                consumer.on_registry(now, c.seq, c.result, &mut ctx)
+            }
             _ => consumer.on_group(now, op, c.seq, c.result, &mut ctx),
         }
     }

@@ -48,6 +48,8 @@ pub struct FetchedBlob {
     /// Records below this index were delivered before.
     skip: u32,
     records: BlobRecords,
+    /// Records its batches declare, less those delivered before.
+    undelivered: u64,
 }
 
 impl FetchedBlob {
@@ -57,6 +59,7 @@ impl FetchedBlob {
         offset: i64,
         skip: u32,
         records: BlobRecords,
+        undelivered: u64,
     ) -> Self {
         FetchedBlob {
             topic,
@@ -64,6 +67,7 @@ impl FetchedBlob {
             offset,
             skip,
             records,
+            undelivered,
         }
     }
 
@@ -80,6 +84,12 @@ impl FetchedBlob {
     /// The blob's offset: every record in it shares it (one offset per produced blob).
     pub fn offset(&self) -> i64 {
         self.offset
+    }
+
+    /// How many of its records iterating it yields (what its batches declare, less those
+    /// delivered before); the batches are not checked for this.
+    pub fn undelivered_records(&self) -> u64 {
+        self.undelivered
     }
 
     /// The blob's format.
