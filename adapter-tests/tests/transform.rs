@@ -1,4 +1,5 @@
-//! The consume–transform–produce examples of the three adapters (`examples/transform.rs`),
+//! The consume–transform–produce examples of the three adapters
+//! (`examples/transform_{tokio,smol,blocking}.rs`),
 //! run against the simulated broker — and killed with SIGKILL between an output's
 //! acknowledgement and its input's mark: a fresh consumer of the group then reads that input
 //! again, so every input has its output (one of them twice) and nothing is lost.
@@ -13,15 +14,15 @@ use stellflow_adapter_tests::{R, Watchdog, check, sim};
 use stellflow_blocking as blocking;
 
 #[allow(dead_code)]
-#[path = "../../runtime-tokio/examples/transform.rs"]
+#[path = "../../runtime-tokio/examples/transform_tokio.rs"]
 mod tokio_service;
 
 #[allow(dead_code)]
-#[path = "../../runtime-smol/examples/transform.rs"]
+#[path = "../../runtime-smol/examples/transform_smol.rs"]
 mod smol_service;
 
 #[allow(dead_code)]
-#[path = "../../runtime-blocking/examples/transform.rs"]
+#[path = "../../runtime-blocking/examples/transform_blocking.rs"]
 mod blocking_service;
 
 const INPUTS: usize = 60;

@@ -9,7 +9,7 @@
 //! twice, the price of at-least-once).
 //!
 //! ```sh
-//! cargo run -p stellflow-tokio --example transform -- 127.0.0.1:9092 input output my-group
+//! cargo run -p stellflow-tokio --example transform_tokio -- 127.0.0.1:9092 input output my-group
 //! ```
 //!
 //! It needs `stellflow-tokio` and tokio only (`features = ["macros", "rt-multi-thread",
@@ -68,7 +68,7 @@ pub async fn run(
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [bootstrap, input, output, group] = args.as_slice() else {
-        return Err("usage: transform BOOTSTRAP INPUT OUTPUT GROUP".into());
+        return Err("usage: transform_tokio BOOTSTRAP INPUT OUTPUT GROUP".into());
     };
     let client = Client::connect(config(bootstrap, group)?).await?;
     let (consumer, producer) = (client.consumer(), client.producer());

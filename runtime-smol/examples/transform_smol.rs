@@ -1,5 +1,5 @@
-//! Consume, transform, produce — at least once, with no bookkeeping of your own (blocking
-//! `std::net`, no async runtime).
+//! Consume, transform, produce — at least once, with no bookkeeping of your own (smol, or
+//! any executor).
 //!
 //! Reads `INPUT` as a member of `GROUP`, writes each record's value upper-cased to `OUTPUT`,
 //! and marks an input processed only once its output is acknowledged by the broker. With
@@ -11,15 +11,14 @@
 //! closes (committing what it marked).
 //!
 //! ```sh
-//! cargo run -p stellflow-blocking --example transform -- 127.0.0.1:9092 input output my-group [COUNT]
+//! cargo run -p stellflow-smol --example transform_smol -- 127.0.0.1:9092 input output my-group [COUNT]
 //! ```
 //!
-//! It needs `stellflow-blocking` only. The adapter suite runs [`run`] against the simulated
-//! broker, and kills it between an acknowledgement and its mark.
+//! It needs `stellflow-smol` and smol only. The adapter suite runs [`run`] against the
+//! simulated broker, and kills it between an acknowledgement and its mark.
 
-use stellflow_blocking::{
-    Client, ClientConfig, Consumer, ConsumerError, ConsumerRecord, Error, OffsetReset, Producer,
-    Record,
+use stellflow_smol::{
+    Client, ClientConfig, Consumer, ConsumerRecord, Error, OffsetReset, Producer, Record, StreamExt,
 };
 
 /// The configuration of the service: a group member that commits only what it marked.
@@ -44,21 +43,21 @@ pub fn transform(input: &ConsumerRecord, output_topic: &str) -> Record {
 /// Processes inputs until `limit` of them are done (or forever, or until the consumer is
 /// closed): each input's output is sent and acknowledged, `acked` is told, and only then is
 /// the input marked processed. Returns how many inputs were processed.
-pub fn run(
+pub async fn run(
     consumer: &Consumer,
     producer: &Producer,
     output_topic: &str,
     limit: Option<usize>,
     mut acked: impl FnMut(&ConsumerRecord),
 ) -> Result<usize, Error> {
+    let mut inputs = consumer.clone(); // the consumer is a Stream of records
     let mut done = 0;
     while limit.is_none_or(|limit| done < limit) {
-        let input = match consumer.recv() {
-            Ok(input) => input,
-            Err(Error::Consumer(ConsumerError::Closed)) => break,
-            Err(e) => return Err(e),
+        let Some(input) = inputs.next().await else {
+            break; // the consumer was closed
         };
-        producer.send(transform(&input, output_topic))?; // waits for the broker's ack
+        let input = input?;
+        producer.send(transform(&input, output_topic)).await?; // waits for the broker's ack
         acked(&input);
         consumer.mark_processed(&input)?; // only now may a commit cover the input
         done += 1;
@@ -71,17 +70,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (bootstrap, input, output, group, count) = match args.as_slice() {
         [b, i, o, g] => (b, i, o, g, None),
         [b, i, o, g, n] => (b, i, o, g, Some(n.parse()?)),
-        _ => return Err("usage: transform BOOTSTRAP INPUT OUTPUT GROUP [COUNT]".into()),
+        _ => return Err("usage: transform_smol BOOTSTRAP INPUT OUTPUT GROUP [COUNT]".into()),
     };
-    let client = Client::connect(config(bootstrap, group)?)?;
-    let (consumer, producer) = (client.consumer(), client.producer());
-    consumer.subscribe(&[input.as_str()])?;
-    run(&consumer, &producer, output, count, |input| {
-        println!(
-            "{}-{} {}#{} done",
-            input.topic, input.partition, input.offset, input.index
-        )
-    })?;
-    client.close()?; // commits the marked positions, flushes the producer
-    Ok(())
+    smol::block_on(async {
+        let client = Client::connect(config(bootstrap, group)?).await?;
+        let (consumer, producer) = (client.consumer(), client.producer());
+        consumer.subscribe(&[input.as_str()])?;
+        run(&consumer, &producer, output, count, |input| {
+            println!(
+                "{}-{} {}#{} done",
+                input.topic, input.partition, input.offset, input.index
+            )
+        })
+        .await?;
+        client.close().await?; // commits the marked positions, flushes the producer
+        Ok(())
+    })
 }
