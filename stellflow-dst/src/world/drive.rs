@@ -3,6 +3,7 @@
 //! the per-step invariants checked on the way.
 
 use super::*;
+use stellflow_sansio::HealthState;
 
 impl World {
     /// The earliest instant anything in the world has work.
@@ -239,7 +240,8 @@ impl World {
         }
         while let Some(e) = slot.client.poll_event() {
             progress = true;
-            self.trace.record(b'E', m, format!("{i}{e:?}").as_bytes());
+            self.trace
+                .record(b'E', m, trace_text(i, &e, self.epoch).as_bytes());
             note!(self.log, now - self.epoch, "client {i} event {e:?}");
             slot.events.push_back(e);
         }
@@ -441,5 +443,38 @@ impl World {
             }
         }
         true
+    }
+}
+
+/// How an event enters the trace hash: its `Debug` text, except where it holds instants
+/// (a health change), which are written as offsets from the world's epoch so that the same
+/// plan hashes the same in every run (the epoch is a real `Instant` taken at construction).
+fn trace_text(i: usize, e: &Event, epoch: Instant) -> String {
+    let since = |t: Option<Instant>| t.map(|t| t.saturating_duration_since(epoch));
+    match e {
+        Event::HealthChanged(h) => {
+            let state = match h.state {
+                HealthState::Unreachable { since: t } => {
+                    format!("Unreachable({:?})", t.saturating_duration_since(epoch))
+                }
+                other => format!("{other:?}"),
+            };
+            let brokers: Vec<String> = (h.brokers.iter())
+                .map(|b| {
+                    format!(
+                        "{} {:?} {} {:?} {:?} {:?} {}",
+                        b.address,
+                        b.broker_id,
+                        b.connected,
+                        since(b.last_answer),
+                        since(b.failing_since),
+                        b.last_cause,
+                        b.not_stellflow
+                    )
+                })
+                .collect();
+            format!("{i}HealthChanged {state} {brokers:?}")
+        }
+        _ => format!("{i}{e:?}"),
     }
 }
