@@ -73,11 +73,21 @@ pub mod prelude {
     };
     /// The `bytes` crate of record keys and values.
     pub use bytes;
+    /// The consumer is a [`Stream`] of records: [`StreamExt::next`] takes the next one
+    /// (futures-lite's traits; any `futures::StreamExt` works as well, it is the same
+    /// `Stream` trait).
+    pub use futures_lite::stream::{Stream, StreamExt};
+    /// A header key: UTF-8 bytes shared with the fetched response (derefs to `str`).
+    pub use stellflow_sansio::stellflow_proto::StrBytes;
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
     pub use stellflow_sansio::stellflow_proto::record::Compression;
+    /// What a [`ConsumerRecord`] carries beside its key and value: [`Headers`] (split lazily
+    /// into [`Header`]s) and the [`BlobFormat`] of the blob it came from.
+    pub use stellflow_sansio::stellflow_proto::record::v1::{HeadersIter, RawHeadersIter};
     /// What iterating a [`FetchedBlob`] yields: each record with its index in the blob, or
     /// the error that ends a corrupt blob.
     pub use stellflow_sansio::stellflow_proto::record::{BatchError, BlobRecord};
+    pub use stellflow_sansio::stellflow_proto::record::{BlobFormat, Header, Headers};
     pub use stellflow_sansio::stellflow_proto::{ApiKey, ErrorClass, ErrorCode};
     /// Hooks and trace context (see the crate docs of the core for each).
     pub use stellflow_sansio::{
@@ -90,10 +100,11 @@ pub mod prelude {
         ClusterMetadata, ClusterStatus, ClusterUnreachable, CommitId, CommitKind, CommittedOffset,
         ConfigError, ConnectionError, ConsumerConfig, ConsumerError, ConsumerEvent, ConsumerRecord,
         Counters, DecommissionResult, DeliveryError, FetchedBlob, HeaderFields, HealthState,
-        InvalidTopicName, LeaderlessReason, ListedOffset, LogStartAction, OffsetInfo, OffsetReset,
-        OffsetSpec, PartitionInfo, PartitionOutcome, PartitionOverride, Position, ProduceError,
-        ProducerConfig, ReassertedPartition, RecordMetadata, RequestError, RequestOptions, SeekTo,
-        Target, TopicAdminResult, TopicDescription, TopicPartition, TraceContext,
+        IntoRecordBytes, IntoTopic, InvalidTopicName, LeaderlessReason, ListedOffset,
+        LogStartAction, OffsetInfo, OffsetReset, OffsetSpec, PartitionInfo, PartitionOutcome,
+        PartitionOverride, Position, ProduceError, ProducerConfig, ReassertedPartition,
+        RecordMetadata, RequestError, RequestOptions, SeekTo, Target, TopicAdminResult,
+        TopicDescription, TopicPartition, TraceContext,
     };
     pub use stellflow_sansio::{
         ApiCounters, DurationHistogram, KeyedPartitioner, KeylessPartitioner, Partitioner,

@@ -1,4 +1,4 @@
-//! Drives the Stellflow sans-IO client ([`stellflow_sansio`]) on smol, executor-neutral.
+//! Drives the Stellflow sans-IO client (`stellflow-sansio`) on smol, executor-neutral.
 //!
 //! A [`Client`] is one core, one driver task and its sockets; it hands out [`Producer`],
 //! [`Consumer`] and [`Admin`] handles (each also has its own `connect`), cheap to clone and
@@ -14,6 +14,38 @@
 //! Call [`Client::close`] (or [`Producer::close`]) before the program ends: it flushes,
 //! commits and waits for the driver. Dropped handles leave the driver to finish in the
 //! background (up to `Options::close_timeout`), which the process exiting cuts short.
+//!
+//! # What the handles do
+//!
+//! Method lists are on each handle's page; in short:
+//!
+//! * **Connect**: `Client::connect(config)` (or `connect_with(config, options)`), where
+//!   `config` is a [`ClientConfig`] — set its fields, or Kafka-style keys with
+//!   [`ClientConfig::set`] / [`ClientConfig::from_kafka_properties`]. Connections open on
+//!   demand.
+//! * **Produce**: `Producer::send(record)` waits for the acknowledgement ([`RecordMetadata`]:
+//!   blob offset and index in it); `enqueue` returns a [`Delivery`] once the record is
+//!   buffered; `flush`, `close`. [`Record::new`] takes the topic and a value (`&str`,
+//!   `b"bytes"`, `Vec<u8>`, `Bytes`, ...), `with_key`, `with_optional_key`, `with_partition`.
+//! * **Consume**: `Consumer::assign(&[TopicPartition::new("t", 0)])` (manual assignment,
+//!   recommended on today's server) or `subscribe(&["t"])` (needs `consumer.group_id`);
+//!   then `poll(timeout)`, `recv()`, `poll_blobs(timeout)`, or the consumer as a [`Stream`] of records
+//!   ([`StreamExt::next`], re-exported here).
+//!   `seek`, `position`, `committed`, `lag`, `pause`/`resume`, `events()`.
+//! * **Commit**: auto-commit by default (`consumer.enable_auto_commit`, every
+//!   `auto_commit_interval`, before a revocation and on close); `commit_sync`,
+//!   `commit_async`, `commit_positions`. For at-least-once processing set
+//!   `consumer.commit_marked_only` and call `Consumer::mark_processed(&record)` once the
+//!   record's outputs are acknowledged: commits then take only marked positions (the
+//!   `transform_smol` example is the whole service).
+//! * **Close**: `Client::close()` flushes, commits and waits for the driver.
+//! * **Errors**: every call returns [`Error`]; `is_retriable()` says whether trying again can
+//!   help, and a failed record's [`DeliveryError`] says whether it may be in the log anyway
+//!   (`outcome_unknown()`).
+//! * **Features**: `metrics` emits the client's metrics through the `metrics` facade (the
+//!   official SDKs' names, `stellflow.client.requests`, ...); the full list with types and
+//!   labels is in `stellflow-sansio`'s `metrics` module documentation. Logs go through
+//!   `tracing`.
 //!
 //! # Quickstart
 //!

@@ -1,4 +1,4 @@
-//! Drives the Stellflow sans-IO client ([`stellflow_sansio`]) on tokio.
+//! Drives the Stellflow sans-IO client (`stellflow-sansio`) on tokio.
 //!
 //! A [`Client`] is one core, one driver task and its sockets; it hands out [`Producer`],
 //! [`Consumer`] and [`Admin`] handles (each also has its own `connect`), cheap to clone and
@@ -17,6 +17,38 @@
 //! and commits in the background, but only while the runtime runs: when the runtime shuts
 //! down first, the records still buffered are lost — their deliveries fail with
 //! [`Error::Shutdown`] and an error is logged through `tracing` with their number.
+//!
+//! # What the handles do
+//!
+//! Method lists are on each handle's page; in short:
+//!
+//! * **Connect**: `Client::connect(config)` (or `connect_with(config, options)`), where
+//!   `config` is a [`ClientConfig`] — set its fields, or Kafka-style keys with
+//!   [`ClientConfig::set`] / [`ClientConfig::from_kafka_properties`]. Connections open on
+//!   demand.
+//! * **Produce**: `Producer::send(record)` waits for the acknowledgement ([`RecordMetadata`]:
+//!   blob offset and index in it); `enqueue` returns a [`Delivery`] once the record is
+//!   buffered; `flush`, `close`. [`Record::new`] takes the topic and a value (`&str`,
+//!   `b"bytes"`, `Vec<u8>`, `Bytes`, ...), `with_key`, `with_optional_key`, `with_partition`.
+//! * **Consume**: `Consumer::assign(&[TopicPartition::new("t", 0)])` (manual assignment,
+//!   recommended on today's server) or `subscribe(&["t"])` (needs `consumer.group_id`);
+//!   then `poll(timeout)`, `recv()`, `poll_blobs(timeout)`, or the consumer as a [`Stream`] of records
+//!   ([`StreamExt::next`], re-exported here).
+//!   `seek`, `position`, `committed`, `lag`, `pause`/`resume`, `events()`.
+//! * **Commit**: auto-commit by default (`consumer.enable_auto_commit`, every
+//!   `auto_commit_interval`, before a revocation and on close); `commit_sync`,
+//!   `commit_async`, `commit_positions`. For at-least-once processing set
+//!   `consumer.commit_marked_only` and call `Consumer::mark_processed(&record)` once the
+//!   record's outputs are acknowledged: commits then take only marked positions (the
+//!   `transform_tokio` example is the whole service).
+//! * **Close**: `Client::close()` flushes, commits and waits for the driver.
+//! * **Errors**: every call returns [`Error`]; `is_retriable()` says whether trying again can
+//!   help, and a failed record's [`DeliveryError`] says whether it may be in the log anyway
+//!   (`outcome_unknown()`).
+//! * **Features**: `metrics` emits the client's metrics through the `metrics` facade (the
+//!   official SDKs' names, `stellflow.client.requests`, ...); the full list with types and
+//!   labels is in `stellflow-sansio`'s `metrics` module documentation. Logs go through
+//!   `tracing`.
 //!
 //! # Quickstart
 //!
@@ -79,9 +111,8 @@ pub type Producer = stellflow_async::Producer<Tokio>;
 ///
 /// ```no_run
 /// # async fn f() -> Result<(), stellflow_tokio::Error> {
-/// use futures_lite::StreamExt;
 /// use std::time::Duration;
-/// use stellflow_tokio::{ClientConfig, Consumer, TopicPartition};
+/// use stellflow_tokio::{ClientConfig, Consumer, StreamExt, TopicPartition};
 /// let consumer = Consumer::connect(ClientConfig::new("127.0.0.1:9092")?).await?;
 /// consumer.assign(&[TopicPartition::new("orders", 0)])?;
 /// for record in consumer.poll(Duration::from_secs(1)).await? {

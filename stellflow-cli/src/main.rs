@@ -54,6 +54,11 @@ struct Global {
     /// clientId sent in request headers.
     #[arg(long, global = true)]
     client_id: Option<String>,
+    /// A Kafka-style client setting, like kcat's `-X`: `-X linger.ms=20 -X acks=1`
+    /// (repeatable; the user guide's Kafka table lists the keys). Overrides the command's own
+    /// options.
+    #[arg(short = 'X', global = true, value_name = "KEY=VALUE")]
+    property: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -212,6 +217,14 @@ impl Global {
         config.producer.delivery_timeout = timeout;
         config.header.client_id.clone_from(&self.client_id);
         tune(&mut config);
+        for property in &self.property {
+            let (key, value) = property.split_once('=').ok_or_else(|| {
+                CliError(format!(
+                    "-X {property}: expected KEY=VALUE, e.g. -X linger.ms=20"
+                ))
+            })?;
+            config.set(key.trim(), value)?;
+        }
         let mut options = Options::default();
         options.max_block = timeout.max(Duration::from_secs(30));
         options.close_timeout = timeout;

@@ -187,6 +187,17 @@ fn bad_arguments_fail_at_once() {
         (&["consume", "one", "--from", "soon"], 2, "--from"),
         (&["--timeout", "0", "cluster"], 1, "--timeout"),
         (&["offsets"], 2, "required"),
+        (
+            &["-X", "lingr.ms=5", "cluster"],
+            1,
+            "unknown configuration key \"lingr.ms\"",
+        ),
+        (
+            &["-X", "linger.ms=soon", "cluster"],
+            1,
+            "bad value \"soon\" for linger.ms",
+        ),
+        (&["-X", "acks", "topics", "list"], 1, "KEY=VALUE"),
         (&["frobnicate"], 2, "frobnicate"),
     ];
     let commands: Vec<&[&str]> = cases.iter().map(|c| c.0).collect();

@@ -44,6 +44,33 @@ pub enum ConfigError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A Kafka-style key this client does not know ([`crate::ClientConfig::set`]); the
+    /// user guide's Kafka table lists the keys it does.
+    #[error(
+        "unknown configuration key {key:?} (the user guide's Kafka table lists the known keys)"
+    )]
+    UnknownKey {
+        /// The key as given.
+        key: String,
+    },
+    /// A Kafka key that has no equivalent here, and why.
+    #[error("configuration key {key:?} has no equivalent in this client: {reason}")]
+    Unsupported {
+        /// The key.
+        key: String,
+        /// Why, and what to use instead.
+        reason: &'static str,
+    },
+    /// A Kafka-style key with a value it cannot take.
+    #[error("bad value {value:?} for {key}: {reason}")]
+    BadValue {
+        /// The key.
+        key: String,
+        /// The value as given.
+        value: String,
+        /// What the key takes.
+        reason: &'static str,
+    },
 }
 
 /// A topic name the client refuses to send (DESIGN §3.11): the server would use it as a

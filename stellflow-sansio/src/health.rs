@@ -23,7 +23,7 @@ use crate::event::Event;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-/// The client's view of the cluster (see [`Client::cluster_health`](crate::Client::cluster_health)).
+/// The client's view of the cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ClusterHealth {
@@ -33,7 +33,7 @@ pub struct ClusterHealth {
     pub brokers: Vec<BrokerHealth>,
 }
 
-/// The cluster's state as one word (see [`Client::cluster_health`](crate::Client::cluster_health)).
+/// The cluster's state as one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HealthState {

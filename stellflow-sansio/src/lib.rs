@@ -95,6 +95,7 @@ mod event;
 mod health;
 mod hooks;
 mod inflight;
+mod kafka_keys;
 mod metadata;
 mod metrics;
 mod negotiate;
@@ -132,9 +133,9 @@ pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo}
 pub use metrics::{ApiCounters, Counters, DurationHistogram};
 pub use net::ConnectRequest;
 pub use producer::{
-    Acks, BatchFormat, DeliveryError, FlushId, KeyedPartitioner, KeylessPartitioner, OwnedRecord,
-    Partitioner, ProduceError, ProduceId, ProducerConfig, ProducerRecord, RecordHeader,
-    RecordMetadata, fnv1a32, java_hash,
+    Acks, BatchFormat, DeliveryError, FlushId, IntoRecordBytes, KeyedPartitioner,
+    KeylessPartitioner, OwnedRecord, Partitioner, ProduceError, ProduceId, ProducerConfig,
+    ProducerRecord, RecordHeader, RecordMetadata, fnv1a32, java_hash,
 };
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
 pub use stellflow_proto;

@@ -2,7 +2,47 @@
 //! thread or task (the runtime adapters' `Record`).
 
 use crate::producer::ProducerRecord;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+
+/// What a record's key, value or header value can be built from: [`Bytes`], `Vec<u8>`,
+/// `String`, `Box<[u8]>`, [`BytesMut`] (taken without copying), and `'static` data —
+/// `&'static str`, `&'static [u8]` and byte-string literals such as `b"x"` (borrowed, not
+/// copied).
+pub trait IntoRecordBytes {
+    /// The bytes.
+    fn into_record_bytes(self) -> Bytes;
+}
+
+macro_rules! into_record_bytes {
+    ($($t:ty),*) => {$(
+        impl IntoRecordBytes for $t {
+            fn into_record_bytes(self) -> Bytes {
+                Bytes::from(self)
+            }
+        }
+    )*};
+}
+
+into_record_bytes!(
+    Bytes,
+    Vec<u8>,
+    String,
+    Box<[u8]>,
+    &'static [u8],
+    &'static str
+);
+
+impl IntoRecordBytes for BytesMut {
+    fn into_record_bytes(self) -> Bytes {
+        self.freeze()
+    }
+}
+
+impl<const N: usize> IntoRecordBytes for &'static [u8; N] {
+    fn into_record_bytes(self) -> Bytes {
+        Bytes::from_static(self)
+    }
+}
 
 /// A record to produce that owns its data. Keys and values are [`Bytes`], so building one from
 /// `Bytes` does not copy; [`crate::Client::produce`] copies it once, into its partition's batch
@@ -13,6 +53,11 @@ use bytes::Bytes;
 /// let r = OwnedRecord::new("orders", "payload").with_key("customer-7");
 /// assert_eq!(r.partition, None);
 /// r.with_borrowed(|b| assert_eq!(b.key, Some(&b"customer-7"[..])));
+///
+/// // Byte-string literals, vectors, strings and `Bytes` all work, and a key may be optional:
+/// let key: Option<bytes::Bytes> = None;
+/// let r = OwnedRecord::new("orders", b"\x00\x01").with_optional_key(key);
+/// assert_eq!((r.key, r.value.as_deref()), (None, Some(&[0u8, 1][..])));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct OwnedRecord {
@@ -32,10 +77,10 @@ pub struct OwnedRecord {
 
 impl OwnedRecord {
     /// A record with a value and nothing else.
-    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>) -> Self {
+    pub fn new(topic: impl Into<String>, value: impl IntoRecordBytes) -> Self {
         OwnedRecord {
             topic: topic.into(),
-            value: Some(value.into()),
+            value: Some(value.into_record_bytes()),
             ..OwnedRecord::default()
         }
     }
@@ -58,8 +103,14 @@ impl OwnedRecord {
     }
 
     /// Sets the key.
-    pub fn with_key(mut self, key: impl Into<Bytes>) -> Self {
-        self.key = Some(key.into());
+    pub fn with_key(mut self, key: impl IntoRecordBytes) -> Self {
+        self.key = Some(key.into_record_bytes());
+        self
+    }
+
+    /// Sets the key, or no key for `None` (e.g. a consumed record's `key`, passed on).
+    pub fn with_optional_key(mut self, key: Option<impl IntoRecordBytes>) -> Self {
+        self.key = key.map(IntoRecordBytes::into_record_bytes);
         self
     }
 
@@ -70,8 +121,9 @@ impl OwnedRecord {
     }
 
     /// Adds a header.
-    pub fn with_header(mut self, key: impl Into<String>, value: impl Into<Bytes>) -> Self {
-        self.headers.push((key.into(), Some(value.into())));
+    pub fn with_header(mut self, key: impl Into<String>, value: impl IntoRecordBytes) -> Self {
+        self.headers
+            .push((key.into(), Some(value.into_record_bytes())));
         self
     }
 
@@ -113,6 +165,11 @@ mod tests {
             .with_timestamp(42);
         let back = r.with_borrowed(OwnedRecord::from_borrowed);
         assert_eq!(back, r);
+        assert_eq!(OwnedRecord::new("t", b"v"), OwnedRecord::new("t", "v"));
+        assert_eq!(
+            OwnedRecord::new("t", "v").with_optional_key(Some(b"k")),
+            OwnedRecord::new("t", "v").with_key(Bytes::from_static(b"k"))
+        );
         r.with_borrowed(|b| {
             assert_eq!(b.headers, &[("h", Some(&b"x"[..]))]);
             assert_eq!(b.timestamp, Some(42));

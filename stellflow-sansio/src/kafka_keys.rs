@@ -1,0 +1,424 @@
+//! Kafka-style configuration keys (`bootstrap.servers`, `linger.ms`, ...): the one table that
+//! maps each key to its [`ClientConfig`] field, used by [`ClientConfig::set`],
+//! [`ClientConfig::from_kafka_properties`], [`ClientConfig::to_kafka_properties`], the `serde`
+//! feature and the CLI's `-X key=value`.
+//!
+//! Adding a key is one line in [`KEYS`]: its name, how its value is written (a [`Codec`]) and
+//! the field(s) it sets (a key may set several fields; it reads back from the first).
+
+use crate::config::{BrokerAddress, ClientConfig, parse_bootstrap};
+use crate::consumer::OffsetReset;
+use crate::error::ConfigError;
+use crate::producer::{Acks, BatchFormat};
+use std::time::Duration;
+use stellflow_proto::record::Compression;
+
+/// How a key's value is written as text.
+trait Codec {
+    /// The field's type.
+    type T;
+    /// Parses the text, or says what the key takes.
+    fn parse(s: &str) -> Result<Self::T, &'static str>;
+    /// Writes the value back (so that `parse(show(v)) == v`).
+    fn show(v: &Self::T) -> String;
+}
+
+/// Milliseconds, as a whole number.
+struct Ms;
+impl Codec for Ms {
+    type T = Duration;
+    fn parse(s: &str) -> Result<Duration, &'static str> {
+        s.parse::<u64>()
+            .map(Duration::from_millis)
+            .map_err(|_| "takes a whole number of milliseconds")
+    }
+    fn show(v: &Duration) -> String {
+        v.as_millis().to_string()
+    }
+}
+
+/// `true` or `false`.
+struct Bool;
+impl Codec for Bool {
+    type T = bool;
+    fn parse(s: &str) -> Result<bool, &'static str> {
+        match s {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err("takes true or false"),
+        }
+    }
+    fn show(v: &bool) -> String {
+        v.to_string()
+    }
+}
+
+/// `true` or `false`, stored negated (`enable.auto.offset.store` is `!commit_marked_only`).
+struct NotBool;
+impl Codec for NotBool {
+    type T = bool;
+    fn parse(s: &str) -> Result<bool, &'static str> {
+        Bool::parse(s).map(|b| !b)
+    }
+    fn show(v: &bool) -> String {
+        (!v).to_string()
+    }
+}
+
+/// A count or a byte size.
+struct Usize;
+impl Codec for Usize {
+    type T = usize;
+    fn parse(s: &str) -> Result<usize, &'static str> {
+        s.parse().map_err(|_| "takes a whole number")
+    }
+    fn show(v: &usize) -> String {
+        v.to_string()
+    }
+}
+
+/// A count up to `u32::MAX`.
+struct U32;
+impl Codec for U32 {
+    type T = u32;
+    fn parse(s: &str) -> Result<u32, &'static str> {
+        s.parse()
+            .map_err(|_| "takes a whole number up to 4294967295")
+    }
+    fn show(v: &u32) -> String {
+        v.to_string()
+    }
+}
+
+/// Text; empty for none.
+struct OptString;
+impl Codec for OptString {
+    type T = Option<String>;
+    fn parse(s: &str) -> Result<Option<String>, &'static str> {
+        Ok((!s.is_empty()).then(|| s.to_owned()))
+    }
+    fn show(v: &Option<String>) -> String {
+        v.clone().unwrap_or_default()
+    }
+}
+
+/// A comma-separated `host:port` list.
+struct Bootstrap;
+impl Codec for Bootstrap {
+    type T = Vec<BrokerAddress>;
+    fn parse(s: &str) -> Result<Vec<BrokerAddress>, &'static str> {
+        parse_bootstrap(s).map_err(|_| "takes a comma-separated list of host:port")
+    }
+    fn show(v: &Vec<BrokerAddress>) -> String {
+        let list: Vec<String> = v.iter().map(ToString::to_string).collect();
+        list.join(",")
+    }
+}
+
+/// `0`, `1`, `all` (or `-1`).
+struct AcksCodec;
+impl Codec for AcksCodec {
+    type T = Acks;
+    fn parse(s: &str) -> Result<Acks, &'static str> {
+        match s {
+            "0" => Ok(Acks::None),
+            "1" => Ok(Acks::Leader),
+            "all" | "-1" => Ok(Acks::All),
+            _ => Err("takes 0, 1, all or -1"),
+        }
+    }
+    fn show(v: &Acks) -> String {
+        match v {
+            Acks::None => "0",
+            Acks::Leader => "1",
+            Acks::All => "all",
+        }
+        .to_owned()
+    }
+}
+
+/// `earliest`, `latest`, `none`.
+struct Reset;
+impl Codec for Reset {
+    type T = OffsetReset;
+    fn parse(s: &str) -> Result<OffsetReset, &'static str> {
+        match s {
+            "earliest" => Ok(OffsetReset::Earliest),
+            "latest" => Ok(OffsetReset::Latest),
+            "none" => Ok(OffsetReset::None),
+            _ => Err("takes earliest, latest or none"),
+        }
+    }
+    fn show(v: &OffsetReset) -> String {
+        match v {
+            OffsetReset::Earliest => "earliest",
+            OffsetReset::Latest => "latest",
+            OffsetReset::None => "none",
+        }
+        .to_owned()
+    }
+}
+
+/// `v1`, `native`, `native-gzip`.
+struct Format;
+impl Codec for Format {
+    type T = BatchFormat;
+    fn parse(s: &str) -> Result<BatchFormat, &'static str> {
+        match s {
+            "v1" => Ok(BatchFormat::V1),
+            "native" => Ok(BatchFormat::Native(Compression::None)),
+            "native-gzip" => Ok(BatchFormat::Native(Compression::Gzip)),
+            _ => Err("takes v1, native or native-gzip"),
+        }
+    }
+    fn show(v: &BatchFormat) -> String {
+        match v {
+            BatchFormat::V1 => "v1",
+            BatchFormat::Native(Compression::Gzip) => "native-gzip",
+            BatchFormat::Native(_) => "native",
+        }
+        .to_owned()
+    }
+}
+
+/// One key: its name, how to set it and how to read it back.
+pub(crate) struct Key {
+    /// The Kafka-style name.
+    pub(crate) name: &'static str,
+    set: fn(&mut ClientConfig, &str) -> Result<(), &'static str>,
+    get: fn(&ClientConfig) -> String,
+}
+
+/// `key!("name", Codec, field.path [, more.fields ...])`: one row of [`KEYS`].
+macro_rules! key {
+    ($name:literal, $codec:ident, $($first:ident).+ $(, [$($more:ident).+])*) => {
+        Key {
+            name: $name,
+            set: |c, s| {
+                let v = $codec::parse(s)?;
+                $(c.$($more).+ = v.clone();)*
+                c.$($first).+ = v;
+                Ok(())
+            },
+            get: |c| $codec::show(&c.$($first).+),
+        }
+    };
+}
+
+/// Every key, in the order of the user guide's Kafka table.
+pub(crate) const KEYS: &[Key] = &[
+    key!("bootstrap.servers", Bootstrap, bootstrap),
+    key!("client.id", OptString, header.client_id),
+    key!("request.timeout.ms", Ms, request_timeout),
+    key!("metadata.max.age.ms", Ms, metadata_max_age),
+    key!("reconnect.backoff.ms", Ms, reconnect_backoff),
+    key!("reconnect.backoff.max.ms", Ms, reconnect_backoff_max),
+    key!(
+        "retry.backoff.ms",
+        Ms,
+        metadata_refresh_backoff,
+        [producer.retry_backoff],
+        [consumer.rejoin_backoff]
+    ),
+    key!(
+        "retry.backoff.max.ms",
+        Ms,
+        metadata_refresh_backoff_max,
+        [producer.retry_backoff_max],
+        [consumer.join_retry_backoff_max]
+    ),
+    key!("acks", AcksCodec, producer.acks),
+    key!("linger.ms", Ms, producer.linger),
+    key!("batch.size", Usize, producer.batch_size),
+    key!("buffer.memory", Usize, producer.buffer_memory),
+    key!("max.request.size", Usize, producer.max_request_size),
+    key!(
+        "max.in.flight.requests.per.connection",
+        Usize,
+        producer.max_in_flight_per_partition
+    ),
+    key!("retries", U32, producer.retries),
+    key!("delivery.timeout.ms", Ms, producer.delivery_timeout),
+    key!("enable.idempotence", Bool, producer.idempotence),
+    key!("stellflow.batch.format", Format, producer.format),
+    key!("group.id", OptString, consumer.group_id),
+    key!("auto.offset.reset", Reset, consumer.auto_offset_reset),
+    key!("enable.auto.commit", Bool, consumer.enable_auto_commit),
+    key!("auto.commit.interval.ms", Ms, consumer.auto_commit_interval),
+    key!(
+        "enable.auto.offset.store",
+        NotBool,
+        consumer.commit_marked_only
+    ),
+    key!("session.timeout.ms", Ms, consumer.session_timeout),
+    key!("heartbeat.interval.ms", Ms, consumer.heartbeat_interval),
+    key!("fetch.max.bytes", Usize, consumer.fetch_max_bytes),
+    key!("fetch.max.wait.ms", Ms, consumer.fetch_max_wait),
+];
+
+/// Kafka keys that have no equivalent here, with the reason.
+const UNSUPPORTED: &[(&str, &str)] = &[(
+    "max.partition.fetch.bytes",
+    "each Fetch entry reads one whole blob; a partition's share of a request is consumer.max_entries_per_partition blobs",
+)];
+
+impl ClientConfig {
+    /// Sets one Kafka-style key (rdkafka's `ClientConfig::set`): `bootstrap.servers`,
+    /// `client.id`, `acks`, `linger.ms`, `enable.idempotence`, `group.id`,
+    /// `auto.offset.reset`, `enable.auto.commit`, ... — every key of the user guide's Kafka
+    /// table. The value is checked when it is set; the whole configuration when the client
+    /// starts ([`ClientConfig::validate`]).
+    ///
+    /// ```
+    /// use stellflow_sansio::{Acks, ClientConfig, ConfigError};
+    /// let mut config = ClientConfig::new("127.0.0.1:9092").unwrap();
+    /// config.set("acks", "1").unwrap();
+    /// config.set("group.id", "billing").unwrap();
+    /// assert_eq!(config.producer.acks, Acks::Leader);
+    /// assert!(matches!(config.set("linger.ms", "soon"), Err(ConfigError::BadValue { .. })));
+    /// assert!(matches!(config.set("lingr.ms", "5"), Err(ConfigError::UnknownKey { .. })));
+    /// ```
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        let Some(k) = KEYS.iter().find(|k| k.name == key) else {
+            return Err(match UNSUPPORTED.iter().find(|(name, _)| *name == key) {
+                Some((_, reason)) => ConfigError::Unsupported {
+                    key: key.to_owned(),
+                    reason,
+                },
+                None => ConfigError::UnknownKey {
+                    key: key.to_owned(),
+                },
+            });
+        };
+        (k.set)(self, value.trim()).map_err(|reason| ConfigError::BadValue {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            reason,
+        })
+    }
+
+    /// The value of a Kafka-style key as text (`None` for an unknown key).
+    pub fn get(&self, key: &str) -> Option<String> {
+        KEYS.iter().find(|k| k.name == key).map(|k| (k.get)(self))
+    }
+
+    /// A configuration from Kafka-style `key = value` pairs (from a properties file, the
+    /// environment, `-X` flags); `bootstrap.servers` is required, everything else keeps its
+    /// default. The result is validated.
+    ///
+    /// ```
+    /// use stellflow_sansio::ClientConfig;
+    /// let config = ClientConfig::from_kafka_properties([
+    ///     ("bootstrap.servers", "a:9092,b:9092"),
+    ///     ("enable.idempotence", "true"),
+    ///     ("client.id", "billing-1"),
+    /// ])
+    /// .unwrap();
+    /// assert!(config.producer.idempotence);
+    /// assert_eq!(config.bootstrap.len(), 2);
+    /// ```
+    pub fn from_kafka_properties<K: AsRef<str>, V: AsRef<str>>(
+        properties: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<ClientConfig, ConfigError> {
+        let properties: Vec<(K, V)> = properties.into_iter().collect();
+        let bootstrap = properties
+            .iter()
+            .rfind(|(k, _)| k.as_ref() == "bootstrap.servers")
+            .ok_or(ConfigError::EmptyBootstrap)?;
+        let mut config = ClientConfig::new(bootstrap.1.as_ref())?;
+        for (k, v) in &properties {
+            config.set(k.as_ref(), v.as_ref())?;
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Every Kafka-style key with its current value, in table order: what
+    /// [`ClientConfig::from_kafka_properties`] reads back into an equal configuration.
+    pub fn to_kafka_properties(&self) -> Vec<(&'static str, String)> {
+        KEYS.iter().map(|k| (k.name, (k.get)(self))).collect()
+    }
+
+    /// The names of every Kafka-style key [`ClientConfig::set`] takes.
+    pub fn kafka_keys() -> impl Iterator<Item = &'static str> {
+        KEYS.iter().map(|k| k.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value for every key that differs from the default, so a key that sets the wrong
+    /// field (or nothing) shows.
+    fn changed(key: &str, default: &str) -> String {
+        match key {
+            "bootstrap.servers" => "x:1,y:2".into(),
+            "client.id" | "group.id" => "someone".into(),
+            "acks" => "1".into(),
+            "auto.offset.reset" => "earliest".into(),
+            "stellflow.batch.format" => "native-gzip".into(),
+            "heartbeat.interval.ms" => "2000".into(),
+            "retries" => "7".into(),
+            "max.in.flight.requests.per.connection" => "2".into(),
+            _ if default == "true" => "false".into(),
+            _ if default == "false" => "true".into(),
+            _ => {
+                let n: u64 = default
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{key}={default}"));
+                (n + 1).to_string()
+            }
+        }
+    }
+
+    #[test]
+    fn every_key_round_trips() {
+        let default = ClientConfig::new("a:1").unwrap();
+        let mut names: Vec<&str> = ClientConfig::kafka_keys().collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), KEYS.len(), "a key is listed twice");
+        for (key, value) in default.to_kafka_properties() {
+            let want = changed(key, &value);
+            assert_ne!(want, value, "{key}");
+            let mut c = default.clone();
+            c.set(key, &want).unwrap();
+            assert_eq!(c.get(key).as_deref(), Some(want.as_str()), "{key}");
+            let props = c.to_kafka_properties();
+            let back = ClientConfig::from_kafka_properties(props.clone());
+            // Some changed values alone are invalid together with the defaults (none today).
+            let back = back.unwrap_or_else(|e| panic!("{key}: {e}"));
+            assert_eq!(back.to_kafka_properties(), props, "{key}");
+            assert_eq!(format!("{back:?}"), format!("{c:?}"), "{key}");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_key_and_the_value() {
+        let mut c = ClientConfig::new("a:1").unwrap();
+        let e = c.set("lingr.ms", "5").unwrap_err();
+        assert!(e.to_string().contains("\"lingr.ms\""), "{e}");
+        let e = c.set("linger.ms", "soon").unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("linger.ms") && text.contains("\"soon\""),
+            "{text}"
+        );
+        let e = c.set("acks", "2").unwrap_err();
+        assert!(e.to_string().contains("0, 1, all"), "{e}");
+        let e = c.set("max.partition.fetch.bytes", "1").unwrap_err();
+        assert!(matches!(e, ConfigError::Unsupported { .. }), "{e}");
+        assert_eq!(
+            ClientConfig::from_kafka_properties([("acks", "1")]).unwrap_err(),
+            ConfigError::EmptyBootstrap
+        );
+        // A valid value that breaks a rule of the whole configuration is caught too.
+        let e = ClientConfig::from_kafka_properties([
+            ("bootstrap.servers", "a:1"),
+            ("heartbeat.interval.ms", "60000"),
+        ])
+        .unwrap_err();
+        assert!(e.to_string().contains("heartbeat_interval"), "{e}");
+    }
+}
