@@ -128,3 +128,8 @@ pub fn exactly_once(got: &[ConsumerRecord], n: u32) -> R<Vec<u32>> {
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The user guide (`docs/guide.md`): its Rust code blocks run as doctests too.
+#[doc = include_str!("../../docs/guide.md")]
+#[cfg(doctest)]
+pub struct GuideDoctests;

@@ -53,7 +53,7 @@ pub use error::{Error, Result};
 pub use prelude::*;
 pub use producer::{Delivery, Producer, Record};
 pub use read_buffers::ReadBuffers;
-pub use runtime::Runtime;
+pub use runtime::{Runtime, unresolved};
 pub use state::{Committed, Events};
 
 /// What each adapter crate re-exports (`pub use stellflow_async::prelude::*`) next to its own
@@ -71,14 +71,14 @@ pub mod prelude {
     pub use stellflow_sansio::stellflow_proto::{ApiKey, ErrorClass, ErrorCode};
     pub use stellflow_sansio::{
         Acks, AdminCall, AdminError, AdminOutput, ApiSupport, BatchFormat, BlobRecordsFrom,
-        BrokerAddress, BrokerApiVersions, BrokerInfo, ClientConfig, ClusterMetadata, ClusterStatus,
-        CommitId, CommitKind, CommittedOffset, ConfigError, ConnectionError, ConsumerConfig,
-        ConsumerError, ConsumerEvent, ConsumerRecord, Counters, DecommissionResult, DeliveryError,
-        FetchedBlob, HeaderFields, InvalidTopicName, LeaderlessReason, ListedOffset,
-        LogStartAction, OffsetInfo, OffsetReset, OffsetSpec, PartitionInfo, PartitionOutcome,
-        PartitionOverride, Position, ProduceError, ProducerConfig, ReassertedPartition,
-        RecordMetadata, RequestError, RequestOptions, SeekTo, Target, TopicAdminResult,
-        TopicDescription, TopicPartition, TraceContext,
+        BrokerAddress, BrokerApiVersions, BrokerHealth, BrokerInfo, ClientConfig, ClusterHealth,
+        ClusterMetadata, ClusterStatus, ClusterUnreachable, CommitId, CommitKind, CommittedOffset,
+        ConfigError, ConnectionError, ConsumerConfig, ConsumerError, ConsumerEvent, ConsumerRecord,
+        Counters, DecommissionResult, DeliveryError, FetchedBlob, HeaderFields, HealthState,
+        InvalidTopicName, LeaderlessReason, ListedOffset, LogStartAction, OffsetInfo, OffsetReset,
+        OffsetSpec, PartitionInfo, PartitionOutcome, PartitionOverride, Position, ProduceError,
+        ProducerConfig, ReassertedPartition, RecordMetadata, RequestError, RequestOptions, SeekTo,
+        Target, TopicAdminResult, TopicDescription, TopicPartition, TraceContext,
     };
     pub use stellflow_sansio::{
         ApiCounters, DurationHistogram, KeyedPartitioner, KeylessPartitioner, Partitioner,

@@ -301,6 +301,11 @@ impl State {
                 reason: DisconnectReason::ConnectFailed(e),
                 ..
             } => self.connect_error = Some(format!("cannot connect to {address}: {e}")),
+            Event::ConnectionError {
+                address,
+                error: error @ stellflow_sansio::ConnectionError::NotStellflow { .. },
+                ..
+            } => self.connect_error = Some(format!("{address}: {error}")),
             Event::Consumer(ConsumerEvent::CommitCompleted { id, result, kind }) => {
                 match self.commits.remove(&id) {
                     Some(tx) => drop(tx.send(result.map_err(Error::from))),

@@ -35,6 +35,8 @@ pub struct Client {
     /// Observability: the span every log line of this client is in, what the last metadata
     /// round looked like, and the last delivery failure logged (see [`crate::observe`]).
     pub(crate) obs: crate::observe::Observe,
+    /// The cluster health last reported (see [`crate::health`]).
+    pub(crate) health: crate::health::HealthReport,
 }
 
 impl Client {
@@ -84,6 +86,7 @@ impl Client {
             producer,
             consumer,
             obs: crate::observe::Observe::default(),
+            health: crate::health::HealthReport::new(config.unreachable_timeout),
         };
         c.obs.span = tracing::info_span!("stellflow", client_id = %c.client_id);
         c.process(now);
@@ -195,7 +198,8 @@ impl Client {
             self.refresher.deadline(self.last_now)
         };
         let consumer = self.consumer_deadline();
-        [net, refresh, consumer].into_iter().flatten().min()
+        let health = self.health_deadline();
+        [net, refresh, consumer, health].into_iter().flatten().min()
     }
 
     /// The next outcome: connection changes, metadata updates, admin and raw results.
@@ -344,6 +348,7 @@ impl Client {
                 break;
             }
         }
+        self.update_health(now);
         #[cfg(feature = "metrics")]
         {
             let assigned = self.assignment();

@@ -92,6 +92,7 @@ mod conn;
 mod consumer;
 mod error;
 mod event;
+mod health;
 mod inflight;
 mod metadata;
 mod metrics;
@@ -115,11 +116,12 @@ pub use client::Client;
 pub use config::{BrokerAddress, ClientConfig, HeaderFields, parse_bootstrap};
 pub use consumer::{
     BlobRecordsFrom, CommitId, CommitKind, ConsumerConfig, ConsumerError, ConsumerEvent,
-    ConsumerRecord, FetchedBlob, LogStartAction, OffsetReset, Position, REGISTRY_TOPIC,
+    ConsumerRecord, FetchedBlob, IntoTopic, LogStartAction, OffsetReset, Position, REGISTRY_TOPIC,
     RecordLease, RevocationId, SeekTo, TopicPartition,
 };
 pub use error::{AdminError, ConfigError, ConnectionError, InvalidTopicName, RequestError};
 pub use event::{DisconnectReason, Event};
+pub use health::{BrokerHealth, ClusterHealth, ClusterUnreachable, HealthState};
 pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo};
 pub use metrics::{ApiCounters, Counters, DurationHistogram};
 pub use net::ConnectRequest;

@@ -552,6 +552,95 @@ pub async fn broker_restart_mid_stream() -> R<()> {
     Ok(())
 }
 
+/// The broker crashes and refuses connections: `recv` returns the unreachable error (naming
+/// the broker) within `unreachable_timeout` + 2 s, once per outage, `cluster_health` says
+/// unreachable, and consumption goes on by itself once the broker is back.
+pub async fn cluster_unreachable_then_back() -> R<()> {
+    let server = sim()?;
+    let mut cfg = config(&server)?;
+    cfg.unreachable_timeout = Duration::from_secs(2);
+    let client = client(cfg, Duration::from_secs(5)).await?;
+    create_topic(&client.admin(), "gone", 1).await?;
+    let consumer = client.consumer();
+    consumer.assign(&[TopicPartition::new("gone", 0)])?;
+    aw!(client.producer().send(record("gone", 0)))?;
+    let first = poll_n(&consumer, 1, Duration::from_secs(20)).await?;
+    check(first.len() == 1, || "the first record never arrived".into())?;
+    check(
+        client.cluster_health().state == sf::HealthState::Healthy,
+        || format!("before the crash: {:?}", client.cluster_health()),
+    )?;
+
+    server.with_cluster(|c, now| c.crash(1, now))??;
+    let crashed = Instant::now();
+    let r = aw!(consumer.recv());
+    let took = crashed.elapsed();
+    let address = server.local_addr().to_string();
+    match &r {
+        Err(Error::Consumer(ConsumerError::Unreachable(e))) => {
+            check(e.to_string().contains(&address), || format!("{e}"))?
+        }
+        other => return Err(format!("recv after the crash: {other:?}").into()),
+    }
+    check(took <= Duration::from_secs(4), || format!("took {took:?}"))?;
+    check(r.as_ref().is_err_and(Error::is_retriable), || {
+        "the unreachable error is retriable".into()
+    })?;
+    let health = client.cluster_health();
+    check(
+        matches!(health.state, sf::HealthState::Unreachable { .. }),
+        || format!("{health:?}"),
+    )?;
+    // Once per outage: the next poll waits and comes back empty.
+    let again = aw!(consumer.poll(Duration::from_millis(500)))?;
+    check(again.is_empty(), || format!("{again:?}"))?;
+
+    server.with_cluster(|c, now| {
+        c.restart(1, now)?;
+        c.reassert_leadership(1)
+    })??;
+    aw!(client.producer().send(record("gone", 1)))?;
+    let next = poll_n(&consumer, 1, Duration::from_secs(20)).await?;
+    check(next.len() == 1 && index_of(&next[0])? == 1, || {
+        format!("after the restart: {next:?}")
+    })?;
+    let health = client.cluster_health();
+    check(
+        !matches!(health.state, sf::HealthState::Unreachable { .. }),
+        || format!("{health:?}"),
+    )?;
+    aw!(client.close())?;
+    Ok(())
+}
+
+/// A host name that does not resolve is reported as such, not as a refused connection.
+pub async fn unresolvable_host_says_so() -> R<()> {
+    let client = client(
+        ClientConfig::new("no-such-host.invalid:9092")?,
+        Duration::from_secs(5),
+    )
+    .await?;
+    let end = Instant::now() + Duration::from_secs(20);
+    let error = loop {
+        if let Some(e) = client.connect_error() {
+            break e;
+        }
+        check(Instant::now() < end, || "no connect error".into())?;
+        aw!(sleep(Duration::from_millis(20)));
+    };
+    check(
+        error.contains("\"no-such-host.invalid\" did not resolve"),
+        || error.clone(),
+    )?;
+    let health = client.cluster_health();
+    let cause = health.brokers.first().and_then(|b| b.last_cause.clone());
+    check(cause.is_some_and(|c| c.contains("did not resolve")), || {
+        format!("{health:?}")
+    })?;
+    aw!(client.close())?;
+    Ok(())
+}
+
 /// The broker executes requests but never answers: admin calls, sends and commits fail in
 /// bounded time, polls return empty, the buffer stays bounded, and the client recovers.
 pub async fn broker_stops_answering() -> R<()> {
@@ -890,6 +979,8 @@ cases!(
     admin_committed_offsets,
     broker_restart_mid_stream,
     broker_stops_answering,
+    cluster_unreachable_then_back,
+    unresolvable_host_says_so,
     commit_retries_and_outage,
     calls_after_close,
     events_overflow_reported,

@@ -132,6 +132,7 @@ impl Client {
         if !self.consumer.parts.contains_key(tp) {
             return Err(ConsumerError::NotAssigned(tp.clone()));
         }
+        self.consumer.processed.forget(tp);
         match to {
             SeekTo::Position(p) => self.consumer.reposition(tp, p),
             SeekTo::Beginning => self
@@ -251,17 +252,49 @@ impl Client {
         consumer.poll_blob(&mut net.counters)
     }
 
-    /// Commits the positions of every assigned partition (the first undelivered record,
-    /// mid-blob included), retrying retriable failures until `consumer.rebalance_timeout`.
-    /// The outcome is [`super::ConsumerEvent::CommitCompleted`] with the returned id.
+    /// Marks `record`, and every earlier record of its partition, as processed (rdkafka's
+    /// `store_offset`): with `consumer.commit_marked_only` set, commits — auto-commit, the
+    /// commit before a revocation, the one on close, [`Client::commit`] — take only marked
+    /// positions, so a record delivered but not marked is delivered again after a restart.
+    /// Mark a record once its outputs are acknowledged. The mark is
+    /// [`ConsumerRecord::next_position`] (exact mid-blob); marks only move forward, and a
+    /// seek or a revocation forgets the partition's mark. Does no I/O.
+    ///
+    /// Errors: [`ConsumerError::MarkingOff`] without `commit_marked_only`,
+    /// [`ConsumerError::NotAssigned`] for a partition no longer assigned (its next owner
+    /// reads the record again).
+    pub fn mark_processed(&mut self, record: &ConsumerRecord) -> Result<(), ConsumerError> {
+        self.consumer.mark_record(record)
+    }
+
+    /// Like [`Client::mark_processed`] with an explicit position: everything of `tp` before
+    /// `position` is processed (e.g. [`FetchedBlob::next_position`] after a whole blob).
+    pub fn mark_position(
+        &mut self,
+        tp: &TopicPartition,
+        position: Position,
+    ) -> Result<(), ConsumerError> {
+        self.consumer.mark(tp, position)
+    }
+
+    /// The position marked processed for `tp` (see [`Client::mark_processed`]), if any.
+    pub fn marked(&self, tp: &TopicPartition) -> Option<Position> {
+        self.consumer.marked(tp)
+    }
+
+    /// Commits the positions of every assigned partition — the first undelivered record,
+    /// mid-blob included, or with `consumer.commit_marked_only` the marked positions (see
+    /// [`Client::mark_processed`]) — retrying retriable failures until
+    /// `consumer.rebalance_timeout`. The outcome is
+    /// [`super::ConsumerEvent::CommitCompleted`] with the returned id.
     pub fn commit(&mut self, now: Instant) -> Result<CommitId, ConsumerError> {
-        let positions = self.consumer.positions();
+        let positions = self.consumer.positions_to_commit();
         self.commit_with(now, positions, CommitKind::Sync)
     }
 
     /// Like [`Client::commit`], without retries.
     pub fn commit_async(&mut self, now: Instant) -> Result<CommitId, ConsumerError> {
-        let positions = self.consumer.positions();
+        let positions = self.consumer.positions_to_commit();
         self.commit_with(now, positions, CommitKind::Async)
     }
 
@@ -311,17 +344,7 @@ impl Client {
         }
         self.consumer.closing = true;
         self.consumer.close_started = Some(now);
-        let positions: Vec<(TopicPartition, Position)> = self
-            .consumer
-            .positions()
-            .into_iter()
-            .filter(|(tp, pos)| {
-                self.consumer
-                    .parts
-                    .get(tp)
-                    .is_some_and(|p| p.committed != Some(*pos))
-            })
-            .collect();
+        let positions = self.consumer.uncommitted_positions();
         let commit = self.consumer.config.enable_auto_commit
             && self.consumer.config.group_id.is_some()
             && !positions.is_empty()

@@ -60,15 +60,7 @@ impl Consumer {
             return false;
         }
         self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
-        let changed: Vec<(TopicPartition, Position)> = self
-            .positions()
-            .into_iter()
-            .filter(|(tp, pos)| {
-                self.parts
-                    .get(tp)
-                    .is_some_and(|p| p.committed != Some(*pos))
-            })
-            .collect();
+        let changed = self.uncommitted_positions();
         if changed.is_empty() {
             return false;
         }
@@ -203,11 +195,18 @@ impl Consumer {
                 .into_iter()
                 .partition(|c| c.deadline <= now);
         self.group.pending = keep;
+        let api_key = stellflow_proto::ApiKey::OFFSET_COMMIT;
+        // No broker answers: the commit never left the client, say why.
+        let silent = ctx.net.silent_broker();
         for c in due {
             let after = now.saturating_duration_since(c.started);
-            let err = ConsumerError::Request(RequestError::Timeout {
-                api_key: stellflow_proto::ApiKey::OFFSET_COMMIT,
-                after,
+            let err = ConsumerError::Request(match &silent {
+                Some((address, cause)) => RequestError::Unreachable {
+                    api_key,
+                    address: address.clone(),
+                    cause: format!("not sent within {after:?}; {cause}"),
+                },
+                None => RequestError::Timeout { api_key, after },
             });
             self.finish_commit(c, Err(err), ctx);
         }

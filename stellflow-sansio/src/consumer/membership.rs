@@ -199,7 +199,11 @@ impl Consumer {
         let mut view = std::mem::take(&mut self.group.reg.view);
         // The old registration is this member's own and holds nothing any more: the next
         // read frees its slot, so that nobody waits a session timeout for it.
-        if let Some(old) = self.group.member_id().and_then(|id| view.members.get_mut(id)) {
+        if let Some(old) = self
+            .group
+            .member_id()
+            .and_then(|id| view.members.get_mut(id))
+        {
             old.gone = true;
         }
         self.group.reg = Membership::new();
@@ -663,7 +667,9 @@ impl Consumer {
             partitions
                 .iter()
                 .filter_map(|tp| {
-                    let pos = self.position(tp)?;
+                    // What was delivered, or only what was marked processed
+                    // (`consumer.commit_marked_only`).
+                    let pos = self.commit_position(tp)?;
                     (self.parts.get(tp)?.committed != Some(pos)).then(|| (tp.clone(), pos))
                 })
                 .collect()

@@ -242,6 +242,8 @@ pub struct Consumer {
     pub(crate) next_blob_id: u64,
     /// When `close_consumer` was called.
     pub(crate) close_started: Option<Instant>,
+    /// What the application marked processed (`consumer/processed.rs`).
+    pub(crate) processed: super::processed::Processed,
 }
 
 impl Consumer {
@@ -271,6 +273,7 @@ impl Consumer {
             extra_close_waiters: 0,
             next_blob_id: 0,
             close_started: None,
+            processed: Default::default(),
         }
     }
 
@@ -311,6 +314,7 @@ impl Consumer {
     }
 
     fn remove_partition(&mut self, tp: &TopicPartition) {
+        self.processed.forget(tp);
         if let Some(p) = self.parts.remove(tp) {
             self.buffered = self
                 .buffered
