@@ -19,6 +19,10 @@
 //!   faults), a healed liveness phase (every pending command and a fresh produce per partition
 //!   must finish within a bound), an idle phase (the system must go quiet), then log checks.
 //! * [`shrink()`] — delta debugging of a failing plan down to a small one.
+//! * [`group`] — group worlds: 2–5 members of one consumer group joining, closing, crashing,
+//!   pausing past their session and cut off from the coordinator, with the group invariants
+//!   (convergence, no loss, redelivery only across a handover, one deliverer per partition)
+//!   checked from outside the clients ([`group::run_group_plan`], [`group::GroupPlan`]).
 //!
 //! # The network
 //!
@@ -109,6 +113,7 @@
 
 pub mod check;
 pub mod fetch_check;
+pub mod group;
 pub mod net;
 pub mod pipeline;
 pub mod plan;
