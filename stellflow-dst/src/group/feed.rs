@@ -6,7 +6,7 @@ use crate::workload::TOPIC;
 use crate::world::{ClientId, World};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
-use stellflow_sansio::{Acks, ClientConfig, Event, ProduceId, ProducerRecord};
+use stellflow_sansio::{Acks, Event, ProduceId, ProducerRecord};
 use stellflow_sim::rng::SimRng;
 
 /// The feeding producer.
@@ -25,16 +25,14 @@ impl Feed {
     /// Adds the producer to `world`: `records` records over `span`, `keyed_pct` % with a key.
     pub fn new(
         world: &mut World,
+        brokers: u32,
         seed: u64,
         records: u32,
         span: Duration,
         keyed_pct: u32,
     ) -> Option<Feed> {
         let mut rng = SimRng::new(seed);
-        let mut c = match ClientConfig::new("broker-1:9092") {
-            Ok(c) => c,
-            Err(e) => panic!("default bootstrap rejected: {e}"),
-        };
+        let mut c = super::member::bootstrap_config(brokers);
         c.header.client_id = Some("dst-feed".into());
         c.request_timeout = Duration::from_millis(1_500);
         c.producer.acks = Acks::All;

@@ -8,7 +8,7 @@ use crate::workload::TOPIC;
 use crate::world::{ClientId, World};
 use std::collections::BTreeSet;
 use std::time::Duration;
-use stellflow_sansio::{ClientConfig, ConsumerEvent, Event, OffsetReset};
+use stellflow_sansio::{BrokerAddress, ClientConfig, ConsumerEvent, Event, OffsetReset};
 
 /// Commit period of a member that commits explicitly.
 pub const COMMIT_EVERY: Duration = Duration::from_millis(700);
@@ -42,17 +42,30 @@ pub struct Member {
     next_commit: Duration,
 }
 
-/// The configuration of every member.
+/// A client configuration bootstrapping from every one of `brokers` brokers (each broker
+/// describes only itself and what it leads, so a client must know them all to see every
+/// partition).
+pub fn bootstrap_config(brokers: u32) -> ClientConfig {
+    let list: Vec<String> = (1..=brokers.max(1))
+        .map(|b| format!("broker-{b}:9092"))
+        .collect();
+    match ClientConfig::new(&list.join(",")) {
+        Ok(c) => c,
+        Err(e) => panic!("bootstrap {list:?} rejected: {e}"),
+    }
+}
+
+/// The configuration of member `index` in a world of `brokers` brokers: the group's
+/// coordinator is broker 1 ([`super::watch::COORDINATOR`]).
 pub fn member_config(
+    brokers: u32,
     session: Duration,
     heartbeat: Duration,
     auto_commit: bool,
     index: usize,
 ) -> ClientConfig {
-    let mut c = match ClientConfig::new("broker-1:9092") {
-        Ok(c) => c,
-        Err(e) => panic!("default bootstrap rejected: {e}"),
-    };
+    let mut c = bootstrap_config(brokers);
+    c.consumer.coordinator_bootstrap = Some(BrokerAddress::new("broker-1", 9092));
     c.header.client_id = Some(format!("dst-member-{index}"));
     c.request_timeout = Duration::from_millis(1_500);
     c.reconnect_backoff = Duration::from_millis(50);
@@ -72,12 +85,13 @@ impl Member {
     /// Starts member `index` in `world` and subscribes it to the topic.
     pub fn start(
         world: &mut World,
+        brokers: u32,
         index: usize,
         session: Duration,
         heartbeat: Duration,
         auto_commit: bool,
     ) -> Option<Member> {
-        let config = member_config(session, heartbeat, auto_commit, index);
+        let config = member_config(brokers, session, heartbeat, auto_commit, index);
         let client = match world.add_client(config) {
             Ok(c) => c,
             Err(e) => {

@@ -47,6 +47,7 @@ impl GroupReport {
 }
 
 struct GroupRun {
+    brokers: u32,
     session: Duration,
     heartbeat: Duration,
     partitions: i32,
@@ -62,7 +63,14 @@ impl GroupRun {
     fn start_member(&mut self, world: &mut World) {
         let index = self.members.len();
         let auto = self.commit_bits >> (index % 32) & 1 == 1;
-        if let Some(m) = Member::start(world, index, self.session, self.heartbeat, auto) {
+        if let Some(m) = Member::start(
+            world,
+            self.brokers,
+            index,
+            self.session,
+            self.heartbeat,
+            auto,
+        ) {
             self.members.push(m);
         }
     }
@@ -78,8 +86,13 @@ impl GroupRun {
         (!live.is_empty()).then(|| live[selector as usize % live.len()])
     }
 
-    fn next_at(&self) -> Option<Duration> {
-        let m = self.members.iter().filter_map(|m| m.next_at());
+    fn next_at(&self, world: &World) -> Option<Duration> {
+        // A paused member's timers wait for it to run again.
+        let m = self
+            .members
+            .iter()
+            .filter(|m| world.client_running(m.client))
+            .filter_map(|m| m.next_at());
         let f = self.feed.as_ref().and_then(|f| f.next_at());
         m.chain(f).chain(Some(self.next_sample)).min()
     }
@@ -212,6 +225,7 @@ fn run(plan: &GroupPlan, keep_log: bool) -> (GroupReport, Vec<String>) {
     let span = Duration::from_millis(u64::from(s.safety_ms));
     let watch = GroupWatch::new(&world, super::member::GROUP, partitions, session, heartbeat);
     let mut run = GroupRun {
+        brokers: s.brokers.max(1),
         session,
         heartbeat,
         partitions,
@@ -222,7 +236,14 @@ fn run(plan: &GroupPlan, keep_log: bool) -> (GroupReport, Vec<String>) {
         values: BTreeSet::new(),
         next_sample: SAMPLE_EVERY,
     };
-    run.feed = Feed::new(&mut world, plan.seed ^ 0xfeed, s.records, span, s.keyed_pct);
+    run.feed = Feed::new(
+        &mut world,
+        s.brokers.max(1),
+        plan.seed ^ 0xfeed,
+        s.records,
+        span,
+        s.keyed_pct,
+    );
     for _ in 0..s.members.clamp(1, MAX_MEMBERS as u32) {
         run.start_member(&mut world);
     }
@@ -234,7 +255,7 @@ fn run(plan: &GroupPlan, keep_log: bool) -> (GroupReport, Vec<String>) {
         if let Some(e) = events.peek() {
             next = next.min(Duration::from_millis(u64::from(e.at_ms)));
         }
-        if let Some(t) = run.next_at() {
+        if let Some(t) = run.next_at(&world) {
             next = next.min(t);
         }
         let limit = world.now() + next.saturating_sub(world.elapsed());
@@ -275,7 +296,7 @@ fn run(plan: &GroupPlan, keep_log: bool) -> (GroupReport, Vec<String>) {
             world.report("group-delivers-all", detail);
             break;
         }
-        let next = run.next_at().map_or(deadline, |t| t.min(deadline));
+        let next = run.next_at(&world).map_or(deadline, |t| t.min(deadline));
         let limit = world.now() + next.saturating_sub(world.elapsed());
         world.step(limit);
     }

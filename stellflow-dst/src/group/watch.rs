@@ -467,3 +467,176 @@ impl GroupWatch {
         owners
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::NetConfig;
+    use stellflow_sansio::{
+        ClientConfig, ConsumerEvent, Event, Position, ProducerRecord, TopicPartition,
+    };
+    use stellflow_sim::ClusterConfig;
+
+    const S: Duration = Duration::from_secs(1);
+
+    /// A world with `t0` of two partitions, `records` single-record blobs in t0-0, and a
+    /// client of group [`GROUP`] to commit with.
+    fn world(records: usize) -> (World, ClientId) {
+        let mut w = World::new(3, ClusterConfig::with_brokers(1), NetConfig::default());
+        w.cluster_mut().create_topic(TOPIC, 2, 1).unwrap();
+        let mut c = ClientConfig::new("broker-1:9092").unwrap();
+        c.consumer.group_id = Some(GROUP.into());
+        c.producer.linger = Duration::ZERO;
+        let id = w.add_client(c).unwrap();
+        for n in 0..records {
+            let now = w.now();
+            let v = format!("r{n}");
+            let mut r = ProducerRecord::new(TOPIC, v.as_bytes());
+            r.partition = Some(0);
+            w.client(id).produce(now, &r).unwrap();
+            let mut done = false;
+            w.run_until(5 * S, |w| {
+                while let Some(e) = w.poll_event(id) {
+                    done |= matches!(e, Event::Produced { result: Ok(_), .. });
+                }
+                done
+            });
+            assert!(done, "record {n} produced");
+        }
+        (w, id)
+    }
+
+    const GROUP: &str = "g";
+
+    fn commit(w: &mut World, id: ClientId, p: i32, pos: Pos) {
+        let now = w.now();
+        let tp = TopicPartition::new(TOPIC, p);
+        w.client(id)
+            .commit_positions(now, vec![(tp, Position::new(pos.0, pos.1))])
+            .unwrap();
+        let mut done = false;
+        w.run_until(5 * S, |w| {
+            while let Some(e) = w.poll_event(id) {
+                done |= matches!(
+                    e,
+                    Event::Consumer(ConsumerEvent::CommitCompleted { result: Ok(_), .. })
+                );
+            }
+            done
+        });
+        assert!(done, "commit of t0-{p} at {pos:?}");
+    }
+
+    fn watch(w: &World) -> GroupWatch {
+        GroupWatch::new(w, GROUP, 2, 3 * S, S / 2)
+    }
+
+    fn invariants(w: &World) -> Vec<&'static str> {
+        w.violations().iter().map(|v| v.invariant).collect()
+    }
+
+    #[test]
+    fn two_members_delivering_one_partition_at_once_is_reported_unless_one_is_stale() {
+        let (mut w, _) = world(4);
+        let mut g = watch(&w);
+        g.delivered(&mut w, 0, 0, (0, 0));
+        g.delivered(&mut w, 1, 0, (1, 0));
+        assert_eq!(invariants(&w), ["group-one-deliverer"]);
+
+        let (mut w, _) = world(4);
+        let mut g = watch(&w);
+        g.stale(1, w.elapsed());
+        g.delivered(&mut w, 0, 0, (0, 0));
+        g.delivered(&mut w, 1, 0, (1, 0));
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+        assert_eq!(g.counts().stale_overlaps, 1);
+    }
+
+    #[test]
+    fn a_repeat_within_one_tenure_is_reported() {
+        let (mut w, _) = world(2);
+        let mut g = watch(&w);
+        g.delivered(&mut w, 0, 0, (0, 0));
+        g.delivered(&mut w, 0, 0, (0, 0));
+        assert_eq!(invariants(&w), ["group-in-order"]);
+    }
+
+    #[test]
+    fn a_handover_may_redeliver_only_from_the_last_commit() {
+        let (mut w, id) = world(3);
+        let mut g = watch(&w);
+        for o in 0..3 {
+            g.delivered(&mut w, 0, 0, (o, 0));
+        }
+        commit(&mut w, id, 0, (1, 0));
+        g.check_commits(&mut w);
+        g.reassigned(0, [0]);
+        w.run_for(S);
+        // Member 1 takes over from the commit: (1, 0) and (2, 0) again is the handover's due.
+        g.delivered(&mut w, 1, 0, (1, 0));
+        g.delivered(&mut w, 1, 0, (2, 0));
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+        assert_eq!(g.counts().redeliveries, 2);
+        // Member 2 starts below the commit: (0, 0) was committed, so that is one too many.
+        g.reassigned(1, [0]);
+        w.run_for(S);
+        g.delivered(&mut w, 2, 0, (0, 0));
+        assert_eq!(invariants(&w), ["group-redelivery"]);
+    }
+
+    #[test]
+    fn a_commit_past_an_undelivered_record_is_loss() {
+        let (mut w, id) = world(3);
+        let mut g = watch(&w);
+        g.delivered(&mut w, 0, 0, (0, 0));
+        g.delivered(&mut w, 0, 0, (2, 0));
+        commit(&mut w, id, 0, (1, 0));
+        g.check_commits(&mut w);
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+        commit(&mut w, id, 0, (3, 0));
+        g.check_commits(&mut w);
+        assert_eq!(invariants(&w), ["group-no-loss"]);
+    }
+
+    #[test]
+    fn a_commit_moving_back_is_reported() {
+        let (mut w, id) = world(3);
+        let mut g = watch(&w);
+        for o in 0..3 {
+            g.delivered(&mut w, 0, 0, (o, 0));
+        }
+        commit(&mut w, id, 0, (2, 0));
+        g.check_commits(&mut w);
+        commit(&mut w, id, 0, (1, 0));
+        g.check_commits(&mut w);
+        assert_eq!(invariants(&w), ["group-commit-monotonic"]);
+    }
+
+    #[test]
+    fn convergence_is_required_only_once_the_bound_passed() {
+        let (mut w, _) = world(0);
+        let mut g = watch(&w);
+        g.change(w.elapsed());
+        let shared = [vec![0, 1], vec![]];
+        w.run_for(g.bound() - S / 10);
+        g.check_owners(&mut w, &shared);
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+        w.run_for(S / 5);
+        g.check_owners(&mut w, &[vec![0], vec![1]]);
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+        g.check_owners(&mut w, &shared);
+        assert_eq!(invariants(&w), ["group-converged"]);
+    }
+
+    #[test]
+    fn every_record_below_the_high_watermark_must_be_delivered() {
+        let (mut w, _) = world(2);
+        let mut g = watch(&w);
+        g.delivered(&mut w, 0, 0, (0, 0));
+        assert!(!g.all_delivered(&w));
+        g.check_all_delivered(&mut w);
+        assert_eq!(invariants(&w), ["group-delivers-all"]);
+        g.delivered(&mut w, 0, 0, (1, 0));
+        assert!(g.all_delivered(&w));
+    }
+}
