@@ -35,7 +35,10 @@
 //! fail) and heals; broker crash and restart (with leadership re-asserted), leader moves within
 //! the ISR, injected errors (header-level and per partition), dropped responses, connections
 //! closed by the broker, response delays, response and execution reordering across correlation
-//! ids, paused replication. See [`FaultKind`].
+//! ids, paused replication. See [`FaultKind`]. Faults of one client, as its process suffers
+//! them: a crash ([`World::crash_client`]: dropped without `close`, its sockets gone), a pause
+//! ([`World::pause_client`]: not driven at all, as under SIGSTOP) and isolation from one broker
+//! ([`World::isolate_client`]).
 //!
 //! # Invariants
 //!

@@ -146,3 +146,70 @@ impl World {
                 .is_some_and(|s| s.isolated.contains(&broker))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::NetConfig;
+    use stellflow_sansio::{ClientConfig, Target};
+
+    const S: Duration = Duration::from_secs(1);
+
+    fn world() -> (World, ClientId) {
+        let mut w = World::new(9, ClusterConfig::with_brokers(1), NetConfig::default());
+        let mut c = ClientConfig::new("broker-1:9092").unwrap();
+        c.request_timeout = S * 10;
+        let id = w.add_client(c).unwrap();
+        (w, id)
+    }
+
+    /// Asks for the cluster description; whether the answer came within `within`.
+    fn answered(w: &mut World, id: ClientId, within: Duration) -> bool {
+        let now = w.now();
+        let _ = w.client(id).describe_cluster(now, Target::Any);
+        w.run_until(within, |w| {
+            let mut got = false;
+            while let Some(e) = w.poll_event(id) {
+                got |= matches!(e, Event::Admin { .. });
+            }
+            got
+        })
+    }
+
+    #[test]
+    fn a_paused_client_does_nothing_until_it_resumes() {
+        let (mut w, id) = world();
+        assert!(answered(&mut w, id, S));
+        w.pause_client(id, S * 3);
+        let before = w.client_activity(id);
+        assert!(
+            !answered(&mut w, id, S * 2),
+            "a paused client got an answer"
+        );
+        assert_eq!(w.client_activity(id), before, "a paused client was driven");
+        assert!(!w.client_running(id));
+        w.run_for(S * 2);
+        assert!(w.client_running(id));
+        assert!(answered(&mut w, id, S), "the resumed client is served");
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+    }
+
+    #[test]
+    fn an_isolated_client_waits_and_a_crashed_one_is_gone() {
+        let (mut w, id) = world();
+        assert!(answered(&mut w, id, S));
+        w.isolate_client(id, 1, S * 3);
+        assert!(w.client_isolated(id, 1));
+        assert!(!answered(&mut w, id, S * 2), "an answer crossed the cut");
+        w.run_for(S * 2);
+        assert!(!w.client_isolated(id, 1));
+        assert!(answered(&mut w, id, S * 3), "served after the cut ends");
+        w.crash_client(id);
+        assert!(w.client_crashed(id));
+        assert!(w.links(id).is_empty(), "a crashed client keeps its sockets");
+        let before = w.client_activity(id);
+        w.run_for(S * 5);
+        assert_eq!(w.client_activity(id), before, "a crashed client was driven");
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+    }
+}
