@@ -115,8 +115,8 @@ pub use client::Client;
 pub use config::{BrokerAddress, ClientConfig, HeaderFields, parse_bootstrap};
 pub use consumer::{
     BlobRecordsFrom, CommitId, CommitKind, ConsumerConfig, ConsumerError, ConsumerEvent,
-    ConsumerRecord, FetchedBlob, LogStartAction, OffsetReset, Position, RecordLease, SeekTo,
-    TopicPartition,
+    ConsumerRecord, FetchedBlob, LogStartAction, OffsetReset, Position, REGISTRY_TOPIC,
+    RecordLease, RevocationId, SeekTo, TopicPartition,
 };
 pub use error::{AdminError, ConfigError, ConnectionError, InvalidTopicName, RequestError};
 pub use event::{DisconnectReason, Event};

@@ -3,7 +3,7 @@
 use super::positions::Start;
 use super::{
     CommitId, CommitKind, Consumer, ConsumerError, ConsumerRecord, Ctx, FetchedBlob, Op, Position,
-    RecordLease, SeekTo, TopicPartition,
+    RecordLease, RevocationId, SeekTo, TopicPartition,
 };
 use crate::client::Client;
 use crate::net::Completion;
@@ -64,6 +64,40 @@ impl Client {
     /// the partitions SyncGroup assigns — every partition of the topics when the server
     /// assigns none (always, today).
     pub fn subscribe(&mut self, now: Instant, topics: &[&str]) -> Result<(), ConsumerError> {
+        self.subscribe_as(now, topics, false)
+    }
+
+    /// Like [`Client::subscribe`], with a rebalance listener: every
+    /// [`super::ConsumerEvent::PartitionsRevoking`] waits for [`Client::revocation_done`] (at
+    /// most `consumer.revocation_timeout`) before the positions are committed and the
+    /// partitions go to their new owner. Between the two, the partitions are still this
+    /// member's: commit them, flush what the application keeps for them. Kafka's
+    /// `onPartitionsRevoked`; [`super::ConsumerEvent::PartitionsAssigned`] is
+    /// `onPartitionsAssigned`, and [`super::ConsumerEvent::PartitionsLost`] `onPartitionsLost`.
+    pub fn subscribe_with_listener(
+        &mut self,
+        now: Instant,
+        topics: &[&str],
+    ) -> Result<(), ConsumerError> {
+        self.subscribe_as(now, topics, true)
+    }
+
+    /// Lets the revocation `id` go on ([`super::ConsumerEvent::PartitionsRevoking`]): the
+    /// positions are committed (auto-commit on) and the partitions released. An id that is
+    /// unknown or already past (its bound ran out) is ignored.
+    pub fn revocation_done(&mut self, now: Instant, id: RevocationId) {
+        self.last_now = now;
+        let (c, mut ctx) = self.consumer_ctx();
+        c.proceed_revocation(now, id, &mut ctx);
+        self.process(now);
+    }
+
+    fn subscribe_as(
+        &mut self,
+        now: Instant,
+        topics: &[&str],
+        listening: bool,
+    ) -> Result<(), ConsumerError> {
         self.consumer_command(now)?;
         if self.consumer.config.group_id.is_none() {
             return Err(ConsumerError::NoGroup);
@@ -73,6 +107,8 @@ impl Client {
         }
         let g = &mut self.consumer.group;
         g.subscription = topics.iter().map(|t| (*t).to_owned()).collect();
+        g.reg.listening = listening;
+        g.reg.resubscribed();
         if g.member == super::group::Member::Idle {
             self.refresher.request(false);
         }
@@ -274,6 +310,7 @@ impl Client {
             return;
         }
         self.consumer.closing = true;
+        self.consumer.close_started = Some(now);
         let positions: Vec<(TopicPartition, Position)> = self
             .consumer
             .positions()
@@ -328,7 +365,7 @@ impl Client {
         }
         let mut d = c
             .group
-            .deadline(&c.config, c.config.group_id.is_some(), last_now);
+            .deadline(&c.config, c.config.group_id.is_some(), c.closing, last_now);
         // Past instants were acted on by the pass at `last_now` or wait for another deadline
         // (see `Group::deadline`); only the fetch wake-up above asks for "now".
         let mut take = |t: Option<Instant>| {
@@ -358,10 +395,18 @@ impl Client {
     /// Routes a consumer request's outcome.
     pub(crate) fn on_consumer_completion(&mut self, now: Instant, op: Op, c: Completion) {
         let (consumer, mut ctx) = self.consumer_ctx();
+        // A member back from a pause learns first that its partitions are no longer its own,
+        // before any answer (a fetch, a commit) is applied to them.
+        if consumer.lease_lapsed(now) {
+            consumer.lose_membership(now, "this member's lease lapsed on its own clock", &mut ctx);
+        }
         match op {
             Op::Fetch => consumer.on_fetch(now, c.seq, c.result, &mut ctx),
             Op::ListOffsets => consumer.on_list_offsets(now, c.seq, c.result, &mut ctx),
             Op::OffsetFetch => consumer.on_offset_fetch(now, c.seq, c.result, &mut ctx),
+            Op::RegistryRead | Op::RegistryWrite => {
+                consumer.on_registry(now, c.seq, c.result, &mut ctx)
+            }
             _ => consumer.on_group(now, op, c.seq, c.result, &mut ctx),
         }
     }

@@ -30,6 +30,23 @@ pub struct CommitReq {
     pub(super) deadline: Instant,
 }
 
+impl CommitReq {
+    /// The commit's id.
+    pub(super) fn id(&self) -> CommitId {
+        self.id
+    }
+
+    /// Whether no position is left to commit.
+    pub(super) fn is_empty(&self) -> bool {
+        self.positions.is_empty()
+    }
+
+    /// Leaves out the positions of `lost` partitions (another member may own them now).
+    pub(super) fn drop_partitions(&mut self, lost: &std::collections::BTreeSet<&TopicPartition>) {
+        self.positions.retain(|(tp, _)| !lost.contains(tp));
+    }
+}
+
 impl Consumer {
     /// The auto-commit timer. Runs before the coordinator is needed: a commit queued while
     /// the coordinator is unknown is what makes the client look it up again (with manual
@@ -157,6 +174,8 @@ impl Consumer {
             ctx.net.counters.offset_commits += 1;
         }
         let close = req.kind == CommitKind::Close;
+        let revocation = req.kind == CommitKind::Revocation;
+        let id = req.id;
         ctx.emit(ConsumerEvent::CommitCompleted {
             id: req.id,
             kind: req.kind,
@@ -164,6 +183,10 @@ impl Consumer {
         });
         if close {
             self.finish_close(ctx);
+        }
+        if revocation {
+            // A group handover waits for this commit before it releases the partitions.
+            self.revocation_committed(id, ctx);
         }
     }
 

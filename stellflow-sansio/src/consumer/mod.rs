@@ -55,15 +55,19 @@ pub mod offset_model;
 pub mod positions;
 
 mod api;
+mod assignor;
 mod commit;
 mod fetched;
 mod lease;
+mod membership;
+mod registry;
 mod start;
 
 pub use config::{ConsumerConfig, OffsetReset};
 pub use fetched::{BlobRecordsFrom, FetchedBlob};
 pub use lease::RecordLease;
 pub use offset_model::Position;
+pub use registry::REGISTRY_TOPIC;
 
 use crate::error::RequestError;
 use bytes::Bytes;
@@ -147,6 +151,12 @@ impl ConsumerRecord {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CommitId(pub u64);
 
+/// Identifies one revocation ([`ConsumerEvent::PartitionsRevoking`]); a subscription made with
+/// [`crate::Client::subscribe_with_listener`] answers it with
+/// [`crate::Client::revocation_done`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RevocationId(pub u64);
+
 /// What a seek moves a partition to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -203,10 +213,31 @@ pub enum CommitKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConsumerEvent {
+    /// A group member is about to give these partitions up (another member is to own them).
+    /// Their fetching stopped and their undelivered records were dropped; they are still this
+    /// member's, so the application can commit them and flush its own state for them now.
+    /// With [`crate::Client::subscribe_with_listener`] the handover waits for
+    /// [`crate::Client::revocation_done`] with this `id` (at most
+    /// [`ConsumerConfig::revocation_timeout`]); with [`crate::Client::subscribe`] it goes on at
+    /// once. Then the positions are committed (auto-commit on), the partitions are released,
+    /// and [`ConsumerEvent::PartitionsRevoked`] follows.
+    PartitionsRevoking {
+        /// Answer it with [`crate::Client::revocation_done`].
+        id: RevocationId,
+        /// The partitions being given up.
+        partitions: Vec<TopicPartition>,
+    },
     /// Partitions taken away (group rebalance or a new [`crate::Client::assign`]); their
     /// positions were committed first when auto-commit is on. Always before the matching
     /// [`ConsumerEvent::PartitionsAssigned`].
     PartitionsRevoked(Vec<TopicPartition>),
+    /// Partitions this member lost without committing them: its membership lapsed on its own
+    /// clock (no registry refresh acknowledged within the session timeout: the process was
+    /// paused, or the coordinator was unreachable) or another member declared it gone. Other
+    /// members may own them already, so nothing was committed for them; records delivered
+    /// since their last commit will be delivered again to the new owner. The member rejoins
+    /// as a new member.
+    PartitionsLost(Vec<TopicPartition>),
     /// Partitions given to this consumer.
     PartitionsAssigned(Vec<TopicPartition>),
     /// A partition has a starting position (committed, reset or sought).
@@ -301,6 +332,9 @@ pub enum ConsumerEvent {
         /// partition of the subscribed topics is assigned locally).
         server_assignment: bool,
     },
+    /// The live members of the group as this member's last registry read saw them (sorted
+    /// member ids, this member included once it is registered); raised when the set changes.
+    GroupMembers(Vec<String>),
     /// The membership is lost or moved; the consumer rejoins after `retry_in` and keeps
     /// consuming its partitions meanwhile.
     GroupRejoining {
@@ -391,4 +425,8 @@ pub enum Op {
     Sync,
     /// Heartbeat.
     Heartbeat,
+    /// OffsetFetch of the group's member registry.
+    RegistryRead,
+    /// OffsetCommit of this member's registry slot (and of slots it frees).
+    RegistryWrite,
 }

@@ -87,6 +87,9 @@ pub struct PartState {
     /// A ListOffsets check found this fetch offset within the log (the high watermark only
     /// lags the log end); no new check for it before the instant.
     pub end_checked: Option<(i64, Instant)>,
+    /// Being handed over to another group member: not fetched, nothing delivered; the
+    /// position is kept for the commit that comes before the release.
+    pub handing_over: bool,
 }
 
 impl PartState {
@@ -111,6 +114,7 @@ impl PartState {
             retry_at: None,
             leader_wait: false,
             end_checked: None,
+            handing_over: false,
         }
     }
 
@@ -127,7 +131,11 @@ impl PartState {
     /// or streaming (blob size known, the last answer full) with fewer than `depth` requests
     /// in flight or held.
     pub fn fetchable(&self, now: Instant, depth: usize) -> bool {
-        if self.start != Start::Ready || self.paused || self.not_before.is_some_and(|t| t > now) {
+        if self.start != Start::Ready
+            || self.paused
+            || self.handing_over
+            || self.not_before.is_some_and(|t| t > now)
+        {
             return false;
         }
         let asked = self.in_flight + self.held.len();
@@ -232,6 +240,8 @@ pub struct Consumer {
     pub(crate) extra_close_waiters: u32,
     /// The id the next queued blob gets.
     pub(crate) next_blob_id: u64,
+    /// When `close_consumer` was called.
+    pub(crate) close_started: Option<Instant>,
 }
 
 impl Consumer {
@@ -260,6 +270,7 @@ impl Consumer {
             closed: false,
             extra_close_waiters: 0,
             next_blob_id: 0,
+            close_started: None,
         }
     }
 
@@ -346,6 +357,25 @@ impl Consumer {
             p.not_before = None;
             p.empty_backoff = Duration::ZERO;
             self.fetch_wake = true;
+        }
+    }
+
+    /// Stops `tp` for a handover to another group member: its undelivered records are
+    /// dropped, fetches in flight are ignored when they answer, nothing more is fetched, and
+    /// its position (mid-blob included) stays what was delivered, for the commit that comes
+    /// before the release.
+    pub(crate) fn stop_for_handover(&mut self, tp: &TopicPartition) {
+        let position = self.position(tp);
+        self.drop_ready(tp);
+        let e = self.bump_epoch();
+        if let Some(p) = self.parts.get_mut(tp) {
+            if let Some(pos) = position {
+                p.delivered = pos;
+            }
+            p.epoch = e;
+            p.in_flight = 0;
+            p.break_pipeline();
+            p.handing_over = true;
         }
     }
 
