@@ -1,14 +1,23 @@
-//! One group member as an application runs it: subscribes, polls every record as soon as
-//! the world drains it, commits (automatically, or explicitly every [`COMMIT_EVERY`]),
-//! closes gracefully or dies when the plan says so; everything it delivers and every
-//! assignment it reports goes to the [`GroupWatch`].
+//! One group member as an application runs it: subscribes (with a rebalance listener or
+//! without), polls every record as soon as the world drains it, commits (automatically, or
+//! explicitly every [`COMMIT_EVERY`]), closes gracefully or dies when the plan says so;
+//! everything it delivers, every assignment and membership view it reports goes to the
+//! [`GroupWatch`].
+//!
+//! A member with a listener answers each `PartitionsRevoking` after [`Listener::delay`]; an
+//! explicitly committing one first commits the positions of the partitions it is losing and
+//! answers once that commit has its outcome (Kafka's `onPartitionsRevoked` doing
+//! `commitSync`).
 
 use super::watch::GroupWatch;
 use crate::workload::TOPIC;
 use crate::world::{ClientId, World};
 use std::collections::BTreeSet;
 use std::time::Duration;
-use stellflow_sansio::{BrokerAddress, ClientConfig, ConsumerEvent, Event, OffsetReset};
+use stellflow_sansio::{
+    BrokerAddress, ClientConfig, CommitId, ConsumerEvent, Event, OffsetReset, RevocationId,
+    TopicPartition,
+};
 
 /// Commit period of a member that commits explicitly.
 pub const COMMIT_EVERY: Duration = Duration::from_millis(700);
@@ -16,6 +25,55 @@ pub const COMMIT_EVERY: Duration = Duration::from_millis(700);
 pub const CLOSE_WAIT: Duration = Duration::from_secs(10);
 /// The group every member joins.
 pub const GROUP: &str = "dst-group";
+
+/// How a member answers revocations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listener {
+    /// Subscribed without a listener: revocations go on at once.
+    None,
+    /// Subscribed with a listener that answers after this delay (plus its own commit's
+    /// round trip when the member commits explicitly).
+    Answers {
+        /// How long the application takes before it answers.
+        delay: Duration,
+    },
+}
+
+impl Listener {
+    /// The listener of member `index` from a plan's bits.
+    pub fn from_bits(bits: u32, index: usize) -> Listener {
+        match (bits >> ((16 + 2 * index) % 32)) & 0b11 {
+            0 => Listener::None,
+            1 => Listener::Answers {
+                delay: Duration::ZERO,
+            },
+            2 => Listener::Answers {
+                delay: Duration::from_millis(300),
+            },
+            _ => Listener::Answers {
+                delay: Duration::from_millis(1_500),
+            },
+        }
+    }
+
+    /// The delay before an answer (zero without a listener).
+    pub fn delay(&self) -> Duration {
+        match self {
+            Listener::None => Duration::ZERO,
+            Listener::Answers { delay } => *delay,
+        }
+    }
+}
+
+/// A revocation the member's listener has not answered yet.
+#[derive(Debug, Clone, Copy)]
+struct Answer {
+    id: RevocationId,
+    /// Not before this time.
+    due: Duration,
+    /// The member's own commit of the partitions, answered first.
+    commit: Option<CommitId>,
+}
 
 /// Where a member is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +97,10 @@ pub struct Member {
     pub auto_commit: bool,
     /// Where it is in its life.
     pub state: MemberState,
+    /// How it answers revocations.
+    pub listener: Listener,
     next_commit: Duration,
+    answers: Vec<Answer>,
 }
 
 /// A client configuration bootstrapping from every one of `brokers` brokers (each broker
@@ -90,6 +151,7 @@ impl Member {
         session: Duration,
         heartbeat: Duration,
         auto_commit: bool,
+        listener: Listener,
     ) -> Option<Member> {
         let config = member_config(brokers, session, heartbeat, auto_commit, index);
         let client = match world.add_client(config) {
@@ -100,7 +162,11 @@ impl Member {
             }
         };
         let now = world.now();
-        if let Err(e) = world.client(client).subscribe(now, &[TOPIC]) {
+        let subscribed = match listener {
+            Listener::None => world.client(client).subscribe(now, &[TOPIC]),
+            Listener::Answers { .. } => world.client(client).subscribe_with_listener(now, &[TOPIC]),
+        };
+        if let Err(e) = subscribed {
             world.report("setup", format!("subscribe: {e}"));
             return None;
         }
@@ -109,7 +175,9 @@ impl Member {
             client,
             auto_commit,
             state: MemberState::Live,
+            listener,
             next_commit: world.elapsed() + COMMIT_EVERY,
+            answers: Vec::new(),
         })
     }
 
@@ -120,11 +188,18 @@ impl Member {
 
     /// When the member has timed work.
     pub fn next_at(&self) -> Option<Duration> {
-        match self.state {
+        let answer = self
+            .answers
+            .iter()
+            .filter(|a| a.commit.is_none())
+            .map(|a| a.due)
+            .min();
+        let own = match self.state {
             MemberState::Live if !self.auto_commit => Some(self.next_commit),
             MemberState::Closing(since) => Some(since + CLOSE_WAIT),
             _ => None,
-        }
+        };
+        own.into_iter().chain(answer).min()
     }
 
     /// Takes the member's records and events (when its process runs), reports them to
@@ -147,7 +222,20 @@ impl Member {
         while let Some(e) = world.poll_event(self.client) {
             let Event::Consumer(e) = e else { continue };
             match e {
-                ConsumerEvent::PartitionsRevoked(tps) | ConsumerEvent::PartitionsAssigned(tps) => {
+                ConsumerEvent::PartitionsRevoking { id, partitions } => {
+                    self.revoking(world, id, partitions);
+                }
+                ConsumerEvent::CommitCompleted { id, .. } => {
+                    for a in &mut self.answers {
+                        if a.commit == Some(id) {
+                            a.commit = None;
+                        }
+                    }
+                }
+                ConsumerEvent::GroupMembers(view) => watch.view(self.index, view),
+                ConsumerEvent::PartitionsRevoked(tps)
+                | ConsumerEvent::PartitionsLost(tps)
+                | ConsumerEvent::PartitionsAssigned(tps) => {
                     watch.reassigned(
                         self.index,
                         tps.iter()
@@ -163,6 +251,14 @@ impl Member {
         }
         let at = world.elapsed();
         let now = world.now();
+        let (due, wait): (Vec<Answer>, Vec<Answer>) = self
+            .answers
+            .drain(..)
+            .partition(|a| a.commit.is_none() && a.due <= at);
+        self.answers = wait;
+        for a in due {
+            world.client(self.client).revocation_done(now, a.id);
+        }
         match self.state {
             MemberState::Live if !self.auto_commit && self.next_commit <= at => {
                 self.next_commit = at + COMMIT_EVERY;
@@ -173,6 +269,38 @@ impl Member {
             }
             _ => {}
         }
+    }
+
+    /// The listener's part of a revocation: an explicitly committing member commits the
+    /// positions of the partitions it is losing, then (after its delay) answers.
+    fn revoking(&mut self, world: &mut World, id: RevocationId, partitions: Vec<TopicPartition>) {
+        let Listener::Answers { delay } = self.listener else {
+            return;
+        };
+        let mut commit = None;
+        if !self.auto_commit {
+            let positions: Vec<_> = partitions
+                .iter()
+                .filter_map(|tp| {
+                    world
+                        .client(self.client)
+                        .position(tp)
+                        .map(|p| (tp.clone(), p))
+                })
+                .collect();
+            if !positions.is_empty() {
+                let now = world.now();
+                commit = world
+                    .client(self.client)
+                    .commit_positions(now, positions)
+                    .ok();
+            }
+        }
+        self.answers.push(Answer {
+            id,
+            due: world.elapsed() + delay,
+            commit,
+        });
     }
 
     /// Starts a graceful close.

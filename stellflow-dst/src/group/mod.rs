@@ -21,7 +21,7 @@ mod plan;
 mod run;
 pub mod watch;
 
-pub use member::{CLOSE_WAIT, COMMIT_EVERY, GROUP, bootstrap_config, member_config};
+pub use member::{CLOSE_WAIT, COMMIT_EVERY, GROUP, Listener, bootstrap_config, member_config};
 pub use plan::{GroupEvent, GroupPlan, GroupScenario, MAX_MEMBERS, PlannedEvent};
 pub use run::{
     GROUP_LIVENESS, GroupReport, SAMPLE_EVERY, run_group_plan, run_group_plan_logged, shrink_group,

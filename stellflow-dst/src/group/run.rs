@@ -3,7 +3,7 @@
 //! phase (every record delivered, the group converged), and shrinking a failing plan.
 
 use super::feed::Feed;
-use super::member::{Member, MemberState};
+use super::member::{Listener, Member, MemberState};
 use super::plan::{GroupEvent, GroupPlan, MAX_MEMBERS};
 use super::watch::{COORDINATOR, GroupCounts, GroupWatch};
 use crate::check::Violation;
@@ -63,6 +63,7 @@ impl GroupRun {
     fn start_member(&mut self, world: &mut World) {
         let index = self.members.len();
         let auto = self.commit_bits >> (index % 32) & 1 == 1;
+        let listener = Listener::from_bits(self.commit_bits, index);
         if let Some(m) = Member::start(
             world,
             self.brokers,
@@ -70,6 +71,7 @@ impl GroupRun {
             self.session,
             self.heartbeat,
             auto,
+            listener,
         ) {
             self.members.push(m);
         }

@@ -14,9 +14,10 @@
 //!   opened — the old owner's last commit: a handover redelivers at most what was delivered
 //!   after it;
 //! * `group-one-deliverer`: no other member delivered `p` since `m`'s tenure opened, unless
-//!   one of the two may hold a stale view of the membership (it was paused or cut off from
-//!   the coordinator, until a session and two heartbeat intervals after that ended: see
-//!   [`GroupWatch::stale`]).
+//!   the two see different memberships: their last reported views
+//!   (`ConsumerEvent::GroupMembers`) differ, or, for a member that reported none, one of the
+//!   two may hold a stale view (it was paused or cut off from the coordinator, until a
+//!   session and two heartbeat intervals after that ended: see [`GroupWatch::stale`]).
 //!
 //! Per step, per partition, with `C` the committed position in the store:
 //!
@@ -82,8 +83,8 @@ pub struct GroupCounts {
     pub redeliveries: u64,
     /// Tenures opened (a member starting to deliver a partition).
     pub tenures: u64,
-    /// Deliveries that overlapped another member's tenure while one of the two held a
-    /// stale view (exempt from `group-one-deliverer`).
+    /// Deliveries that overlapped another member's tenure while the two saw different
+    /// memberships (exempt from `group-one-deliverer`).
     pub stale_overlaps: u64,
     /// Stable windows in which convergence was checked.
     pub stable_checks: u64,
@@ -102,6 +103,8 @@ pub struct GroupWatch {
     last_change: Duration,
     converged_since_change: bool,
     stale_until: BTreeMap<usize, Duration>,
+    /// Each member's last reported membership view (`ConsumerEvent::GroupMembers`).
+    views: BTreeMap<usize, Vec<String>>,
     counts: GroupCounts,
 }
 
@@ -154,6 +157,7 @@ impl GroupWatch {
             last_change: Duration::ZERO,
             converged_since_change: false,
             stale_until: BTreeMap::new(),
+            views: BTreeMap::new(),
             counts: GroupCounts::default(),
         }
     }
@@ -194,6 +198,21 @@ impl GroupWatch {
         let end = until + self.session + self.heartbeat * 2;
         let e = self.stale_until.entry(m).or_insert(end);
         *e = (*e).max(end);
+    }
+
+    /// Member `m` reported the membership it sees (`ConsumerEvent::GroupMembers`).
+    pub fn view(&mut self, m: usize, members: Vec<String>) {
+        self.views.insert(m, members);
+    }
+
+    /// Whether members `a` and `b` may see different memberships at `at`: when both
+    /// reported a view, whether their last views differ; else whether either may hold a
+    /// stale one ([`GroupWatch::stale`]).
+    fn views_differ(&self, a: usize, b: usize, at: Duration) -> bool {
+        match (self.views.get(&a), self.views.get(&b)) {
+            (Some(x), Some(y)) => x != y,
+            _ => self.is_stale(a, at) || self.is_stale(b, at),
+        }
     }
 
     fn is_stale(&self, m: usize, at: Duration) -> bool {
@@ -274,22 +293,6 @@ impl GroupWatch {
             .filter(|(o, t)| **o != m && **t >= tenure.opened)
             .map(|(o, t)| (*o, *t))
             .collect();
-        for (o, t) in others {
-            let stale = self.stale_until.get(&o).is_some_and(|u| at <= *u)
-                || self.stale_until.get(&m).is_some_and(|u| at <= *u);
-            if stale {
-                self.counts.stale_overlaps += 1;
-            } else {
-                world.report(
-                    "group-one-deliverer",
-                    format!(
-                        "t0-{p}: member {m} delivers {pos:?} in its tenure opened at {:?}, and member {o} delivered t0-{p} at {t:?} (both live, neither paused nor cut off)",
-                        tenure.opened
-                    ),
-                );
-                break;
-            }
-        }
         w.delivered.insert(pos);
         w.tenures.insert(
             m,
@@ -299,6 +302,21 @@ impl GroupWatch {
             },
         );
         w.last_delivery.insert(m, at);
+        for (o, t) in others {
+            if self.views_differ(m, o, at) {
+                self.counts.stale_overlaps += 1;
+            } else {
+                world.report(
+                    "group-one-deliverer",
+                    format!(
+                        "t0-{p}: member {m} delivers {pos:?} in its tenure opened at {:?}, and member {o} delivered t0-{p} at {t:?} (both live, with the same view of the membership: {:?})",
+                        tenure.opened,
+                        self.views.get(&m)
+                    ),
+                );
+                break;
+            }
+        }
     }
 
     /// Moves each partition's frontier (the first record in its log nobody delivered) on.
