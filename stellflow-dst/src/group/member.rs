@@ -188,6 +188,10 @@ impl Member {
 
     /// When the member has timed work.
     pub fn next_at(&self) -> Option<Duration> {
+        if self.state == MemberState::Gone {
+            // Closed or crashed: its unanswered revocations died with it.
+            return None;
+        }
         let answer = self
             .answers
             .iter()
