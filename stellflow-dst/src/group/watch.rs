@@ -14,9 +14,9 @@
 //!   opened — the old owner's last commit: a handover redelivers at most what was delivered
 //!   after it;
 //! * `group-one-deliverer`: no other member delivered `p` since `m`'s tenure opened, unless
-//!   the two see different memberships: their last reported views
-//!   (`ConsumerEvent::GroupMembers`) differ, or, for a member that reported none, one of the
-//!   two may hold a stale view (it was paused or cut off from the coordinator, until a
+//!   the two saw different memberships: `m`'s view now and the other's when it delivered
+//!   (the last `ConsumerEvent::GroupMembers` each reported) differ, or, for a member that
+//!   reported none, one of the two may hold a stale view (it was paused or cut off from the coordinator, until a
 //!   session and two heartbeat intervals after that ended: see [`GroupWatch::stale`]).
 //!
 //! Per step, per partition, with `C` the committed position in the store:
@@ -70,7 +70,8 @@ struct PartWatch {
     /// Records per blob, by offset (decoded once).
     blob_len: BTreeMap<i64, u32>,
     tenures: BTreeMap<usize, Tenure>,
-    last_delivery: BTreeMap<usize, Duration>,
+    /// Per member: when it last delivered this partition, and the view it had then.
+    last_delivery: BTreeMap<usize, (Duration, Option<u64>)>,
     committed: Option<Pos>,
 }
 
@@ -104,7 +105,9 @@ pub struct GroupWatch {
     converged_since_change: bool,
     stale_until: BTreeMap<usize, Duration>,
     /// Each member's last reported membership view (`ConsumerEvent::GroupMembers`).
-    views: BTreeMap<usize, Vec<String>>,
+    views: BTreeMap<usize, u64>,
+    /// Every distinct view reported, numbered.
+    view_ids: BTreeMap<Vec<String>, u64>,
     counts: GroupCounts,
 }
 
@@ -158,6 +161,7 @@ impl GroupWatch {
             converged_since_change: false,
             stale_until: BTreeMap::new(),
             views: BTreeMap::new(),
+            view_ids: BTreeMap::new(),
             counts: GroupCounts::default(),
         }
     }
@@ -202,15 +206,17 @@ impl GroupWatch {
 
     /// Member `m` reported the membership it sees (`ConsumerEvent::GroupMembers`).
     pub fn view(&mut self, m: usize, members: Vec<String>) {
-        self.views.insert(m, members);
+        let next = self.view_ids.len() as u64;
+        let id = *self.view_ids.entry(members).or_insert(next);
+        self.views.insert(m, id);
     }
 
-    /// Whether members `a` and `b` may see different memberships at `at`: when both
-    /// reported a view, whether their last views differ; else whether either may hold a
-    /// stale one ([`GroupWatch::stale`]).
-    fn views_differ(&self, a: usize, b: usize, at: Duration) -> bool {
-        match (self.views.get(&a), self.views.get(&b)) {
-            (Some(x), Some(y)) => x != y,
+    /// Whether member `a` now and member `b` when it delivered with view `b_view` may have
+    /// seen different memberships: when both reported a view, whether the views differ;
+    /// else whether either may hold a stale one ([`GroupWatch::stale`]).
+    fn views_differ(&self, a: usize, b: usize, b_view: Option<u64>, at: Duration) -> bool {
+        match (self.views.get(&a), b_view) {
+            (Some(x), Some(y)) => *x != y,
             _ => self.is_stale(a, at) || self.is_stale(b, at),
         }
     }
@@ -287,11 +293,11 @@ impl GroupWatch {
                 );
             }
         }
-        let others: Vec<(usize, Duration)> = w
+        let others: Vec<(usize, Duration, Option<u64>)> = w
             .last_delivery
             .iter()
-            .filter(|(o, t)| **o != m && **t >= tenure.opened)
-            .map(|(o, t)| (*o, *t))
+            .filter(|(o, (t, _))| **o != m && *t >= tenure.opened)
+            .map(|(o, (t, v))| (*o, *t, *v))
             .collect();
         w.delivered.insert(pos);
         w.tenures.insert(
@@ -301,9 +307,10 @@ impl GroupWatch {
                 ..tenure
             },
         );
-        w.last_delivery.insert(m, at);
-        for (o, t) in others {
-            if self.views_differ(m, o, at) {
+        let view = self.views.get(&m).copied();
+        w.last_delivery.insert(m, (at, view));
+        for (o, t, o_view) in others {
+            if self.views_differ(m, o, o_view, at) {
                 self.counts.stale_overlaps += 1;
             } else {
                 world.report(
@@ -311,7 +318,7 @@ impl GroupWatch {
                     format!(
                         "t0-{p}: member {m} delivers {pos:?} in its tenure opened at {:?}, and member {o} delivered t0-{p} at {t:?} (both live, with the same view of the membership: {:?})",
                         tenure.opened,
-                        self.views.get(&m)
+                        self.view_ids.iter().find(|(_, id)| Some(**id) == view).map(|(v, _)| v)
                     ),
                 );
                 break;
