@@ -196,7 +196,12 @@ impl Consumer {
         }
         self.set_assignment(&[]);
         let listening = self.group.reg.listening;
-        let view = std::mem::take(&mut self.group.reg.view);
+        let mut view = std::mem::take(&mut self.group.reg.view);
+        // The old registration is this member's own and holds nothing any more: the next
+        // read frees its slot, so that nobody waits a session timeout for it.
+        if let Some(old) = self.group.member_id().and_then(|id| view.members.get_mut(id)) {
+            old.gone = true;
+        }
         self.group.reg = Membership::new();
         // What this member saw of the others stays true on its clock.
         self.group.reg.view = view;
