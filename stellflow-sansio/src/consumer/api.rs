@@ -38,6 +38,12 @@ impl Client {
         if self.closed || self.consumer.closing || self.consumer.closed {
             return Err(ConsumerError::Closed);
         }
+        // A command is the first thing a member back from a pause may do, before the driver
+        // shows it the time: it learns first that its partitions are no longer its own.
+        let (c, mut ctx) = self.consumer_ctx();
+        if c.lease_lapsed(now) {
+            c.lose_membership(now, "this member's lease lapsed on its own clock", &mut ctx);
+        }
         Ok(())
     }
 
@@ -289,13 +295,13 @@ impl Client {
     /// [`super::ConsumerEvent::CommitCompleted`] with the returned id.
     pub fn commit(&mut self, now: Instant) -> Result<CommitId, ConsumerError> {
         let positions = self.consumer.positions_to_commit();
-        self.commit_with(now, positions, CommitKind::Sync)
+        self.commit_with(now, positions, CommitKind::Sync, false)
     }
 
     /// Like [`Client::commit`], without retries.
     pub fn commit_async(&mut self, now: Instant) -> Result<CommitId, ConsumerError> {
         let positions = self.consumer.positions_to_commit();
-        self.commit_with(now, positions, CommitKind::Async)
+        self.commit_with(now, positions, CommitKind::Async, false)
     }
 
     /// Commits explicit positions (e.g. [`ConsumerRecord::next_position`] of the last
@@ -305,7 +311,7 @@ impl Client {
         now: Instant,
         positions: Vec<(TopicPartition, Position)>,
     ) -> Result<CommitId, ConsumerError> {
-        self.commit_with(now, positions, CommitKind::Sync)
+        self.commit_with(now, positions, CommitKind::Sync, true)
     }
 
     fn commit_with(
@@ -313,10 +319,24 @@ impl Client {
         now: Instant,
         positions: Vec<(TopicPartition, Position)>,
         kind: CommitKind,
+        explicit: bool,
     ) -> Result<CommitId, ConsumerError> {
         self.consumer_command(now)?;
         if self.consumer.config.group_id.is_none() {
             return Err(ConsumerError::NoGroup);
+        }
+        let mut positions = positions;
+        if !self.consumer.group.subscription.is_empty() {
+            // A group member commits only what it owns: another member may own the rest
+            // (a partition lost in a pause, or released meanwhile).
+            let c = &self.consumer;
+            if explicit {
+                if let Some((tp, _)) = positions.iter().find(|(tp, _)| !c.parts.contains_key(tp)) {
+                    return Err(ConsumerError::NotAssigned(tp.clone()));
+                }
+            } else {
+                positions.retain(|(tp, _)| c.parts.contains_key(tp));
+            }
         }
         let (c, mut ctx) = self.consumer_ctx();
         let id = c.start_commit(now, positions, kind, &mut ctx);
@@ -341,6 +361,11 @@ impl Client {
         if self.consumer.closing {
             self.consumer.extra_close_waiters += 1;
             return;
+        }
+        // A member back from a pause closes without committing what it no longer owns.
+        let (c, mut ctx) = self.consumer_ctx();
+        if c.lease_lapsed(now) {
+            c.lose_membership(now, "this member's lease lapsed on its own clock", &mut ctx);
         }
         self.consumer.closing = true;
         self.consumer.close_started = Some(now);
