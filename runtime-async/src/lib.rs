@@ -54,13 +54,15 @@ pub use prelude::*;
 pub use producer::{Delivery, Producer, Record};
 pub use read_buffers::ReadBuffers;
 pub use runtime::{Runtime, unresolved};
-pub use state::{Committed, Events};
+pub use state::{Committed, Events, Rebalance};
 
 /// What each adapter crate re-exports (`pub use stellflow_async::prelude::*`) next to its own
 /// names for the handles: the runtime-neutral types and every core type a public signature
 /// of the handles uses, so a program needs only its adapter crate.
 pub mod prelude {
-    pub use crate::{Committed, Delivery, Error, Events, Options, Record, Result, Runtime};
+    pub use crate::{
+        Committed, Delivery, Error, Events, Options, Rebalance, Record, Result, Runtime,
+    };
     /// The `bytes` crate of record keys and values.
     pub use bytes;
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
@@ -77,8 +79,9 @@ pub mod prelude {
         Counters, DecommissionResult, DeliveryError, FetchedBlob, HeaderFields, HealthState,
         InvalidTopicName, LeaderlessReason, ListedOffset, LogStartAction, OffsetInfo, OffsetReset,
         OffsetSpec, PartitionInfo, PartitionOutcome, PartitionOverride, Position, ProduceError,
-        ProducerConfig, ReassertedPartition, RecordMetadata, RequestError, RequestOptions, SeekTo,
-        Target, TopicAdminResult, TopicDescription, TopicPartition, TraceContext,
+        ProducerConfig, ReassertedPartition, RecordMetadata, RequestError, RequestOptions,
+        RevocationId, SeekTo, Target, TopicAdminResult, TopicDescription, TopicPartition,
+        TraceContext,
     };
     pub use stellflow_sansio::{
         ApiCounters, DurationHistogram, KeyedPartitioner, KeylessPartitioner, Partitioner,
