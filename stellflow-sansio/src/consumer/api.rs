@@ -67,8 +67,10 @@ impl Client {
     }
 
     /// Subscribes to `topics` as a member of `consumer.group_id`: joins the group and consumes
-    /// the partitions SyncGroup assigns — every partition of the topics when the server
-    /// assigns none (always, today).
+    /// the partitions SyncGroup assigns, or — when it assigns none (always, today) — this
+    /// member's share, agreed with the other members through the group's member registry
+    /// (`docs/groups.md`): balanced, sticky, handed over only after the old owner committed
+    /// and released it.
     pub fn subscribe(&mut self, now: Instant, topics: &[&str]) -> Result<(), ConsumerError> {
         self.subscribe_as(now, topics, false)
     }
