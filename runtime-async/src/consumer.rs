@@ -3,14 +3,14 @@
 
 use crate::admin::run as admin;
 use crate::state::{Committed, State};
-use crate::{Client, ClientConfig, Error, Events, Options, Result, Runtime};
+use crate::{Client, ClientConfig, Error, Events, Options, Rebalance, Result, Runtime};
 use futures_lite::{Stream, future};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use stellflow_sansio::{
     AdminCall, ConsumerError, ConsumerRecord, FetchedBlob, ListedOffset, OffsetSpec, Position,
-    SeekTo, TopicPartition,
+    RevocationId, SeekTo, TopicPartition,
 };
 
 /// Reads records: manual assignment ([`Consumer::assign`], recommended on today's server) or
@@ -63,6 +63,64 @@ impl<R: Runtime> Consumer<R> {
     /// Joins `config.consumer.group_id` and consumes the topics' partitions. Does not wait.
     pub fn subscribe(&self, topics: &[&str]) -> Result<()> {
         self.run(|c, now| c.subscribe(now, topics))
+    }
+
+    /// Like [`Consumer::subscribe`], with a rebalance listener (Kafka's
+    /// `subscribe(topics, listener)`, rdkafka's rebalance callbacks): every rebalance of this
+    /// member is kept for [`Consumer::rebalance`], and a revocation waits — at most
+    /// `config.consumer.revocation_timeout` — until [`Consumer::revocation_done`] lets it go
+    /// on. In between, the partitions are still this member's: commit them
+    /// ([`Consumer::commit_positions`]) and flush what the application keeps for them. Run
+    /// the listener beside the poll loop (a task or a thread); records of a partition being
+    /// revoked stop coming once [`Rebalance::Revoking`] is out. Does not wait.
+    pub fn subscribe_with_listener(&self, topics: &[&str]) -> Result<()> {
+        self.client.link.with(|st, now| {
+            st.listening = true;
+            st.client.subscribe_with_listener(now, topics)
+        })??;
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for the next rebalance of a subscription made with
+    /// [`Consumer::subscribe_with_listener`]; `None` when none came in time.
+    /// [`ConsumerError::Closed`] after [`Consumer::close`]. Cancel-safe.
+    pub async fn rebalance(&self, timeout: Duration) -> Result<Option<Rebalance>> {
+        let deadline = Instant::now() + timeout;
+        let take = future::poll_fn(|cx| {
+            let r = self
+                .client
+                .link
+                .with(|st, _| match st.rebalances.pop_front() {
+                    Some(r) => Some(Ok(Some(r))),
+                    None if st.consumer_closed.done.is_some() => {
+                        Some(Err(ConsumerError::Closed.into()))
+                    }
+                    None => {
+                        st.wait(cx);
+                        None
+                    }
+                });
+            match r {
+                Ok(Some(out)) => Poll::Ready(out),
+                Ok(None) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            }
+        });
+        let expire = async {
+            R::sleep_until(deadline).await;
+            Ok(None)
+        };
+        future::or(take, expire).await
+    }
+
+    /// Lets the revocation `id` ([`Rebalance::Revoking`]) go on: the positions are committed
+    /// (auto-commit on) and the partitions go to their new owner. An unknown or past id is
+    /// ignored.
+    pub fn revocation_done(&self, id: RevocationId) -> Result<()> {
+        self.client
+            .link
+            .with(|st, now| st.client.revocation_done(now, id))?;
+        Ok(())
     }
 
     /// The partitions assigned now.

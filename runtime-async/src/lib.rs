@@ -59,7 +59,7 @@ pub use prelude::*;
 pub use producer::{Delivery, Producer, Record};
 pub use read_buffers::ReadBuffers;
 pub use runtime::{Runtime, unresolved};
-pub use state::{Committed, Events};
+pub use state::{Committed, Events, Rebalance};
 
 /// What each adapter crate re-exports (`pub use stellflow_async::prelude::*`) next to its own
 /// names for the handles: the runtime-neutral types and every core type a public signature
@@ -69,7 +69,7 @@ pub mod prelude {
     #[cfg(feature = "opentelemetry")]
     pub use crate::otel;
     pub use crate::{
-        BatchDelivery, Committed, Delivery, Error, Events, Options, Record, Result, Runtime,
+        BatchDelivery, Committed, Delivery, Error, Events, Options, Rebalance, Record, Result, Runtime,
     };
     /// The `bytes` crate of record keys and values.
     pub use bytes;
@@ -103,7 +103,7 @@ pub mod prelude {
         IntoRecordBytes, IntoTopic, InvalidTopicName, LeaderlessReason, ListedOffset,
         LogStartAction, OffsetInfo, OffsetReset, OffsetSpec, PartitionInfo, PartitionOutcome,
         PartitionOverride, Position, ProduceError, ProducerConfig, ReassertedPartition,
-        RecordMetadata, RequestError, RequestOptions, SeekTo, Target, TopicAdminResult,
+        RecordMetadata, RequestError, RequestOptions, RevocationId, SeekTo, Target, TopicAdminResult,
         TopicDescription, TopicPartition, TraceContext,
     };
     pub use stellflow_sansio::{

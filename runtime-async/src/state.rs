@@ -28,7 +28,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use stellflow_sansio::{
     AdminError, AdminOutcome, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
     ConsumerEvent, DisconnectReason, Event, FetchedBlob, FlushId, Position, ProduceError,
-    RecordMetadata, RequestId, TopicPartition, TraceIds,
+    RecordMetadata, RequestId, RevocationId, TopicPartition, TraceIds,
 };
 
 /// The sending side of a one-shot answer (the one one-shot channel of the adapters).
@@ -87,6 +87,30 @@ impl IntoIterator for Events {
     fn into_iter(self) -> Self::IntoIter {
         self.events.into_iter()
     }
+}
+
+/// A rebalance as a subscription made with `Consumer::subscribe_with_listener` sees it, in
+/// order (see `Consumer::rebalance`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Rebalance {
+    /// These partitions are about to go to another member. They are still this member's:
+    /// commit them and flush the application's own state for them, then answer with
+    /// `Consumer::revocation_done(id)`. Unanswered, the handover goes on after
+    /// `consumer.revocation_timeout`.
+    Revoking {
+        /// Answer it with `Consumer::revocation_done`.
+        id: RevocationId,
+        /// The partitions being given up.
+        partitions: Vec<TopicPartition>,
+    },
+    /// Given up: committed (auto-commit on) and released.
+    Revoked(Vec<TopicPartition>),
+    /// Given to this member.
+    Assigned(Vec<TopicPartition>),
+    /// Lost without a commit: this member's membership lapsed (a pause, a lost coordinator);
+    /// another member may own them already. What the application keeps for them is stale.
+    Lost(Vec<TopicPartition>),
 }
 
 /// What waits in the producer's lane while the core's buffer is full: records, the commands
@@ -169,6 +193,10 @@ pub(crate) struct State {
     pub stop: bool,
     events: VecDeque<ConsumerEvent>,
     dropped_events: u64,
+    /// A subscription with a listener: rebalances are kept for `Consumer::rebalance`.
+    pub listening: bool,
+    /// Rebalances not taken yet by `Consumer::rebalance`.
+    pub rebalances: VecDeque<Rebalance>,
     /// The last failed connection attempt, cleared by the next successful one.
     pub connect_error: Option<String>,
     /// The lane: records that found the buffer full and what must stay behind them.
@@ -471,7 +499,26 @@ impl State {
                 self.consumer_closed.finish(0);
                 self.log(ConsumerEvent::Closed);
             }
-            Event::Consumer(e) => self.log(e),
+            Event::Consumer(e) => {
+                if self.listening {
+                    let r = match &e {
+                        ConsumerEvent::PartitionsRevoking { id, partitions } => {
+                            Some(Rebalance::Revoking {
+                                id: *id,
+                                partitions: partitions.clone(),
+                            })
+                        }
+                        ConsumerEvent::PartitionsRevoked(p) => Some(Rebalance::Revoked(p.clone())),
+                        ConsumerEvent::PartitionsAssigned(p) => {
+                            Some(Rebalance::Assigned(p.clone()))
+                        }
+                        ConsumerEvent::PartitionsLost(p) => Some(Rebalance::Lost(p.clone())),
+                        _ => None,
+                    };
+                    self.rebalances.extend(r);
+                }
+                self.log(e)
+            }
             _ => {}
         }
     }
@@ -710,6 +757,8 @@ impl Link {
             stop: false,
             events: VecDeque::new(),
             dropped_events: 0,
+            listening: false,
+            rebalances: VecDeque::new(),
             connect_error: None,
             parked: VecDeque::new(),
             parked_records: 0,

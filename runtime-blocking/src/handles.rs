@@ -5,7 +5,7 @@ use crate::{
     AdminCall, AdminOutput, BatchDelivery, BrokerApiVersions, ClientConfig, ClusterMetadata,
     ClusterStatus, Committed, CommittedOffset, ConsumerRecord, Counters, DecommissionResult,
     Delivery, Events, FetchedBlob, ListedOffset, OffsetSpec, Options, PartitionOverride, Position,
-    ReassertedPartition, Record, RecordMetadata, RequestOptions, Result, SeekTo, Target,
+    ReassertedPartition, Rebalance, Record, RecordMetadata, RequestOptions, Result, RevocationId, SeekTo, Target,
     TopicAdminResult, TopicDescription, TopicPartition,
 };
 use crate::{Blocking, block_on};
@@ -271,6 +271,14 @@ impl Consumer {
         fn assign(&self, partitions: &[TopicPartition]) -> Result<()>;
         /// Joins `config.consumer.group_id` and consumes the topics' partitions. Does not wait.
         fn subscribe(&self, topics: &[&str]) -> Result<()>;
+        /// Like [`Consumer::subscribe`], with a rebalance listener: every rebalance is kept
+        /// for [`Consumer::rebalance`], and a revocation waits (at most
+        /// `consumer.revocation_timeout`) for [`Consumer::revocation_done`]; meanwhile the
+        /// partitions are still this member's, to commit and flush. Does not wait.
+        fn subscribe_with_listener(&self, topics: &[&str]) -> Result<()>;
+        /// Lets the revocation `id` ([`Rebalance::Revoking`]) go on; an unknown or past id is
+        /// ignored.
+        fn revocation_done(&self, id: RevocationId) -> Result<()>;
         /// The partitions assigned now.
         fn assignment(&self) -> Vec<TopicPartition>;
         /// Starts a commit of every position without waiting for it and without retries
@@ -320,6 +328,9 @@ impl Consumer {
         /// with no per-record [`ConsumerRecord`] (the fastest way to read small records).
         /// Taking a blob delivers all of it; a corrupt remainder is an `Err` in its iteration.
         fn poll_blobs(&self, timeout: Duration) -> Result<Vec<FetchedBlob>>;
+        /// Waits up to `timeout` for the next rebalance of a subscription made with
+        /// [`Consumer::subscribe_with_listener`]; `None` when none came in time.
+        fn rebalance(&self, timeout: Duration) -> Result<Option<Rebalance>>;
         /// Waits (without a time limit) for the next record; [`crate::ConsumerError::Closed`]
         /// after [`Consumer::close`].
         fn recv(&self) -> Result<ConsumerRecord>;

@@ -19,6 +19,10 @@
 //!   faults), a healed liveness phase (every pending command and a fresh produce per partition
 //!   must finish within a bound), an idle phase (the system must go quiet), then log checks.
 //! * [`shrink()`] — delta debugging of a failing plan down to a small one.
+//! * [`group`] — group worlds: 2–5 members of one consumer group joining, closing, crashing,
+//!   pausing past their session and cut off from the coordinator, with the group invariants
+//!   (convergence, no loss, redelivery only across a handover, one deliverer per partition)
+//!   checked from outside the clients ([`group::run_group_plan`], [`group::GroupPlan`]).
 //!
 //! # The network
 //!
@@ -31,7 +35,10 @@
 //! fail) and heals; broker crash and restart (with leadership re-asserted), leader moves within
 //! the ISR, injected errors (header-level and per partition), dropped responses, connections
 //! closed by the broker, response delays, response and execution reordering across correlation
-//! ids, paused replication. See [`FaultKind`].
+//! ids, paused replication. See [`FaultKind`]. Faults of one client, as its process suffers
+//! them: a crash ([`World::crash_client`]: dropped without `close`, its sockets gone), a pause
+//! ([`World::pause_client`]: not driven at all, as under SIGSTOP) and isolation from one broker
+//! ([`World::isolate_client`]).
 //!
 //! # Invariants
 //!
@@ -109,6 +116,7 @@
 
 pub mod check;
 pub mod fetch_check;
+pub mod group;
 pub mod net;
 pub mod pipeline;
 pub mod plan;

@@ -17,47 +17,19 @@ pub fn shrink(plan: &FaultPlan, invariant: &str, budget: usize) -> FaultPlan {
             .is_some_and(|v| v.invariant == invariant)
     };
     let mut best = plan.clone();
-    // ddmin over the faults.
-    let mut n = 2usize;
-    while best.faults.len() >= 2 && runs.get() < budget {
-        let chunk = best.faults.len().div_ceil(n);
-        let mut reduced = false;
-        for start in (0..best.faults.len()).step_by(chunk.max(1)) {
-            if runs.get() >= budget {
-                break;
-            }
-            let mut cand = best.clone();
-            let end = (start + chunk).min(cand.faults.len());
-            cand.faults.drain(start..end);
-            if fails(&cand) {
-                best = cand;
-                n = (n - 1).max(2);
-                reduced = true;
-                break;
-            }
-        }
-        if !reduced {
-            if n >= best.faults.len() {
-                break;
-            }
-            n = (n * 2).min(best.faults.len());
-        }
-    }
-    if best.faults.len() == 1 && runs.get() < budget {
+    best.faults = ddmin(&best.faults, budget, &runs, |faults| {
         let mut cand = best.clone();
-        cand.faults.clear();
-        if fails(&cand) {
-            best = cand;
-        }
-    }
+        cand.faults = faults.to_vec();
+        fails(&cand)
+    });
     // Smaller numbers.
     type Knob = fn(&mut FaultPlan) -> bool;
     let knobs: [Knob; 5] = [
-        |p| dec(&mut p.scenario.clients, 1),
-        |p| dec(&mut p.scenario.ops, 1),
-        |p| dec(&mut p.scenario.partitions, 1),
+        |p| halve(&mut p.scenario.clients, 1),
+        |p| halve(&mut p.scenario.ops, 1),
+        |p| halve(&mut p.scenario.partitions, 1),
         |p| {
-            let ok = dec(&mut p.scenario.brokers, 1);
+            let ok = halve(&mut p.scenario.brokers, 1);
             p.scenario.replication = p.scenario.replication.min(p.scenario.brokers);
             ok
         },
@@ -84,7 +56,49 @@ pub fn shrink(plan: &FaultPlan, invariant: &str, budget: usize) -> FaultPlan {
     best
 }
 
-fn dec(v: &mut u32, min: u32) -> bool {
+/// Delta debugging (ddmin) over `items`: the smallest sub-list found within `budget` runs
+/// (counted in `runs`, shared with the caller) for which `fails` still holds, ending with a
+/// try of the empty list when one item is left.
+pub(crate) fn ddmin<T: Clone>(
+    items: &[T],
+    budget: usize,
+    runs: &std::cell::Cell<usize>,
+    mut fails: impl FnMut(&[T]) -> bool,
+) -> Vec<T> {
+    let mut best = items.to_vec();
+    let mut n = 2usize;
+    while best.len() >= 2 && runs.get() < budget {
+        let chunk = best.len().div_ceil(n);
+        let mut reduced = false;
+        for start in (0..best.len()).step_by(chunk.max(1)) {
+            if runs.get() >= budget {
+                break;
+            }
+            let mut cand = best.clone();
+            let end = (start + chunk).min(cand.len());
+            cand.drain(start..end);
+            if fails(&cand) {
+                best = cand;
+                n = (n - 1).max(2);
+                reduced = true;
+                break;
+            }
+        }
+        if !reduced {
+            if n >= best.len() {
+                break;
+            }
+            n = (n * 2).min(best.len());
+        }
+    }
+    if best.len() == 1 && runs.get() < budget && fails(&[]) {
+        best.clear();
+    }
+    best
+}
+
+/// Halves `v` (not below `min`); whether it changed.
+pub(crate) fn halve(v: &mut u32, min: u32) -> bool {
     if *v > min {
         *v = min.max(*v / 2).max(min);
         true

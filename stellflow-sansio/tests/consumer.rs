@@ -311,8 +311,12 @@ fn seek_mid_blob_pause_resume_and_lag() {
 }
 
 #[test]
-fn subscribe_assigns_all_partitions_and_heartbeats_keep_the_session_for_hours() {
+fn subscribe_assigns_all_partitions_and_registry_rounds_keep_the_membership_for_hours() {
     let mut w = subscribed_world("hb");
+    assert!(
+        w.run_until(Duration::from_secs(10), |w| w.client.assignment().len()
+            == 2)
+    );
     let ev = consumer_events(&mut w);
     assert!(
         ev.iter()
@@ -333,8 +337,12 @@ fn subscribe_assigns_all_partitions_and_heartbeats_keep_the_session_for_hours() 
         "{ev:?}"
     );
     assert_eq!(w.client.group_member().unwrap().1, generation);
-    let hb = w.client.counters().group_operations - ops;
-    assert!((2300..2500).contains(&hb), "{hb} heartbeats in 2 h");
+    // One round (a registry write, then a read) every heartbeat interval of 3 s.
+    let ops = w.client.counters().group_operations - ops;
+    assert!(
+        (4700..4900).contains(&ops),
+        "{ops} registry requests in 2 h"
+    );
     // Data produced now still arrives.
     let off = produce(&mut w, "s", 1, blob(Kind::V1, &[b"late".to_vec()]));
     let got = drain(&mut w, Duration::from_secs(5), |g| count(g) >= 1);
@@ -342,46 +350,16 @@ fn subscribe_assigns_all_partitions_and_heartbeats_keep_the_session_for_hours() 
 }
 
 #[test]
-fn fenced_member_rejoins_and_keeps_consuming() {
+fn another_client_joining_fences_nobody_and_consumption_goes_on() {
     let mut w = subscribed_world("fence");
-    let generation = w.client.group_member().unwrap().1;
-    // Another member joins: the generation moves and our next heartbeat gets 19.
-    let _ = raw_call(
-        &mut w,
-        1,
-        &JoinGroupRequest {
-            group_id: Some("fence".into()),
-            member_id: Some("intruder".into()),
-            session_timeout_ms: 1000,
-        },
-    );
-    let ok = w.run_until(Duration::from_secs(30), |w| {
-        w.client
-            .group_member()
-            .is_some_and(|(_, g)| g > generation + 1)
-            && w.events
-                .iter()
-                .filter(|e| matches!(e, Event::Consumer(ConsumerEvent::GroupJoined { .. })))
-                .count()
-                >= 2
-    });
-    assert!(ok, "{:?}", w.events);
-    let ev = consumer_events(&mut w);
     assert!(
-        ev.iter().any(
-            |e| matches!(e, ConsumerEvent::GroupRejoining { reason, .. } if reason.contains("19"))
-        ),
-        "{ev:?}"
+        w.run_until(Duration::from_secs(10), |w| w.client.assignment().len()
+            == 2)
     );
-    let off = produce(&mut w, "s", 0, blob(Kind::Srfb, &[b"after".to_vec()]));
-    let got = drain(&mut w, Duration::from_secs(5), |g| count(g) >= 1);
-    assert_eq!(got[&TopicPartition::new("s", 0)][0].0, (off, 0));
-}
-
-#[test]
-fn thrashing_group_is_rate_capped_and_warned() {
-    let mut w = subscribed_world("thrash");
-    // A second member that rejoins every time it is fenced, like a naive client.
+    consumer_events(&mut w);
+    // Another client joins (the generation moves) and rejoins every 500 ms, like a naive
+    // client fenced by its own heartbeats: on today's server every JoinGroup fences the
+    // others. A registry member does not heartbeat, so none of this reaches it.
     let start = w.now;
     let mut intruder_gen = 0;
     while w.now < start + Duration::from_secs(120) {
@@ -389,7 +367,7 @@ fn thrashing_group_is_rate_capped_and_warned() {
             &mut w,
             1,
             &JoinGroupRequest {
-                group_id: Some("thrash".into()),
+                group_id: Some("fence".into()),
                 member_id: Some("naive".into()),
                 session_timeout_ms: 30_000,
             },
@@ -397,19 +375,21 @@ fn thrashing_group_is_rate_capped_and_warned() {
         intruder_gen = r.generation_id;
         w.advance(Duration::from_millis(500));
     }
-    assert!(intruder_gen > 0);
+    assert!(intruder_gen > 200);
     let ev = consumer_events(&mut w);
-    let rejoins = ev
-        .iter()
-        .filter(|e| matches!(e, ConsumerEvent::GroupRejoining { .. }))
-        .count();
     assert!(
-        ev.iter()
-            .any(|e| matches!(e, ConsumerEvent::GroupThrashing { .. })),
+        !ev.iter().any(|e| matches!(
+            e,
+            ConsumerEvent::GroupRejoining { .. }
+                | ConsumerEvent::GroupThrashing { .. }
+                | ConsumerEvent::PartitionsRevoking { .. }
+                | ConsumerEvent::PartitionsLost(_)
+        )),
         "{ev:?}"
     );
-    // Capped: far fewer than one rejoin per fencing (240 fencings).
-    assert!(rejoins < 60, "{rejoins} rejoins");
+    let off = produce(&mut w, "s", 0, blob(Kind::Srfb, &[b"after".to_vec()]));
+    let got = drain(&mut w, Duration::from_secs(5), |g| count(g) >= 1);
+    assert_eq!(got[&TopicPartition::new("s", 0)][0].0, (off, 0));
 }
 
 #[test]

@@ -1127,6 +1127,88 @@ fn record_conversions() {
     assert_eq!(r.key.as_deref(), Some(&b"k"[..]));
 }
 
+/// The rebalance listener runs before the revocation: a member subscribed with a listener
+/// gets `Rebalance::Revoking` when a second member joins, the partitions stay its own (the
+/// new member does not start them) until it has committed its own positions for them and
+/// answered with `revocation_done`; the new member then starts exactly there.
+pub async fn listener_commits_before_revocation() -> R<()> {
+    const N: u32 = 200;
+    let server = sim()?;
+    let admin = aw!(sf::Admin::connect(config(&server)?))?;
+    create_topic(&admin, "lsn", 2).await?;
+    let producer = aw!(sf::Producer::connect(config(&server)?))?;
+    produce_keyed(producer.client(), "lsn", N).await?;
+    let mut cfg = config(&server)?;
+    cfg.consumer.group_id = Some("lsn-g".into());
+    cfg.consumer.enable_auto_commit = false;
+    cfg.consumer.session_timeout = Duration::from_secs(6);
+    cfg.consumer.heartbeat_interval = Duration::from_millis(300);
+    let first = aw!(sf::Consumer::connect(cfg.clone()))?;
+    first.subscribe_with_listener(&["lsn"])?;
+    let got = poll_n(&first, N as usize, Duration::from_secs(30)).await?;
+    exactly_once(&got, N)?;
+    // The application's own state: the position after the last record it processed, per
+    // partition (here, everything it got).
+    let mut state: Vec<(TopicPartition, Position)> = Vec::new();
+    for p in 0..2 {
+        if let Some(last) = got.iter().rfind(|r| r.partition == p) {
+            state.push((TopicPartition::new("lsn", p), last.next_position()));
+        }
+    }
+    let second = aw!(sf::Consumer::connect(cfg))?;
+    second.subscribe(&["lsn"])?;
+    let end = Instant::now() + Duration::from_secs(20);
+    let (id, partitions) = loop {
+        check(Instant::now() < end, || "no revocation".into())?;
+        match aw!(first.rebalance(Duration::from_millis(200)))? {
+            Some(sf::Rebalance::Revoking { id, partitions }) => break (id, partitions),
+            _ => continue,
+        }
+    };
+    check(partitions.len() == 1, || format!("revoking {partitions:?}"))?;
+    // Unanswered, the handover waits: the new member does not start the partition.
+    aw!(sleep(Duration::from_secs(1)));
+    check(second.assignment().is_empty(), || {
+        format!(
+            "started before the listener answered: {:?}",
+            second.assignment()
+        )
+    })?;
+    let mine: Vec<(TopicPartition, Position)> = (state.iter())
+        .filter(|(tp, _)| partitions.contains(tp))
+        .cloned()
+        .collect();
+    aw!(first.commit_positions(mine.clone()))?;
+    first.revocation_done(id)?;
+    let end = Instant::now() + Duration::from_secs(20);
+    let revoked = loop {
+        check(Instant::now() < end, || "no Revoked".into())?;
+        if let Some(sf::Rebalance::Revoked(p)) = aw!(first.rebalance(Duration::from_millis(200)))? {
+            break p;
+        }
+    };
+    check(revoked == partitions, || format!("revoked {revoked:?}"))?;
+    for (tp, pos) in &mine {
+        let end = Instant::now() + Duration::from_secs(20);
+        while !second.assignment().contains(tp) {
+            check(Instant::now() < end, || {
+                format!("{tp} never reached the new member")
+            })?;
+            aw!(sleep(Duration::from_millis(20)));
+        }
+        let start = positioned(&second, tp).await?;
+        check(start == *pos, || {
+            format!("{tp}: new member starts at {start}, committed {pos}")
+        })?;
+    }
+    check(first.assignment().len() == 1, || {
+        format!("{:?}", first.assignment())
+    })?;
+    aw!(second.close())?;
+    aw!(first.close())?;
+    Ok(())
+}
+
 macro_rules! cases {
     ($($case:ident),*) => {
         mod run {
@@ -1149,6 +1231,7 @@ cases!(
     large_records_exactly_once,
     concurrent_pollers_exactly_once,
     group_commit_resume,
+    listener_commits_before_revocation,
     admin_committed_offsets,
     broker_restart_mid_stream,
     broker_stops_answering,

@@ -15,16 +15,27 @@ impl World {
             }
         };
         for s in &mut self.clients {
-            consider(s.client.poll_timeout());
-        }
-        consider(self.cluster.poll_timeout());
-        for l in self.links.values() {
-            if !self.partitioned.contains(&l.broker) {
-                consider(l.up.next_at());
-                consider(l.down.next_at());
+            if s.run == Run::Running {
+                consider(s.client.poll_timeout());
             }
         }
-        consider(self.connects.iter().map(|c| c.at).min());
+        consider(self.cluster.poll_timeout());
+        for ((client, _), l) in &self.links {
+            if !self.cut(*client, l.broker) {
+                consider(l.up.next_at());
+                // A paused client reads nothing: what comes for it waits in the network.
+                if self.runs(*client) {
+                    consider(l.down.next_at());
+                }
+            }
+        }
+        consider(
+            self.connects
+                .iter()
+                .filter(|c| self.runs(c.client))
+                .map(|c| c.at)
+                .min(),
+        );
         consider(self.undo.iter().map(|(t, _)| *t).min());
         best
     }
@@ -44,6 +55,7 @@ impl World {
                     .clients
                     .iter_mut()
                     .enumerate()
+                    .filter(|(_, s)| s.run == Run::Running)
                     .filter_map(|(i, s)| {
                         s.client.poll_timeout().filter(|d| *d <= target).map(|_| i)
                     })
@@ -73,7 +85,7 @@ impl World {
         }
         let mut woken = Vec::new();
         for (i, slot) in self.clients.iter_mut().enumerate() {
-            if slot.client.poll_timeout().is_some_and(|d| d <= now) {
+            if slot.run == Run::Running && slot.client.poll_timeout().is_some_and(|d| d <= now) {
                 slot.client.handle_timeout(now);
                 self.stats.wakeups += 1;
                 slot.wakeups += 1;
@@ -142,7 +154,9 @@ impl World {
     fn pass(&mut self) -> bool {
         let mut progress = false;
         for i in 0..self.clients.len() {
-            progress |= self.drain_client(i);
+            if self.runs(i) {
+                progress |= self.drain_client(i);
+            }
         }
         progress |= self.drain_cluster();
         progress |= self.deliver();
@@ -313,12 +327,16 @@ impl World {
         let mut progress = false;
         let keys: Vec<(usize, u64)> = self.links.keys().copied().collect();
         for key in keys {
+            let runs = self.runs(key.0);
+            let Some(broker) = self.links.get(&key).map(|l| l.broker) else {
+                continue;
+            };
+            if self.cut(key.0, broker) {
+                continue;
+            }
             let Some(link) = self.links.get_mut(&key) else {
                 continue;
             };
-            if self.partitioned.contains(&link.broker) {
-                continue;
-            }
             self.buf.clear();
             link.up.take_due(now, &mut self.buf);
             if !self.buf.is_empty() {
@@ -326,6 +344,10 @@ impl World {
                 if let Some(sim) = link.sim {
                     self.cluster.handle_input(sim, now, &mut self.buf);
                 }
+            }
+            if !runs {
+                // A paused client reads nothing: its bytes wait in the network.
+                continue;
             }
             self.buf.clear();
             let fin = link.down.take_due(now, &mut self.buf);
@@ -378,15 +400,18 @@ impl World {
     fn finish_connects(&mut self) -> bool {
         let now = self.now;
         let m = self.micros();
-        if !self.connects.iter().any(|c| c.at <= now) {
+        // A paused client's connects complete when it runs again.
+        let due_now = |w: &World, c: &PendingConnect| c.at <= now && w.runs(c.client);
+        if !self.connects.iter().any(|c| due_now(self, c)) {
             return false;
         }
-        let (due, keep): (Vec<_>, Vec<_>) = self.connects.drain(..).partition(|c| c.at <= now);
+        let pending = std::mem::take(&mut self.connects);
+        let (due, keep): (Vec<_>, Vec<_>) = pending.into_iter().partition(|c| due_now(self, c));
         self.connects = keep;
         for c in due {
             let broker = self.cluster.broker_for_addr(&c.address);
             let result = match broker {
-                Some(b) if self.partitioned.contains(&b) => Err("connection timed out".to_owned()),
+                Some(b) if self.cut(c.client, b) => Err("connection timed out".to_owned()),
                 Some(b) => self
                     .cluster
                     .connect(b, now)

@@ -137,6 +137,8 @@ impl World {
             }
             Undo::ReorderOff => self.cluster.set_reordering(0.0, 0.0),
             Undo::DelaysOff => self.cluster.clear_delays(),
+            Undo::ResumeClient(c) => self.resume_client_now(c),
+            Undo::Reconnect(c, b) => self.reconnect_client_now(c, b),
         }
     }
 

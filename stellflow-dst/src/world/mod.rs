@@ -2,8 +2,9 @@
 //! the faulty network between them, on a virtual clock.
 //!
 //! One file per job: this one holds the world's state, its construction and what reads it;
-//! `faults.rs` applies, undoes and heals faults; `drive.rs` steps virtual time, drains clients
-//! and brokers and moves bytes through the network.
+//! `faults.rs` applies, undoes and heals faults; `members.rs` holds the faults of one client
+//! (crash, pause, isolation from a broker); `drive.rs` steps virtual time, drains clients and
+//! brokers and moves bytes through the network.
 
 use super::check::Violation;
 use super::net::{NetConfig, Pipe};
@@ -32,6 +33,7 @@ macro_rules! note {
 
 mod drive;
 mod faults;
+mod members;
 
 /// One of a client's connections as the world sees it ([`World::links`]).
 #[derive(Debug, Clone)]
@@ -87,6 +89,20 @@ struct Slot {
     max_in_flight: usize,
     requests: u64,
     wakeups: u64,
+    /// Whether the world drives this client (see [`World::pause_client`],
+    /// [`World::crash_client`]).
+    run: Run,
+    /// Brokers this client is cut off from ([`World::isolate_client`]).
+    isolated: BTreeSet<i32>,
+}
+
+/// Whether a client runs: a paused one is not driven at all (no timers, no input, no output,
+/// as under SIGSTOP) until it resumes; a crashed one never again, and its sockets are gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    Running,
+    Paused,
+    Crashed,
 }
 
 /// How the world takes a client's records as it drains: one by one, or through leases
@@ -141,6 +157,10 @@ enum Undo {
     Resume(i32),
     ReorderOff,
     DelaysOff,
+    /// A paused client runs again.
+    ResumeClient(usize),
+    /// A client reaches this broker again.
+    Reconnect(usize, i32),
 }
 
 /// A simulated world: `N` sim brokers ([`SimCluster`]), any number of sans-IO clients, a
@@ -241,6 +261,8 @@ impl World {
             max_in_flight,
             requests: 0,
             wakeups: 0,
+            run: Run::Running,
+            isolated: BTreeSet::new(),
         });
         let id = ClientId(self.clients.len() - 1);
         self.settle();

@@ -44,6 +44,12 @@ impl Client {
         if self.closed || self.consumer.closing || self.consumer.closed {
             return Err(ConsumerError::Closed);
         }
+        // A command is the first thing a member back from a pause may do, before the driver
+        // shows it the time: it learns first that its partitions are no longer its own.
+        let (c, mut ctx) = self.consumer_ctx();
+        if c.lease_lapsed(now) {
+            c.lose_membership(now, "this member's lease lapsed on its own clock", &mut ctx);
+        }
         Ok(())
     }
 
@@ -67,8 +73,10 @@ impl Client {
     }
 
     /// Subscribes to `topics` as a member of `consumer.group_id`: joins the group and consumes
-    /// the partitions SyncGroup assigns — every partition of the topics when the server
-    /// assigns none (always, today).
+    /// the partitions SyncGroup assigns, or — when it assigns none (always, today) — this
+    /// member's share, agreed with the other members through the group's member registry
+    /// (`docs/groups.md`): balanced, sticky, handed over only after the old owner committed
+    /// and released it.
     pub fn subscribe(&mut self, now: Instant, topics: &[&str]) -> Result<(), ConsumerError> {
         self.subscribe_as(now, topics, false)
     }
@@ -318,13 +326,13 @@ impl Client {
     /// [`super::ConsumerEvent::CommitCompleted`] with the returned id.
     pub fn commit(&mut self, now: Instant) -> Result<CommitId, ConsumerError> {
         let positions = self.consumer.positions_to_commit();
-        self.commit_with(now, positions, CommitKind::Sync)
+        self.commit_with(now, positions, CommitKind::Sync, false)
     }
 
     /// Like [`Client::commit`], without retries.
     pub fn commit_async(&mut self, now: Instant) -> Result<CommitId, ConsumerError> {
         let positions = self.consumer.positions_to_commit();
-        self.commit_with(now, positions, CommitKind::Async)
+        self.commit_with(now, positions, CommitKind::Async, false)
     }
 
     /// Commits explicit positions (e.g. [`ConsumerRecord::next_position`] of the last
@@ -334,7 +342,7 @@ impl Client {
         now: Instant,
         positions: Vec<(TopicPartition, Position)>,
     ) -> Result<CommitId, ConsumerError> {
-        self.commit_with(now, positions, CommitKind::Sync)
+        self.commit_with(now, positions, CommitKind::Sync, true)
     }
 
     fn commit_with(
@@ -342,10 +350,24 @@ impl Client {
         now: Instant,
         positions: Vec<(TopicPartition, Position)>,
         kind: CommitKind,
+        explicit: bool,
     ) -> Result<CommitId, ConsumerError> {
         self.consumer_command(now)?;
         if self.consumer.config.group_id.is_none() {
             return Err(ConsumerError::NoGroup);
+        }
+        let mut positions = positions;
+        if !self.consumer.group.subscription.is_empty() {
+            // A group member commits only what it owns: another member may own the rest
+            // (a partition lost in a pause, or released meanwhile).
+            let c = &self.consumer;
+            if explicit {
+                if let Some((tp, _)) = positions.iter().find(|(tp, _)| !c.parts.contains_key(tp)) {
+                    return Err(ConsumerError::NotAssigned(tp.clone()));
+                }
+            } else {
+                positions.retain(|(tp, _)| c.parts.contains_key(tp));
+            }
         }
         let trace = self.trace.clone();
         let (c, mut ctx) = self.consumer_ctx();
@@ -371,6 +393,11 @@ impl Client {
         if self.consumer.closing {
             self.consumer.extra_close_waiters += 1;
             return;
+        }
+        // A member back from a pause closes without committing what it no longer owns.
+        let (c, mut ctx) = self.consumer_ctx();
+        if c.lease_lapsed(now) {
+            c.lose_membership(now, "this member's lease lapsed on its own clock", &mut ctx);
         }
         self.consumer.closing = true;
         self.consumer.close_started = Some(now);

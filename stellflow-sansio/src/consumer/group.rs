@@ -1,24 +1,20 @@
-//! Group membership: FindCoordinator (then host:port, never the nodeId), JoinGroup,
-//! SyncGroup (a non-empty assignment wins, else every partition of the subscribed topics),
-//! heartbeats on a timer, rejoin with capped backoff after 19 or 1, and a thrash warning
-//! (DESIGN §3.1); commits, auto-commit and mid-blob positions included, are in `commit.rs`
-//! (DESIGN §3.7), and this file routes their answers there. A request that merely
+//! Group membership with the coordinator: FindCoordinator (then host:port, never the nodeId),
+//! JoinGroup (the member id), SyncGroup — a non-empty assignment wins and is kept with
+//! heartbeats, rejoins with capped backoff after 19 or 1 and a thrash warning (DESIGN §3.1);
+//! an empty one (always, on today's server) hands over to the member registry
+//! (`membership.rs`, ARCHITECTURE.md decision 19), which shares the partitions among the
+//! members without heartbeats. Commits, auto-commit and mid-blob positions included, are in
+//! `commit.rs` (DESIGN §3.7), and this file routes their answers there. A request that merely
 //! timed out is no reason to rejoin (its answer may be what got lost): a heartbeat goes again
 //! at once, a SyncGroup is asked again for the same generation while the session can be
 //! alive. A lost connection to the coordinator is no reason either: the session lives on the
 //! server, not in the connection, so the member looks the coordinator up again and carries
-//! on with the same generation (as the Java client marks the coordinator unknown without
-//! leaving the group); only the session timeout or an error answer rejoin. Heartbeats also
-//! run while a SyncGroup is unanswered (as the Java client's do in its completing-rebalance
-//! state): SyncGroup does not refresh the session on this server, a Heartbeat for the new
-//! generation does, so a slow or lost SyncGroup answer does not end the session the
-//! JoinGroup opened. A heartbeat times out after a third of what the session leaves beside
-//! the heartbeat interval, so the two timeouts in a row that make the connection layer give
-//! up a silently dead connection fit in the session with room for the new connection.
-//!
-//! Why one file of ~650 lines: membership is one state machine (coordinator → join → sync →
-//! heartbeats → rejoin) whose session rules above hold only across `drive_group`, which sends,
-//! and `on_group`, which reads the answers.
+//! on with the same generation; only the session timeout or an error answer rejoin.
+//! Heartbeats also run while a SyncGroup is unanswered: SyncGroup does not refresh the
+//! session on this server, a Heartbeat for the new generation does. A heartbeat times out
+//! after a third of what the session leaves beside the heartbeat interval, so the two
+//! timeouts in a row that make the connection layer give up a silently dead connection fit in
+//! the session with room for the new connection.
 
 use super::commit::CommitReq;
 use super::membership::{Leave, Membership};

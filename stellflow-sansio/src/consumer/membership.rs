@@ -1,7 +1,7 @@
 //! Group membership through the member registry (see `registry`): a member's rounds (write
 //! its slot, then read every slot), its lease on its own clock, the claim → confirm → start
 //! of a partition, the revoke → commit → release of one, and the release of everything on
-//! close. ARCHITECTURE.md (decision 15) holds the safety argument; in short:
+//! close. ARCHITECTURE.md (decision 19) holds the safety argument; in short:
 //!
 //! * A member starts a partition only at a read made after a write that listed it as a claim
 //!   was answered, when no other member that is not gone lists it (held or claimed). Of two
@@ -196,7 +196,16 @@ impl Consumer {
         }
         self.set_assignment(&[]);
         let listening = self.group.reg.listening;
-        let view = std::mem::take(&mut self.group.reg.view);
+        let mut view = std::mem::take(&mut self.group.reg.view);
+        // The old registration is this member's own and holds nothing any more: the next
+        // read frees its slot, so that nobody waits a session timeout for it.
+        if let Some(old) = self
+            .group
+            .member_id()
+            .and_then(|id| view.members.get_mut(id))
+        {
+            old.gone = true;
+        }
         self.group.reg = Membership::new();
         // What this member saw of the others stays true on its clock.
         self.group.reg.view = view;
@@ -658,7 +667,9 @@ impl Consumer {
             partitions
                 .iter()
                 .filter_map(|tp| {
-                    let pos = self.position(tp)?;
+                    // What was delivered, or only what was marked processed
+                    // (`consumer.commit_marked_only`).
+                    let pos = self.commit_position(tp)?;
                     (self.parts.get(tp)?.committed != Some(pos)).then(|| (tp.clone(), pos))
                 })
                 .collect()

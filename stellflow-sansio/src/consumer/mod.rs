@@ -394,8 +394,8 @@ pub enum ConsumerEvent {
         member_id: String,
         /// Whether the coordinator named this member leader.
         leader: bool,
-        /// Whether the coordinator handed out the assignment (never today: then every
-        /// partition of the subscribed topics is assigned locally).
+        /// Whether the coordinator handed out the assignment (never today: then the members
+        /// share the partitions through the group's member registry, `docs/groups.md`).
         server_assignment: bool,
     },
     /// The live members of the group as this member's last registry read saw them (sorted
@@ -409,9 +409,9 @@ pub enum ConsumerEvent {
         /// The delay before the next JoinGroup.
         retry_in: Duration,
     },
-    /// The group keeps rebalancing (today's server fences every other member on each
-    /// JoinGroup: two members never converge, PROTOCOL.md §3.11). The rejoin rate stays
-    /// capped; prefer manual assignment with committed offsets on this server.
+    /// The group keeps rebalancing: only with a server that assigns partitions itself, whose
+    /// members heartbeat and rejoin when fenced (19). The rejoin rate stays capped. Members of
+    /// the registry (today's server) never heartbeat, so other members' joins fence nobody.
     GroupThrashing {
         /// Rejoins counted within the window.
         rejoins: usize,

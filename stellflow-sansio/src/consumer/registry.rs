@@ -8,7 +8,7 @@
 //! `0..max_group_members` of [`REGISTRY_TOPIC`] in the group's own offsets: one slot a member.
 //! A slot holds a registration (the member id, its subscription, the partitions it holds and
 //! those it claims; the `offset` is a counter that grows with every write) or says that it is
-//! free and whose registration it replaced. ARCHITECTURE.md (decision 15) has the protocol
+//! free and whose registration it replaced. ARCHITECTURE.md (decision 19) has the protocol
 //! and its safety argument.
 
 use super::TopicPartition;

@@ -121,6 +121,12 @@ impl Broker {
         &self.groups
     }
 
+    /// The committed-offset store (read-only): what OffsetFetch would answer, without a
+    /// request (the DST harness checks committed positions against what clients delivered).
+    pub fn offsets(&self) -> &OffsetStore {
+        &self.offsets
+    }
+
     /// This broker's id.
     pub fn id(&self) -> i32 {
         self.config.broker_id

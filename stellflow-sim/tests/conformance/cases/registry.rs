@@ -1,4 +1,4 @@
-//! What the client's group registry relies on (ARCHITECTURE.md, decision 15): the offset store
+//! What the client's group registry relies on (ARCHITECTURE.md, decision 19): the offset store
 //! as a shared table of member slots (PROTOCOL.md §3.6, §3.7), and what JoinGroup/SyncGroup do
 //! with several members that never heartbeat (§3.9–§3.11).
 

@@ -1,0 +1,327 @@
+//! Group plans: the shape of a group world ([`GroupScenario`]) and its timed membership
+//! changes and faults ([`GroupEvent`]), derived from a seed ([`GroupPlan::from_seed`]),
+//! printable and replayable ([`GroupPlan::to_code`] / [`GroupPlan::parse`]).
+
+use std::fmt;
+use stellflow_sim::rng::SimRng;
+
+/// Most members a group world holds at once (joins beyond it are skipped).
+pub const MAX_MEMBERS: usize = 5;
+
+/// The shape of a group world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupScenario {
+    /// Brokers (ids `1..=brokers`); broker 1 is the group's coordinator.
+    pub brokers: u32,
+    /// Partitions of the topic `t0` (replication factor 1, spread over the brokers).
+    pub partitions: u32,
+    /// Members started at the beginning (more join through [`GroupEvent::Join`]).
+    pub members: u32,
+    /// The members' session timeout in milliseconds.
+    pub session_ms: u32,
+    /// The members' heartbeat interval in milliseconds.
+    pub heartbeat_ms: u32,
+    /// One-way network latency in microseconds.
+    pub latency_us: u32,
+    /// Extra random latency per segment in microseconds.
+    pub jitter_us: u32,
+    /// Probability in percent that a write is split at a random boundary.
+    pub split_pct: u32,
+    /// Records the producer writes during the safety phase.
+    pub records: u32,
+    /// Share of the records with a key, in percent (the rest have none).
+    pub keyed_pct: u32,
+    /// Length of the safety phase (membership changes and faults) in milliseconds.
+    pub safety_ms: u32,
+    /// Bits choosing per-member behaviour: bit `i` set makes the `i`-th member started
+    /// auto-commit (else it commits explicitly every [`super::COMMIT_EVERY`]).
+    pub commit_bits: u32,
+}
+
+/// A membership change or fault in a group world. Member selectors pick among the members
+/// alive at that moment (modulo their count, oldest first), so a plan stays valid when
+/// shrinking drops an earlier event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GroupEvent {
+    /// A new member starts and subscribes (skipped when [`MAX_MEMBERS`] are alive).
+    Join,
+    /// A member closes gracefully (`close_consumer`, then `close` once it reports `Closed`).
+    Close {
+        /// Selector among the live members.
+        member: u32,
+    },
+    /// A member crashes: dropped without any close, its sockets gone.
+    Crash {
+        /// Selector among the live members.
+        member: u32,
+    },
+    /// A member's process stops for `for_ms` (nothing drives it, as under SIGSTOP), then
+    /// continues.
+    Pause {
+        /// Selector among the live members.
+        member: u32,
+        /// Duration in virtual milliseconds.
+        for_ms: u32,
+    },
+    /// A member is cut off from the coordinator (broker 1) for `for_ms`; its links to other
+    /// brokers keep working.
+    Isolate {
+        /// Selector among the live members.
+        member: u32,
+        /// Duration in virtual milliseconds.
+        for_ms: u32,
+    },
+    /// The `link`-th open connection of the world is reset.
+    Reset {
+        /// Selector among open links.
+        link: u32,
+    },
+    /// Every response is delayed by `delay_ms` for `for_ms`.
+    Delay {
+        /// Added response delay in milliseconds.
+        delay_ms: u32,
+        /// Duration in virtual milliseconds.
+        for_ms: u32,
+    },
+}
+
+impl GroupEvent {
+    /// How long the event lasts (0 for an instant one).
+    pub fn duration_ms(&self) -> u32 {
+        match *self {
+            GroupEvent::Pause { for_ms, .. }
+            | GroupEvent::Isolate { for_ms, .. }
+            | GroupEvent::Delay { for_ms, .. } => for_ms,
+            _ => 0,
+        }
+    }
+
+    fn encode(&self) -> (&'static str, Vec<u32>) {
+        match *self {
+            GroupEvent::Join => ("join", vec![]),
+            GroupEvent::Close { member } => ("close", vec![member]),
+            GroupEvent::Crash { member } => ("crash", vec![member]),
+            GroupEvent::Pause { member, for_ms } => ("pause", vec![member, for_ms]),
+            GroupEvent::Isolate { member, for_ms } => ("isolate", vec![member, for_ms]),
+            GroupEvent::Reset { link } => ("reset", vec![link]),
+            GroupEvent::Delay { delay_ms, for_ms } => ("delay", vec![delay_ms, for_ms]),
+        }
+    }
+
+    fn decode(name: &str, a: &[u32]) -> Option<GroupEvent> {
+        let u = |i: usize| a.get(i).copied();
+        Some(match name {
+            "join" => GroupEvent::Join,
+            "close" => GroupEvent::Close { member: u(0)? },
+            "crash" => GroupEvent::Crash { member: u(0)? },
+            "pause" => GroupEvent::Pause {
+                member: u(0)?,
+                for_ms: u(1)?,
+            },
+            "isolate" => GroupEvent::Isolate {
+                member: u(0)?,
+                for_ms: u(1)?,
+            },
+            "reset" => GroupEvent::Reset { link: u(0)? },
+            "delay" => GroupEvent::Delay {
+                delay_ms: u(0)?,
+                for_ms: u(1)?,
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// An event at a virtual time (milliseconds after the start of the run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlannedEvent {
+    /// When, in virtual milliseconds since the start.
+    pub at_ms: u32,
+    /// What.
+    pub event: GroupEvent,
+}
+
+/// A group world: its seed, shape and timed events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupPlan {
+    /// The seed of the world.
+    pub seed: u64,
+    /// The shape of the run.
+    pub scenario: GroupScenario,
+    /// Events, sorted by time.
+    pub events: Vec<PlannedEvent>,
+}
+
+impl GroupPlan {
+    /// The plan of `seed`: every choice comes from a generator seeded with it.
+    pub fn from_seed(seed: u64) -> GroupPlan {
+        let mut rng = SimRng::new(seed ^ 0x9c0d_6a11_0000_0026);
+        let session_ms = 3_000 + 1_000 * rng.below(4) as u32;
+        let scenario = GroupScenario {
+            brokers: 1 + rng.below(2) as u32,
+            partitions: 2 + rng.below(7) as u32,
+            members: 2 + rng.below(3) as u32,
+            session_ms,
+            heartbeat_ms: session_ms / [3, 4, 6][rng.below(3) as usize],
+            latency_us: 50 + rng.below(2_000) as u32,
+            jitter_us: rng.below(3_000) as u32,
+            split_pct: [0, 20, 50, 80][rng.below(4) as usize],
+            records: 40 + rng.below(160) as u32,
+            keyed_pct: [0, 50, 100, 80][rng.below(4) as usize],
+            safety_ms: 12_000 + rng.below(18_000) as u32,
+            commit_bits: rng.next_u64() as u32,
+        };
+        let n = 2 + rng.below(6);
+        let mut events = Vec::new();
+        for _ in 0..n {
+            let at_ms = rng.below(u64::from(scenario.safety_ms)) as u32;
+            let member = rng.below(8) as u32;
+            // Pauses and isolations from half a session to two and a half sessions: some
+            // end within the session, most outlast it.
+            let long = session_ms / 2 + rng.below(u64::from(session_ms) * 2) as u32;
+            let event = match rng.below(12) {
+                0..=2 => GroupEvent::Join,
+                3 | 4 => GroupEvent::Close { member },
+                5 | 6 => GroupEvent::Crash { member },
+                7 | 8 => GroupEvent::Pause {
+                    member,
+                    for_ms: long,
+                },
+                9 => GroupEvent::Isolate {
+                    member,
+                    for_ms: long,
+                },
+                10 => GroupEvent::Reset {
+                    link: rng.below(16) as u32,
+                },
+                _ => GroupEvent::Delay {
+                    delay_ms: 1 + rng.below(200) as u32,
+                    for_ms: 200 + rng.below(2_000) as u32,
+                },
+            };
+            events.push(PlannedEvent { at_ms, event });
+        }
+        events.sort_by_key(|e| e.at_ms);
+        GroupPlan {
+            seed,
+            scenario,
+            events,
+        }
+    }
+
+    /// The plan as one line that [`GroupPlan::parse`] reads back (`STELLFLOW_GROUP_PLAN`).
+    pub fn to_code(&self) -> String {
+        let s = &self.scenario;
+        let mut out = format!(
+            "seed={};b={};p={};m={};session={};hb={};lat={};jit={};split={};records={};keyed={};safety={};commit={}",
+            self.seed,
+            s.brokers,
+            s.partitions,
+            s.members,
+            s.session_ms,
+            s.heartbeat_ms,
+            s.latency_us,
+            s.jitter_us,
+            s.split_pct,
+            s.records,
+            s.keyed_pct,
+            s.safety_ms,
+            s.commit_bits
+        );
+        for e in &self.events {
+            let (name, args) = e.event.encode();
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            out.push_str(&format!(";e={}:{}:{}", e.at_ms, name, args.join(",")));
+        }
+        out
+    }
+
+    /// Reads a plan written by [`GroupPlan::to_code`]; `None` if it is malformed.
+    pub fn parse(code: &str) -> Option<GroupPlan> {
+        let mut plan = GroupPlan::from_seed(0);
+        plan.events.clear();
+        for part in code.trim().split(';').filter(|p| !p.is_empty()) {
+            let (key, value) = part.split_once('=')?;
+            if key == "e" {
+                let mut it = value.splitn(3, ':');
+                let at_ms = it.next()?.parse().ok()?;
+                let name = it.next()?;
+                let args: Vec<u32> = it
+                    .next()
+                    .unwrap_or("")
+                    .split(',')
+                    .filter(|a| !a.is_empty())
+                    .map(|a| a.parse().ok())
+                    .collect::<Option<_>>()?;
+                let event = GroupEvent::decode(name, &args)?;
+                plan.events.push(PlannedEvent { at_ms, event });
+                continue;
+            }
+            if key == "seed" {
+                plan.seed = value.parse().ok()?;
+                continue;
+            }
+            let v: u32 = value.parse().ok()?;
+            let s = &mut plan.scenario;
+            match key {
+                "b" => s.brokers = v.clamp(1, 9),
+                "p" => s.partitions = v.clamp(1, 64),
+                "m" => s.members = v.clamp(1, MAX_MEMBERS as u32),
+                "session" => s.session_ms = v.max(100),
+                "hb" => s.heartbeat_ms = v.max(10),
+                "lat" => s.latency_us = v,
+                "jit" => s.jitter_us = v,
+                "split" => s.split_pct = v,
+                "records" => s.records = v,
+                "keyed" => s.keyed_pct = v,
+                "safety" => s.safety_ms = v,
+                "commit" => s.commit_bits = v,
+                _ => return None,
+            }
+        }
+        plan.events.sort_by_key(|e| e.at_ms);
+        Some(plan)
+    }
+}
+
+impl fmt::Display for GroupPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.scenario;
+        writeln!(
+            f,
+            "group seed {}: {} broker(s), t0 with {} partition(s), {} member(s) at the start, session {} ms, \
+             heartbeat {} ms, latency {} us + jitter {} us, split {}%, {} records ({}% keyed), safety {} ms, commit bits {:#x}",
+            self.seed,
+            s.brokers,
+            s.partitions,
+            s.members,
+            s.session_ms,
+            s.heartbeat_ms,
+            s.latency_us,
+            s.jitter_us,
+            s.split_pct,
+            s.records,
+            s.keyed_pct,
+            s.safety_ms,
+            s.commit_bits
+        )?;
+        for e in &self.events {
+            writeln!(f, "  at {:>6} ms: {:?}", e.at_ms, e.event)?;
+        }
+        write!(f, "  replay: STELLFLOW_GROUP_PLAN='{}'", self.to_code())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_round_trips() {
+        for seed in 0..200 {
+            let plan = GroupPlan::from_seed(seed);
+            assert_eq!(GroupPlan::parse(&plan.to_code()), Some(plan));
+        }
+    }
+}
