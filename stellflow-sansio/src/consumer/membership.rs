@@ -510,9 +510,15 @@ impl Consumer {
         }
         if m.slot.is_none() {
             let taken: BTreeSet<i32> = m.frees.iter().map(|(s, _)| *s).collect();
-            let free = (m.view.slots.iter().enumerate())
-                .find(|(i, s)| s.claimable() && !taken.contains(&(*i as i32)))
-                .map(|(i, _)| i as i32);
+            // Members that start together read the same free slots: each picks one by its
+            // own id, so that two rarely write the same slot (two in one slot each read
+            // their own write back and never see the other: DST finding F2).
+            let free: Vec<i32> = (m.view.slots.iter().enumerate())
+                .filter(|(i, s)| s.claimable() && !taken.contains(&(*i as i32)))
+                .map(|(i, _)| i as i32)
+                .collect();
+            let pick = crate::producer::fnv1a32(me.as_bytes()) as usize;
+            let free = free.get(pick % free.len().max(1)).copied();
             match free {
                 Some(s) => {
                     m.slot = Some(s);
