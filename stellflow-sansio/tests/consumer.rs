@@ -313,7 +313,10 @@ fn seek_mid_blob_pause_resume_and_lag() {
 #[test]
 fn subscribe_assigns_all_partitions_and_registry_rounds_keep_the_membership_for_hours() {
     let mut w = subscribed_world("hb");
-    assert!(w.run_until(Duration::from_secs(10), |w| w.client.assignment().len() == 2));
+    assert!(
+        w.run_until(Duration::from_secs(10), |w| w.client.assignment().len()
+            == 2)
+    );
     let ev = consumer_events(&mut w);
     assert!(
         ev.iter()
@@ -336,7 +339,10 @@ fn subscribe_assigns_all_partitions_and_registry_rounds_keep_the_membership_for_
     assert_eq!(w.client.group_member().unwrap().1, generation);
     // One round (a registry write, then a read) every heartbeat interval of 3 s.
     let ops = w.client.counters().group_operations - ops;
-    assert!((4700..4900).contains(&ops), "{ops} registry requests in 2 h");
+    assert!(
+        (4700..4900).contains(&ops),
+        "{ops} registry requests in 2 h"
+    );
     // Data produced now still arrives.
     let off = produce(&mut w, "s", 1, blob(Kind::V1, &[b"late".to_vec()]));
     let got = drain(&mut w, Duration::from_secs(5), |g| count(g) >= 1);
@@ -346,7 +352,10 @@ fn subscribe_assigns_all_partitions_and_registry_rounds_keep_the_membership_for_
 #[test]
 fn another_client_joining_fences_nobody_and_consumption_goes_on() {
     let mut w = subscribed_world("fence");
-    assert!(w.run_until(Duration::from_secs(10), |w| w.client.assignment().len() == 2));
+    assert!(
+        w.run_until(Duration::from_secs(10), |w| w.client.assignment().len()
+            == 2)
+    );
     consumer_events(&mut w);
     // Another client joins (the generation moves) and rejoins every 500 ms, like a naive
     // client fenced by its own heartbeats: on today's server every JoinGroup fences the

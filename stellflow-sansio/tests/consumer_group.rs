@@ -201,7 +201,10 @@ fn auto_commit_runs_on_its_interval_and_only_when_positions_moved() {
 fn a_coordinator_disconnect_keeps_the_membership_and_keeps_consuming() {
     let mut w = subscribed_world("disc");
     let member = w.client.group_member().map(|(m, _)| m.to_owned()).unwrap();
-    assert!(w.run_until(Duration::from_secs(10), |w| w.client.assignment().len() == 2));
+    assert!(
+        w.run_until(Duration::from_secs(10), |w| w.client.assignment().len()
+            == 2)
+    );
     let finds = w.client.counters().api(ApiKey::FIND_COORDINATOR).requests;
     let reads = w.client.counters().api(ApiKey::OFFSET_FETCH).requests;
     consumer_events(&mut w);
@@ -348,7 +351,10 @@ fn coordinator_crash_keeps_consuming_and_rejoins_after_restart() {
 #[test]
 fn a_driver_stall_past_the_session_timeout_loses_the_partitions_and_rejoins_as_a_new_member() {
     let mut w = subscribed_world("stall");
-    assert!(w.run_until(Duration::from_secs(10), |w| w.client.assignment().len() == 2));
+    assert!(
+        w.run_until(Duration::from_secs(10), |w| w.client.assignment().len()
+            == 2)
+    );
     let old = w.client.group_member().map(|(m, _)| m.to_owned());
     consumer_events(&mut w);
     let commits = w.client.counters().offset_commits;
@@ -383,13 +389,20 @@ fn a_driver_stall_past_the_session_timeout_loses_the_partitions_and_rejoins_as_a
         g.get(&TopicPartition::new("s", 0))
             .is_some_and(|v| v.iter().any(|r| r.0 == (off, 0)))
     });
-    assert!(got[&TopicPartition::new("s", 0)].iter().any(|r| r.0 == (off, 0)));
+    assert!(
+        got[&TopicPartition::new("s", 0)]
+            .iter()
+            .any(|r| r.0 == (off, 0))
+    );
 }
 
 #[test]
 fn unanswered_registry_refreshes_drop_the_partitions_within_the_session_timeout() {
     let mut w = subscribed_world("mute");
-    assert!(w.run_until(Duration::from_secs(10), |w| w.client.assignment().len() == 2));
+    assert!(
+        w.run_until(Duration::from_secs(10), |w| w.client.assignment().len()
+            == 2)
+    );
     consumer_events(&mut w);
     let t0 = w.now;
     // The coordinator executes registry writes (and commits) but never answers them.
@@ -408,7 +421,10 @@ fn unanswered_registry_refreshes_drop_the_partitions_within_the_session_timeout(
         w.now - t0
     );
     w.sim.clear_faults();
-    assert!(w.run_until(Duration::from_secs(30), |w| w.client.assignment().len() == 2));
+    assert!(
+        w.run_until(Duration::from_secs(30), |w| w.client.assignment().len()
+            == 2)
+    );
 }
 
 fn commit_world(group: &str) -> (common::World, TopicPartition, Expected) {
@@ -852,7 +868,9 @@ fn failed_syncs_retry_within_a_second_and_other_members_joining_fence_nobody() {
     let retries: Vec<Duration> = consumer_events(&mut w)
         .into_iter()
         .filter_map(|e| match e {
-            ConsumerEvent::GroupRejoining { reason, retry_in } if reason.starts_with("SyncGroup") => {
+            ConsumerEvent::GroupRejoining { reason, retry_in }
+                if reason.starts_with("SyncGroup") =>
+            {
                 Some(retry_in)
             }
             _ => None,
@@ -867,7 +885,10 @@ fn failed_syncs_retry_within_a_second_and_other_members_joining_fence_nobody() {
         retries[7] >= Duration::from_millis(800),
         "backs off: {retries:?}"
     );
-    assert!(w.run_until(Duration::from_secs(10), |w| w.client.assignment().len() == 2));
+    assert!(
+        w.run_until(Duration::from_secs(10), |w| w.client.assignment().len()
+            == 2)
+    );
 
     // Other clients join the group again and again: on today's server each JoinGroup moves
     // the generation, which fenced every member before. Registry members do not heartbeat,

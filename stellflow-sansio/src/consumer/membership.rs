@@ -199,7 +199,11 @@ impl Consumer {
         let mut view = std::mem::take(&mut self.group.reg.view);
         // The old registration is this member's own and holds nothing any more: the next
         // read frees its slot, so that nobody waits a session timeout for it.
-        if let Some(old) = self.group.member_id().and_then(|id| view.members.get_mut(id)) {
+        if let Some(old) = self
+            .group
+            .member_id()
+            .and_then(|id| view.members.get_mut(id))
+        {
             old.gone = true;
         }
         self.group.reg = Membership::new();
