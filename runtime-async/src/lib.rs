@@ -33,34 +33,44 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod batch;
 mod client;
 mod consumer;
 mod driver;
 mod error;
 #[cfg(test)]
 mod fake;
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
 pub mod perf;
 mod producer;
 mod read_buffers;
 mod runtime;
 mod seq_map;
 mod state;
+mod trace;
 
 pub use admin::Admin;
+pub use batch::BatchDelivery;
 pub use client::Client;
 pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use prelude::*;
 pub use producer::{Delivery, Producer, Record};
 pub use read_buffers::ReadBuffers;
-pub use runtime::Runtime;
+pub use runtime::{Runtime, unresolved};
 pub use state::{Committed, Events};
 
 /// What each adapter crate re-exports (`pub use stellflow_async::prelude::*`) next to its own
 /// names for the handles: the runtime-neutral types and every core type a public signature
 /// of the handles uses, so a program needs only its adapter crate.
 pub mod prelude {
-    pub use crate::{Committed, Delivery, Error, Events, Options, Record, Result, Runtime};
+    /// OpenTelemetry glue (the `opentelemetry` feature).
+    #[cfg(feature = "opentelemetry")]
+    pub use crate::otel;
+    pub use crate::{
+        BatchDelivery, Committed, Delivery, Error, Events, Options, Record, Result, Runtime,
+    };
     /// The `bytes` crate of record keys and values.
     pub use bytes;
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
@@ -69,16 +79,21 @@ pub mod prelude {
     /// the error that ends a corrupt blob.
     pub use stellflow_sansio::stellflow_proto::record::{BatchError, BlobRecord};
     pub use stellflow_sansio::stellflow_proto::{ApiKey, ErrorClass, ErrorCode};
+    /// Hooks and trace context (see the crate docs of the core for each).
+    pub use stellflow_sansio::{
+        Acknowledgement, CommitOutcome, ConsumerHook, HeaderSink, Hooks, ProduceId, ProducerHook,
+        ProducerRecord, SentRecord, TRACEPARENT, TRACESTATE, TraceIds, TracePropagation,
+    };
     pub use stellflow_sansio::{
         Acks, AdminCall, AdminError, AdminOutput, ApiSupport, BatchFormat, BlobRecordsFrom,
-        BrokerAddress, BrokerApiVersions, BrokerInfo, ClientConfig, ClusterMetadata, ClusterStatus,
-        CommitId, CommitKind, CommittedOffset, ConfigError, ConnectionError, ConsumerConfig,
-        ConsumerError, ConsumerEvent, ConsumerRecord, Counters, DecommissionResult, DeliveryError,
-        FetchedBlob, HeaderFields, InvalidTopicName, LeaderlessReason, ListedOffset,
-        LogStartAction, OffsetInfo, OffsetReset, OffsetSpec, PartitionInfo, PartitionOutcome,
-        PartitionOverride, Position, ProduceError, ProducerConfig, ReassertedPartition,
-        RecordMetadata, RequestError, RequestOptions, SeekTo, Target, TopicAdminResult,
-        TopicDescription, TopicPartition, TraceContext,
+        BrokerAddress, BrokerApiVersions, BrokerHealth, BrokerInfo, ClientConfig, ClusterHealth,
+        ClusterMetadata, ClusterStatus, ClusterUnreachable, CommitId, CommitKind, CommittedOffset,
+        ConfigError, ConnectionError, ConsumerConfig, ConsumerError, ConsumerEvent, ConsumerRecord,
+        Counters, DecommissionResult, DeliveryError, FetchedBlob, HeaderFields, HealthState,
+        InvalidTopicName, LeaderlessReason, ListedOffset, LogStartAction, OffsetInfo, OffsetReset,
+        OffsetSpec, PartitionInfo, PartitionOutcome, PartitionOverride, Position, ProduceError,
+        ProducerConfig, ReassertedPartition, RecordMetadata, RequestError, RequestOptions, SeekTo,
+        Target, TopicAdminResult, TopicDescription, TopicPartition, TraceContext,
     };
     pub use stellflow_sansio::{
         ApiCounters, DurationHistogram, KeyedPartitioner, KeylessPartitioner, Partitioner,

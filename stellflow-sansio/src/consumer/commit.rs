@@ -28,6 +28,8 @@ pub struct CommitReq {
     positions: Vec<(TopicPartition, Position)>,
     started: Instant,
     pub(super) deadline: Instant,
+    /// The trace context of the call that asked for it (its OffsetCommit carries it).
+    trace: Option<RequestOptions>,
 }
 
 impl CommitReq {
@@ -60,15 +62,7 @@ impl Consumer {
             return false;
         }
         self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
-        let changed: Vec<(TopicPartition, Position)> = self
-            .positions()
-            .into_iter()
-            .filter(|(tp, pos)| {
-                self.parts
-                    .get(tp)
-                    .is_some_and(|p| p.committed != Some(*pos))
-            })
-            .collect();
+        let changed = self.uncommitted_positions();
         if changed.is_empty() {
             return false;
         }
@@ -99,6 +93,19 @@ impl Consumer {
         kind: CommitKind,
         ctx: &mut Ctx<'_>,
     ) -> CommitId {
+        self.start_commit_traced(now, positions, kind, None, ctx)
+    }
+
+    /// [`Consumer::start_commit`] for a call made with a trace context: its OffsetCommit
+    /// request (retries included) carries it.
+    pub(crate) fn start_commit_traced(
+        &mut self,
+        now: Instant,
+        positions: Vec<(TopicPartition, Position)>,
+        kind: CommitKind,
+        trace: Option<&crate::trace::TraceIds>,
+        ctx: &mut Ctx<'_>,
+    ) -> CommitId {
         let id = self.group.alloc_commit();
         let req = CommitReq {
             id,
@@ -106,6 +113,10 @@ impl Consumer {
             positions,
             started: now,
             deadline: now + self.config.rebalance_timeout,
+            trace: trace.map(|t| RequestOptions {
+                trace: Some(t.into()),
+                timeout: None,
+            }),
         };
         if req.positions.is_empty() {
             self.finish_commit(req, Ok(()), ctx);
@@ -154,7 +165,7 @@ impl Consumer {
             }),
             None,
             Origin::Consumer(Op::Commit(req.id.0)),
-            &RequestOptions::default(),
+            req.trace.as_ref().unwrap_or(&RequestOptions::default()),
         );
         self.group.in_flight.insert(seq, req);
     }
@@ -203,11 +214,18 @@ impl Consumer {
                 .into_iter()
                 .partition(|c| c.deadline <= now);
         self.group.pending = keep;
+        let api_key = stellflow_proto::ApiKey::OFFSET_COMMIT;
+        // No broker answers: the commit never left the client, say why.
+        let silent = ctx.net.silent_broker();
         for c in due {
             let after = now.saturating_duration_since(c.started);
-            let err = ConsumerError::Request(RequestError::Timeout {
-                api_key: stellflow_proto::ApiKey::OFFSET_COMMIT,
-                after,
+            let err = ConsumerError::Request(match &silent {
+                Some((address, cause)) => RequestError::Unreachable {
+                    api_key,
+                    address: address.clone(),
+                    cause: format!("not sent within {after:?}; {cause}"),
+                },
+                None => RequestError::Timeout { api_key, after },
             });
             self.finish_commit(c, Err(err), ctx);
         }

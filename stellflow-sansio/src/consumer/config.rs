@@ -50,6 +50,13 @@ pub struct ConsumerConfig {
     pub enable_auto_commit: bool,
     /// Default 5 s.
     pub auto_commit_interval: Duration,
+    /// Commit only what the application marked processed ([`crate::Client::mark_processed`],
+    /// rdkafka's `store_offset`; Kafka key `enable.auto.offset.store=false`): auto-commit,
+    /// the commit before partitions are revoked, the one on close and
+    /// [`crate::Client::commit`] take the marked positions instead of the delivered ones, so
+    /// a record whose processing did not finish is read again after a crash (at-least-once
+    /// without bookkeeping). Default false: every delivered record counts as processed.
+    pub commit_marked_only: bool,
     /// `sessionTimeoutMs` of JoinGroup: the member expires without a Heartbeat for this long.
     /// Also the time without a successful heartbeat after which the client rejoins on its own.
     /// Default 45 s.
@@ -104,7 +111,7 @@ pub struct ConsumerConfig {
     /// the earlier ones arrive, so records are still delivered in order and exactly once. Every
     /// request in flight counts against [`max_buffered_bytes`](Self::max_buffered_bytes).
     /// 1 asks for nothing before the previous answer is in. Default 4: one request at a time
-    /// leaves the broker idle for a round trip between answers (README, Performance).
+    /// leaves the broker idle for a round trip between answers (`docs/performance.md`).
     pub max_fetches_in_flight: usize,
     /// Prefetch bound: no Fetch is sent while this many blob bytes wait for delivery or are
     /// asked for by Fetch requests in flight. Default 64 MiB.
@@ -129,6 +136,7 @@ impl Default for ConsumerConfig {
             auto_offset_reset: OffsetReset::Latest,
             enable_auto_commit: true,
             auto_commit_interval: Duration::from_secs(5),
+            commit_marked_only: false,
             session_timeout: Duration::from_secs(45),
             heartbeat_interval: Duration::from_secs(3),
             rebalance_timeout: Duration::from_secs(30),

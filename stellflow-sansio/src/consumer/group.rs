@@ -447,7 +447,7 @@ impl Consumer {
                 let positions: Vec<(TopicPartition, Position)> = revoking
                     .iter()
                     .filter_map(|tp| {
-                        let pos = self.position(tp)?;
+                        let pos = self.commit_position(tp)?;
                         (self.parts.get(tp)?.committed != Some(pos)).then(|| (tp.clone(), pos))
                     })
                     .collect();
@@ -647,7 +647,7 @@ impl Consumer {
                             .filter_map(|a| {
                                 a.topic
                                     .as_ref()
-                                    .map(|t| TopicPartition::new(t, a.partition))
+                                    .map(|t| TopicPartition::new(&**t, a.partition))
                             })
                             .collect();
                         self.group.server_assignment = !server.is_empty();

@@ -60,6 +60,7 @@ mod commit;
 mod fetched;
 mod lease;
 mod membership;
+mod processed;
 mod registry;
 mod start;
 
@@ -86,12 +87,61 @@ pub struct TopicPartition {
 }
 
 impl TopicPartition {
-    /// A topic partition.
-    pub fn new(topic: &str, partition: i32) -> Self {
+    /// A topic partition. The topic may be a `&str`, a `String`, or the `Arc<str>` a record
+    /// carries (shared, not copied):
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use stellflow_sansio::TopicPartition;
+    /// let name: Arc<str> = Arc::from("orders");
+    /// let a = TopicPartition::new("orders", 0);
+    /// let b = TopicPartition::new(String::from("orders"), 0);
+    /// let c = TopicPartition::new(&name, 0); // shares `name`'s allocation
+    /// assert!(a == b && b == c && Arc::ptr_eq(&c.topic, &name));
+    /// ```
+    pub fn new(topic: impl IntoTopic, partition: i32) -> Self {
         TopicPartition {
-            topic: Arc::from(topic),
+            topic: topic.into_topic(),
             partition,
         }
+    }
+}
+
+/// A topic name [`TopicPartition::new`] takes: `&str`, `String` and `&String` are copied
+/// into a new `Arc<str>`, an `Arc<str>` (or a reference to one, such as
+/// [`ConsumerRecord::topic`]) is shared.
+pub trait IntoTopic {
+    /// The name as a shared string.
+    fn into_topic(self) -> Arc<str>;
+}
+
+impl IntoTopic for &str {
+    fn into_topic(self) -> Arc<str> {
+        Arc::from(self)
+    }
+}
+
+impl IntoTopic for String {
+    fn into_topic(self) -> Arc<str> {
+        Arc::from(self)
+    }
+}
+
+impl IntoTopic for &String {
+    fn into_topic(self) -> Arc<str> {
+        Arc::from(self.as_str())
+    }
+}
+
+impl IntoTopic for Arc<str> {
+    fn into_topic(self) -> Arc<str> {
+        self
+    }
+}
+
+impl IntoTopic for &Arc<str> {
+    fn into_topic(self) -> Arc<str> {
+        Arc::clone(self)
     }
 }
 
@@ -130,8 +180,24 @@ pub struct ConsumerRecord {
 }
 
 impl ConsumerRecord {
-    /// The position right after this record: commit it (with
-    /// [`crate::Client::commit_positions`]) once the record is processed.
+    /// The record's topic and partition (the topic shared, not copied).
+    ///
+    /// ```
+    /// # use stellflow_sansio::{ConsumerRecord, TopicPartition};
+    /// fn where_from(record: &ConsumerRecord) -> TopicPartition {
+    ///     record.topic_partition() // e.g. for `Client::position` or `Client::pause`
+    /// }
+    /// ```
+    pub fn topic_partition(&self) -> TopicPartition {
+        TopicPartition {
+            topic: Arc::clone(&self.topic),
+            partition: self.partition,
+        }
+    }
+
+    /// The position right after this record: mark it processed
+    /// ([`crate::Client::mark_processed`]) or commit it ([`crate::Client::commit_positions`])
+    /// once the record is processed.
     ///
     /// After the last record of a blob ([`ConsumerRecord::last_in_blob`]) this is the start
     /// of the next blob, `(offset + 1, 0)` — the same position the consumer itself reports
@@ -384,9 +450,21 @@ pub enum ConsumerError {
     /// The answer could not be decoded (a broker bug or a version mismatch).
     #[error("undecodable {0} answer")]
     Decode(&'static str),
+    /// No broker answered for `ClientConfig::unreachable_timeout` (once per outage; the
+    /// error names every broker and its last failure). Retriable: consumption goes on by
+    /// itself once a broker answers; alert, or restart the service, as you see fit.
+    #[error(transparent)]
+    Unreachable(crate::health::ClusterUnreachable),
     /// The consumer (or the client) is closed: create a new client.
     #[error("the consumer is closed")]
     Closed,
+    /// A record was marked processed while commits take the delivered positions: the mark
+    /// would be ignored. Set `ClientConfig::consumer.commit_marked_only` (Kafka:
+    /// `enable.auto.offset.store=false`) to commit only what you mark.
+    #[error(
+        "mark_processed needs consumer.commit_marked_only = true (Kafka: enable.auto.offset.store=false); without it commits take every delivered record and a mark would be ignored"
+    )]
+    MarkingOff,
 }
 
 pub(crate) use positions::Consumer;

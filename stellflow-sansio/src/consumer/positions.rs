@@ -9,6 +9,7 @@ use super::offset_model::{self, Position};
 use super::{ConsumerConfig, ConsumerEvent, ConsumerRecord, OffsetReset, TopicPartition};
 use crate::event::Event;
 use crate::metrics::Counters;
+use crate::request::RequestOptions;
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -240,8 +241,14 @@ pub struct Consumer {
     pub(crate) extra_close_waiters: u32,
     /// The id the next queued blob gets.
     pub(crate) next_blob_id: u64,
+    /// What the application marked processed (`consumer/processed.rs`).
+    pub(crate) processed: super::processed::Processed,
     /// When `close_consumer` was called.
     pub(crate) close_started: Option<Instant>,
+    /// The trace context of the latest poll ([`crate::Client::set_fetch_trace`]) and the
+    /// request options carrying it, which Fetch requests are sent with.
+    pub(crate) fetch_trace: Option<crate::trace::TraceIds>,
+    pub(crate) fetch_options: RequestOptions,
 }
 
 impl Consumer {
@@ -253,6 +260,8 @@ impl Consumer {
     ) -> Self {
         let group = Group::new(&config, bootstrap);
         Consumer {
+            fetch_trace: None,
+            fetch_options: RequestOptions::default(),
             config,
             parts: BTreeMap::new(),
             ready: VecDeque::new(),
@@ -270,6 +279,7 @@ impl Consumer {
             closed: false,
             extra_close_waiters: 0,
             next_blob_id: 0,
+            processed: Default::default(),
             close_started: None,
         }
     }
@@ -311,6 +321,7 @@ impl Consumer {
     }
 
     fn remove_partition(&mut self, tp: &TopicPartition) {
+        self.processed.forget(tp);
         if let Some(p) = self.parts.remove(tp) {
             self.buffered = self
                 .buffered
@@ -544,6 +555,7 @@ impl Consumer {
             b.offset,
             skip,
             b.records,
+            declared,
         ))
     }
 

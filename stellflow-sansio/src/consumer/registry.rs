@@ -373,7 +373,7 @@ mod tests {
 
     fn tps(list: &[(&str, i32)]) -> BTreeSet<TopicPartition> {
         list.iter()
-            .map(|(t, p)| TopicPartition::new(t, *p))
+            .map(|(t, p)| TopicPartition::new(*t, *p))
             .collect()
     }
 

@@ -89,6 +89,7 @@ struct Pending {
     timestamp: i64,
     size: usize,
     deadline: Instant,
+    trace: Option<crate::trace::TraceIds>,
 }
 
 /// A batch inside a Produce request, with its position in the request.
@@ -160,6 +161,10 @@ pub(crate) struct Producer {
     /// A fatal producer error (fenced, producer id bound elsewhere): every record without an
     /// outcome fails with it, and `produce` refuses new ones.
     fatal: Option<DeliveryError>,
+    /// The client's hooks (only the producer's are called here).
+    hooks: crate::hooks::Hooks,
+    /// Headers the hooks add to the record being produced (reused).
+    header_sink: crate::hooks::HeaderSink,
 }
 
 impl Producer {
@@ -206,7 +211,14 @@ impl Producer {
             leaders_moved: false,
             timers: BinaryHeap::new(),
             fatal: None,
+            hooks: crate::hooks::Hooks::default(),
+            header_sink: crate::hooks::HeaderSink::default(),
         }
+    }
+
+    /// Installs the client's hooks.
+    pub(crate) fn set_hooks(&mut self, hooks: crate::hooks::Hooks) {
+        self.hooks = hooks;
     }
 
     /// Installs a custom partitioner.

@@ -321,8 +321,13 @@ impl Producer {
             timeout_ms: i32::try_from(self.cfg.ack_timeout.as_millis()).unwrap_or(i32::MAX),
             topic_data,
         };
+        // One context per request: its first batch's that has one (see `Client::set_trace`).
+        let trace = sent
+            .iter()
+            .find_map(|s| s.batch.trace.as_ref())
+            .map(crate::request::TraceContext::from);
         let opts = RequestOptions {
-            trace: None,
+            trace,
             timeout: Some(self.request_timeout),
         };
         let seq = net.submit(
