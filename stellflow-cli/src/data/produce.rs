@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::time::Instant;
-use stellflow_blocking::{Delivery, Record};
+use stellflow_blocking::{Delivery, Error, Record};
 
 /// `stellflow produce`
 #[derive(Args, Debug)]
@@ -29,6 +29,54 @@ pub struct ProduceArgs {
     pub partitions: i32,
     #[command(flatten)]
     pub producer: ProducerOpts,
+}
+
+/// Records that failed, and the first failure's message.
+#[derive(Debug, Default)]
+pub struct Failed {
+    /// How many records failed.
+    pub count: u64,
+    /// What the first one said.
+    pub first: Option<String>,
+}
+
+impl Failed {
+    fn add(&mut self, e: &Error) {
+        self.count += 1;
+        if self.first.is_none() {
+            // A record refused before it was queued was never on its way.
+            let what = match e {
+                Error::Produce(_) => "record refused",
+                _ => "record not delivered",
+            };
+            self.first = Some(format!("{what}: {e}"));
+        }
+    }
+}
+
+/// Waits for the outcomes at the front of `queue` that have arrived (all of them with `all`);
+/// counts the failures into `failed` and returns how many were delivered.
+pub fn reap_counting(queue: &mut VecDeque<Delivery>, all: bool, failed: &mut Failed) -> u64 {
+    let mut n = 0;
+    while let Some(p) = queue.front_mut() {
+        let r = if all { None } else { p.try_wait() };
+        let r = match r {
+            Some(r) => r,
+            None if all => match queue.pop_front() {
+                Some(p) => p.wait(),
+                None => break,
+            },
+            None => break,
+        };
+        if !all {
+            queue.pop_front();
+        }
+        match r {
+            Ok(_) => n += 1,
+            Err(e) => failed.add(&e),
+        }
+    }
+    n
 }
 
 /// Waits for the outcomes at the front of `queue` that have arrived (all of them with `all`).
@@ -73,6 +121,7 @@ pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
     let producer = env.client.producer();
     let start = Instant::now();
     let mut queue = VecDeque::new();
+    let mut failed = Failed::default();
     let (mut sent, mut bytes) = (0u64, 0u64);
     // No bar while someone types the lines.
     let typing = a.file.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin());
@@ -89,19 +138,28 @@ pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
         let mut record = Record::new(a.topic.as_str(), value.as_bytes().to_vec());
         record.partition = a.partition;
         record.key = key.map(|k| k.to_vec().into());
-        queue.push_back(producer.enqueue(record)?);
         sent += 1;
+        match producer.enqueue(record) {
+            Ok(d) => queue.push_back(d),
+            Err(e) => failed.add(&e),
+        }
         bytes += line.len() as u64;
-        reap(&mut queue, false)?;
+        reap_counting(&mut queue, false, &mut failed);
         progress.add(1, line.len() as u64);
     }
     producer.flush()?;
-    reap(&mut queue, true)?;
+    reap_counting(&mut queue, true, &mut failed);
     progress.finish();
+    let secs = start.elapsed().as_secs_f64();
+    if let Some(first) = failed.first {
+        return fail(format!(
+            "{} of {sent} record(s) not produced to {} in {secs:.3} s; the first: {first}",
+            failed.count, a.topic
+        ));
+    }
     eprintln!(
-        "produced {sent} record(s), {bytes} byte(s), to {} in {:.3} s",
-        a.topic,
-        start.elapsed().as_secs_f64()
+        "produced {sent} record(s), {bytes} byte(s), to {} in {secs:.3} s",
+        a.topic
     );
     Ok(())
 }
