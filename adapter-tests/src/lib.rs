@@ -128,3 +128,55 @@ pub fn exactly_once(got: &[ConsumerRecord], n: u32) -> R<Vec<u32>> {
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The user guide (`docs/guide.md`): its Rust code blocks run as doctests too.
+#[doc = include_str!("../../docs/guide.md")]
+#[cfg(doctest)]
+pub struct GuideDoctests;
+/// A producer and consumer hook that counts every call it gets, per record and per commit,
+/// so a case can check that each came exactly once.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// `on_send` calls per produce id.
+    pub sends: std::sync::Mutex<HashMap<u64, u32>>,
+    /// `on_acknowledgement` calls per produce id, and how many of them were errors.
+    pub acks: std::sync::Mutex<HashMap<u64, (u32, u32)>>,
+    /// `on_consume` calls per record (partition, blob offset, index in blob).
+    pub consumed: std::sync::Mutex<HashMap<(i32, i64, u32), u32>>,
+    /// `on_commit` calls per commit id, and how many of them were errors.
+    pub commits: std::sync::Mutex<HashMap<u64, (u32, u32)>>,
+}
+
+fn bump<K: std::hash::Hash + Eq>(m: &std::sync::Mutex<HashMap<K, u32>>, k: K) {
+    *m.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(k)
+        .or_default() += 1;
+}
+
+fn bump2<K: std::hash::Hash + Eq>(m: &std::sync::Mutex<HashMap<K, (u32, u32)>>, k: K, err: bool) {
+    let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
+    let e = m.entry(k).or_default();
+    e.0 += 1;
+    e.1 += u32::from(err);
+}
+
+impl stellflow_sansio::ProducerHook for Tally {
+    fn on_send(&self, r: &stellflow_sansio::SentRecord<'_>) {
+        bump(&self.sends, r.id.0);
+    }
+    fn on_acknowledgement(&self, a: &stellflow_sansio::Acknowledgement<'_>) {
+        bump2(&self.acks, a.id.0, a.result.is_err());
+    }
+}
+
+impl stellflow_sansio::ConsumerHook for Tally {
+    fn on_consume(&self, records: &[ConsumerRecord]) {
+        for r in records {
+            bump(&self.consumed, (r.partition, r.offset, r.index));
+        }
+    }
+    fn on_commit(&self, c: &stellflow_sansio::CommitOutcome<'_>) {
+        bump2(&self.commits, c.id.0, c.result.is_err());
+    }
+}

@@ -13,6 +13,11 @@ pub(crate) async fn run<T>(link: &Link, call: AdminCall<T>, opts: RequestOptions
 where
     T: AdminOutput + Send + 'static,
 {
+    let mut opts = opts;
+    if opts.trace.is_none() {
+        // Made inside a span: its requests carry the span's ids.
+        opts.trace = crate::trace::current().as_ref().map(Into::into);
+    }
     let start = move |st: &mut crate::state::State, now, tx: crate::state::Reply<_>| {
         match st.client.admin(now, call, &opts) {
             // The answer is routed by its id and taken with the same typed id. The core gives

@@ -33,20 +33,25 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod batch;
 mod client;
 mod consumer;
 mod driver;
 mod error;
 #[cfg(test)]
 mod fake;
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
 pub mod perf;
 mod producer;
 mod read_buffers;
 mod runtime;
 mod seq_map;
 mod state;
+mod trace;
 
 pub use admin::Admin;
+pub use batch::BatchDelivery;
 pub use client::Client;
 pub use consumer::Consumer;
 pub use error::{Error, Result};
@@ -60,7 +65,12 @@ pub use state::{Committed, Events};
 /// names for the handles: the runtime-neutral types and every core type a public signature
 /// of the handles uses, so a program needs only its adapter crate.
 pub mod prelude {
-    pub use crate::{Committed, Delivery, Error, Events, Options, Record, Result, Runtime};
+    /// OpenTelemetry glue (the `opentelemetry` feature).
+    #[cfg(feature = "opentelemetry")]
+    pub use crate::otel;
+    pub use crate::{
+        BatchDelivery, Committed, Delivery, Error, Events, Options, Record, Result, Runtime,
+    };
     /// The `bytes` crate of record keys and values.
     pub use bytes;
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
@@ -69,6 +79,11 @@ pub mod prelude {
     /// the error that ends a corrupt blob.
     pub use stellflow_sansio::stellflow_proto::record::{BatchError, BlobRecord};
     pub use stellflow_sansio::stellflow_proto::{ApiKey, ErrorClass, ErrorCode};
+    /// Hooks and trace context (see the crate docs of the core for each).
+    pub use stellflow_sansio::{
+        Acknowledgement, CommitOutcome, ConsumerHook, HeaderSink, Hooks, ProduceId, ProducerHook,
+        ProducerRecord, SentRecord, TRACEPARENT, TRACESTATE, TraceIds, TracePropagation,
+    };
     pub use stellflow_sansio::{
         Acks, AdminCall, AdminError, AdminOutput, ApiSupport, BatchFormat, BlobRecordsFrom,
         BrokerAddress, BrokerApiVersions, BrokerHealth, BrokerInfo, ClientConfig, ClusterHealth,

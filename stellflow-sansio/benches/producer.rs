@@ -9,7 +9,9 @@
 //! * `RESULT producer-records-per-sec N` — wall clock. Honest on an idle machine; on a busy
 //!   one it includes time other processes had the CPU (the load average is printed).
 //! * `RESULT producer-records-per-cpu-sec N` — per second of this thread's on-CPU time
-//!   (Linux `schedstat`), which a busy machine distorts much less.
+//!   (Linux `schedstat`), which a busy machine distorts much less; and its inverse,
+//!   `RESULT producer-cpu-ns-per-record N`, the core's CPU time per record that the end-to-end
+//!   `perf produce` figure (`ns CPU/record`) is compared with.
 //!
 //! A same-run baseline, `RESULT producer-baseline-memcpy-MBps X`, copies the same record
 //! bytes (key and value) into a batch-sized buffer — the floor any producer pays — so figures
@@ -289,10 +291,9 @@ fn main() {
     );
     println!("RESULT producer-records-per-sec {:.0}", median(&mut walls));
     if !cpus.is_empty() {
-        println!(
-            "RESULT producer-records-per-cpu-sec {:.0}",
-            median(&mut cpus)
-        );
+        let per_cpu_sec = median(&mut cpus);
+        println!("RESULT producer-records-per-cpu-sec {per_cpu_sec:.0}");
+        println!("RESULT producer-cpu-ns-per-record {:.0}", 1e9 / per_cpu_sec);
     }
     println!(
         "RESULT producer-baseline-memcpy-MBps {:.0}",

@@ -37,6 +37,10 @@ pub struct Client {
     pub(crate) obs: crate::observe::Observe,
     /// The cluster health last reported (see [`crate::health`]).
     pub(crate) health: crate::health::HealthReport,
+    /// The trace context of the commands being made ([`Client::set_trace`]).
+    pub(crate) trace: Option<crate::trace::TraceIds>,
+    /// The hooks of the configuration (called by the producer, the consumer and here).
+    pub(crate) hooks: crate::hooks::Hooks,
 }
 
 impl Client {
@@ -54,11 +58,12 @@ impl Client {
         };
         let net_rng = Rng::new(rng.next_u64());
         let net = Net::new(&config, &client_id, net_rng);
-        let producer = crate::producer::Producer::new(
+        let mut producer = crate::producer::Producer::new(
             config.producer.clone(),
             config.request_timeout,
             seed ^ 0x5052_4f44_5543_4552,
         );
+        producer.set_hooks(config.hooks.clone());
         let consumer = crate::consumer::Consumer::new(
             config.consumer.clone(),
             config.bootstrap.first().cloned(),
@@ -87,6 +92,8 @@ impl Client {
             consumer,
             obs: crate::observe::Observe::default(),
             health: crate::health::HealthReport::new(config.unreachable_timeout),
+            trace: None,
+            hooks: config.hooks.clone(),
         };
         c.obs.span = tracing::info_span!("stellflow", client_id = %c.client_id);
         c.process(now);
@@ -215,6 +222,9 @@ impl Client {
         let span = self.obs.span.clone();
         let _entered = span.enter();
         self.obs.trace(&event);
+        if !self.hooks.is_empty() {
+            crate::hooks::on_event(&self.hooks, &event);
+        }
         Some(event)
     }
 
@@ -302,6 +312,8 @@ impl Client {
             });
             id
         } else {
+            let traced = self.traced_options(opts);
+            let opts = traced.as_ref().unwrap_or(opts);
             self.net
                 .submit(now, target, body, version, Origin::Raw, opts)
         };

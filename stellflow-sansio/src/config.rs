@@ -205,6 +205,9 @@ pub struct ClientConfig {
     pub producer: crate::producer::ProducerConfig,
     /// Consumer settings (group, reset policy, commits, fetch sizing).
     pub consumer: crate::consumer::ConsumerConfig,
+    /// Producer and consumer hooks (interceptors), called by the client for every record
+    /// sent, outcome, record consumed and commit. None by default.
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl ClientConfig {
@@ -228,6 +231,7 @@ impl ClientConfig {
             software_version: env!("CARGO_PKG_VERSION").to_owned(),
             producer: crate::producer::ProducerConfig::default(),
             consumer: crate::consumer::ConsumerConfig::default(),
+            hooks: crate::hooks::Hooks::default(),
         })
     }
 

@@ -93,6 +93,7 @@ mod consumer;
 mod error;
 mod event;
 mod health;
+mod hooks;
 mod inflight;
 mod metadata;
 mod metrics;
@@ -106,6 +107,7 @@ mod request;
 use stellflow_proto::rng;
 mod timers;
 mod topic;
+mod trace;
 
 pub use admin::{
     AdminCall, AdminId, AdminOutcome, AdminOutput, ApiSupport, BrokerApiVersions, ClusterStatus,
@@ -116,12 +118,16 @@ pub use client::Client;
 pub use config::{BrokerAddress, ClientConfig, HeaderFields, parse_bootstrap};
 pub use consumer::{
     BlobRecordsFrom, CommitId, CommitKind, ConsumerConfig, ConsumerError, ConsumerEvent,
-    ConsumerRecord, FetchedBlob, LogStartAction, OffsetReset, Position, RecordLease, SeekTo,
-    TopicPartition,
+    ConsumerRecord, FetchedBlob, IntoTopic, LogStartAction, OffsetReset, Position, REGISTRY_TOPIC,
+    RecordLease, RevocationId, SeekTo, TopicPartition,
 };
 pub use error::{AdminError, ConfigError, ConnectionError, InvalidTopicName, RequestError};
 pub use event::{DisconnectReason, Event};
 pub use health::{BrokerHealth, ClusterHealth, ClusterUnreachable, HealthState};
+pub use hooks::{
+    Acknowledgement, CommitOutcome, ConsumerHook, HeaderSink, Hooks, ProducerHook, SentRecord,
+    TracePropagation,
+};
 pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo};
 pub use metrics::{ApiCounters, Counters, DurationHistogram};
 pub use net::ConnectRequest;
@@ -133,3 +139,4 @@ pub use producer::{
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
 pub use stellflow_proto;
 pub use topic::validate_topic_name;
+pub use trace::{TRACEPARENT, TRACESTATE, TraceIds};

@@ -707,6 +707,25 @@ pub async fn broker_stops_answering() -> R<()> {
         format!("no buffer-full outcome among {:?}", outcomes.first())
     })?;
     bounded(t, 60, "filling the buffer")?;
+    // A batch meets the same full buffer: it waits for room up to `max_block` for the whole
+    // call, then every record not queued fails with buffer-full at its index.
+    let t = Instant::now();
+    let batch = (0..500u32).map(|i| Record::new("stall", vec![b'y'; 1024]).with_key(i.to_string()));
+    let outcomes = aw!(producer.send_all(batch))?;
+    check(outcomes.len() == 500, || {
+        format!("{} outcomes", outcomes.len())
+    })?;
+    let full = outcomes
+        .iter()
+        .filter(|r| matches!(r, Err(Error::BufferFull(_))));
+    let full = full.count();
+    check(full > 0 && outcomes.iter().all(Result::is_err), || {
+        format!(
+            "batch to a silent broker: {full} buffer-full of {:?}",
+            outcomes.first()
+        )
+    })?;
+    bounded(t, 30, "the batch")?;
     let c = admin.counters();
     check(c.requests_in_flight <= 64, || {
         format!("in flight: {}", c.requests_in_flight)
@@ -720,6 +739,71 @@ pub async fn broker_stops_answering() -> R<()> {
         })?;
         aw!(sleep(Duration::from_millis(100)));
     }
+    Ok(())
+}
+
+/// `send_all` / `enqueue_all`: a batch of keyed records over three partitions, between single
+/// sends, with one record refused at once (a bad topic name). Every outcome comes back at its
+/// record's index, the refused one as its error; each partition's records are in the log in
+/// call order (singles before the batch, then the batch, then the single after it); an empty
+/// batch completes at once.
+pub async fn batch_send_in_order() -> R<()> {
+    const N: u32 = 5_000;
+    let server = sim()?;
+    let client = client(config(&server)?, Duration::from_secs(5)).await?;
+    create_topic(&client.admin(), "batch", 3).await?;
+    let producer = client.producer();
+    let before = aw!(producer.enqueue(record("batch", 0)))?;
+    let mut records: Vec<Record> = (1..N).map(|i| record("batch", i)).collect();
+    records.insert(100, Record::new("bad topic!", "refused"));
+    let batch = aw!(producer.enqueue_all(records.iter()))?;
+    check(batch.len() == N as usize, || {
+        format!("batch of {}", batch.len())
+    })?;
+    let after = aw!(producer.enqueue(record("batch", N)))?;
+    let empty = aw!(producer.send_all(Vec::<Record>::new()))?;
+    check(empty.is_empty(), || format!("empty batch: {empty:?}"))?;
+    let outcomes = delivered!(batch);
+    let (first, last) = (delivered!(before)?, delivered!(after)?);
+    check(outcomes.len() == N as usize, || {
+        format!("{} outcomes", outcomes.len())
+    })?;
+    check(matches!(outcomes[100], Err(Error::Produce(_))), || {
+        format!("the bad topic's outcome: {:?}", outcomes[100])
+    })?;
+    // Where each record 0..=N landed, in call order.
+    let mut written = vec![first];
+    for (i, o) in outcomes.into_iter().enumerate() {
+        if i != 100 {
+            written.push(o.map_err(|e| format!("record {i}: {e}"))?);
+        }
+    }
+    written.push(last);
+    let consumer = client.consumer();
+    let tps: Vec<_> = (0..3).map(|p| TopicPartition::new("batch", p)).collect();
+    consumer.assign(&tps)?;
+    let got = poll_n(&consumer, N as usize + 1, Duration::from_secs(60)).await?;
+    exactly_once(&got, N + 1)?;
+    let mut last_seen = std::collections::HashMap::new();
+    for r in &got {
+        let i = index_of(r)?;
+        let m = &written[i as usize];
+        check(
+            m.partition == r.partition && m.offset == Some(r.offset) && m.index == r.index,
+            || {
+                format!(
+                    "record {i}: outcome {m:?}, consumed at {}#{}",
+                    r.offset, r.index
+                )
+            },
+        )?;
+        if let Some(prev) = last_seen.insert(r.partition, i) {
+            check(prev < i, || {
+                format!("partition {}: record {i} after {prev}", r.partition)
+            })?;
+        }
+    }
+    aw!(client.close())?;
     Ok(())
 }
 
@@ -946,6 +1030,90 @@ fn now_ms() -> R<i64> {
     Ok(SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as i64)
 }
 
+/// Producer and consumer hooks are called exactly once per record sent, per outcome (a
+/// failed delivery reaching `on_acknowledgement` as an error), per record consumed and per
+/// commit.
+pub async fn hooks_called_once() -> R<()> {
+    use std::sync::Arc;
+    use stellflow_adapter_tests::Tally;
+    const N: usize = 500;
+    let server = sim()?;
+    let tally = Arc::new(Tally::default());
+    let mut cfg = config(&server)?;
+    cfg.consumer.group_id = Some("hooks-g".into());
+    cfg.consumer.enable_auto_commit = false;
+    cfg.hooks
+        .producer_shared(tally.clone())
+        .consumer_shared(tally.clone());
+    let client = client(cfg, Duration::from_secs(5)).await?;
+    create_topic(&client.admin(), "hooks", 2).await?;
+    let written = produce_keyed(&client, "hooks", N as u32).await?;
+    check(written.len() == N, || format!("{} written", written.len()))?;
+    // One delivery fails: the broker answers its Produce with a header-only error 1.
+    let rule = FaultRule {
+        broker: None,
+        api_key: Some(sf::ApiKey::PRODUCE),
+        fault: Fault::HeaderOnly(sf::ErrorCode::UNKNOWN_SERVER_ERROR),
+        probability: 1.0,
+        remaining: Some(1),
+    };
+    server.with_cluster(|c, _| c.inject_fault(rule))?;
+    let failed = aw!(client.producer().send(record("hooks", 9_999)));
+    check(failed.is_err(), || format!("the faulted send: {failed:?}"))?;
+    let consumer = client.consumer();
+    consumer.assign(&[
+        TopicPartition::new("hooks", 0),
+        TopicPartition::new("hooks", 1),
+    ])?;
+    let got = poll_n(&consumer, N, Duration::from_secs(30)).await?;
+    check(got.len() == N, || format!("consumed {}", got.len()))?;
+    aw!(consumer.commit_sync())?;
+    aw!(consumer.commit_sync())?;
+    aw!(client.close())?;
+
+    let sends = tally.sends.lock().map_err(|e| e.to_string())?.clone();
+    let acks = tally.acks.lock().map_err(|e| e.to_string())?.clone();
+    check(
+        sends.len() == N + 1 && sends.values().all(|n| *n == 1),
+        || format!("on_send: {} ids, counts {:?}", sends.len(), counts(&sends)),
+    )?;
+    check(
+        acks.len() == N + 1 && acks.values().all(|(n, _)| *n == 1),
+        || format!("on_acknowledgement: {} ids", acks.len()),
+    )?;
+    check(sends.keys().all(|id| acks.contains_key(id)), || {
+        "an acknowledgement for another id than sent".into()
+    })?;
+    let errors: u32 = acks.values().map(|(_, e)| e).sum();
+    check(errors == 1, || {
+        format!("{errors} acknowledgements were errors")
+    })?;
+    let consumed = tally.consumed.lock().map_err(|e| e.to_string())?.clone();
+    check(
+        consumed.len() == N && consumed.values().all(|n| *n == 1),
+        || format!("on_consume: {} records", consumed.len()),
+    )?;
+    for r in &got {
+        check(
+            consumed.contains_key(&(r.partition, r.offset, r.index)),
+            || format!("record {}/{}#{} not seen", r.partition, r.offset, r.index),
+        )?;
+    }
+    let commits = tally.commits.lock().map_err(|e| e.to_string())?.clone();
+    check(
+        commits.len() == 2 && commits.values().all(|c| *c == (1, 0)),
+        || format!("on_commit: {commits:?}"),
+    )?;
+    Ok(())
+}
+
+fn counts(m: &std::collections::HashMap<u64, u32>) -> Vec<u32> {
+    let mut v: Vec<u32> = m.values().copied().collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 /// Generic over nothing: makes the `Bytes` and `Record` conversions part of the API checked
 /// here (a `Vec`, `String`, `&'static str` or `Bytes` value converts without copying).
 #[test]
@@ -981,11 +1149,13 @@ cases!(
     broker_stops_answering,
     cluster_unreachable_then_back,
     unresolvable_host_says_so,
+    batch_send_in_order,
     commit_retries_and_outage,
     calls_after_close,
     events_overflow_reported,
     seek_by_timestamp,
     close_loses_nothing,
     drop_delivers,
-    real_broker_seek_and_close
+    real_broker_seek_and_close,
+    hooks_called_once
 );

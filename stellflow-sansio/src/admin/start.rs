@@ -51,6 +51,8 @@ impl Client {
         if self.closed {
             return Err(AdminError::Request(RequestError::Closed));
         }
+        let traced = self.traced_options(opts);
+        let opts = traced.as_ref().unwrap_or(opts);
         let id = self.net.alloc_seq();
         let op = match request {
             AdminRequest::ApiVersions { target } => {

@@ -28,6 +28,25 @@ pub struct CommitReq {
     positions: Vec<(TopicPartition, Position)>,
     started: Instant,
     pub(super) deadline: Instant,
+    /// The trace context of the call that asked for it (its OffsetCommit carries it).
+    trace: Option<RequestOptions>,
+}
+
+impl CommitReq {
+    /// The commit's id.
+    pub(super) fn id(&self) -> CommitId {
+        self.id
+    }
+
+    /// Whether no position is left to commit.
+    pub(super) fn is_empty(&self) -> bool {
+        self.positions.is_empty()
+    }
+
+    /// Leaves out the positions of `lost` partitions (another member may own them now).
+    pub(super) fn drop_partitions(&mut self, lost: &std::collections::BTreeSet<&TopicPartition>) {
+        self.positions.retain(|(tp, _)| !lost.contains(tp));
+    }
 }
 
 impl Consumer {
@@ -43,15 +62,7 @@ impl Consumer {
             return false;
         }
         self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
-        let changed: Vec<(TopicPartition, Position)> = self
-            .positions()
-            .into_iter()
-            .filter(|(tp, pos)| {
-                self.parts
-                    .get(tp)
-                    .is_some_and(|p| p.committed != Some(*pos))
-            })
-            .collect();
+        let changed = self.uncommitted_positions();
         if changed.is_empty() {
             return false;
         }
@@ -82,6 +93,19 @@ impl Consumer {
         kind: CommitKind,
         ctx: &mut Ctx<'_>,
     ) -> CommitId {
+        self.start_commit_traced(now, positions, kind, None, ctx)
+    }
+
+    /// [`Consumer::start_commit`] for a call made with a trace context: its OffsetCommit
+    /// request (retries included) carries it.
+    pub(crate) fn start_commit_traced(
+        &mut self,
+        now: Instant,
+        positions: Vec<(TopicPartition, Position)>,
+        kind: CommitKind,
+        trace: Option<&crate::trace::TraceIds>,
+        ctx: &mut Ctx<'_>,
+    ) -> CommitId {
         let id = self.group.alloc_commit();
         let req = CommitReq {
             id,
@@ -89,6 +113,10 @@ impl Consumer {
             positions,
             started: now,
             deadline: now + self.config.rebalance_timeout,
+            trace: trace.map(|t| RequestOptions {
+                trace: Some(t.into()),
+                timeout: None,
+            }),
         };
         if req.positions.is_empty() {
             self.finish_commit(req, Ok(()), ctx);
@@ -137,7 +165,7 @@ impl Consumer {
             }),
             None,
             Origin::Consumer(Op::Commit(req.id.0)),
-            &RequestOptions::default(),
+            req.trace.as_ref().unwrap_or(&RequestOptions::default()),
         );
         self.group.in_flight.insert(seq, req);
     }
@@ -157,6 +185,8 @@ impl Consumer {
             ctx.net.counters.offset_commits += 1;
         }
         let close = req.kind == CommitKind::Close;
+        let revocation = req.kind == CommitKind::Revocation;
+        let id = req.id;
         ctx.emit(ConsumerEvent::CommitCompleted {
             id: req.id,
             kind: req.kind,
@@ -164,6 +194,10 @@ impl Consumer {
         });
         if close {
             self.finish_close(ctx);
+        }
+        if revocation {
+            // A group handover waits for this commit before it releases the partitions.
+            self.revocation_committed(id, ctx);
         }
     }
 

@@ -4,7 +4,7 @@
 //! [`crate::Client::poll_record`] builds one [`super::ConsumerRecord`] per record: a ~140-byte
 //! value with its own handle on the topic name, written into the caller's vector and dropped
 //! there. For small records that bookkeeping is a large share of the work (the process used
-//! ~13 % less CPU reading 100-byte records whole-blob, README Performance). [`crate::Client::poll_blob`] hands over the blob
+//! ~13 % less CPU reading 100-byte records whole-blob, `docs/performance.md`). [`crate::Client::poll_blob`] hands over the blob
 //! instead, as rdkafka's borrowed messages and franz-go's `EachRecord` do: the topic,
 //! partition and offset once, then each record straight from the decoder.
 
@@ -48,6 +48,8 @@ pub struct FetchedBlob {
     /// Records below this index were delivered before.
     skip: u32,
     records: BlobRecords,
+    /// Records its batches declare, less those delivered before.
+    undelivered: u64,
 }
 
 impl FetchedBlob {
@@ -57,6 +59,7 @@ impl FetchedBlob {
         offset: i64,
         skip: u32,
         records: BlobRecords,
+        undelivered: u64,
     ) -> Self {
         FetchedBlob {
             topic,
@@ -64,6 +67,7 @@ impl FetchedBlob {
             offset,
             skip,
             records,
+            undelivered,
         }
     }
 
@@ -80,6 +84,12 @@ impl FetchedBlob {
     /// The blob's offset: every record in it shares it (one offset per produced blob).
     pub fn offset(&self) -> i64 {
         self.offset
+    }
+
+    /// How many of its records iterating it yields (what its batches declare, less those
+    /// delivered before); the batches are not checked for this.
+    pub fn undelivered_records(&self) -> u64 {
+        self.undelivered
     }
 
     /// The blob's format.

@@ -8,7 +8,7 @@ use super::positions::{HeldAnswer, PartState, ReadyBlob, Start};
 use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, TopicPartition};
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
-use crate::request::{RequestOptions, Target};
+use crate::request::Target;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -198,7 +198,7 @@ impl Consumer {
                 RequestBody::Fetch(body),
                 None,
                 Origin::Consumer(Op::Fetch),
-                &RequestOptions::default(),
+                &self.fetch_options,
             );
             *self.fetching.entry(broker).or_default() += 1;
             self.fetches.insert(

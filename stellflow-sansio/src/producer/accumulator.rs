@@ -15,8 +15,10 @@ use super::idempotence::Stamp;
 use super::partitioner::KeylessPartitioner;
 use super::types::{DeliveryError, ProduceError, ProduceId, ProducerRecord};
 use super::{Pending, Producer};
+use crate::hooks::SentRecord;
 use crate::metadata::MetadataCache;
 use crate::topic::validate_topic_name;
+use crate::trace::TraceIds;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -67,6 +69,9 @@ pub(crate) struct Batch {
     /// is not re-sent before the broker answered on a newer connection
     /// ([`crate::net::Net::answered_since`]).
     pub in_doubt: Option<(usize, crate::request::ConnId)>,
+    /// The trace context of its first record that had one: its Produce request carries it
+    /// (see [`crate::Client::set_trace`]).
+    pub trace: Option<TraceIds>,
 }
 
 impl Batch {
@@ -227,13 +232,71 @@ impl Producer {
         }
     }
 
-    /// The produce hot path (see [`crate::Client::produce`]).
+    /// The produce hot path (see [`crate::Client::produce`]), with the producer hooks around
+    /// it when there are any.
     pub(crate) fn produce(
         &mut self,
         now: Instant,
         rec: &ProducerRecord<'_>,
         meta: &MetadataCache,
+        trace: Option<&TraceIds>,
     ) -> Result<ProduceId, ProduceError> {
+        if self.hooks.producer.is_empty() {
+            return self.produce_record(now, rec, meta, trace).map(|(id, _)| id);
+        }
+        self.produce_hooked(now, rec, meta, trace)
+    }
+
+    /// `produce` with hooks: headers they add go into the record's copy in its batch (the
+    /// caller's record is not changed), and `on_send` follows once it is accepted.
+    #[cold]
+    fn produce_hooked(
+        &mut self,
+        now: Instant,
+        rec: &ProducerRecord<'_>,
+        meta: &MetadataCache,
+        trace: Option<&TraceIds>,
+    ) -> Result<ProduceId, ProduceError> {
+        let hooks = std::mem::take(&mut self.hooks.producer);
+        let mut sink = std::mem::take(&mut self.header_sink);
+        sink.clear();
+        for h in &hooks {
+            h.add_headers(rec, trace, &mut sink);
+        }
+        let result = if sink.is_empty() {
+            self.produce_record(now, rec, meta, trace)
+        } else {
+            let mut headers = Vec::with_capacity(rec.headers.len() + sink.len());
+            headers.extend_from_slice(rec.headers);
+            headers.extend(sink.iter());
+            let with = ProducerRecord {
+                headers: &headers,
+                ..*rec
+            };
+            self.produce_record(now, &with, meta, trace)
+        };
+        if let Ok((id, partition)) = &result {
+            let sent = SentRecord {
+                id: *id,
+                record: rec,
+                partition: *partition,
+                trace,
+            };
+            hooks.iter().for_each(|h| h.on_send(&sent));
+        }
+        self.header_sink = sink;
+        self.hooks.producer = hooks;
+        result.map(|(id, _)| id)
+    }
+
+    /// Accepts one record: its id, and its partition when its topic's metadata is known.
+    fn produce_record(
+        &mut self,
+        now: Instant,
+        rec: &ProducerRecord<'_>,
+        meta: &MetadataCache,
+        trace: Option<&TraceIds>,
+    ) -> Result<(ProduceId, Option<i32>), ProduceError> {
         if self.closing.is_some() || self.closed {
             return Err(ProduceError::Closed);
         }
@@ -303,8 +366,9 @@ impl Producer {
                 timestamp,
                 size,
                 deadline: now + self.cfg.delivery_timeout,
+                trace: trace.cloned(),
             });
-            return Ok(ProduceId(id));
+            return Ok((ProduceId(id), None));
         }
         let p = self.choose_partition(ti, rec.partition, rec.key, size)?;
         let id = self.alloc_id();
@@ -317,8 +381,9 @@ impl Producer {
             rec.value,
             rec.headers,
             size,
+            trace,
         );
-        Ok(ProduceId(id))
+        Ok((ProduceId(id), Some(p)))
     }
 
     fn alloc_id(&mut self) -> u64 {
@@ -376,6 +441,7 @@ impl Producer {
             r.value.as_deref(),
             &r.headers,
             r.size,
+            r.trace.as_ref(),
         );
     }
 
@@ -462,6 +528,7 @@ impl Producer {
         value: Option<&[u8]>,
         headers: &[H],
         size: usize,
+        trace: Option<&TraceIds>,
     ) {
         let batch_size = self.cfg.batch_size;
         let pi = usize::try_from(p).unwrap_or(0);
@@ -489,6 +556,11 @@ impl Producer {
         {
             match builder.append_with_headers(slot.timestamp, key, value, headers.iter()) {
                 Ok(()) => {
+                    if b.trace.is_none()
+                        && let Some(t) = trace
+                    {
+                        b.trace = Some(t.clone());
+                    }
                     b.slots.push(slot);
                     b.bytes += size;
                     now_full = builder.encoded_size() + size > batch_size;
@@ -574,6 +646,7 @@ impl Producer {
             reported: false,
             maybe_written: false,
             in_doubt: None,
+            trace: None,
         }
     }
 

@@ -33,7 +33,9 @@ impl Client {
         if self.closed {
             return Err(ProduceError::Closed);
         }
-        let r = self.producer.produce(now, record, &self.metadata);
+        let r = self
+            .producer
+            .produce(now, record, &self.metadata, self.trace.as_ref());
         if self.producer.needs_attention() {
             self.process(now);
         }

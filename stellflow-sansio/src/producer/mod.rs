@@ -90,6 +90,7 @@ struct Pending {
     timestamp: i64,
     size: usize,
     deadline: Instant,
+    trace: Option<crate::trace::TraceIds>,
 }
 
 /// A batch inside a Produce request, with its position in the request.
@@ -165,6 +166,10 @@ pub(crate) struct Producer {
     creating: Vec<crate::request::RequestId>,
     /// The metadata generation `confirm_unknown` last looked at.
     confirmed_gen: u64,
+    /// The client's hooks (only the producer's are called here).
+    hooks: crate::hooks::Hooks,
+    /// Headers the hooks add to the record being produced (reused).
+    header_sink: crate::hooks::HeaderSink,
 }
 
 impl Producer {
@@ -213,7 +218,14 @@ impl Producer {
             fatal: None,
             creating: Vec::new(),
             confirmed_gen: 0,
+            hooks: crate::hooks::Hooks::default(),
+            header_sink: crate::hooks::HeaderSink::default(),
         }
+    }
+
+    /// Installs the client's hooks.
+    pub(crate) fn set_hooks(&mut self, hooks: crate::hooks::Hooks) {
+        self.hooks = hooks;
     }
 
     /// Installs a custom partitioner.

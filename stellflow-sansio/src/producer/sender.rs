@@ -334,8 +334,13 @@ impl Producer {
             Some(_) => self.request_timeout,
             None => self.request_timeout.min(left),
         };
+        // One context per request: its first batch's that has one (see `Client::set_trace`).
+        let trace = sent
+            .iter()
+            .find_map(|s| s.batch.trace.as_ref())
+            .map(crate::request::TraceContext::from);
         let opts = RequestOptions {
-            trace: None,
+            trace,
             timeout: Some(timeout),
         };
         let seq = net.submit(

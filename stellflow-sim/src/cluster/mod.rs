@@ -31,11 +31,14 @@ use std::time::{Duration, Instant};
 use stellflow_proto::frame::{
     FrameDecoder, encode_response, encode_response_header_only, split_request,
 };
-use stellflow_proto::header::ResponseHeader;
+use stellflow_proto::header::{RequestHeader, ResponseHeader};
 use stellflow_proto::messages::{RequestBody, ResponseBody};
 use stellflow_proto::{ApiKey, ErrorCode};
 
 mod controller;
+
+/// Request headers [`SimCluster::record_headers`] keeps.
+const HEADER_LOG: usize = 10_000;
 
 /// Identifies one client connection to one simulated broker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -108,6 +111,8 @@ pub struct SimCluster {
     pending: Vec<PendingJob>,
     closed: VecDeque<ConnId>,
     knobs: Knobs,
+    /// Request headers seen, newest last, while recording ([`SimCluster::record_headers`]).
+    headers: Option<VecDeque<(i32, RequestHeader)>>,
 }
 
 impl SimCluster {
@@ -140,6 +145,7 @@ impl SimCluster {
             pending: Vec::new(),
             closed: VecDeque::new(),
             knobs: Knobs::default(),
+            headers: None,
         }
     }
 
@@ -333,6 +339,12 @@ impl SimCluster {
         let Ok((header, body)) = split_request(payload) else {
             return false;
         };
+        if let Some(log) = &mut self.headers {
+            if log.len() == HEADER_LOG {
+                log.pop_front();
+            }
+            log.push_back((broker_id, header.clone()));
+        }
         let corr = header.correlation_id;
         let key = header.api_key;
         let rng = &mut self.rng;
@@ -467,6 +479,22 @@ impl SimCluster {
         }
         self.ready = rest;
         any
+    }
+
+    /// Starts (or, with `false`, stops and clears) recording the header of every request the
+    /// brokers receive — the real server only logs its trace fields, so this is how a test
+    /// sees what a client sent. At most the newest 10 000 are kept.
+    pub fn record_headers(&mut self, on: bool) {
+        self.headers = on.then(VecDeque::new);
+    }
+
+    /// Takes the request headers recorded so far, oldest first, each with the id of the
+    /// broker that received it.
+    pub fn take_headers(&mut self) -> Vec<(i32, RequestHeader)> {
+        self.headers
+            .as_mut()
+            .map(|log| log.drain(..).collect())
+            .unwrap_or_default()
     }
 
     /// A connection the broker closed (framing or decoding failure, crash, fault knob). The

@@ -1,0 +1,154 @@
+//! The `opentelemetry` feature end to end, on tokio over loopback sockets: requests a handle
+//! sends inside a span carry that span's ids in their request headers (the sim records every
+//! header it receives), and a record produced inside a span with `TracePropagation` is read on
+//! another client as a context of the same trace.
+//!
+//! Run: `cargo test -p stellflow-adapter-tests --features otel --test otel`.
+
+use opentelemetry::trace::{SpanContext, TraceContextExt, TracerProvider as _};
+use std::time::{Duration, Instant};
+use stellflow_adapter_tests::{R, check, config, sim};
+use stellflow_sansio::stellflow_proto::ApiKey;
+use stellflow_sansio::stellflow_proto::header::RequestHeader;
+use stellflow_tokio as sf;
+use tracing::Instrument;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::layer::SubscriberExt;
+
+/// Spans get real OpenTelemetry ids: an SDK tracer provider behind a tracing-opentelemetry
+/// layer (nothing is exported).
+fn install_tracing() {
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+    let tracer = provider.tracer("stellflow-otel-test");
+    let subscriber =
+        tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(tracer));
+    // One test in this file: the global default is ours.
+    let _ = tracing::subscriber::set_global_default(subscriber);
+}
+
+fn span_context(span: &tracing::Span) -> SpanContext {
+    span.context().span().span_context().clone()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `h` carries `sc`'s trace id, span id and flags.
+fn carries(h: &RequestHeader, sc: &SpanContext) -> bool {
+    let s = |v: &stellflow_sansio::stellflow_proto::NString| v.as_ref().map(|v| v.to_string());
+    s(&h.trace_id) == Some(hex(&sc.trace_id().to_bytes()))
+        && s(&h.span_id) == Some(hex(&sc.span_id().to_bytes()))
+        && h.trace_flags as u8 == sc.trace_flags().to_u8()
+}
+
+#[test]
+fn spans_reach_request_headers_and_records() -> R<()> {
+    install_tracing();
+    let server = sim()?;
+    server.with_cluster(|c, _| c.record_headers(true))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut pcfg = config(&server)?;
+        pcfg.hooks.producer(sf::TracePropagation);
+        let producer = sf::Client::connect(pcfg).await?;
+
+        let admin_span = tracing::info_span!("create-topic");
+        let admin_sc = span_context(&admin_span);
+        check(admin_sc.is_valid(), || {
+            "the SDK gave the span no ids".into()
+        })?;
+        let created = producer
+            .admin()
+            .create_topic("traced", 1, sf::Target::Any)
+            .instrument(admin_span)
+            .await?;
+        check(created.is_ok(), || format!("create: {created:?}"))?;
+
+        let send_span = tracing::info_span!("send");
+        let send_sc = span_context(&send_span);
+        producer
+            .producer()
+            .send(sf::Record::new("traced", "hello"))
+            .instrument(send_span)
+            .await?;
+        // A record sent outside any span: its Produce carries no trace.
+        producer
+            .producer()
+            .send(sf::Record::new("traced", "plain"))
+            .await?;
+
+        // Another client reads it, polling inside a span, then commits inside another.
+        let mut ccfg = config(&server)?;
+        ccfg.consumer.group_id = Some("traced-g".into());
+        ccfg.consumer.enable_auto_commit = false;
+        let consumer = sf::Consumer::connect(ccfg).await?;
+        consumer.assign(&[sf::TopicPartition::new("traced", 0)])?;
+        let poll_span = tracing::info_span!("poll");
+        let poll_sc = span_context(&poll_span);
+        let records = async {
+            let end = Instant::now() + Duration::from_secs(20);
+            let mut got = Vec::new();
+            while got.len() < 2 && Instant::now() < end {
+                got.extend(consumer.poll(Duration::from_millis(200)).await?);
+            }
+            Ok::<_, sf::Error>(got)
+        }
+        .instrument(poll_span)
+        .await?;
+        check(records.len() == 2, || format!("{} records", records.len()))?;
+        let commit_span = tracing::info_span!("commit");
+        let commit_sc = span_context(&commit_span);
+        consumer.commit_sync().instrument(commit_span).await?;
+
+        // The record carries the producer's traceparent: the same trace, the send span.
+        let cx =
+            sf::otel::record_context(&records[0]).ok_or("the traced record has no traceparent")?;
+        let got = cx.span().span_context().clone();
+        check(got.trace_id() == send_sc.trace_id(), || {
+            format!("record trace {} != {}", got.trace_id(), send_sc.trace_id())
+        })?;
+        check(
+            got.span_id() == send_sc.span_id() && got.is_remote(),
+            || format!("record span {:?}", got),
+        )?;
+        check(sf::otel::record_context(&records[1]).is_none(), || {
+            "the untraced record has a traceparent".into()
+        })?;
+
+        let headers: Vec<RequestHeader> = server
+            .with_cluster(|c, _| c.take_headers())?
+            .into_iter()
+            .map(|(_, h)| h)
+            .collect();
+        let of = |key: ApiKey| headers.iter().filter(move |h| h.api_key == key);
+        check(
+            of(ApiKey::CREATE_TOPIC).any(|h| carries(h, &admin_sc)),
+            || "CreateTopic without the admin span's ids".into(),
+        )?;
+        let produces: Vec<_> = of(ApiKey::PRODUCE).collect();
+        check(produces.iter().any(|h| carries(h, &send_sc)), || {
+            format!("no Produce with the send span's ids: {produces:?}")
+        })?;
+        check(produces.iter().any(|h| h.trace_id.is_none()), || {
+            "the untraced Produce carries a trace".into()
+        })?;
+        check(of(ApiKey::FETCH).any(|h| carries(h, &poll_sc)), || {
+            "no Fetch with the poll span's ids".into()
+        })?;
+        check(
+            of(ApiKey::OFFSET_COMMIT).any(|h| carries(h, &commit_sc)),
+            || "OffsetCommit without the commit span's ids".into(),
+        )?;
+        // Requests of the client's own (metadata) carry none.
+        check(of(ApiKey::METADATA).all(|h| h.trace_id.is_none()), || {
+            "a metadata request carries a trace".into()
+        })?;
+        consumer.client().close().await?;
+        producer.close().await?;
+        Ok(())
+    })
+}
