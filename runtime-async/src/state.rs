@@ -486,7 +486,9 @@ impl State {
             } => self.connect_error = Some(format!("cannot connect to {address}: {e}")),
             Event::ConnectionError {
                 address,
-                error: error @ stellflow_sansio::ConnectionError::NotStellflow { .. },
+                error:
+                    error @ (stellflow_sansio::ConnectionError::NotStellflow { .. }
+                    | stellflow_sansio::ConnectionError::Negotiation(_)),
                 ..
             } => self.connect_error = Some(format!("{address}: {error}")),
             Event::Consumer(ConsumerEvent::CommitCompleted { id, result, kind }) => {

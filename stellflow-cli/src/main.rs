@@ -43,8 +43,10 @@ struct Global {
     /// is started for the command.
     #[arg(long, short = 'b', global = true, env = "STELLFLOW_BOOTSTRAP")]
     bootstrap: Option<String>,
-    /// Timeout in seconds: of each request, of waiting for a broker to answer at all, and of
-    /// each record's delivery (a produce ends within it when records cannot be delivered).
+    /// Timeout in seconds: of each request, of waiting for a broker to answer at all (then
+    /// the cluster counts as unreachable and `consume` fails naming the brokers), and of each
+    /// record's delivery, in-flight requests included (a produce whose records cannot be
+    /// delivered ends within it, and counts them).
     #[arg(long, global = true, default_value_t = 10.0)]
     timeout: f64,
     /// Log what the client does on stderr: -v reconnects, leader moves and warnings, -vv
@@ -150,6 +152,10 @@ pub struct ProducerOpts {
     /// Idempotent producer (implies the native format).
     #[arg(long)]
     idempotence: bool,
+    /// Largest Produce request in bytes (`producer.max_request_size`, default 16 MiB): a
+    /// record larger than it, less a few hundred bytes of headers, is refused.
+    #[arg(long)]
+    max_request_size: Option<usize>,
 }
 
 impl ProducerOpts {
@@ -162,6 +168,11 @@ impl ProducerOpts {
         }
         if let Some(b) = self.batch_size {
             c.producer.batch_size = b;
+        }
+        if let Some(m) = self.max_request_size {
+            c.producer.max_request_size = m;
+            // Room for one such record in the buffer too.
+            c.producer.buffer_memory = c.producer.buffer_memory.max(m);
         }
     }
 }
@@ -215,6 +226,8 @@ impl Global {
         config.request_timeout = timeout;
         // --timeout bounds delivery too (the library's default waits 120 s).
         config.producer.delivery_timeout = timeout;
+        // ... and how long no broker may answer before the cluster counts as unreachable.
+        config.unreachable_timeout = timeout;
         config.header.client_id.clone_from(&self.client_id);
         tune(&mut config);
         for property in &self.property {

@@ -211,10 +211,13 @@ impl Client {
 
     /// The next outcome: connection changes, metadata updates, admin and raw results.
     pub fn poll_event(&mut self) -> Option<Event> {
-        let event = self
-            .events
-            .pop_front()
-            .or_else(|| self.producer.poll_event())?;
+        let event = loop {
+            let event = (self.events.pop_front()).or_else(|| self.producer.poll_event())?;
+            match &event {
+                Event::Admin { id, result } if self.producer_takes_admin(*id, result) => {}
+                _ => break event,
+            }
+        };
         let event = self.explain(event);
         let span = self.obs.span.clone();
         let _entered = span.enter();

@@ -187,6 +187,10 @@ pub struct ClientConfig {
     /// within this plus a round trip, and its consumers fetch and producers send at once.
     /// Default 1 s, Kafka's default.
     pub metadata_refresh_backoff_max: Duration,
+    /// How long a new connection may take to answer its first request, ApiVersions (at most
+    /// `request_timeout`); a peer silent that long is closed and retried with backoff
+    /// (`socket.connection.setup.timeout.ms`). Default 3 s: the answer takes a round trip.
+    pub connection_setup_timeout: Duration,
     /// How long no broker may answer before the cluster counts as unreachable
     /// ([`crate::HealthState::Unreachable`]): then [`crate::Event::HealthChanged`] reports it
     /// and a consumer's next empty poll returns [`crate::ConsumerError::Unreachable`] (once
@@ -222,6 +226,7 @@ impl ClientConfig {
             metadata_refresh_backoff: Duration::from_millis(100),
             metadata_refresh_backoff_max: Duration::from_secs(1),
             unreachable_timeout: Duration::from_secs(30),
+            connection_setup_timeout: Duration::from_secs(3),
             software_name: "stellflow-rs".to_owned(),
             software_version: env!("CARGO_PKG_VERSION").to_owned(),
             producer: crate::producer::ProducerConfig::default(),
@@ -250,6 +255,12 @@ impl ClientConfig {
         if self.request_timeout.is_zero() {
             return Err(ConfigError::Invalid {
                 field: "request_timeout",
+                reason: "must be positive",
+            });
+        }
+        if self.connection_setup_timeout.is_zero() {
+            return Err(ConfigError::Invalid {
+                field: "connection_setup_timeout",
                 reason: "must be positive",
             });
         }

@@ -244,3 +244,34 @@ fn a_refused_connection_is_degraded_not_not_stellflow() {
     // No consumer: nobody to hand the error to.
     assert!(c.take_unreachable_error().is_none());
 }
+
+#[test]
+fn a_peer_silent_on_api_versions_is_given_up_after_the_setup_timeout() {
+    let now = Instant::now();
+    let cfg = ClientConfig::new("127.0.0.1:19299").unwrap();
+    let mut c = Client::new(cfg, now, 1).unwrap();
+    let conn = c.poll_connect().unwrap().conn;
+    c.handle_connected(conn, now);
+    let mut out = BytesMut::new();
+    assert_eq!(c.poll_transmit(now, &mut out), Some(conn));
+    let (t, error) = loop {
+        let t = c.poll_timeout().unwrap();
+        assert!(t <= now + Duration::from_secs(3), "{:?}", t - now);
+        c.handle_timeout(t);
+        if let Some(e) = std::iter::from_fn(|| c.poll_event()).find_map(|e| match e {
+            Event::ConnectionError { error, .. } => Some(error),
+            _ => None,
+        }) {
+            break (t, e);
+        }
+    };
+    assert_eq!(t - now, Duration::from_secs(3));
+    assert!(
+        matches!(error, ConnectionError::Negotiation(_)),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("connection_setup_timeout"),
+        "{error}"
+    );
+}

@@ -176,7 +176,14 @@ pub fn consume(env: &Env, a: &ConsumeArgs) -> CliResult {
     let (start, mut last_record) = (Instant::now(), Instant::now());
     let mut got = 0u64;
     'poll: while got < want {
-        let batch = consumer.poll(Duration::from_millis(100))?;
+        let batch = match consumer.poll(Duration::from_millis(100)) {
+            Ok(batch) => batch,
+            Err(e) => {
+                let _ = out.flush();
+                progress.finish();
+                return fail(format!("{e} (after {got} record(s) from {})", a.topic));
+            }
+        };
         if batch.is_empty() {
             if idle.is_some_and(|d| last_record.elapsed() >= d) {
                 break;

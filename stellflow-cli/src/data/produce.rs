@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::time::Instant;
-use stellflow_blocking::{BatchDelivery, Delivery, Record};
+use stellflow_blocking::{BatchDelivery, Delivery, Error, Record};
 
 /// Records sent with one `enqueue_all` at most; a batch is also sent as soon as the input has
 /// no more lines buffered (so lines typed or trickling in go out at once).
@@ -35,6 +35,29 @@ pub struct ProduceArgs {
     pub producer: ProducerOpts,
 }
 
+/// Records that failed, and the first failure's message.
+#[derive(Debug, Default)]
+pub struct Failed {
+    /// How many records failed.
+    pub count: u64,
+    /// What the first one said.
+    pub first: Option<String>,
+}
+
+impl Failed {
+    fn add(&mut self, e: &Error) {
+        self.count += 1;
+        if self.first.is_none() {
+            // A record refused before it was queued was never on its way.
+            let what = match e {
+                Error::Produce(_) => "record refused",
+                _ => "record not delivered",
+            };
+            self.first = Some(format!("{what}: {e}"));
+        }
+    }
+}
+
 /// Waits for the outcomes at the front of `queue` that have arrived (all of them with `all`).
 pub fn reap(queue: &mut VecDeque<Delivery>, all: bool) -> CliResult<u64> {
     let mut n = 0;
@@ -57,8 +80,9 @@ pub fn reap(queue: &mut VecDeque<Delivery>, all: bool) -> CliResult<u64> {
     Ok(n)
 }
 
-/// Like [`reap`], for the outcomes of batches.
-fn reap_batches(queue: &mut VecDeque<BatchDelivery>, all: bool) -> CliResult<u64> {
+/// Waits for the outcomes of the batches at the front of `queue` that have arrived (all of
+/// them with `all`); counts the failures into `failed` and returns how many were delivered.
+fn reap_batches(queue: &mut VecDeque<BatchDelivery>, all: bool, failed: &mut Failed) -> u64 {
     let mut n = 0;
     while let Some(mut p) = queue.pop_front() {
         let results = match p.try_wait() {
@@ -70,11 +94,13 @@ fn reap_batches(queue: &mut VecDeque<BatchDelivery>, all: bool) -> CliResult<u64
             }
         };
         for r in results {
-            r.map_err(|e| CliError(format!("record not delivered: {e}")))?;
-            n += 1;
+            match r {
+                Ok(_) => n += 1,
+                Err(e) => failed.add(&e),
+            }
         }
     }
-    Ok(n)
+    n
 }
 
 /// `stellflow produce`
@@ -98,6 +124,7 @@ pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
     let producer = env.client.producer();
     let start = Instant::now();
     let mut queue = VecDeque::new();
+    let mut failed = Failed::default();
     let (mut sent, mut bytes) = (0u64, 0u64);
     // No bar while someone types the lines.
     let typing = a.file.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin());
@@ -124,21 +151,31 @@ pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
         // in go out at once, a file goes in batches of up to BATCH records.
         if end || batch.len() == BATCH || input.buffer().is_empty() {
             if !batch.is_empty() {
-                queue.push_back(producer.enqueue_all(batch.drain(..))?);
+                let n = batch.len();
+                match producer.enqueue_all(batch.drain(..)) {
+                    Ok(d) => queue.push_back(d),
+                    Err(e) => (0..n).for_each(|_| failed.add(&e)),
+                }
             }
-            reap_batches(&mut queue, false)?;
+            reap_batches(&mut queue, false, &mut failed);
         }
         if end {
             break;
         }
     }
     producer.flush()?;
-    reap_batches(&mut queue, true)?;
+    reap_batches(&mut queue, true, &mut failed);
     progress.finish();
+    let secs = start.elapsed().as_secs_f64();
+    if let Some(first) = failed.first {
+        return fail(format!(
+            "{} of {sent} record(s) not produced to {} in {secs:.3} s; the first: {first}",
+            failed.count, a.topic
+        ));
+    }
     eprintln!(
-        "produced {sent} record(s), {bytes} byte(s), to {} in {:.3} s",
-        a.topic,
-        start.elapsed().as_secs_f64()
+        "produced {sent} record(s), {bytes} byte(s), to {} in {secs:.3} s",
+        a.topic
     );
     Ok(())
 }

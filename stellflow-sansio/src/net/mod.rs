@@ -168,6 +168,8 @@ pub struct Net {
     header: RequestHeader,
     api_versions_body: ApiVersionsRequest,
     request_timeout: Duration,
+    /// How long a new connection may take to answer its ApiVersions.
+    setup_timeout: Duration,
     max_in_flight: usize,
     max_frame: usize,
     backoff: Backoff,
@@ -222,6 +224,7 @@ impl Net {
                 supported_features: Vec::new(),
             },
             request_timeout: config.request_timeout,
+            setup_timeout: config.request_timeout.min(config.connection_setup_timeout),
             max_in_flight: config.max_in_flight_per_connection,
             max_frame: config.max_response_frame,
             backoff: Backoff::new(

@@ -86,7 +86,11 @@ impl Net {
         if req.origin == Origin::Negotiation {
             // A broker that never answers ApiVersions is useless: close and retry later.
             if let Loc::InFlight(slot, _) = loc {
-                let err = ConnectionError::Negotiation("ApiVersions timed out".to_owned());
+                let err = ConnectionError::Negotiation(format!(
+                    "the peer accepted the connection but did not answer ApiVersions within {:?} \
+                     (connection_setup_timeout): it is not a Stellflow broker, or the broker is frozen",
+                    self.setup_timeout
+                ));
                 self.close_with_error(now, slot, err);
             }
             return;

@@ -21,7 +21,7 @@ impl Net {
         let s = self.slots.get_mut(slot)?;
         match s.state {
             ConnState::Negotiating(conn, false) => {
-                let deadline = now + self.request_timeout;
+                let deadline = now + self.setup_timeout;
                 let neg_seq = u64::MAX - slot as u64;
                 let req = Req {
                     seq: neg_seq,

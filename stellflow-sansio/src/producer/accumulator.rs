@@ -125,6 +125,10 @@ pub(crate) struct TopicState {
     pub rr: u32,
     /// Records of this topic waiting for metadata.
     pub pending: usize,
+    /// Since when every broker has confirmed the topic unknown (while records wait for it).
+    pub unknown_since: Option<Instant>,
+    /// A creation was asked for (`create_missing_topics`).
+    pub create_asked: bool,
 }
 
 impl TopicState {
@@ -137,6 +141,8 @@ impl TopicState {
             sticky: None,
             rr: 0,
             pending: 0,
+            unknown_since: None,
+            create_asked: false,
         }
     }
 }

@@ -83,6 +83,7 @@ impl Client {
     /// metadata refresh. Returns whether it submitted requests.
     pub(crate) fn producer_drive(&mut self, now: Instant) -> bool {
         let sent = self.producer.process(now, &mut self.net, &self.metadata);
+        self.producer_after_metadata(now);
         if self.producer.take_refresh_wish() && !self.closed {
             self.refresher.request(false);
         }

@@ -53,6 +53,7 @@
 mod accumulator;
 mod api;
 pub mod idempotence;
+mod missing;
 mod owned;
 pub mod partitioner;
 mod sender;
@@ -161,6 +162,10 @@ pub(crate) struct Producer {
     /// A fatal producer error (fenced, producer id bound elsewhere): every record without an
     /// outcome fails with it, and `produce` refuses new ones.
     fatal: Option<DeliveryError>,
+    /// Topic creations started for `create_missing_topics`, by admin id.
+    creating: Vec<crate::request::RequestId>,
+    /// The metadata generation `confirm_unknown` last looked at.
+    confirmed_gen: u64,
     /// The client's hooks (only the producer's are called here).
     hooks: crate::hooks::Hooks,
     /// Headers the hooks add to the record being produced (reused).
@@ -211,6 +216,8 @@ impl Producer {
             leaders_moved: false,
             timers: BinaryHeap::new(),
             fatal: None,
+            creating: Vec::new(),
+            confirmed_gen: 0,
             hooks: crate::hooks::Hooks::default(),
             header_sink: crate::hooks::HeaderSink::default(),
         }
@@ -373,6 +380,7 @@ impl Producer {
         [
             self.closing,
             self.pending.front().map(|p| p.deadline),
+            self.missing_deadline(),
             pid_retry,
         ]
         .into_iter()
@@ -428,6 +436,7 @@ impl Producer {
 
     /// Fails everything whose delivery timeout passed and that is not in flight.
     fn expire(&mut self, now: Instant) {
+        self.fail_missing(now);
         let after = self.cfg.delivery_timeout;
         while self.pending.front().is_some_and(|p| p.deadline <= now) {
             if let Some(p) = self.pending.pop_front() {

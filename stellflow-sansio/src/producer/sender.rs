@@ -321,6 +321,19 @@ impl Producer {
             timeout_ms: i32::try_from(self.cfg.ack_timeout.as_millis()).unwrap_or(i32::MAX),
             topic_data,
         };
+        // Without idempotence a request is not waited for past its batches' delivery
+        // deadline (Kafka's delivery.timeout.ms bounds in-flight batches too); with it, the
+        // request must run its course (the retry rule, ARCHITECTURE decision 4).
+        let left = sent
+            .iter()
+            .map(|s| s.batch.deadline.saturating_duration_since(now))
+            .min()
+            .unwrap_or(self.request_timeout)
+            .max(Duration::from_millis(1));
+        let timeout = match self.idem {
+            Some(_) => self.request_timeout,
+            None => self.request_timeout.min(left),
+        };
         // One context per request: its first batch's that has one (see `Client::set_trace`).
         let trace = sent
             .iter()
@@ -328,7 +341,7 @@ impl Producer {
             .map(crate::request::TraceContext::from);
         let opts = RequestOptions {
             trace,
-            timeout: Some(self.request_timeout),
+            timeout: Some(timeout),
         };
         let seq = net.submit(
             now,

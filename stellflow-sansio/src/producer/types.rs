@@ -182,6 +182,15 @@ pub struct ProducerConfig {
     /// [`DeliveryError::Timeout`] (a request already in flight is waited for first). Default
     /// 120 s.
     pub delivery_timeout: Duration,
+    /// How long a record to a topic no broker knows waits, counted from the first metadata
+    /// round in which every broker confirmed it unknown; then it fails with
+    /// [`DeliveryError::UnknownTopic`] (instead of after the delivery timeout). Default 5 s.
+    pub metadata_max_wait: Duration,
+    /// Creates a topic no broker knows with this many partitions, as the Go SDK does, when a
+    /// record is sent to it (a CreateTopics on any broker once every broker confirmed it
+    /// unknown; the records go out once the metadata names it). Default `None`: a missing
+    /// topic is an error after `metadata_max_wait`.
+    pub create_missing_topics: Option<i32>,
     /// The blob format. Default [`BatchFormat::V1`].
     pub format: BatchFormat,
     /// Idempotence: InitProducerId, sequence numbers, and de-duplicated retries. Forces the
@@ -215,6 +224,8 @@ impl Default for ProducerConfig {
             retry_backoff: Duration::from_millis(100),
             retry_backoff_max: Duration::from_secs(1),
             delivery_timeout: Duration::from_secs(120),
+            metadata_max_wait: Duration::from_secs(5),
+            create_missing_topics: None,
             format: BatchFormat::V1,
             idempotence: false,
             gzip_level: 1,
@@ -242,6 +253,15 @@ impl ProducerConfig {
         }
         if self.buffer_memory < self.batch_size.min(self.max_request_size) {
             return bad("producer.buffer_memory", "must hold at least one batch");
+        }
+        if self.metadata_max_wait.is_zero() {
+            return bad("producer.metadata_max_wait", "must be positive");
+        }
+        if self.create_missing_topics.is_some_and(|n| n < 1) {
+            return bad(
+                "producer.create_missing_topics",
+                "must be at least 1 partition",
+            );
         }
         if self.max_in_flight_per_partition == 0 {
             return bad("producer.max_in_flight_per_partition", "must be at least 1");
