@@ -129,6 +129,10 @@ pub fn exactly_once(got: &[ConsumerRecord], n: u32) -> R<Vec<u32>> {
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+/// The user guide (`docs/guide.md`): its Rust code blocks run as doctests too.
+#[doc = include_str!("../../docs/guide.md")]
+#[cfg(doctest)]
+pub struct GuideDoctests;
 /// A producer and consumer hook that counts every call it gets, per record and per commit,
 /// so a case can check that each came exactly once.
 #[derive(Debug, Default)]

@@ -2,7 +2,8 @@
 
 use crate::driver::Driver;
 use crate::state::Link;
-use crate::{Admin, ClientConfig, ClusterMetadata, Consumer, Counters, Error, Options, Producer};
+use crate::{Admin, ClientConfig, ClusterHealth, ClusterMetadata, Consumer, Counters, Error};
+use crate::{Options, Producer};
 use crate::{Result, Runtime};
 use std::marker::PhantomData;
 
@@ -80,6 +81,14 @@ impl<R: Runtime> Client<R> {
     /// the outcome shows in [`Client::metadata`].
     pub fn refresh_metadata(&self) -> Result<()> {
         self.link.with(|st, now| st.client.refresh_metadata(now))
+    }
+
+    /// The cluster's health now: healthy, degraded, or unreachable since an instant, with
+    /// every broker's last answer and last failure (see [`crate::HealthState`]). Once no broker has
+    /// answered for `ClientConfig::unreachable_timeout`, a consumer's `poll`/`recv` return
+    /// [`crate::ConsumerError::Unreachable`] once per outage.
+    pub fn cluster_health(&self) -> ClusterHealth {
+        self.link.get(|st| st.client.cluster_health())
     }
 
     /// A snapshot of the client's request and connection counters.

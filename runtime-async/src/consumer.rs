@@ -25,7 +25,7 @@ use tracing::Instrument;
 /// fetching down instead of growing memory. Fetch sizes: `consumer.fetch_max_bytes` is
 /// Kafka's `fetch.max.bytes`; Kafka's `max.partition.fetch.bytes` has no byte equivalent,
 /// because each Fetch entry reads one whole blob: a partition's share of a request is
-/// `consumer.max_entries_per_partition` blobs (the README maps the Kafka settings).
+/// `consumer.max_entries_per_partition` blobs (the user guide, `docs/guide.md`, maps the Kafka settings).
 ///
 /// Examples with an adapter's names are on its aliases (`stellflow_tokio::Consumer`, ...).
 #[derive(Debug, Clone)]
@@ -91,6 +91,10 @@ impl<R: Runtime> Consumer<R> {
                 Some(out) => Some(Ok(out)),
                 None if st.consumer_closed.done.is_some() => {
                     Some(Err(ConsumerError::Closed.into()))
+                }
+                // The cluster is unreachable: said once per outage instead of waiting forever.
+                None if let Some(e) = st.client.take_unreachable_error() => {
+                    Some(Err(ConsumerError::Unreachable(e).into()))
                 }
                 None => {
                     st.wait(cx);
@@ -205,7 +209,8 @@ impl<R: Runtime> Consumer<R> {
     }
 
     /// Commits the positions of every assigned partition (the first record not yet taken,
-    /// mid-blob included) and waits for the outcome; retriable failures are retried by the
+    /// mid-blob included; with `consumer.commit_marked_only` the positions marked by
+    /// [`Consumer::mark_processed`]) and waits for the outcome; retriable failures are retried by the
     /// core within its request timeout. Cancel safety: dropping the future does not stop the
     /// commit; its outcome then shows in [`Consumer::events`].
     pub async fn commit_sync(&self) -> Result<Committed> {
@@ -243,6 +248,32 @@ impl<R: Runtime> Consumer<R> {
             Err(e) => drop(tx.send(Err(e.into()))),
         };
         self.client.link.call(commit).await?
+    }
+
+    /// Marks `record`, and every earlier record of its partition, as processed (rdkafka's
+    /// `store_offset`). With `config.consumer.commit_marked_only` set (Kafka:
+    /// `enable.auto.offset.store=false`), every commit — auto-commit, the commit before a
+    /// revocation, the one on close, [`Consumer::commit_sync`] — takes only marked positions,
+    /// so a record delivered but not marked is read again after a crash: mark an input once
+    /// its outputs are acknowledged and the consumer stays at-least-once with no bookkeeping
+    /// of your own. Marks are exact mid-blob and only move forward (mark in delivery order per
+    /// partition); a seek or a revocation forgets the partition's mark. Does no I/O.
+    ///
+    /// Errors: [`ConsumerError::MarkingOff`] without `commit_marked_only` (the mark would be
+    /// ignored), [`ConsumerError::NotAssigned`] once the partition was revoked.
+    pub fn mark_processed(&self, record: &ConsumerRecord) -> Result<()> {
+        self.run(|c, _| c.mark_processed(record))
+    }
+
+    /// Like [`Consumer::mark_processed`] with an explicit position: everything of `tp`
+    /// before `position` is processed (e.g. [`FetchedBlob::next_position`] after a blob).
+    pub fn mark_position(&self, tp: &TopicPartition, position: Position) -> Result<()> {
+        self.run(|c, _| c.mark_position(tp, position))
+    }
+
+    /// The position marked processed for `tp` (see [`Consumer::mark_processed`]), if any.
+    pub fn marked(&self, tp: &TopicPartition) -> Option<Position> {
+        self.client.link.get(|st| st.client.marked(tp))
     }
 
     /// Starts a commit of every position without waiting for it and without retries (Kafka's

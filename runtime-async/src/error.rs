@@ -56,8 +56,7 @@ impl Error {
         match self {
             Error::Admin(e) => e.is_retriable(),
             Error::Request(e) => e.is_retriable(),
-            Error::Consumer(ConsumerError::Request(e)) => e.is_retriable(),
-            Error::Consumer(ConsumerError::Broker { code, .. }) => code.is_retriable(),
+            Error::Consumer(e) => e.is_retriable(),
             Error::Delivery(e) => delivery_retriable(e),
             Error::Produce(ProduceError::BufferFull { .. }) | Error::BufferFull(_) => true,
             _ => false,

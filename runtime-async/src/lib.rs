@@ -33,6 +33,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod batch;
 mod client;
 mod consumer;
 mod driver;
@@ -50,13 +51,14 @@ mod state;
 mod trace;
 
 pub use admin::Admin;
+pub use batch::BatchDelivery;
 pub use client::Client;
 pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use prelude::*;
 pub use producer::{Delivery, Producer, Record};
 pub use read_buffers::ReadBuffers;
-pub use runtime::Runtime;
+pub use runtime::{Runtime, unresolved};
 pub use state::{Committed, Events};
 
 /// What each adapter crate re-exports (`pub use stellflow_async::prelude::*`) next to its own
@@ -66,7 +68,9 @@ pub mod prelude {
     /// OpenTelemetry glue (the `opentelemetry` feature).
     #[cfg(feature = "opentelemetry")]
     pub use crate::otel;
-    pub use crate::{Committed, Delivery, Error, Events, Options, Record, Result, Runtime};
+    pub use crate::{
+        BatchDelivery, Committed, Delivery, Error, Events, Options, Record, Result, Runtime,
+    };
     /// The `bytes` crate of record keys and values.
     pub use bytes;
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
@@ -82,14 +86,14 @@ pub mod prelude {
     };
     pub use stellflow_sansio::{
         Acks, AdminCall, AdminError, AdminOutput, ApiSupport, BatchFormat, BlobRecordsFrom,
-        BrokerAddress, BrokerApiVersions, BrokerInfo, ClientConfig, ClusterMetadata, ClusterStatus,
-        CommitId, CommitKind, CommittedOffset, ConfigError, ConnectionError, ConsumerConfig,
-        ConsumerError, ConsumerEvent, ConsumerRecord, Counters, DecommissionResult, DeliveryError,
-        FetchedBlob, HeaderFields, InvalidTopicName, LeaderlessReason, ListedOffset,
-        LogStartAction, OffsetInfo, OffsetReset, OffsetSpec, PartitionInfo, PartitionOutcome,
-        PartitionOverride, Position, ProduceError, ProducerConfig, ReassertedPartition,
-        RecordMetadata, RequestError, RequestOptions, SeekTo, Target, TopicAdminResult,
-        TopicDescription, TopicPartition, TraceContext,
+        BrokerAddress, BrokerApiVersions, BrokerHealth, BrokerInfo, ClientConfig, ClusterHealth,
+        ClusterMetadata, ClusterStatus, ClusterUnreachable, CommitId, CommitKind, CommittedOffset,
+        ConfigError, ConnectionError, ConsumerConfig, ConsumerError, ConsumerEvent, ConsumerRecord,
+        Counters, DecommissionResult, DeliveryError, FetchedBlob, HeaderFields, HealthState,
+        InvalidTopicName, LeaderlessReason, ListedOffset, LogStartAction, OffsetInfo, OffsetReset,
+        OffsetSpec, PartitionInfo, PartitionOutcome, PartitionOverride, Position, ProduceError,
+        ProducerConfig, ReassertedPartition, RecordMetadata, RequestError, RequestOptions, SeekTo,
+        Target, TopicAdminResult, TopicDescription, TopicPartition, TraceContext,
     };
     pub use stellflow_sansio::{
         ApiCounters, DurationHistogram, KeyedPartitioner, KeylessPartitioner, Partitioner,

@@ -16,9 +16,12 @@ use std::time::{Duration, Instant};
 /// metadata round in the timed part). Prints `RESULT <label>-produce-MBps X`,
 /// `RESULT <label>-consume-MBps X` and the records/s of each.
 ///
-/// Like `stellflow perf produce`, the producer keeps the outcomes in a queue and takes the
-/// ones already known after every record (one `Delivery` per record, as a user would);
-/// like `perf consume`, the consumer reads every partition from its start.
+/// Like `stellflow perf produce`, the producer sends batches of [`BATCH`] records
+/// (`Producer::enqueue_all`), keeps their outcomes in a queue and takes the ones already
+/// known after every batch; like `perf consume`, the consumer reads every partition from its
+/// start. Each result line also gives the process's CPU time per record
+/// ([`process_cpu_time`]: user + system, every thread, the sim broker's included when it runs
+/// in the process).
 pub async fn run<R: Runtime>(label: &str, sim: &str) -> Result<(), Box<dyn std::error::Error>> {
     let arg = |i: usize| std::env::args().nth(i);
     let n: usize = arg(1).map_or(Ok(200_000), |a| a.parse())?;
@@ -58,23 +61,31 @@ async fn produce<R: Runtime>(
     label: &str,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let producer = client.producer();
-    let value = Bytes::from(vec![b'v'; size]);
+    let record = Record::new(topic, Bytes::from(vec![b'v'; size]));
+    let cpu = process_cpu_time();
     let start = Instant::now();
     let mut pending = VecDeque::new();
-    for _ in 0..n {
-        let record = Record::new(topic, value.clone());
-        pending.push_back(producer.enqueue(record).await?);
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(BATCH);
+        left -= k;
+        pending.push_back(
+            producer
+                .enqueue_all(std::iter::repeat_n(&record, k))
+                .await?,
+        );
         while let Some(d) = pending.front_mut() {
-            let Some(outcome) = d.try_wait() else { break };
-            outcome?;
+            let Some(outcomes) = d.try_wait() else { break };
+            outcomes.into_iter().try_for_each(|o| o.map(drop))?;
             pending.pop_front();
         }
     }
     producer.flush().await?;
     for d in pending {
-        d.await?;
+        d.await.into_iter().try_for_each(|o| o.map(drop))?;
     }
-    report(&format!("{label}-produce"), n, size, start.elapsed());
+    let cpu = cpu_since(cpu);
+    report(&format!("{label}-produce"), n, size, start.elapsed(), cpu);
     Ok(())
 }
 
@@ -93,6 +104,7 @@ async fn consume<R: Runtime>(
         .map(|p| TopicPartition::new(topic, p))
         .collect();
     consumer.assign(&tps)?;
+    let cpu = process_cpu_time();
     let start = Instant::now();
     let mut got = 0;
     while got < n {
@@ -102,17 +114,58 @@ async fn consume<R: Runtime>(
         }
         got += records.len();
     }
-    report(&format!("{label}-consume"), got, size, start.elapsed());
+    let (took, cpu) = (start.elapsed(), cpu_since(cpu));
+    report(&format!("{label}-consume"), got, size, took, cpu);
     Ok(())
 }
 
-fn report(what: &str, records: usize, size: usize, took: Duration) {
+/// Records a produce run sends with one `Producer::enqueue_all`.
+pub const BATCH: usize = 1024;
+
+/// The CPU time this process has used so far — user plus system, all its threads — as the OS
+/// counts it (`CLOCK_PROCESS_CPUTIME_ID`); `None` where that clock is not read (not Unix).
+pub fn process_cpu_time() -> Option<Duration> {
+    #[cfg(unix)]
+    {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+        let secs = u64::try_from(t.tv_sec).ok()?;
+        let nanos = u32::try_from(t.tv_nsec).ok()?;
+        Some(Duration::new(secs, nanos))
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// The CPU time used since `start` (a [`process_cpu_time`] reading).
+pub fn cpu_since(start: Option<Duration>) -> Option<Duration> {
+    Some(process_cpu_time()?.saturating_sub(start?))
+}
+
+/// `, X ns CPU/record (user + system)` for a run of `records` that used `cpu`, or nothing when
+/// the CPU time is unknown.
+pub fn cpu_per_record(cpu: Option<Duration>, records: u64) -> String {
+    match cpu {
+        Some(cpu) if records > 0 => format!(
+            ", {:.0} ns CPU/record ({:.3} s CPU, user + system)",
+            cpu.as_nanos() as f64 / records as f64,
+            cpu.as_secs_f64()
+        ),
+        _ => String::new(),
+    }
+}
+
+fn report(what: &str, records: usize, size: usize, took: Duration, cpu: Option<Duration>) {
     let secs = took.as_secs_f64();
     let mb = (records * size) as f64 / 1e6;
     println!(
-        "{what}: {records} records in {secs:.3} s, {:.0} records/s",
-        records as f64 / secs
+        "{what}: {records} records in {secs:.3} s, {:.0} records/s{}",
+        records as f64 / secs,
+        cpu_per_record(cpu, records as u64)
     );
+    if let Some(cpu) = cpu {
+        let ns = cpu.as_nanos() as f64 / records.max(1) as f64;
+        println!("RESULT {what}-cpu-ns-per-record {ns:.0}");
+    }
     println!("RESULT {what}-MBps {:.1}", mb / secs);
     println!("RESULT {what}-records-per-sec {:.0}", records as f64 / secs);
 }

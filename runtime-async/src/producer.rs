@@ -1,8 +1,10 @@
 //! The [`Producer`] handle and its [`Delivery`].
 
-use crate::state::{Pending, Reply, State};
+use crate::batch::{BatchDelivery, Fed};
+use crate::state::{Link, Pending, Reply, State};
 use crate::{Client, ClientConfig, Error, Options, RecordMetadata, Result, Runtime};
 use futures_channel::oneshot;
+use std::borrow::Borrow;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -56,6 +58,23 @@ impl Future for Delivery {
         Pin::new(&mut self.rx)
             .poll(cx)
             .map(|r| r.unwrap_or(Err(Error::Shutdown)))
+    }
+}
+
+/// Gives up a batch's place in the lane when `enqueue_all` is dropped before it fed every
+/// record.
+struct Abandon<'a> {
+    link: &'a Link,
+    key: u64,
+    armed: bool,
+}
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let key = self.key;
+            let _ = self.link.with(|st, now| st.abandon_batch(now, key));
+        }
     }
 }
 
@@ -152,6 +171,92 @@ impl<R: Runtime> Producer<R> {
         };
         futures_lite::future::or(queue, expire).await?;
         Ok(Delivery { rx })
+    }
+
+    /// Sends every record of `records` and waits for their outcomes (see
+    /// [`Producer::enqueue_all`]): one outcome per record, in the order given.
+    ///
+    /// Cancel safety: as [`Producer::enqueue_all`] while records are queued; once every record
+    /// is queued, dropping the future only discards the outcomes.
+    pub async fn send_all<I>(&self, records: I) -> Result<Vec<Result<RecordMetadata>>>
+    where
+        I: IntoIterator,
+        I::Item: Borrow<Record>,
+    {
+        Ok(self.enqueue_all(records).await?.await)
+    }
+
+    /// Queues every record of `records` (owned [`Record`]s or references to them) in order,
+    /// without waiting for their delivery, and returns one [`BatchDelivery`] for all of them:
+    /// Kafka's `send(List<ProducerRecord>)`. Each record goes to its partition's batch as with
+    /// [`Producer::enqueue`], so records keep their order per partition, behind every record
+    /// queued before the call; the call costs a few allocations, not one per record, and reads
+    /// the clock once per few hundred records.
+    ///
+    /// Backpressure applies to the whole call: when the core's buffer
+    /// (`producer.buffer_memory`) is full, the call waits for room (the records not yet
+    /// queued stay with the caller, so memory stays bounded by `buffer_memory`) for up to
+    /// [`Options::max_block`] from the call's start, then stops: every record not queued by
+    /// then has [`Error::BufferFull`] as its outcome. While it waits, records sent after it
+    /// by other tasks wait behind it in the lane.
+    ///
+    /// Cancel safety: dropping the future before it completes sends the records queued so far
+    /// (their outcomes are discarded) and not the others.
+    pub async fn enqueue_all<I>(&self, records: I) -> Result<BatchDelivery>
+    where
+        I: IntoIterator,
+        I::Item: Borrow<Record>,
+    {
+        /// Records fed to the core per hold of the lock: the driver gets it in between.
+        const PER_LOCK: usize = 512;
+        // The caller's context goes with every record (read before the span is entered).
+        let trace = crate::trace::current();
+        let link = &self.client.link;
+        let mut records = records.into_iter();
+        let (reply, rx) = oneshot::channel();
+        let hint = records.size_hint().0;
+        let span = tracing::debug_span!("enqueue_all", records = tracing::field::Empty);
+        let (key, start) = link.with(|st, now| (st.batches.open(hint, reply), now))?;
+        let mut guard = Abandon {
+            link,
+            key,
+            armed: true,
+        };
+        let mut held = None;
+        let mut fed = 0usize;
+        let feed = futures_lite::future::poll_fn(|cx| {
+            loop {
+                let step = link.with(|st, now| {
+                    let step = st.traced(trace.clone(), |st| {
+                        st.feed(now, key, &mut held, &mut records, PER_LOCK, &mut fed)
+                    });
+                    if step == Fed::Wait {
+                        st.wait(cx);
+                    }
+                    step
+                });
+                match step {
+                    Ok(Fed::More) => continue,
+                    Ok(Fed::Done) => return Poll::Ready(Ok(true)),
+                    Ok(Fed::Wait) => return Poll::Pending,
+                    Err(e) => return Poll::Ready(Err(e)),
+                }
+            }
+        });
+        let max_block = link.options.max_block;
+        let expire = async {
+            R::sleep_until(start + max_block).await;
+            Ok(false)
+        };
+        let done = futures_lite::future::or(feed, expire)
+            .instrument(span.clone())
+            .await?;
+        if !done {
+            fed += link.with(|st, now| st.expire_batch(now, key, held.take(), records))?;
+        }
+        guard.armed = false;
+        span.record("records", fed);
+        Ok(BatchDelivery { rx, len: fed })
     }
 
     /// Queues a record if that needs no wait — the core has buffer room, or the lane behind it

@@ -13,6 +13,16 @@ const ZEROED_READ_FIRST: usize = 64 * 1024;
 /// The most room the default [`Runtime::try_read_buf`] zeroes for one read.
 const ZEROED_READ_MAX: usize = 2 * 1024 * 1024;
 
+/// The error a [`Runtime::connect`] returns when `address`'s host name did not resolve, so
+/// that the failure reads as a name that does not resolve, not as a refused connection
+/// (every runtime's connect uses it).
+pub fn unresolved(address: &BrokerAddress, e: io::Error) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!("the host {:?} did not resolve ({e})", address.host),
+    )
+}
+
 /// What a runtime provides to the driver: a place to run, TCP connects, non-blocking socket
 /// I/O with readiness, and a timer. Implemented by a marker type in each adapter crate
 /// (`stellflow_tokio::Tokio`, `stellflow_smol::Smol`, `stellflow_blocking::Blocking`);

@@ -14,10 +14,12 @@
 //! invariants only if every path that takes the lock is read together; `Link`, the driver's
 //! side of a connection, is the rest.
 
+use crate::batch::{Batches, Fed, Waiter};
 use crate::seq_map::SeqMap;
 use crate::{Error, Options, Record};
 use bytes::BytesMut;
 use futures_channel::oneshot;
+use std::borrow::Borrow;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -43,7 +45,7 @@ const LANE: usize = 1024;
 
 /// A map keyed by the core's sequential ids, with one multiplication as the hash (SipHash
 /// would cost more than the rest of a record's bookkeeping). Not for keys an attacker chooses.
-type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 #[derive(Default)]
 pub(crate) struct IdHasher(u64);
@@ -87,11 +89,13 @@ impl IntoIterator for Events {
     }
 }
 
-/// What waits in the producer's lane while the core's buffer is full: records, and the
-/// commands that must stay behind them (flush, close).
+/// What waits in the producer's lane while the core's buffer is full: records, the commands
+/// that must stay behind them (flush, close), and the place of a batch whose records wait on
+/// its caller's task (`Producer::enqueue_all`: they enter the core when it reaches the front).
 enum Parked {
     Record(Pending),
     Job(Job),
+    Batch(u64),
 }
 
 /// A record on its way into the core.
@@ -152,7 +156,9 @@ pub(crate) struct State {
     pub options: Arc<Options>,
     pub admin: IdMap<RequestId, AdminReply>,
     /// By produce id: ids rise and mostly complete in order (see [`SeqMap`]).
-    pub deliveries: SeqMap<Reply<Result<RecordMetadata, Error>>>,
+    pub deliveries: SeqMap<Waiter>,
+    /// The outcomes of `enqueue_all` calls, collected until each batch is complete.
+    pub batches: Batches,
     pub flushes: IdMap<FlushId, Reply<()>>,
     pub commits: IdMap<CommitId, Reply<Result<Committed, Error>>>,
     pub producer_closed: Closing,
@@ -188,7 +194,7 @@ impl State {
     pub fn enqueue(&mut self, now: Instant, p: Pending) -> Option<Pending> {
         if self.parked.is_empty() {
             match self.produce(now, &p) {
-                Ok(id) => drop(self.deliveries.insert(id.0, p.reply)),
+                Ok(id) => drop(self.deliveries.insert(id.0, Waiter::One(p.reply))),
                 Err(ProduceError::BufferFull { .. }) => return self.park(p),
                 Err(e) => drop(p.reply.send(Err(e.into()))),
             }
@@ -249,13 +255,18 @@ impl State {
         }
     }
 
-    /// Offers the lane to the core again, in order; fails the records whose time is up.
+    /// Offers the lane to the core again, in order; fails the records whose time is up. Stops
+    /// at a batch's place: its caller feeds it (woken after the driver's pass).
     pub fn retry_parked(&mut self, now: Instant) {
         while let Some(front) = self.parked.pop_front() {
             let p = match front {
                 Parked::Job(job) => {
                     job(self, now);
                     continue;
+                }
+                Parked::Batch(key) => {
+                    self.parked.push_front(Parked::Batch(key));
+                    return;
                 }
                 Parked::Record(p) => p,
             };
@@ -272,9 +283,118 @@ impl State {
             };
             self.parked_records -= 1;
             match outcome {
-                Ok(id) => drop(self.deliveries.insert(id.0, p.reply)),
+                Ok(id) => drop(self.deliveries.insert(id.0, Waiter::One(p.reply))),
                 Err(e) => drop(p.reply.send(Err(e))),
             }
+        }
+    }
+
+    /// Feeds up to `limit` records of batch `key` to the core, in order: `held` first (a
+    /// record that found the buffer full before), then `records`; counts the records it took
+    /// (queued or refused) in `fed`. A batch waits behind the
+    /// lane: when the lane holds something else first, it takes a place at the lane's back
+    /// and waits; when the core's buffer is full, it keeps the record in `held`, takes the
+    /// lane's front and waits (`Fed::Wait`: wake the caller after the driver's next pass).
+    pub fn feed<I>(
+        &mut self,
+        now: Instant,
+        key: u64,
+        held: &mut Option<I::Item>,
+        records: &mut I,
+        limit: usize,
+        fed: &mut usize,
+    ) -> Fed
+    where
+        I: Iterator,
+        I::Item: Borrow<Record>,
+    {
+        if !self.parked.is_empty() {
+            self.retry_parked(now);
+        }
+        let at_front = match self.parked.front() {
+            None => true,
+            Some(Parked::Batch(k)) => *k == key,
+            Some(_) => false,
+        };
+        if !at_front {
+            if !self
+                .parked
+                .iter()
+                .any(|p| matches!(p, Parked::Batch(k) if *k == key))
+            {
+                self.parked.push_back(Parked::Batch(key));
+            }
+            return Fed::Wait;
+        }
+        for _ in 0..limit {
+            let Some(record) = held.take().or_else(|| records.next()) else {
+                self.leave_lane(now, key);
+                self.batches.seal(key);
+                return Fed::Done;
+            };
+            *fed += 1;
+            let result = record
+                .borrow()
+                .with_borrowed(|rec| self.client.produce(now, rec));
+            match result {
+                Ok(id) => {
+                    let index = self.batches.push_waiting(key);
+                    drop(self.deliveries.insert(id.0, Waiter::Batch { key, index }));
+                }
+                Err(ProduceError::BufferFull { .. }) => {
+                    *held = Some(record);
+                    *fed -= 1;
+                    if self.parked.is_empty() {
+                        self.parked.push_back(Parked::Batch(key));
+                        self.replan = true; // the driver re-plans and wakes us after its pass
+                    }
+                    return Fed::Wait;
+                }
+                Err(e) => self.batches.push_done(key, Err(e.into())),
+            }
+        }
+        Fed::More
+    }
+
+    /// Ends batch `key`'s wait for buffer space at `max_block`: `held` and the rest of
+    /// `records` fail with [`Error::BufferFull`], and the lane moves on. Returns how many
+    /// records failed so.
+    pub fn expire_batch<I>(
+        &mut self,
+        now: Instant,
+        key: u64,
+        held: Option<I::Item>,
+        records: I,
+    ) -> usize
+    where
+        I: Iterator,
+    {
+        let max_block = self.options.max_block;
+        let mut failed = 0;
+        for _ in held.into_iter().chain(records) {
+            failed += 1;
+            self.batches
+                .push_done(key, Err(Error::BufferFull(max_block)));
+        }
+        self.leave_lane(now, key);
+        self.batches.seal(key);
+        failed
+    }
+
+    /// A batch's caller went away before feeding every record: the records fed are still
+    /// sent (their outcomes discarded), the others are not, and the lane moves on.
+    pub fn abandon_batch(&mut self, now: Instant, key: u64) {
+        self.leave_lane(now, key);
+        self.batches.abandon(key);
+    }
+
+    /// Takes batch `key`'s place out of the lane and lets the lane behind it move on.
+    fn leave_lane(&mut self, now: Instant, key: u64) {
+        let before = self.parked.len();
+        self.parked
+            .retain(|p| !matches!(p, Parked::Batch(k) if *k == key));
+        if self.parked.len() != before {
+            self.retry_parked(now);
         }
     }
 
@@ -316,11 +436,14 @@ impl State {
                     deliver(result);
                 }
             }
-            Event::Produced { id, result } => {
-                if let Some(tx) = self.deliveries.remove(id.0) {
-                    let _ = tx.send(result.map_err(Error::from));
+            Event::Produced { id, result } => match self.deliveries.remove(id.0) {
+                Some(Waiter::One(tx)) => drop(tx.send(result.map_err(Error::from))),
+                Some(Waiter::Batch { key, index }) => {
+                    self.batches
+                        .complete(key, index, result.map_err(Error::from));
                 }
-            }
+                None => {}
+            },
             Event::Flushed { id } => {
                 if let Some(tx) = self.flushes.remove(&id) {
                     let _ = tx.send(());
@@ -333,6 +456,11 @@ impl State {
                 reason: DisconnectReason::ConnectFailed(e),
                 ..
             } => self.connect_error = Some(format!("cannot connect to {address}: {e}")),
+            Event::ConnectionError {
+                address,
+                error: error @ stellflow_sansio::ConnectionError::NotStellflow { .. },
+                ..
+            } => self.connect_error = Some(format!("{address}: {error}")),
             Event::Consumer(ConsumerEvent::CommitCompleted { id, result, kind }) => {
                 match self.commits.remove(&id) {
                     Some(tx) => drop(tx.send(result.map_err(Error::from))),
@@ -401,7 +529,7 @@ impl State {
     pub fn deadline(&mut self) -> Option<Instant> {
         let parked = self.parked.iter().find_map(|p| match p {
             Parked::Record(p) => Some(p.deadline),
-            Parked::Job(_) => None,
+            Parked::Job(_) | Parked::Batch(_) => None,
         });
         [self.client.poll_timeout(), parked]
             .into_iter()
@@ -482,6 +610,7 @@ impl State {
         });
         self.admin.clear();
         self.deliveries.clear();
+        self.batches.shut_down();
         self.flushes.clear();
         self.commits.clear();
         self.producer_closed.waiters.clear();
@@ -565,6 +694,7 @@ impl Link {
             options: options.clone(),
             admin: IdMap::default(),
             deliveries: SeqMap::default(),
+            batches: Batches::default(),
             flushes: IdMap::default(),
             commits: IdMap::default(),
             producer_closed: Closing::default(),

@@ -2,9 +2,9 @@
 //! `stellflow-async`, each call run on the calling thread until it completes.
 
 use crate::{
-    AdminCall, AdminOutput, BrokerApiVersions, ClientConfig, ClusterMetadata, ClusterStatus,
-    Committed, CommittedOffset, ConsumerRecord, Counters, DecommissionResult, Delivery, Events,
-    FetchedBlob, ListedOffset, OffsetSpec, Options, PartitionOverride, Position,
+    AdminCall, AdminOutput, BatchDelivery, BrokerApiVersions, ClientConfig, ClusterMetadata,
+    ClusterStatus, Committed, CommittedOffset, ConsumerRecord, Counters, DecommissionResult,
+    Delivery, Events, FetchedBlob, ListedOffset, OffsetSpec, Options, PartitionOverride, Position,
     ReassertedPartition, Record, RecordMetadata, RequestOptions, Result, SeekTo, Target,
     TopicAdminResult, TopicDescription, TopicPartition,
 };
@@ -121,6 +121,14 @@ impl Client {
         self.owner.0.refresh_metadata()
     }
 
+    /// The cluster's health now: healthy, degraded, or unreachable since an instant, with
+    /// every broker's last answer and last failure (see [`crate::HealthState`]). Once no
+    /// broker has answered for `ClientConfig::unreachable_timeout`, a consumer's
+    /// `poll`/`recv` return [`crate::ConsumerError::Unreachable`] once per outage.
+    pub fn cluster_health(&self) -> crate::ClusterHealth {
+        self.owner.0.cluster_health()
+    }
+
     /// A snapshot of the client's request and connection counters.
     pub fn counters(&self) -> Counters {
         self.owner.0.counters()
@@ -194,6 +202,32 @@ impl Producer {
         }
     }
 
+    /// Sends every record of `records` (owned [`Record`]s or references to them) and blocks
+    /// until each has its outcome: one per record, in the order given (see
+    /// [`Producer::enqueue_all`]).
+    pub fn send_all<I>(&self, records: I) -> Result<Vec<Result<RecordMetadata>>>
+    where
+        I: IntoIterator,
+        I::Item: std::borrow::Borrow<Record>,
+    {
+        Ok(self.enqueue_all(records)?.wait())
+    }
+
+    /// Queues every record of `records` in order and returns one [`BatchDelivery`] for all of
+    /// them (call [`BatchDelivery::wait`]), without waiting for the broker: Kafka's
+    /// `send(List<ProducerRecord>)`, at a few allocations a call rather than one a record.
+    /// Records keep their order per partition, behind every record queued before the call.
+    /// When the producer's buffer (`buffer_memory`) is full this blocks until there is room,
+    /// up to [`Options::max_block`] for the whole call; the records not queued by then have
+    /// [`crate::Error::BufferFull`] as their outcome.
+    pub fn enqueue_all<I>(&self, records: I) -> Result<BatchDelivery>
+    where
+        I: IntoIterator,
+        I::Item: std::borrow::Borrow<Record>,
+    {
+        block_on(self.inner.enqueue_all(records))
+    }
+
     /// Queues `record` if that needs no wait and gives it back (`Ok(Err(record))`) when the
     /// lane is full; never blocks (see [`Producer::enqueue`]).
     pub fn try_enqueue(&self, record: Record) -> Result<std::result::Result<Delivery, Record>> {
@@ -242,6 +276,21 @@ impl Consumer {
         /// Starts a commit of every position without waiting for it and without retries
         /// (Kafka's `commitAsync`); its outcome shows up in [`Consumer::events`].
         fn commit_async(&self) -> Result<()>;
+        /// Marks `record`, and every earlier record of its partition, as processed (rdkafka's
+        /// `store_offset`). With `config.consumer.commit_marked_only` set (Kafka:
+        /// `enable.auto.offset.store=false`), every commit — auto-commit, the commit before
+        /// a revocation, the one on close, [`Consumer::commit_sync`] — takes only marked
+        /// positions, so a record delivered but not marked is read again after a crash: mark
+        /// an input once its outputs are acknowledged. Marks are exact mid-blob and only move
+        /// forward; a seek or a revocation forgets the partition's mark. Does no I/O.
+        /// Errors: [`crate::ConsumerError::MarkingOff`] without `commit_marked_only`,
+        /// [`crate::ConsumerError::NotAssigned`] once the partition was revoked.
+        fn mark_processed(&self, record: &ConsumerRecord) -> Result<()>;
+        /// Like [`Consumer::mark_processed`] with an explicit position: everything of `tp`
+        /// before `position` is processed (e.g. [`FetchedBlob::next_position`] after a blob).
+        fn mark_position(&self, tp: &TopicPartition, position: Position) -> Result<()>;
+        /// The position marked processed for `tp` (see [`Consumer::mark_processed`]), if any.
+        fn marked(&self, tp: &TopicPartition) -> Option<Position>;
         /// The next position `poll` returns from `tp` (`None` while it is being resolved or
         /// when `tp` is not assigned).
         fn position(&self, tp: &TopicPartition) -> Option<Position>;
@@ -274,8 +323,9 @@ impl Consumer {
         /// Waits (without a time limit) for the next record; [`crate::ConsumerError::Closed`]
         /// after [`Consumer::close`].
         fn recv(&self) -> Result<ConsumerRecord>;
-        /// Commits the positions of every assigned partition (mid-blob included) and waits
-        /// for the outcome; retriable failures are retried within the request timeout.
+        /// Commits the positions of every assigned partition (mid-blob included; with
+        /// `consumer.commit_marked_only` the positions marked by [`Consumer::mark_processed`])
+        /// and waits for the outcome; retriable failures are retried within the request timeout.
         fn commit_sync(&self) -> Result<Committed>;
         /// Commits explicit positions (e.g. [`ConsumerRecord::next_position`] of the last
         /// processed record) like [`Consumer::commit_sync`].

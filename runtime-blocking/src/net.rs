@@ -147,7 +147,10 @@ fn open(
     inbox: Arc<Mutex<Inbox>>,
 ) -> io::Result<(Socket, TcpStream)> {
     let mut last = io::Error::new(ErrorKind::NotFound, "the name resolved to no address");
-    for addr in (address.host.as_str(), address.port).to_socket_addrs()? {
+    let addrs = (address.host.as_str(), address.port)
+        .to_socket_addrs()
+        .map_err(|e| stellflow_async::unresolved(address, e))?;
+    for addr in addrs {
         match TcpStream::connect_timeout(&addr, limit) {
             Ok(stream) => {
                 stream.set_nodelay(true)?;

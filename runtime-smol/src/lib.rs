@@ -76,7 +76,10 @@ impl stellflow_async::Runtime for Smol {
     async fn connect(address: BrokerAddress, limit: Duration) -> io::Result<Async<TcpStream>> {
         let connect = async {
             let mut last = io::Error::new(ErrorKind::NotFound, "the name resolved to no address");
-            for addr in smol::net::resolve((address.host.as_str(), address.port)).await? {
+            let addrs = smol::net::resolve((address.host.as_str(), address.port))
+                .await
+                .map_err(|e| stellflow_async::unresolved(&address, e))?;
+            for addr in addrs {
                 match Async::<TcpStream>::connect(addr).await {
                     Ok(s) => {
                         s.get_ref().set_nodelay(true)?;

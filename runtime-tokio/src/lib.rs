@@ -126,7 +126,13 @@ impl stellflow_async::Runtime for Tokio {
     }
 
     async fn connect(address: BrokerAddress, limit: Duration) -> io::Result<TcpStream> {
-        let connect = TcpStream::connect(address.to_string());
+        let connect = async {
+            let addrs: Vec<_> = tokio::net::lookup_host((address.host.as_str(), address.port))
+                .await
+                .map_err(|e| stellflow_async::unresolved(&address, e))?
+                .collect();
+            TcpStream::connect(&addrs[..]).await
+        };
         let stream = match tokio::time::timeout(limit, connect).await {
             Ok(r) => r?,
             Err(_) => return Err(io::Error::new(ErrorKind::TimedOut, "connect timed out")),

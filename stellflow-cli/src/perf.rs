@@ -7,8 +7,10 @@ use clap::{Args, Subcommand};
 use hdrhistogram::Histogram;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+use stellflow_async::perf::{cpu_per_record, cpu_since, process_cpu_time};
 use stellflow_blocking::{
-    Acks, BatchFormat, ClientConfig, Delivery, OffsetReset, Record, RecordMetadata, TopicPartition,
+    Acks, BatchDelivery, BatchFormat, ClientConfig, OffsetReset, Record, RecordMetadata,
+    TopicPartition,
 };
 use stellflow_sansio::stellflow_proto::record::Envelope;
 
@@ -105,13 +107,10 @@ pub(crate) fn latencies() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
 
-/// Records that share one enqueue-time clock read (unless throttled): a latency is at most
-/// the time to enqueue this many records (microseconds) too long, and the clock reads that
-/// cost as much as a record's own work at 100 B are gone.
-const STAMP_EVERY: u64 = 16;
-
-/// Records counted into the progress bar at once (its every update reads the clock).
-const PROGRESS_EVERY: u64 = 1024;
+/// Records sent with one `enqueue_all` (unless throttled): they share one enqueue-time clock
+/// read, so a latency is at most the time to enqueue this many records (tens of
+/// microseconds at 100 B) too long, and the progress bar is updated once per batch.
+const BATCH: u64 = 1024;
 
 fn produce(g: &Global, a: &PerfProduce) -> CliResult {
     if a.record_size == 0 || a.num_records == 0 {
@@ -125,22 +124,28 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
     let producer = env.client.producer();
     let value = stellflow_blocking::bytes::Bytes::from(payload(a.record_size));
     let record = Record::new(a.topic.as_str(), value);
-    let mut queue: VecDeque<(Instant, Delivery)> = VecDeque::new();
+    // Unthrottled, records go in batches (one `enqueue_all`, one enqueue-time clock read and
+    // one outcome a batch); throttled, one at a time on their due time.
+    let batch = if a.throughput > 0.0 { 1 } else { BATCH };
+    let mut queue: VecDeque<(Instant, BatchDelivery)> = VecDeque::new();
     let mut lat_us = latencies();
     let mut progress = Progress::new("perf produce", Some(a.num_records));
+    let cpu = process_cpu_time();
     let start = Instant::now();
     let mut window = (Instant::now(), 0u64, 0u64, 0u64); // start, count, latency sum, max
-    // One clock read per record (its enqueue time) and one per pass that finds outcomes (the
-    // time they are seen): per-record clock reads cost as much as the rest of the tool.
+    // A batch's records share its enqueue time and the time its outcome is seen.
     let mut take = |t: Instant,
                     now: Instant,
-                    r: stellflow_blocking::Result<RecordMetadata>,
+                    results: Vec<stellflow_blocking::Result<RecordMetadata>>,
                     lat: &mut Histogram<u64>| {
-        r.map_err(|e| CliError(format!("record not delivered: {e}")))?;
+        let n = results.len() as u64;
+        for r in results {
+            r.map_err(|e| CliError(format!("record not delivered: {e}")))?;
+        }
         let us = u64::try_from(now.saturating_duration_since(t).as_micros()).unwrap_or(u64::MAX);
-        lat.saturating_record(us);
-        window.1 += 1;
-        window.2 += us;
+        lat.saturating_record_n(us, n);
+        window.1 += n;
+        window.2 += us * n;
         window.3 = window.3.max(us);
         let secs = now.saturating_duration_since(window.0).as_secs_f64();
         if secs >= 5.0 {
@@ -149,31 +154,27 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
         }
         Ok::<_, CliError>(())
     };
-    let mut stamp = start;
-    for i in 0..a.num_records {
+    let mut sent = 0u64;
+    while sent < a.num_records {
         if a.throughput > 0.0 {
-            let due = start + Duration::from_secs_f64(i as f64 / a.throughput);
+            let due = start + Duration::from_secs_f64(sent as f64 / a.throughput);
             if let Some(wait) = due.checked_duration_since(Instant::now()) {
                 std::thread::sleep(wait);
             }
         }
-        if i % STAMP_EVERY == 0 || a.throughput > 0.0 {
-            stamp = Instant::now();
-        }
-        queue.push_back((stamp, producer.enqueue(record.clone())?));
+        let k = batch.min(a.num_records - sent);
+        let records = std::iter::repeat_n(&record, usize::try_from(k).unwrap_or(usize::MAX));
+        queue.push_back((Instant::now(), producer.enqueue_all(records)?));
+        sent += k;
         let mut seen = None;
         while let Some((t, p)) = queue.front_mut() {
-            let Some(r) = p.try_wait() else { break };
+            let Some(results) = p.try_wait() else { break };
             let now = *seen.get_or_insert_with(Instant::now);
-            take(*t, now, r, &mut lat_us)?;
+            take(*t, now, results, &mut lat_us)?;
             queue.pop_front();
         }
-        if (i + 1) % PROGRESS_EVERY == 0 {
-            progress.add(PROGRESS_EVERY, PROGRESS_EVERY * a.record_size as u64);
-        }
+        progress.add(k, k * a.record_size as u64);
     }
-    let rest = a.num_records % PROGRESS_EVERY;
-    progress.add(rest, rest * a.record_size as u64);
     producer.flush()?;
     // Every outcome is in after the flush: seen now.
     let now = Instant::now();
@@ -181,13 +182,14 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
         take(t, now, p.wait(), &mut lat_us)?;
     }
     progress.finish();
-    let secs = start.elapsed().as_secs_f64();
+    let (secs, cpu) = (start.elapsed().as_secs_f64(), cpu_since(cpu));
     let n = lat_us.len() as f64;
     println!(
-        "{} records sent, {:.1} records/sec ({:.2} MB/sec), {}.",
+        "{} records sent, {:.1} records/sec ({:.2} MB/sec){}, {}.",
         lat_us.len(),
         n / secs,
         n * a.record_size as f64 / secs / 1e6,
+        cpu_per_record(cpu, lat_us.len()),
         latency_summary(&lat_us)
     );
     Ok(())
@@ -294,6 +296,7 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
     let mut progress = Progress::new("perf consume", Some(a.messages));
     // End-to-end latency of each record in µs (receive time − record timestamp).
     let mut lat_us = latencies();
+    let cpu = process_cpu_time();
     let start = Instant::now();
     let mut first: Option<Instant> = None;
     let (mut n, mut bytes) = (0u64, 0u64);
@@ -337,13 +340,14 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
         progress.add(take, b);
     }
     progress.finish();
-    let total = start.elapsed().as_secs_f64();
+    let (total, cpu) = (start.elapsed().as_secs_f64(), cpu_since(cpu));
     let fetch = first.map_or(total, |f| f.elapsed().as_secs_f64()).max(1e-9);
     println!(
-        "{n} records consumed, {:.2} MB, {:.1} records/sec ({:.2} MB/sec); first record after {:.1} ms, then {:.1} records/sec ({:.2} MB/sec).",
+        "{n} records consumed, {:.2} MB, {:.1} records/sec ({:.2} MB/sec){}; first record after {:.1} ms, then {:.1} records/sec ({:.2} MB/sec).",
         bytes as f64 / 1e6,
         n as f64 / total,
         bytes as f64 / total / 1e6,
+        cpu_per_record(cpu, n),
         (total - fetch).max(0.0) * 1e3,
         n as f64 / fetch,
         bytes as f64 / fetch / 1e6

@@ -22,6 +22,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
+use stellflow_async::perf::{cpu_per_record, cpu_since, process_cpu_time};
 use stellflow_sansio::stellflow_proto::messages::{
     FetchPartition, FetchRequest, FetchResponse, FetchTopic, ProducePartitionData, ProduceRequest,
     ProduceResponse, ProduceTopicData,
@@ -381,6 +382,7 @@ pub fn produce(config: ClientConfig, a: &RawProduce) -> CliResult {
     let mut lat_us = latencies();
     let mut in_flight: HashMap<RequestId, (usize, Instant)> = HashMap::new();
     let (mut sent, mut acked) = (0u64, 0u64);
+    let cpu = process_cpu_time();
     let start = Instant::now();
     for (i, (_, target, body)) in bodies.iter().enumerate() {
         if sent == blobs {
@@ -406,14 +408,15 @@ pub fn produce(config: ClientConfig, a: &RawProduce) -> CliResult {
             sent += 1;
         }
     }
-    let secs = start.elapsed().as_secs_f64();
+    let (secs, cpu) = (start.elapsed().as_secs_f64(), cpu_since(cpu));
     d.close();
     let n = (blobs * per_blob) as f64;
     println!(
-        "{} records sent, {:.1} records/sec ({:.2} MB/sec), {}.",
+        "{} records sent, {:.1} records/sec ({:.2} MB/sec){}, {}.",
         blobs * per_blob,
         n / secs,
         n * a.value.len() as f64 / secs / 1e6,
+        cpu_per_record(cpu, blobs * per_blob),
         latency_summary(&lat_us)
     );
     Ok(())
@@ -536,6 +539,7 @@ pub fn consume(config: ClientConfig, a: &RawConsume) -> CliResult {
     let mut in_flight = 0usize;
     let (mut asked, mut blobs_read) = (0u64, 0u64);
     let mut turn = 0usize;
+    let cpu = process_cpu_time();
     let start = Instant::now();
     let mut first: Option<Instant> = None;
     loop {
@@ -584,7 +588,7 @@ pub fn consume(config: ClientConfig, a: &RawConsume) -> CliResult {
             }
         }
     }
-    let total = start.elapsed().as_secs_f64();
+    let (total, cpu) = (start.elapsed().as_secs_f64(), cpu_since(cpu));
     d.close();
     if n < a.records {
         return fail(format!(
@@ -595,10 +599,11 @@ pub fn consume(config: ClientConfig, a: &RawConsume) -> CliResult {
     let fetch = first.map_or(total, |f| f.elapsed().as_secs_f64()).max(1e-9);
     let bytes = blob_bytes as f64 * value_share.unwrap_or(1.0);
     println!(
-        "{n} records consumed, {:.2} MB, {:.1} records/sec ({:.2} MB/sec); first record after {:.1} ms, then {:.1} records/sec ({:.2} MB/sec).",
+        "{n} records consumed, {:.2} MB, {:.1} records/sec ({:.2} MB/sec){}; first record after {:.1} ms, then {:.1} records/sec ({:.2} MB/sec).",
         bytes / 1e6,
         n as f64 / total,
         bytes / total / 1e6,
+        cpu_per_record(cpu, n),
         (total - fetch).max(0.0) * 1e3,
         n as f64 / fetch,
         bytes / fetch / 1e6

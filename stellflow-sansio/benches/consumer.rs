@@ -1,5 +1,5 @@
 //! Consumer throughput: fetched response bytes → delivered `ConsumerRecord`s (1 KiB values,
-//! keys and values not copied). Only the client's side is timed — `handle_input` of the Fetch
+//! or `CONSUMER_BENCH_VALUE` bytes; keys and values not copied). Only the client's side is timed — `handle_input` of the Fetch
 //! answers and `poll_record` until empty; the simulated broker that builds the answers is not.
 //!
 //! Run: `cargo bench -p stellflow-sansio --bench consumer`. Prints
@@ -9,7 +9,8 @@
 //! `RESULT consumer-records-per-sec-leased N` for the v1 blobs taken through leases of 500
 //! records (`lease_records`, `RecordLease::decode`, `redeem_lease`: how the adapters take
 //! records), beside the `poll_record` figure of the same run. Each also prints the spread over
-//! its rounds.
+//! its rounds, and `RESULT consumer-cpu-ns-per-record N` (and `-leased`): the client's time
+//! per record, the core's figure for `perf consume`'s CPU per record.
 
 use bytes::{Bytes, BytesMut};
 use std::collections::HashMap;
@@ -29,7 +30,14 @@ use stellflow_sim::{ClusterConfig, LogConfig, SimCluster};
 const PARTITIONS: i32 = 4;
 const BLOBS_PER_PARTITION: usize = 16;
 const RECORDS_PER_BLOB: usize = 1000;
-const VALUE: usize = 1024;
+/// The value size: `CONSUMER_BENCH_VALUE` bytes (default 1024; 100 for the figure `perf
+/// consume` at 100 B compares with).
+fn value_size() -> usize {
+    std::env::var("CONSUMER_BENCH_VALUE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1024)
+}
 const ROUNDS: usize = 8;
 
 fn produce(sim: &mut SimCluster, now: Instant, partition: i32, blob: Bytes) {
@@ -75,7 +83,6 @@ enum Take {
     Leases,
 }
 
-/// Client time and records of one run over blobs built with `envelope`.
 /// A consumer hook that does what a cheap real one does: counts records and commits.
 #[derive(Default)]
 struct CountHook(std::sync::atomic::AtomicU64);
@@ -86,11 +93,14 @@ impl stellflow_sansio::ConsumerHook for CountHook {
     }
 }
 
+/// Client time and records of one run over blobs built with `envelope`.
 fn run(envelope: Envelope, label: &str, take: Take) -> f64 {
     run_with(envelope, label, take, Hooks::default())
 }
 
+/// Client time and records of one run over blobs built with `envelope`, with `hooks`.
 fn run_with(envelope: Envelope, label: &str, take: Take, hooks: Hooks) -> f64 {
+    let value_len = value_size();
     let mut now = Instant::now();
     let log = LogConfig {
         retention_segments: 1_000,
@@ -98,13 +108,13 @@ fn run_with(envelope: Envelope, label: &str, take: Take, hooks: Hooks) -> f64 {
     };
     let mut sim = SimCluster::new(ClusterConfig::with_brokers(1).log_config(log), now, 1);
     sim.create_topic("bench", PARTITIONS, 1).expect("topic");
-    let value = vec![b'v'; VALUE];
+    let value = vec![b'v'; value_len];
     for p in 0..PARTITIONS {
         for _ in 0..BLOBS_PER_PARTITION {
             let mut b = BatchBuilder::with_capacity(
                 BatchParams::default(),
                 envelope,
-                RECORDS_PER_BLOB * (VALUE + 40),
+                RECORDS_PER_BLOB * (value_len + 40),
             );
             for i in 0..RECORDS_PER_BLOB {
                 let key = (i as u64).to_be_bytes();
@@ -221,7 +231,7 @@ fn run_with(envelope: Envelope, label: &str, take: Take, hooks: Hooks) -> f64 {
         }
     }
     assert_eq!(delivered, per_round * ROUNDS);
-    assert_eq!(value_bytes, delivered * VALUE);
+    assert_eq!(value_bytes, delivered * value_len);
     let rate = delivered as f64 / timed.as_secs_f64();
     round_rates.sort_by(f64::total_cmp);
     println!(
@@ -250,6 +260,13 @@ fn main() {
     println!("RESULT consumer-records-per-sec {}", v1 as u64);
     println!("RESULT consumer-records-per-sec-srfb {}", srfb as u64);
     println!("RESULT consumer-records-per-sec-leased {}", leased as u64);
+    // The client's time per record (one thread, inside the client's calls only): the core's
+    // CPU per record that `perf consume`'s end-to-end `ns CPU/record` is compared with.
+    println!("RESULT consumer-cpu-ns-per-record {:.0}", 1e9 / v1);
+    println!(
+        "RESULT consumer-cpu-ns-per-record-leased {:.0}",
+        1e9 / leased
+    );
     // Paired runs without and with one registered hook (A B A B), leases as the adapters
     // take records: the cost of the hook call sites.
     let (mut plain, mut hooked) = (Vec::new(), Vec::new());

@@ -9,7 +9,9 @@
 //! * `RESULT producer-records-per-sec N` — wall clock. Honest on an idle machine; on a busy
 //!   one it includes time other processes had the CPU (the load average is printed).
 //! * `RESULT producer-records-per-cpu-sec N` — per second of this thread's on-CPU time
-//!   (Linux `schedstat`), which a busy machine distorts much less.
+//!   (Linux `schedstat`), which a busy machine distorts much less; and its inverse,
+//!   `RESULT producer-cpu-ns-per-record N`, the core's CPU time per record that the end-to-end
+//!   `perf produce` figure (`ns CPU/record`) is compared with.
 //!
 //! A same-run baseline, `RESULT producer-baseline-memcpy-MBps X`, copies the same record
 //! bytes (key and value) into a batch-sized buffer — the floor any producer pays — so figures
@@ -332,9 +334,11 @@ fn main() {
             median(&mut walls[k])
         );
         if !cpus[k].is_empty() {
+            let per_cpu_sec = median(&mut cpus[k]);
+            println!("RESULT producer-records-per-cpu-sec{sfx} {per_cpu_sec:.0}");
             println!(
-                "RESULT producer-records-per-cpu-sec{sfx} {:.0}",
-                median(&mut cpus[k])
+                "RESULT producer-cpu-ns-per-record{sfx} {:.0}",
+                1e9 / per_cpu_sec
             );
         }
         println!(

@@ -36,6 +36,13 @@ impl Backoff {
         raw.mul_f64(scale).min(self.max)
     }
 
+    /// The delay at the cap (jitter applied), and every later one too until [`Backoff::reset`]:
+    /// for a failure that retrying soon cannot fix.
+    pub fn at_cap(&mut self, rng: &mut Rng) -> Duration {
+        self.attempt = 31;
+        self.next_delay(rng)
+    }
+
     /// Forgets past failures: the next delay is `base` again (call after a success).
     pub fn reset(&mut self) {
         self.attempt = 0;

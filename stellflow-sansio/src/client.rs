@@ -35,6 +35,8 @@ pub struct Client {
     /// Observability: the span every log line of this client is in, what the last metadata
     /// round looked like, and the last delivery failure logged (see [`crate::observe`]).
     pub(crate) obs: crate::observe::Observe,
+    /// The cluster health last reported (see [`crate::health`]).
+    pub(crate) health: crate::health::HealthReport,
     /// The trace context of the commands being made ([`Client::set_trace`]).
     pub(crate) trace: Option<crate::trace::TraceIds>,
     /// The hooks of the configuration (called by the producer, the consumer and here).
@@ -89,6 +91,7 @@ impl Client {
             producer,
             consumer,
             obs: crate::observe::Observe::default(),
+            health: crate::health::HealthReport::new(config.unreachable_timeout),
             trace: None,
             hooks: config.hooks.clone(),
         };
@@ -202,7 +205,8 @@ impl Client {
             self.refresher.deadline(self.last_now)
         };
         let consumer = self.consumer_deadline();
-        [net, refresh, consumer].into_iter().flatten().min()
+        let health = self.health_deadline();
+        [net, refresh, consumer, health].into_iter().flatten().min()
     }
 
     /// The next outcome: connection changes, metadata updates, admin and raw results.
@@ -356,6 +360,7 @@ impl Client {
                 break;
             }
         }
+        self.update_health(now);
         #[cfg(feature = "metrics")]
         {
             let assigned = self.assignment();

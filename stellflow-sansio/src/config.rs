@@ -86,7 +86,8 @@ impl fmt::Display for BrokerAddress {
 }
 
 /// Parses a comma-separated bootstrap list (`"a:9092, stellflow://b:9092"`), dropping duplicates
-/// and keeping the given order.
+/// and keeping the given order. An empty entry (`"a:1,,b:2"`, a trailing comma) is refused:
+/// it is usually an address lost in a template.
 ///
 /// ```
 /// use stellflow_sansio::parse_bootstrap;
@@ -95,7 +96,16 @@ impl fmt::Display for BrokerAddress {
 /// ```
 pub fn parse_bootstrap(list: &str) -> Result<Vec<BrokerAddress>, ConfigError> {
     let mut out: Vec<BrokerAddress> = Vec::new();
-    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    if list.trim().is_empty() {
+        return Err(ConfigError::EmptyBootstrap);
+    }
+    for part in list.split(',').map(str::trim) {
+        if part.is_empty() {
+            return Err(ConfigError::InvalidAddress {
+                address: list.to_owned(),
+                reason: "the bootstrap list has an empty entry (two commas in a row, or one at an end)",
+            });
+        }
         let addr = BrokerAddress::parse(part)?;
         if !out.contains(&addr) {
             out.push(addr);
@@ -177,6 +187,12 @@ pub struct ClientConfig {
     /// within this plus a round trip, and its consumers fetch and producers send at once.
     /// Default 1 s, Kafka's default.
     pub metadata_refresh_backoff_max: Duration,
+    /// How long no broker may answer before the cluster counts as unreachable
+    /// ([`crate::HealthState::Unreachable`]): then [`crate::Event::HealthChanged`] reports it
+    /// and a consumer's next empty poll returns [`crate::ConsumerError::Unreachable`] (once
+    /// per outage). Counted from the first failure after the last answer of any broker.
+    /// Default 30 s (rdkafka raises its all-brokers-down error on a similar scale).
+    pub unreachable_timeout: Duration,
     /// `clientSoftwareName` sent in ApiVersions.
     pub software_name: String,
     /// `clientSoftwareVersion` sent in ApiVersions.
@@ -205,6 +221,7 @@ impl ClientConfig {
             metadata_max_age: Duration::from_secs(300),
             metadata_refresh_backoff: Duration::from_millis(100),
             metadata_refresh_backoff_max: Duration::from_secs(1),
+            unreachable_timeout: Duration::from_secs(30),
             software_name: "stellflow-rs".to_owned(),
             software_version: env!("CARGO_PKG_VERSION").to_owned(),
             producer: crate::producer::ProducerConfig::default(),
@@ -233,6 +250,12 @@ impl ClientConfig {
         if self.request_timeout.is_zero() {
             return Err(ConfigError::Invalid {
                 field: "request_timeout",
+                reason: "must be positive",
+            });
+        }
+        if self.unreachable_timeout.is_zero() {
+            return Err(ConfigError::Invalid {
+                field: "unreachable_timeout",
                 reason: "must be positive",
             });
         }
@@ -285,12 +308,16 @@ mod tests {
 
     #[test]
     fn bootstrap_lists() {
-        let l = parse_bootstrap("a:1, stellflow://b:2 ,,a:1").unwrap();
+        let l = parse_bootstrap("a:1, stellflow://b:2 ,a:1").unwrap();
         assert_eq!(
             l,
             vec![BrokerAddress::new("a", 1), BrokerAddress::new("b", 2)]
         );
-        assert_eq!(parse_bootstrap(" , "), Err(ConfigError::EmptyBootstrap));
+        assert_eq!(parse_bootstrap("  "), Err(ConfigError::EmptyBootstrap));
+        for empty in ["a:1,,b:2", "a:1,", ",a:1", " , "] {
+            let e = parse_bootstrap(empty).unwrap_err();
+            assert!(e.to_string().contains("empty entry"), "{empty}: {e}");
+        }
         assert!(parse_bootstrap("a:1,b").is_err());
     }
 

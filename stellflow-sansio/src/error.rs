@@ -251,6 +251,15 @@ pub enum ConnectionError {
     /// ApiVersions failed, so no version can be chosen for this broker.
     #[error("version negotiation failed: {0}")]
     Negotiation(String),
+    /// The peer's first answer is not a well-formed ApiVersions response (an absurd frame
+    /// length, a correlation id never sent, a body that does not decode): whatever listens
+    /// there is not a Stellflow broker. Check the address; the core retries it only at the
+    /// reconnect cap (`reconnect_backoff_max`).
+    #[error("the peer is not a Stellflow broker: {detail}")]
+    NotStellflow {
+        /// What its first answer looked like.
+        detail: String,
+    },
     /// Requests in flight timed out this many times in a row with nothing received on the
     /// connection: it is presumed dead (a black hole) and reopened.
     #[error("{timeouts} requests timed out in a row with nothing received; reconnecting")]
@@ -378,6 +387,7 @@ impl crate::consumer::ConsumerError {
         match self {
             C::Request(e) => e.is_retriable(),
             C::Broker { code, .. } => code.is_retriable(),
+            C::Unreachable(_) => true,
             _ => false,
         }
     }

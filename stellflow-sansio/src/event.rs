@@ -108,6 +108,9 @@ pub enum Event {
         /// Records that failed with [`crate::producer::DeliveryError::Closed`].
         failed: u64,
     },
+    /// The cluster's health changed (healthy, degraded, unreachable); the same as
+    /// [`crate::Client::cluster_health`] returns now.
+    HealthChanged(crate::health::ClusterHealth),
     /// A consumer notification (rebalances, positions, commits, group state). Records
     /// themselves come from [`crate::Client::poll_record`].
     Consumer(crate::consumer::ConsumerEvent),

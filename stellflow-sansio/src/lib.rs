@@ -92,6 +92,7 @@ mod conn;
 mod consumer;
 mod error;
 mod event;
+mod health;
 mod hooks;
 mod inflight;
 mod metadata;
@@ -117,11 +118,12 @@ pub use client::Client;
 pub use config::{BrokerAddress, ClientConfig, HeaderFields, parse_bootstrap};
 pub use consumer::{
     BlobRecordsFrom, CommitId, CommitKind, ConsumerConfig, ConsumerError, ConsumerEvent,
-    ConsumerRecord, FetchedBlob, LogStartAction, OffsetReset, Position, RecordLease, SeekTo,
-    TopicPartition,
+    ConsumerRecord, FetchedBlob, IntoTopic, LogStartAction, OffsetReset, Position, REGISTRY_TOPIC,
+    RecordLease, RevocationId, SeekTo, TopicPartition,
 };
 pub use error::{AdminError, ConfigError, ConnectionError, InvalidTopicName, RequestError};
 pub use event::{DisconnectReason, Event};
+pub use health::{BrokerHealth, ClusterHealth, ClusterUnreachable, HealthState};
 pub use hooks::{
     Acknowledgement, CommitOutcome, ConsumerHook, HeaderSink, Hooks, ProducerHook, SentRecord,
     TracePropagation,

@@ -238,3 +238,77 @@ fn admin_commands_against_nothing_listening_say_unreachable() {
         assert!(e.is_retriable(), "{e:?}");
     }
 }
+
+#[test]
+fn a_record_over_the_request_size_names_the_setting_and_its_value() {
+    let mut w = World::with(
+        ClusterConfig::with_brokers(1),
+        config("broker-1:9092", |_| {}),
+    );
+    let value = vec![0u8; 17 * 1024 * 1024];
+    let e = w
+        .client
+        .produce(w.now, &ProducerRecord::new("t", &value))
+        .unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("refused"), "{text}");
+    assert!(
+        text.contains("producer.max_request_size is 16777216 bytes"),
+        "{text}"
+    );
+    assert!(
+        text.contains("bytes of request and batch headers"),
+        "{text}"
+    );
+    let mut small = config("broker-1:9092", |c| {
+        c.producer.max_request_size = 8 * 1024 * 1024;
+        c.producer.buffer_memory = 2 * 1024 * 1024;
+        c.producer.batch_size = 1024 * 1024;
+    });
+    small.producer.linger = Duration::from_millis(1);
+    let mut w = World::with(ClusterConfig::with_brokers(1), small);
+    let value = vec![0u8; 3 * 1024 * 1024];
+    let text = w
+        .client
+        .produce(w.now, &ProducerRecord::new("t", &value))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("producer.buffer_memory is 2097152 bytes,"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_commit_while_no_broker_answers_says_unreachable() {
+    let mut cfg = config("nowhere:9092", |_| {});
+    cfg.consumer.group_id = Some("g".into());
+    let mut w = World::with(ClusterConfig::with_brokers(1), cfg);
+    w.client
+        .assign(w.now, &[stellflow_sansio::TopicPartition::new("t", 0)])
+        .unwrap();
+    let positions = vec![(
+        stellflow_sansio::TopicPartition::new("t", 0),
+        stellflow_sansio::Position::new(3, 0),
+    )];
+    let id = w.client.commit_positions(w.now, positions).unwrap();
+    let done = w.run_until(Duration::from_secs(60), |w| {
+        w.events.iter().any(|e| {
+            matches!(e, Event::Consumer(stellflow_sansio::ConsumerEvent::CommitCompleted { id: i, .. }) if *i == id)
+        })
+    });
+    assert!(done, "{:?}", w.events);
+    let result = w.events.iter().find_map(|e| match e {
+        Event::Consumer(stellflow_sansio::ConsumerEvent::CommitCompleted { result, .. }) => {
+            Some(result.clone())
+        }
+        _ => None,
+    });
+    let text = result.unwrap().unwrap_err().to_string();
+    assert!(
+        text.contains("unreachable") && text.contains("nowhere:9092"),
+        "{text}"
+    );
+    assert!(!text.contains("timed out"), "{text}");
+    assert!(!text.contains("may have executed"), "{text}");
+}

@@ -552,6 +552,95 @@ pub async fn broker_restart_mid_stream() -> R<()> {
     Ok(())
 }
 
+/// The broker crashes and refuses connections: `recv` returns the unreachable error (naming
+/// the broker) within `unreachable_timeout` + 2 s, once per outage, `cluster_health` says
+/// unreachable, and consumption goes on by itself once the broker is back.
+pub async fn cluster_unreachable_then_back() -> R<()> {
+    let server = sim()?;
+    let mut cfg = config(&server)?;
+    cfg.unreachable_timeout = Duration::from_secs(2);
+    let client = client(cfg, Duration::from_secs(5)).await?;
+    create_topic(&client.admin(), "gone", 1).await?;
+    let consumer = client.consumer();
+    consumer.assign(&[TopicPartition::new("gone", 0)])?;
+    aw!(client.producer().send(record("gone", 0)))?;
+    let first = poll_n(&consumer, 1, Duration::from_secs(20)).await?;
+    check(first.len() == 1, || "the first record never arrived".into())?;
+    check(
+        client.cluster_health().state == sf::HealthState::Healthy,
+        || format!("before the crash: {:?}", client.cluster_health()),
+    )?;
+
+    server.with_cluster(|c, now| c.crash(1, now))??;
+    let crashed = Instant::now();
+    let r = aw!(consumer.recv());
+    let took = crashed.elapsed();
+    let address = server.local_addr().to_string();
+    match &r {
+        Err(Error::Consumer(ConsumerError::Unreachable(e))) => {
+            check(e.to_string().contains(&address), || format!("{e}"))?
+        }
+        other => return Err(format!("recv after the crash: {other:?}").into()),
+    }
+    check(took <= Duration::from_secs(4), || format!("took {took:?}"))?;
+    check(r.as_ref().is_err_and(Error::is_retriable), || {
+        "the unreachable error is retriable".into()
+    })?;
+    let health = client.cluster_health();
+    check(
+        matches!(health.state, sf::HealthState::Unreachable { .. }),
+        || format!("{health:?}"),
+    )?;
+    // Once per outage: the next poll waits and comes back empty.
+    let again = aw!(consumer.poll(Duration::from_millis(500)))?;
+    check(again.is_empty(), || format!("{again:?}"))?;
+
+    server.with_cluster(|c, now| {
+        c.restart(1, now)?;
+        c.reassert_leadership(1)
+    })??;
+    aw!(client.producer().send(record("gone", 1)))?;
+    let next = poll_n(&consumer, 1, Duration::from_secs(20)).await?;
+    check(next.len() == 1 && index_of(&next[0])? == 1, || {
+        format!("after the restart: {next:?}")
+    })?;
+    let health = client.cluster_health();
+    check(
+        !matches!(health.state, sf::HealthState::Unreachable { .. }),
+        || format!("{health:?}"),
+    )?;
+    aw!(client.close())?;
+    Ok(())
+}
+
+/// A host name that does not resolve is reported as such, not as a refused connection.
+pub async fn unresolvable_host_says_so() -> R<()> {
+    let client = client(
+        ClientConfig::new("no-such-host.invalid:9092")?,
+        Duration::from_secs(5),
+    )
+    .await?;
+    let end = Instant::now() + Duration::from_secs(20);
+    let error = loop {
+        if let Some(e) = client.connect_error() {
+            break e;
+        }
+        check(Instant::now() < end, || "no connect error".into())?;
+        aw!(sleep(Duration::from_millis(20)));
+    };
+    check(
+        error.contains("\"no-such-host.invalid\" did not resolve"),
+        || error.clone(),
+    )?;
+    let health = client.cluster_health();
+    let cause = health.brokers.first().and_then(|b| b.last_cause.clone());
+    check(cause.is_some_and(|c| c.contains("did not resolve")), || {
+        format!("{health:?}")
+    })?;
+    aw!(client.close())?;
+    Ok(())
+}
+
 /// The broker executes requests but never answers: admin calls, sends and commits fail in
 /// bounded time, polls return empty, the buffer stays bounded, and the client recovers.
 pub async fn broker_stops_answering() -> R<()> {
@@ -618,6 +707,25 @@ pub async fn broker_stops_answering() -> R<()> {
         format!("no buffer-full outcome among {:?}", outcomes.first())
     })?;
     bounded(t, 60, "filling the buffer")?;
+    // A batch meets the same full buffer: it waits for room up to `max_block` for the whole
+    // call, then every record not queued fails with buffer-full at its index.
+    let t = Instant::now();
+    let batch = (0..500u32).map(|i| Record::new("stall", vec![b'y'; 1024]).with_key(i.to_string()));
+    let outcomes = aw!(producer.send_all(batch))?;
+    check(outcomes.len() == 500, || {
+        format!("{} outcomes", outcomes.len())
+    })?;
+    let full = outcomes
+        .iter()
+        .filter(|r| matches!(r, Err(Error::BufferFull(_))));
+    let full = full.count();
+    check(full > 0 && outcomes.iter().all(Result::is_err), || {
+        format!(
+            "batch to a silent broker: {full} buffer-full of {:?}",
+            outcomes.first()
+        )
+    })?;
+    bounded(t, 30, "the batch")?;
     let c = admin.counters();
     check(c.requests_in_flight <= 64, || {
         format!("in flight: {}", c.requests_in_flight)
@@ -631,6 +739,71 @@ pub async fn broker_stops_answering() -> R<()> {
         })?;
         aw!(sleep(Duration::from_millis(100)));
     }
+    Ok(())
+}
+
+/// `send_all` / `enqueue_all`: a batch of keyed records over three partitions, between single
+/// sends, with one record refused at once (a bad topic name). Every outcome comes back at its
+/// record's index, the refused one as its error; each partition's records are in the log in
+/// call order (singles before the batch, then the batch, then the single after it); an empty
+/// batch completes at once.
+pub async fn batch_send_in_order() -> R<()> {
+    const N: u32 = 5_000;
+    let server = sim()?;
+    let client = client(config(&server)?, Duration::from_secs(5)).await?;
+    create_topic(&client.admin(), "batch", 3).await?;
+    let producer = client.producer();
+    let before = aw!(producer.enqueue(record("batch", 0)))?;
+    let mut records: Vec<Record> = (1..N).map(|i| record("batch", i)).collect();
+    records.insert(100, Record::new("bad topic!", "refused"));
+    let batch = aw!(producer.enqueue_all(records.iter()))?;
+    check(batch.len() == N as usize, || {
+        format!("batch of {}", batch.len())
+    })?;
+    let after = aw!(producer.enqueue(record("batch", N)))?;
+    let empty = aw!(producer.send_all(Vec::<Record>::new()))?;
+    check(empty.is_empty(), || format!("empty batch: {empty:?}"))?;
+    let outcomes = delivered!(batch);
+    let (first, last) = (delivered!(before)?, delivered!(after)?);
+    check(outcomes.len() == N as usize, || {
+        format!("{} outcomes", outcomes.len())
+    })?;
+    check(matches!(outcomes[100], Err(Error::Produce(_))), || {
+        format!("the bad topic's outcome: {:?}", outcomes[100])
+    })?;
+    // Where each record 0..=N landed, in call order.
+    let mut written = vec![first];
+    for (i, o) in outcomes.into_iter().enumerate() {
+        if i != 100 {
+            written.push(o.map_err(|e| format!("record {i}: {e}"))?);
+        }
+    }
+    written.push(last);
+    let consumer = client.consumer();
+    let tps: Vec<_> = (0..3).map(|p| TopicPartition::new("batch", p)).collect();
+    consumer.assign(&tps)?;
+    let got = poll_n(&consumer, N as usize + 1, Duration::from_secs(60)).await?;
+    exactly_once(&got, N + 1)?;
+    let mut last_seen = std::collections::HashMap::new();
+    for r in &got {
+        let i = index_of(r)?;
+        let m = &written[i as usize];
+        check(
+            m.partition == r.partition && m.offset == Some(r.offset) && m.index == r.index,
+            || {
+                format!(
+                    "record {i}: outcome {m:?}, consumed at {}#{}",
+                    r.offset, r.index
+                )
+            },
+        )?;
+        if let Some(prev) = last_seen.insert(r.partition, i) {
+            check(prev < i, || {
+                format!("partition {}: record {i} after {prev}", r.partition)
+            })?;
+        }
+    }
+    aw!(client.close())?;
     Ok(())
 }
 
@@ -974,6 +1147,9 @@ cases!(
     admin_committed_offsets,
     broker_restart_mid_stream,
     broker_stops_answering,
+    cluster_unreachable_then_back,
+    unresolvable_host_says_so,
+    batch_send_in_order,
     commit_retries_and_outage,
     calls_after_close,
     events_overflow_reported,

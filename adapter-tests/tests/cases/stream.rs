@@ -47,6 +47,54 @@ async fn consumer_stream() -> R<()> {
     Ok(())
 }
 
+/// The broker crashes: the stream yields the unreachable error as an item, once, and goes on
+/// with the records once the broker is back.
+async fn stream_yields_unreachable() -> R<()> {
+    let server = sim()?;
+    let mut cfg = config(&server)?;
+    cfg.unreachable_timeout = Duration::from_secs(2);
+    let client = Client::connect_with(cfg, Options::default()).await?;
+    client
+        .admin()
+        .create_topic("s-gone", 1, sf::Target::Any)
+        .await?;
+    let consumer = client.consumer();
+    consumer.assign(&[TopicPartition::new("s-gone", 0)])?;
+    server.with_cluster(|c, now| c.crash(1, now))??;
+    let mut stream = consumer.clone();
+    let next = futures_lite::future::or(stream.next(), async {
+        async_io::Timer::after(Duration::from_secs(10)).await;
+        None
+    });
+    match next.await {
+        Some(Err(sf::Error::Consumer(sf::ConsumerError::Unreachable(_)))) => {}
+        other => return Err(format!("the stream yielded {other:?}").into()),
+    }
+    server.with_cluster(|c, now| {
+        c.restart(1, now)?;
+        c.reassert_leadership(1)
+    })??;
+    let (k, v) = payload(0);
+    client
+        .producer()
+        .send(Record::new("s-gone", v).with_key(k))
+        .await?;
+    let next = futures_lite::future::or(stream.next(), async {
+        async_io::Timer::after(Duration::from_secs(20)).await;
+        None
+    });
+    let r = next.await.ok_or("the stream ended or stalled")??;
+    exactly_once(&[r], 1)?;
+    client.close().await?;
+    Ok(())
+}
+
+#[test]
+fn stream_yields_the_unreachable_error() {
+    let _dog = Watchdog::new("stream_yields_the_unreachable_error", 240);
+    block_on(stream_yields_unreachable()).expect("stream_yields_the_unreachable_error");
+}
+
 #[test]
 fn stream_of_records() {
     let _dog = Watchdog::new("stream_of_records", 240);

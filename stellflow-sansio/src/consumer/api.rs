@@ -3,7 +3,7 @@
 use super::positions::Start;
 use super::{
     CommitId, CommitKind, Consumer, ConsumerError, ConsumerRecord, Ctx, FetchedBlob, Op, Position,
-    RecordLease, SeekTo, TopicPartition,
+    RecordLease, RevocationId, SeekTo, TopicPartition,
 };
 use crate::client::Client;
 use crate::net::Completion;
@@ -70,6 +70,40 @@ impl Client {
     /// the partitions SyncGroup assigns — every partition of the topics when the server
     /// assigns none (always, today).
     pub fn subscribe(&mut self, now: Instant, topics: &[&str]) -> Result<(), ConsumerError> {
+        self.subscribe_as(now, topics, false)
+    }
+
+    /// Like [`Client::subscribe`], with a rebalance listener: every
+    /// [`super::ConsumerEvent::PartitionsRevoking`] waits for [`Client::revocation_done`] (at
+    /// most `consumer.revocation_timeout`) before the positions are committed and the
+    /// partitions go to their new owner. Between the two, the partitions are still this
+    /// member's: commit them, flush what the application keeps for them. Kafka's
+    /// `onPartitionsRevoked`; [`super::ConsumerEvent::PartitionsAssigned`] is
+    /// `onPartitionsAssigned`, and [`super::ConsumerEvent::PartitionsLost`] `onPartitionsLost`.
+    pub fn subscribe_with_listener(
+        &mut self,
+        now: Instant,
+        topics: &[&str],
+    ) -> Result<(), ConsumerError> {
+        self.subscribe_as(now, topics, true)
+    }
+
+    /// Lets the revocation `id` go on ([`super::ConsumerEvent::PartitionsRevoking`]): the
+    /// positions are committed (auto-commit on) and the partitions released. An id that is
+    /// unknown or already past (its bound ran out) is ignored.
+    pub fn revocation_done(&mut self, now: Instant, id: RevocationId) {
+        self.last_now = now;
+        let (c, mut ctx) = self.consumer_ctx();
+        c.proceed_revocation(now, id, &mut ctx);
+        self.process(now);
+    }
+
+    fn subscribe_as(
+        &mut self,
+        now: Instant,
+        topics: &[&str],
+        listening: bool,
+    ) -> Result<(), ConsumerError> {
         self.consumer_command(now)?;
         if self.consumer.config.group_id.is_none() {
             return Err(ConsumerError::NoGroup);
@@ -79,6 +113,8 @@ impl Client {
         }
         let g = &mut self.consumer.group;
         g.subscription = topics.iter().map(|t| (*t).to_owned()).collect();
+        g.reg.listening = listening;
+        g.reg.resubscribed();
         if g.member == super::group::Member::Idle {
             self.refresher.request(false);
         }
@@ -102,6 +138,7 @@ impl Client {
         if !self.consumer.parts.contains_key(tp) {
             return Err(ConsumerError::NotAssigned(tp.clone()));
         }
+        self.consumer.processed.forget(tp);
         match to {
             SeekTo::Position(p) => self.consumer.reposition(tp, p),
             SeekTo::Beginning => self
@@ -244,17 +281,49 @@ impl Client {
         Some(blob)
     }
 
-    /// Commits the positions of every assigned partition (the first undelivered record,
-    /// mid-blob included), retrying retriable failures until `consumer.rebalance_timeout`.
-    /// The outcome is [`super::ConsumerEvent::CommitCompleted`] with the returned id.
+    /// Marks `record`, and every earlier record of its partition, as processed (rdkafka's
+    /// `store_offset`): with `consumer.commit_marked_only` set, commits — auto-commit, the
+    /// commit before a revocation, the one on close, [`Client::commit`] — take only marked
+    /// positions, so a record delivered but not marked is delivered again after a restart.
+    /// Mark a record once its outputs are acknowledged. The mark is
+    /// [`ConsumerRecord::next_position`] (exact mid-blob); marks only move forward, and a
+    /// seek or a revocation forgets the partition's mark. Does no I/O.
+    ///
+    /// Errors: [`ConsumerError::MarkingOff`] without `commit_marked_only`,
+    /// [`ConsumerError::NotAssigned`] for a partition no longer assigned (its next owner
+    /// reads the record again).
+    pub fn mark_processed(&mut self, record: &ConsumerRecord) -> Result<(), ConsumerError> {
+        self.consumer.mark_record(record)
+    }
+
+    /// Like [`Client::mark_processed`] with an explicit position: everything of `tp` before
+    /// `position` is processed (e.g. [`FetchedBlob::next_position`] after a whole blob).
+    pub fn mark_position(
+        &mut self,
+        tp: &TopicPartition,
+        position: Position,
+    ) -> Result<(), ConsumerError> {
+        self.consumer.mark(tp, position)
+    }
+
+    /// The position marked processed for `tp` (see [`Client::mark_processed`]), if any.
+    pub fn marked(&self, tp: &TopicPartition) -> Option<Position> {
+        self.consumer.marked(tp)
+    }
+
+    /// Commits the positions of every assigned partition — the first undelivered record,
+    /// mid-blob included, or with `consumer.commit_marked_only` the marked positions (see
+    /// [`Client::mark_processed`]) — retrying retriable failures until
+    /// `consumer.rebalance_timeout`. The outcome is
+    /// [`super::ConsumerEvent::CommitCompleted`] with the returned id.
     pub fn commit(&mut self, now: Instant) -> Result<CommitId, ConsumerError> {
-        let positions = self.consumer.positions();
+        let positions = self.consumer.positions_to_commit();
         self.commit_with(now, positions, CommitKind::Sync)
     }
 
     /// Like [`Client::commit`], without retries.
     pub fn commit_async(&mut self, now: Instant) -> Result<CommitId, ConsumerError> {
-        let positions = self.consumer.positions();
+        let positions = self.consumer.positions_to_commit();
         self.commit_with(now, positions, CommitKind::Async)
     }
 
@@ -304,17 +373,8 @@ impl Client {
             return;
         }
         self.consumer.closing = true;
-        let positions: Vec<(TopicPartition, Position)> = self
-            .consumer
-            .positions()
-            .into_iter()
-            .filter(|(tp, pos)| {
-                self.consumer
-                    .parts
-                    .get(tp)
-                    .is_some_and(|p| p.committed != Some(*pos))
-            })
-            .collect();
+        self.consumer.close_started = Some(now);
+        let positions = self.consumer.uncommitted_positions();
         let commit = self.consumer.config.enable_auto_commit
             && self.consumer.config.group_id.is_some()
             && !positions.is_empty()
@@ -358,7 +418,7 @@ impl Client {
         }
         let mut d = c
             .group
-            .deadline(&c.config, c.config.group_id.is_some(), last_now);
+            .deadline(&c.config, c.config.group_id.is_some(), c.closing, last_now);
         // Past instants were acted on by the pass at `last_now` or wait for another deadline
         // (see `Group::deadline`); only the fetch wake-up above asks for "now".
         let mut take = |t: Option<Instant>| {
@@ -388,10 +448,18 @@ impl Client {
     /// Routes a consumer request's outcome.
     pub(crate) fn on_consumer_completion(&mut self, now: Instant, op: Op, c: Completion) {
         let (consumer, mut ctx) = self.consumer_ctx();
+        // A member back from a pause learns first that its partitions are no longer its own,
+        // before any answer (a fetch, a commit) is applied to them.
+        if consumer.lease_lapsed(now) {
+            consumer.lose_membership(now, "this member's lease lapsed on its own clock", &mut ctx);
+        }
         match op {
             Op::Fetch => consumer.on_fetch(now, c.seq, c.result, &mut ctx),
             Op::ListOffsets => consumer.on_list_offsets(now, c.seq, c.result, &mut ctx),
             Op::OffsetFetch => consumer.on_offset_fetch(now, c.seq, c.result, &mut ctx),
+            Op::RegistryRead | Op::RegistryWrite => {
+                consumer.on_registry(now, c.seq, c.result, &mut ctx)
+            }
             _ => consumer.on_group(now, op, c.seq, c.result, &mut ctx),
         }
     }

@@ -32,6 +32,23 @@ pub struct CommitReq {
     trace: Option<RequestOptions>,
 }
 
+impl CommitReq {
+    /// The commit's id.
+    pub(super) fn id(&self) -> CommitId {
+        self.id
+    }
+
+    /// Whether no position is left to commit.
+    pub(super) fn is_empty(&self) -> bool {
+        self.positions.is_empty()
+    }
+
+    /// Leaves out the positions of `lost` partitions (another member may own them now).
+    pub(super) fn drop_partitions(&mut self, lost: &std::collections::BTreeSet<&TopicPartition>) {
+        self.positions.retain(|(tp, _)| !lost.contains(tp));
+    }
+}
+
 impl Consumer {
     /// The auto-commit timer. Runs before the coordinator is needed: a commit queued while
     /// the coordinator is unknown is what makes the client look it up again (with manual
@@ -45,15 +62,7 @@ impl Consumer {
             return false;
         }
         self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
-        let changed: Vec<(TopicPartition, Position)> = self
-            .positions()
-            .into_iter()
-            .filter(|(tp, pos)| {
-                self.parts
-                    .get(tp)
-                    .is_some_and(|p| p.committed != Some(*pos))
-            })
-            .collect();
+        let changed = self.uncommitted_positions();
         if changed.is_empty() {
             return false;
         }
@@ -176,6 +185,8 @@ impl Consumer {
             ctx.net.counters.offset_commits += 1;
         }
         let close = req.kind == CommitKind::Close;
+        let revocation = req.kind == CommitKind::Revocation;
+        let id = req.id;
         ctx.emit(ConsumerEvent::CommitCompleted {
             id: req.id,
             kind: req.kind,
@@ -183,6 +194,10 @@ impl Consumer {
         });
         if close {
             self.finish_close(ctx);
+        }
+        if revocation {
+            // A group handover waits for this commit before it releases the partitions.
+            self.revocation_committed(id, ctx);
         }
     }
 
@@ -199,11 +214,18 @@ impl Consumer {
                 .into_iter()
                 .partition(|c| c.deadline <= now);
         self.group.pending = keep;
+        let api_key = stellflow_proto::ApiKey::OFFSET_COMMIT;
+        // No broker answers: the commit never left the client, say why.
+        let silent = ctx.net.silent_broker();
         for c in due {
             let after = now.saturating_duration_since(c.started);
-            let err = ConsumerError::Request(RequestError::Timeout {
-                api_key: stellflow_proto::ApiKey::OFFSET_COMMIT,
-                after,
+            let err = ConsumerError::Request(match &silent {
+                Some((address, cause)) => RequestError::Unreachable {
+                    api_key,
+                    address: address.clone(),
+                    cause: format!("not sent within {after:?}; {cause}"),
+                },
+                None => RequestError::Timeout { api_key, after },
             });
             self.finish_commit(c, Err(err), ctx);
         }

@@ -50,6 +50,13 @@ pub struct ConsumerConfig {
     pub enable_auto_commit: bool,
     /// Default 5 s.
     pub auto_commit_interval: Duration,
+    /// Commit only what the application marked processed ([`crate::Client::mark_processed`],
+    /// rdkafka's `store_offset`; Kafka key `enable.auto.offset.store=false`): auto-commit,
+    /// the commit before partitions are revoked, the one on close and
+    /// [`crate::Client::commit`] take the marked positions instead of the delivered ones, so
+    /// a record whose processing did not finish is read again after a crash (at-least-once
+    /// without bookkeeping). Default false: every delivered record counts as processed.
+    pub commit_marked_only: bool,
     /// `sessionTimeoutMs` of JoinGroup: the member expires without a Heartbeat for this long.
     /// Also the time without a successful heartbeat after which the client rejoins on its own.
     /// Default 45 s.
@@ -82,6 +89,16 @@ pub struct ConsumerConfig {
     pub thrash_threshold: usize,
     /// Default 60 s.
     pub thrash_window: Duration,
+    /// The most members a group can have: the number of slots of the group's member registry
+    /// (the partitions of [`crate::REGISTRY_TOPIC`] in the group's offset store), all read in
+    /// one OffsetFetch every heartbeat interval. Every member of a group must use the same
+    /// value. Default 64.
+    pub max_group_members: usize,
+    /// How long a revocation waits for [`crate::Client::revocation_done`] when the subscription
+    /// was made with [`crate::Client::subscribe_with_listener`]; the handover then goes on as
+    /// if answered (the application's listener is late, not lost). The new owner waits for
+    /// it. Default 10 s.
+    pub revocation_timeout: Duration,
     /// Byte budget of one Fetch request (all its partitions). Capped by the response frame
     /// limit. Default 8 MiB: answers that stay in cache decode ~1.8x faster than 32 MiB ones
     /// (benches/consumer.rs), and several requests still keep the buffer full.
@@ -94,7 +111,7 @@ pub struct ConsumerConfig {
     /// the earlier ones arrive, so records are still delivered in order and exactly once. Every
     /// request in flight counts against [`max_buffered_bytes`](Self::max_buffered_bytes).
     /// 1 asks for nothing before the previous answer is in. Default 4: one request at a time
-    /// leaves the broker idle for a round trip between answers (README, Performance).
+    /// leaves the broker idle for a round trip between answers (`docs/performance.md`).
     pub max_fetches_in_flight: usize,
     /// Prefetch bound: no Fetch is sent while this many blob bytes wait for delivery or are
     /// asked for by Fetch requests in flight. Default 64 MiB.
@@ -119,6 +136,7 @@ impl Default for ConsumerConfig {
             auto_offset_reset: OffsetReset::Latest,
             enable_auto_commit: true,
             auto_commit_interval: Duration::from_secs(5),
+            commit_marked_only: false,
             session_timeout: Duration::from_secs(45),
             heartbeat_interval: Duration::from_secs(3),
             rebalance_timeout: Duration::from_secs(30),
@@ -127,6 +145,8 @@ impl Default for ConsumerConfig {
             join_retry_backoff_max: Duration::from_secs(1),
             thrash_threshold: 5,
             thrash_window: Duration::from_secs(60),
+            max_group_members: 64,
+            revocation_timeout: Duration::from_secs(10),
             fetch_max_bytes: 8 * 1024 * 1024,
             max_entries_per_partition: 256,
             max_fetches_in_flight: 4,
@@ -197,6 +217,12 @@ impl ConsumerConfig {
         }
         if self.thrash_threshold == 0 {
             return bad("consumer.thrash_threshold", "must be at least 1");
+        }
+        if self.max_group_members == 0 || self.max_group_members > 1024 {
+            return bad("consumer.max_group_members", "must be between 1 and 1024");
+        }
+        if self.revocation_timeout.is_zero() {
+            return bad("consumer.revocation_timeout", "must be positive");
         }
         if self.fetch_max_bytes == 0 {
             return bad("consumer.fetch_max_bytes", "must be positive");

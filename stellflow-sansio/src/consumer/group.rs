@@ -21,6 +21,7 @@
 //! and `on_group`, which reads the answers.
 
 use super::commit::CommitReq;
+use super::membership::{Leave, Membership};
 use super::offset_model::Position;
 use super::{
     CommitId, CommitKind, Consumer, ConsumerConfig, ConsumerEvent, Ctx, Op, TopicPartition,
@@ -50,7 +51,7 @@ const MAX_SYNC_ATTEMPTS: u32 = 3;
 /// and the one after it both time out, the connection is replaced and a heartbeat on the new
 /// one succeeds — all within the session. With half the session, two timeouts alone used it
 /// up and the member always rejoined (dst soak seed 6457169394887060760).
-fn heartbeat_timeout(config: &ConsumerConfig) -> std::time::Duration {
+pub(super) fn heartbeat_timeout(config: &ConsumerConfig) -> std::time::Duration {
     let session = config.session_timeout;
     let interval = config.heartbeat_interval;
     (session.saturating_sub(interval) / 3).max(interval.min(session / 2))
@@ -109,6 +110,9 @@ pub struct Group {
     pub(super) pending: VecDeque<CommitReq>,
     pub(super) in_flight: HashMap<u64, CommitReq>,
     next_commit: u64,
+    /// Membership through the member registry (`membership.rs`), on once SyncGroup assigned
+    /// nothing.
+    pub(crate) reg: Membership,
 }
 
 /// Why a member rejoins, which picks the back-off of its delay.
@@ -165,6 +169,7 @@ impl Group {
             pending: VecDeque::new(),
             in_flight: HashMap::new(),
             next_commit: 0,
+            reg: Membership::new(),
         }
     }
 
@@ -205,6 +210,7 @@ impl Group {
         &self,
         config: &ConsumerConfig,
         has_group: bool,
+        closing: bool,
         last_now: Instant,
     ) -> Option<Instant> {
         if !has_group {
@@ -217,6 +223,7 @@ impl Group {
         }
         match self.member {
             Member::Waiting(t) => d.push(Some(t)),
+            Member::Stable if self.reg.active => {}
             Member::Stable => {
                 if self.hb_seq.is_none() {
                     d.push(self.next_heartbeat);
@@ -228,6 +235,7 @@ impl Group {
         }
         // A queued commit (waiting for a coordinator) fails at its deadline.
         d.extend(self.pending.iter().map(|c| Some(c.deadline)));
+        d.push(self.reg.deadline(closing));
         d.into_iter().flatten().filter(|t| *t > last_now).min()
     }
 }
@@ -241,11 +249,17 @@ impl Consumer {
         if self.group.next_auto_commit.is_none() {
             self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
         }
+        // Before anything commits: a member whose lease lapsed (paused past its session, or
+        // cut off from the coordinator) may no longer own its partitions.
+        if self.lease_lapsed(now) {
+            self.lose_membership(now, "this member's lease lapsed on its own clock", ctx);
+        }
         self.expire_pending_commits(now, ctx);
         let mut sent = self.auto_commit(now, ctx);
         // The session expires on its own clock, whether or not the coordinator is known.
         if !self.closing
             && self.group.member == Member::Stable
+            && !self.group.reg.active
             && self
                 .group
                 .last_ok
@@ -293,6 +307,7 @@ impl Consumer {
             sent = true;
         }
         if self.closing {
+            sent |= self.drive_leave(now, &group_id, &coordinator, ctx);
             return sent;
         }
         let rebalance = RequestOptions {
@@ -357,6 +372,7 @@ impl Consumer {
                 sent = true;
             }
             if matches!(g.member, Member::Stable | Member::Syncing)
+                && !g.reg.active
                 && g.hb_seq.is_none()
                 && g.next_heartbeat.is_some_and(|t| t <= now)
             {
@@ -380,7 +396,9 @@ impl Consumer {
                 g.next_heartbeat = Some(now + self.config.heartbeat_interval);
                 sent = true;
             }
-            if self.group.member == Member::Stable && !self.group.server_assignment {
+            if self.group.member == Member::Stable && self.group.reg.active {
+                sent |= self.drive_membership(now, &group_id, &coordinator, ctx);
+            } else if self.group.member == Member::Stable && !self.group.server_assignment {
                 let wanted = self.subscribed_partitions(ctx);
                 let differs = wanted.len() != self.parts.len()
                     || wanted.iter().any(|tp| !self.parts.contains_key(tp));
@@ -429,7 +447,7 @@ impl Consumer {
                 let positions: Vec<(TopicPartition, Position)> = revoking
                     .iter()
                     .filter_map(|tp| {
-                        let pos = self.position(tp)?;
+                        let pos = self.commit_position(tp)?;
                         (self.parts.get(tp)?.committed != Some(pos)).then(|| (tp.clone(), pos))
                     })
                     .collect();
@@ -487,6 +505,12 @@ impl Consumer {
                 .is_some_and(|t| now < t + self.config.session_timeout)
     }
 
+    /// Joins again as a new member (a fresh member id from the coordinator) after the retry
+    /// back-off: the registry membership of the old id is over.
+    pub(crate) fn rejoin_as_new_member(&mut self, now: Instant, reason: &str, ctx: &mut Ctx<'_>) {
+        self.rejoin(now, reason, Rejoin::UnknownMember, ctx);
+    }
+
     /// Leaves the generation and joins again after a delay: from the membership back-off when
     /// the group asked for it (`cause`), from the retry back-off after a failed exchange.
     fn rejoin(&mut self, now: Instant, reason: &str, cause: Rejoin, ctx: &mut Ctx<'_>) {
@@ -516,6 +540,21 @@ impl Consumer {
 
     /// Marks the consumer closed and says so.
     pub(crate) fn finish_close(&mut self, ctx: &mut Ctx<'_>) {
+        // A registry member frees its slot first, so that the others take its partitions
+        // over at once (the server has no LeaveGroup).
+        if let (true, Leave::No, Some(started)) = (
+            self.group.reg.active,
+            self.group.reg.leave,
+            self.close_started,
+        ) {
+            self.group.reg.leave = Leave::Wanted {
+                deadline: started + self.config.rebalance_timeout,
+            };
+            return;
+        }
+        if let Leave::Wanted { .. } = self.group.reg.leave {
+            return;
+        }
         if !self.closed {
             self.closed = true;
             ctx.emit(ConsumerEvent::Closed);
@@ -608,15 +647,11 @@ impl Consumer {
                             .filter_map(|a| {
                                 a.topic
                                     .as_ref()
-                                    .map(|t| TopicPartition::new(t, a.partition))
+                                    .map(|t| TopicPartition::new(&**t, a.partition))
                             })
                             .collect();
                         self.group.server_assignment = !server.is_empty();
-                        let wanted = if server.is_empty() {
-                            self.subscribed_partitions(ctx)
-                        } else {
-                            server
-                        };
+                        let registry = server.is_empty();
                         let g = &mut self.group;
                         g.retry_backoff.reset();
                         g.member = Member::Stable;
@@ -630,7 +665,32 @@ impl Consumer {
                             leader: g.is_leader,
                             server_assignment: g.server_assignment,
                         });
-                        self.apply_assignment(now, wanted, ctx);
+                        if registry {
+                            // Today's server: the members share the partitions through the
+                            // registry in the group's offset store (`membership.rs`).
+                            self.group.reg.start();
+                        } else {
+                            self.apply_assignment(now, server, ctx);
+                        }
+                    }
+                    // Another member joined between this member's JoinGroup and SyncGroup: the
+                    // generation moved on, which on this server says nothing about the
+                    // assignment (there is none). Joining again would fence that member in
+                    // turn; the registry needs no generation, so it goes on from here.
+                    Some(r) if r.error_code == ErrorCode(19) && self.group.member_id.is_some() => {
+                        let g = &mut self.group;
+                        g.retry_backoff.reset();
+                        g.member = Member::Stable;
+                        g.server_assignment = false;
+                        g.stable_since = Some(now);
+                        let member_id = g.member_id.clone().unwrap_or_default();
+                        ctx.emit(ConsumerEvent::GroupJoined {
+                            generation: g.generation,
+                            member_id,
+                            leader: g.is_leader,
+                            server_assignment: false,
+                        });
+                        self.group.reg.start();
                     }
                     Some(r) => {
                         let reason = format!("SyncGroup answered {:?}", r.error_code);

@@ -55,15 +55,20 @@ pub mod offset_model;
 pub mod positions;
 
 mod api;
+mod assignor;
 mod commit;
 mod fetched;
 mod lease;
+mod membership;
+mod processed;
+mod registry;
 mod start;
 
 pub use config::{ConsumerConfig, OffsetReset};
 pub use fetched::{BlobRecordsFrom, FetchedBlob};
 pub use lease::RecordLease;
 pub use offset_model::Position;
+pub use registry::REGISTRY_TOPIC;
 
 use crate::error::RequestError;
 use bytes::Bytes;
@@ -82,12 +87,61 @@ pub struct TopicPartition {
 }
 
 impl TopicPartition {
-    /// A topic partition.
-    pub fn new(topic: &str, partition: i32) -> Self {
+    /// A topic partition. The topic may be a `&str`, a `String`, or the `Arc<str>` a record
+    /// carries (shared, not copied):
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use stellflow_sansio::TopicPartition;
+    /// let name: Arc<str> = Arc::from("orders");
+    /// let a = TopicPartition::new("orders", 0);
+    /// let b = TopicPartition::new(String::from("orders"), 0);
+    /// let c = TopicPartition::new(&name, 0); // shares `name`'s allocation
+    /// assert!(a == b && b == c && Arc::ptr_eq(&c.topic, &name));
+    /// ```
+    pub fn new(topic: impl IntoTopic, partition: i32) -> Self {
         TopicPartition {
-            topic: Arc::from(topic),
+            topic: topic.into_topic(),
             partition,
         }
+    }
+}
+
+/// A topic name [`TopicPartition::new`] takes: `&str`, `String` and `&String` are copied
+/// into a new `Arc<str>`, an `Arc<str>` (or a reference to one, such as
+/// [`ConsumerRecord::topic`]) is shared.
+pub trait IntoTopic {
+    /// The name as a shared string.
+    fn into_topic(self) -> Arc<str>;
+}
+
+impl IntoTopic for &str {
+    fn into_topic(self) -> Arc<str> {
+        Arc::from(self)
+    }
+}
+
+impl IntoTopic for String {
+    fn into_topic(self) -> Arc<str> {
+        Arc::from(self)
+    }
+}
+
+impl IntoTopic for &String {
+    fn into_topic(self) -> Arc<str> {
+        Arc::from(self.as_str())
+    }
+}
+
+impl IntoTopic for Arc<str> {
+    fn into_topic(self) -> Arc<str> {
+        self
+    }
+}
+
+impl IntoTopic for &Arc<str> {
+    fn into_topic(self) -> Arc<str> {
+        Arc::clone(self)
     }
 }
 
@@ -126,8 +180,24 @@ pub struct ConsumerRecord {
 }
 
 impl ConsumerRecord {
-    /// The position right after this record: commit it (with
-    /// [`crate::Client::commit_positions`]) once the record is processed.
+    /// The record's topic and partition (the topic shared, not copied).
+    ///
+    /// ```
+    /// # use stellflow_sansio::{ConsumerRecord, TopicPartition};
+    /// fn where_from(record: &ConsumerRecord) -> TopicPartition {
+    ///     record.topic_partition() // e.g. for `Client::position` or `Client::pause`
+    /// }
+    /// ```
+    pub fn topic_partition(&self) -> TopicPartition {
+        TopicPartition {
+            topic: Arc::clone(&self.topic),
+            partition: self.partition,
+        }
+    }
+
+    /// The position right after this record: mark it processed
+    /// ([`crate::Client::mark_processed`]) or commit it ([`crate::Client::commit_positions`])
+    /// once the record is processed.
     ///
     /// After the last record of a blob ([`ConsumerRecord::last_in_blob`]) this is the start
     /// of the next blob, `(offset + 1, 0)` — the same position the consumer itself reports
@@ -146,6 +216,12 @@ impl ConsumerRecord {
 /// Identifies a commit; its outcome is [`ConsumerEvent::CommitCompleted`] with the same id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CommitId(pub u64);
+
+/// Identifies one revocation ([`ConsumerEvent::PartitionsRevoking`]); a subscription made with
+/// [`crate::Client::subscribe_with_listener`] answers it with
+/// [`crate::Client::revocation_done`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RevocationId(pub u64);
 
 /// What a seek moves a partition to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,10 +279,31 @@ pub enum CommitKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConsumerEvent {
+    /// A group member is about to give these partitions up (another member is to own them).
+    /// Their fetching stopped and their undelivered records were dropped; they are still this
+    /// member's, so the application can commit them and flush its own state for them now.
+    /// With [`crate::Client::subscribe_with_listener`] the handover waits for
+    /// [`crate::Client::revocation_done`] with this `id` (at most
+    /// [`ConsumerConfig::revocation_timeout`]); with [`crate::Client::subscribe`] it goes on at
+    /// once. Then the positions are committed (auto-commit on), the partitions are released,
+    /// and [`ConsumerEvent::PartitionsRevoked`] follows.
+    PartitionsRevoking {
+        /// Answer it with [`crate::Client::revocation_done`].
+        id: RevocationId,
+        /// The partitions being given up.
+        partitions: Vec<TopicPartition>,
+    },
     /// Partitions taken away (group rebalance or a new [`crate::Client::assign`]); their
     /// positions were committed first when auto-commit is on. Always before the matching
     /// [`ConsumerEvent::PartitionsAssigned`].
     PartitionsRevoked(Vec<TopicPartition>),
+    /// Partitions this member lost without committing them: its membership lapsed on its own
+    /// clock (no registry refresh acknowledged within the session timeout: the process was
+    /// paused, or the coordinator was unreachable) or another member declared it gone. Other
+    /// members may own them already, so nothing was committed for them; records delivered
+    /// since their last commit will be delivered again to the new owner. The member rejoins
+    /// as a new member.
+    PartitionsLost(Vec<TopicPartition>),
     /// Partitions given to this consumer.
     PartitionsAssigned(Vec<TopicPartition>),
     /// A partition has a starting position (committed, reset or sought).
@@ -301,6 +398,9 @@ pub enum ConsumerEvent {
         /// partition of the subscribed topics is assigned locally).
         server_assignment: bool,
     },
+    /// The live members of the group as this member's last registry read saw them (sorted
+    /// member ids, this member included once it is registered); raised when the set changes.
+    GroupMembers(Vec<String>),
     /// The membership is lost or moved; the consumer rejoins after `retry_in` and keeps
     /// consuming its partitions meanwhile.
     GroupRejoining {
@@ -350,9 +450,21 @@ pub enum ConsumerError {
     /// The answer could not be decoded (a broker bug or a version mismatch).
     #[error("undecodable {0} answer")]
     Decode(&'static str),
+    /// No broker answered for `ClientConfig::unreachable_timeout` (once per outage; the
+    /// error names every broker and its last failure). Retriable: consumption goes on by
+    /// itself once a broker answers; alert, or restart the service, as you see fit.
+    #[error(transparent)]
+    Unreachable(crate::health::ClusterUnreachable),
     /// The consumer (or the client) is closed: create a new client.
     #[error("the consumer is closed")]
     Closed,
+    /// A record was marked processed while commits take the delivered positions: the mark
+    /// would be ignored. Set `ClientConfig::consumer.commit_marked_only` (Kafka:
+    /// `enable.auto.offset.store=false`) to commit only what you mark.
+    #[error(
+        "mark_processed needs consumer.commit_marked_only = true (Kafka: enable.auto.offset.store=false); without it commits take every delivered record and a mark would be ignored"
+    )]
+    MarkingOff,
 }
 
 pub(crate) use positions::Consumer;
@@ -391,4 +503,8 @@ pub enum Op {
     Sync,
     /// Heartbeat.
     Heartbeat,
+    /// OffsetFetch of the group's member registry.
+    RegistryRead,
+    /// OffsetCommit of this member's registry slot (and of slots it frees).
+    RegistryWrite,
 }

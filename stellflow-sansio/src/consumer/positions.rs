@@ -88,6 +88,9 @@ pub struct PartState {
     /// A ListOffsets check found this fetch offset within the log (the high watermark only
     /// lags the log end); no new check for it before the instant.
     pub end_checked: Option<(i64, Instant)>,
+    /// Being handed over to another group member: not fetched, nothing delivered; the
+    /// position is kept for the commit that comes before the release.
+    pub handing_over: bool,
 }
 
 impl PartState {
@@ -112,6 +115,7 @@ impl PartState {
             retry_at: None,
             leader_wait: false,
             end_checked: None,
+            handing_over: false,
         }
     }
 
@@ -128,7 +132,11 @@ impl PartState {
     /// or streaming (blob size known, the last answer full) with fewer than `depth` requests
     /// in flight or held.
     pub fn fetchable(&self, now: Instant, depth: usize) -> bool {
-        if self.start != Start::Ready || self.paused || self.not_before.is_some_and(|t| t > now) {
+        if self.start != Start::Ready
+            || self.paused
+            || self.handing_over
+            || self.not_before.is_some_and(|t| t > now)
+        {
             return false;
         }
         let asked = self.in_flight + self.held.len();
@@ -233,6 +241,10 @@ pub struct Consumer {
     pub(crate) extra_close_waiters: u32,
     /// The id the next queued blob gets.
     pub(crate) next_blob_id: u64,
+    /// What the application marked processed (`consumer/processed.rs`).
+    pub(crate) processed: super::processed::Processed,
+    /// When `close_consumer` was called.
+    pub(crate) close_started: Option<Instant>,
     /// The trace context of the latest poll ([`crate::Client::set_fetch_trace`]) and the
     /// request options carrying it, which Fetch requests are sent with.
     pub(crate) fetch_trace: Option<crate::trace::TraceIds>,
@@ -267,6 +279,8 @@ impl Consumer {
             closed: false,
             extra_close_waiters: 0,
             next_blob_id: 0,
+            processed: Default::default(),
+            close_started: None,
         }
     }
 
@@ -307,6 +321,7 @@ impl Consumer {
     }
 
     fn remove_partition(&mut self, tp: &TopicPartition) {
+        self.processed.forget(tp);
         if let Some(p) = self.parts.remove(tp) {
             self.buffered = self
                 .buffered
@@ -353,6 +368,25 @@ impl Consumer {
             p.not_before = None;
             p.empty_backoff = Duration::ZERO;
             self.fetch_wake = true;
+        }
+    }
+
+    /// Stops `tp` for a handover to another group member: its undelivered records are
+    /// dropped, fetches in flight are ignored when they answer, nothing more is fetched, and
+    /// its position (mid-blob included) stays what was delivered, for the commit that comes
+    /// before the release.
+    pub(crate) fn stop_for_handover(&mut self, tp: &TopicPartition) {
+        let position = self.position(tp);
+        self.drop_ready(tp);
+        let e = self.bump_epoch();
+        if let Some(p) = self.parts.get_mut(tp) {
+            if let Some(pos) = position {
+                p.delivered = pos;
+            }
+            p.epoch = e;
+            p.in_flight = 0;
+            p.break_pipeline();
+            p.handing_over = true;
         }
     }
 

@@ -89,7 +89,7 @@ impl Consumer {
         let coordinator = self.group.coordinator.clone();
         let mut unknown = Vec::new();
         for (tp, p) in &self.parts {
-            if p.start == Start::Unknown && p.retry_at.is_none_or(|t| t <= now) {
+            if p.start == Start::Unknown && !p.handing_over && p.retry_at.is_none_or(|t| t <= now) {
                 unknown.push(tp.clone());
             }
         }

@@ -84,7 +84,16 @@ impl Net {
             self.counters.connections = self.counters.connections.saturating_sub(1);
         }
         self.counters.disconnects += 1;
-        let delay = s.backoff.next_delay(&mut self.rng);
+        let not_stellflow = matches!(
+            reason,
+            DisconnectReason::Core(ConnectionError::NotStellflow { .. })
+        );
+        // A peer that is not a Stellflow broker will not become one in a second.
+        let delay = if not_stellflow {
+            s.backoff.at_cap(&mut self.rng)
+        } else {
+            s.backoff.next_delay(&mut self.rng)
+        };
         s.next_attempt = Some(now + delay);
         let was_open = s.state.is_open();
         let cause = disconnect_cause(&reason, &s.rx);
@@ -95,10 +104,14 @@ impl Net {
         let address = s.address.clone();
         let in_flight = s.in_flight.drain_sorted();
         // Fail-fast requests do not wait for the reconnect.
+        // Requests were waiting on it: the failure leaves them without an answer (a broker
+        // closing a connection nobody uses is not a failure).
+        let failed_someone = !was_open || !in_flight.is_empty() || !s.queue.is_empty();
         let mut keep = VecDeque::with_capacity(s.queue.len());
         let mut fail = Vec::new();
         for r in s.queue.drain(..) {
-            if r.origin.fail_fast() {
+            // Waiting for a peer that is not a Stellflow broker cannot help either.
+            if r.origin.fail_fast() || not_stellflow {
                 fail.push(r);
             } else {
                 keep.push_back(r);
@@ -109,13 +122,25 @@ impl Net {
             .counters
             .requests_in_flight
             .saturating_sub(in_flight.len() as u64);
-        for r in in_flight.into_iter().map(|(_, r)| r).chain(fail) {
-            let err = RequestError::Disconnected {
-                api_key: r.api_key,
-                address: address.clone(),
-                cause: cause.clone(),
+        let failed_in_flight = in_flight.into_iter().map(|(_, r)| (r, true));
+        for (r, written) in failed_in_flight.chain(fail.into_iter().map(|r| (r, false))) {
+            let err = if written {
+                RequestError::Disconnected {
+                    api_key: r.api_key,
+                    address: address.clone(),
+                    cause: cause.clone(),
+                }
+            } else {
+                RequestError::Unreachable {
+                    api_key: r.api_key,
+                    address: address.clone(),
+                    cause: cause.clone(),
+                }
             };
             self.complete(now, r, Err(err));
+        }
+        if failed_someone {
+            self.note_failure(now, slot, &cause, not_stellflow);
         }
         if was_open {
             tracing::warn!(broker = %address, conn = conn.0, ?delay, "connection lost: {cause}");

@@ -45,11 +45,14 @@ impl Net {
             if s.state.conn() != Some(conn) {
                 return;
             }
+            // A first answer longer than any frame a Stellflow broker writes is not one.
+            let absurd = first_answer(s)
+                && frame::frame_length(&s.rx).is_some_and(|total| total > MAX_REQUEST_FRAME);
             // An oversize frame is refused once its correlation id is in (so the request it
             // answers fails with `ResponseTooLarge`, not as a plain disconnect).
             if let Some(total) = frame::frame_length(&s.rx)
                 && s.rx.len() < total
-                && (total <= s.decoder.max_frame_length() || s.rx.len() < 8)
+                && (total <= s.decoder.max_frame_length() || (s.rx.len() < 8 && !absurd))
             {
                 // Incomplete: wait for more without letting the decoder reserve room (that
                 // would move the bytes, and the next read could no longer be joined in place).
@@ -58,12 +61,25 @@ impl Net {
             match s.decoder.decode(&mut s.rx) {
                 Ok(Some(frame)) => self.handle_frame(now, slot, frame),
                 Ok(None) => return,
+                Err(FrameError::TooLong { .. }) if absurd => {
+                    let length = frame::frame_length(&s.rx).unwrap_or_default();
+                    let detail = not_stellflow_prefix(length, &s.rx);
+                    let err = ConnectionError::NotStellflow { detail };
+                    return self.close_with_error(now, slot, err);
+                }
                 Err(FrameError::TooLong { length, max }) => {
                     let size = u64::from(length) + 4;
                     let refused =
                         s.rx.get(4..8)
                             .and_then(|b| <[u8; 4]>::try_from(b).ok())
                             .and_then(|id| s.in_flight.remove(i32::from_be_bytes(id)));
+                    if refused.is_none() && first_answer(s) {
+                        let detail = format!(
+                            "its first answer declares a frame of {size} bytes for a request never sent on the connection"
+                        );
+                        let err = ConnectionError::NotStellflow { detail };
+                        return self.close_with_error(now, slot, err);
+                    }
                     if let Some(req) = refused {
                         self.counters.requests_in_flight =
                             self.counters.requests_in_flight.saturating_sub(1);
@@ -86,8 +102,13 @@ impl Net {
     }
 
     fn handle_frame(&mut self, now: Instant, slot: usize, frame: Bytes) {
+        let negotiating = self.slots.get(slot).is_some_and(first_answer);
         let (header, body) = match frame::split_response(frame) {
             Ok(x) => x,
+            Err(e) if negotiating => {
+                let detail = format!("its first answer is not a response frame ({e})");
+                return self.close_with_error(now, slot, ConnectionError::NotStellflow { detail });
+            }
             Err(FrameError::ResponseHeader(e)) => {
                 return self.close_with_error(now, slot, ConnectionError::Malformed(e));
             }
@@ -96,6 +117,20 @@ impl Net {
                 return self.close_with_error(now, slot, ConnectionError::Malformed(e));
             }
         };
+        if negotiating {
+            let Some(s) = self.slots.get(slot) else {
+                return;
+            };
+            if s.in_flight.get(header.correlation_id).is_none() {
+                let detail = format!(
+                    "its first answer carries correlation id {}, which was never sent on the connection",
+                    header.correlation_id
+                );
+                return self.close_with_error(now, slot, ConnectionError::NotStellflow { detail });
+            }
+        } else {
+            self.note_answer(now, slot);
+        }
         let Some(s) = self.slots.get_mut(slot) else {
             return;
         };
@@ -162,8 +197,12 @@ impl Net {
         };
         let resp = match parsed {
             Ok(r) => r,
-            Err(e) => return self.close_with_error(now, slot, ConnectionError::Negotiation(e)),
+            Err(e) => {
+                let detail = format!("its first answer is not an ApiVersions response ({e})");
+                return self.close_with_error(now, slot, ConnectionError::NotStellflow { detail });
+            }
         };
+        self.note_answer(now, slot);
         let Some(s) = self.slots.get_mut(slot) else {
             return;
         };
@@ -218,6 +257,28 @@ impl Net {
             sent_on: req.sent_on,
         });
     }
+}
+
+/// Whether the next frame on `s`'s connection is its first: the answer to ApiVersions, which
+/// says whether the peer is a Stellflow broker at all.
+fn first_answer(s: &Slot<Req>) -> bool {
+    matches!(s.state, ConnState::Negotiating(c, _) if s.last_answer_conn.is_none_or(|(l, _)| l != c))
+}
+
+/// What an absurd first frame says about the peer: its declared length, and the first bytes as
+/// text when they look like text (an HTTP server answers `HTTP/1.0 400 ...`).
+fn not_stellflow_prefix(length: usize, rx: &BytesMut) -> String {
+    let head: String = rx
+        .iter()
+        .take(16)
+        .map(|b| match *b {
+            b' '..=b'~' => char::from(*b),
+            _ => '.',
+        })
+        .collect();
+    format!(
+        "its first answer declares a frame of {length} bytes, more than a Stellflow broker ever sends; it begins {head:?}"
+    )
 }
 
 /// Moves the caller's bytes to the end of a connection's receive buffer, leaving `buf`

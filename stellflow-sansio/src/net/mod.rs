@@ -33,6 +33,7 @@ use stellflow_proto::wire::Wire;
 use stellflow_proto::{ApiKey, ErrorCode, NString, Reader, StrBytes};
 
 mod connection;
+mod health;
 mod input;
 mod timeouts;
 mod transmit;
@@ -179,6 +180,10 @@ pub struct Net {
     /// Why each slot's last connection failed or closed, until it is ready again: the cause
     /// named by errors of requests that could not be sent, and by the reconnect log line.
     last_cause: HashMap<usize, String>,
+    /// Each slot's liveness (by slot index), for the cluster health.
+    health: Vec<health::SlotHealth>,
+    /// When any broker last answered, and since when none has.
+    liveness: health::Liveness,
 }
 
 fn nstr(s: &Option<String>) -> NString {
@@ -230,6 +235,8 @@ impl Net {
             rr: 0,
             counters: Counters::default(),
             last_cause: HashMap::new(),
+            health: Vec::new(),
+            liveness: health::Liveness::default(),
         };
         for a in &config.bootstrap {
             net.slot_for(a);
@@ -250,6 +257,7 @@ impl Net {
             self.backoff.clone(),
         ));
         self.by_address.insert(address.clone(), i);
+        self.health.push(health::SlotHealth::default());
         i
     }
 

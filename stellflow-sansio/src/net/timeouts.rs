@@ -117,6 +117,14 @@ impl Net {
             Some(b) => tracing::warn!(broker = %b, api = %req.api_key, "request failed: {err}"),
             None => tracing::warn!(api = %req.api_key, "request failed: {err}"),
         }
+        if let Loc::InFlight(slot, _) = loc {
+            let cause = format!(
+                "{} request got no answer within {:?}",
+                req.api_key,
+                now.saturating_duration_since(req.created)
+            );
+            self.note_failure(req.created, slot, &cause, false);
+        }
         self.complete(now, req, Err(err));
         // Repeated in-flight timeouts with nothing received: the connection is presumed dead
         // (no FIN, no RST will ever come); close it so the next requests reconnect.
@@ -142,6 +150,13 @@ impl Net {
         };
         s.silent_timeouts += 1;
         let silent = s.silent_timeouts;
+        let cause = format!("no answer within {late} request timeouts");
+        self.note_failure(
+            now.checked_sub(self.request_timeout).unwrap_or(now),
+            slot,
+            &cause,
+            false,
+        );
         if late >= LATE_TIMEOUTS_TO_CLOSE || silent >= crate::conn::SILENT_TIMEOUTS_TO_CLOSE {
             let timeouts = silent.max(late);
             self.close_with_error(now, slot, ConnectionError::Unresponsive { timeouts });

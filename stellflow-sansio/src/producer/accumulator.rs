@@ -300,14 +300,24 @@ impl Producer {
         self.sync_metadata(now, meta);
         let ti = self.topic_index(rec.topic)?;
         let size = record_size(rec.key, rec.value, rec.headers.iter());
-        let max = self
-            .cfg
-            .max_request_size
-            .saturating_sub(BATCH_OVERHEAD + 512);
-        if size > max || size > self.cfg.buffer_memory {
+        let overhead = BATCH_OVERHEAD + 512;
+        let max = self.cfg.max_request_size.saturating_sub(overhead);
+        if size > max {
             return Err(ProduceError::RecordTooLarge {
                 size,
-                max: max.min(self.cfg.buffer_memory),
+                max,
+                setting: "producer.max_request_size",
+                configured: self.cfg.max_request_size,
+                overhead,
+            });
+        }
+        if size > self.cfg.buffer_memory {
+            return Err(ProduceError::RecordTooLarge {
+                size,
+                max: self.cfg.buffer_memory,
+                setting: "producer.buffer_memory",
+                configured: self.cfg.buffer_memory,
+                overhead: 0,
             });
         }
         if self.buffered + size > self.cfg.buffer_memory {

@@ -293,13 +293,25 @@ pub enum ProduceError {
         /// The configured `buffer_memory`.
         limit: usize,
     },
-    /// The record alone exceeds the maximum request size (or the buffer). Send less.
-    #[error("record of {size} bytes exceeds the limit of {max} bytes")]
+    /// The record alone exceeds what one request (or the buffer) can carry: refused before
+    /// anything was queued. Send less, or raise the setting named.
+    #[error(
+        "record of {size} bytes refused: {setting} is {configured} bytes{}, so a record can have at most {max}; raise {setting} or send less",
+        overhead_note(*overhead)
+    )]
     RecordTooLarge {
         /// The record's encoded size.
         size: usize,
-        /// The limit.
+        /// The largest record that fits.
         max: usize,
+        /// The setting that sets the limit (`producer.max_request_size` or
+        /// `producer.buffer_memory`).
+        setting: &'static str,
+        /// The setting's configured value.
+        configured: usize,
+        /// Bytes of the request frame and batch headers the limit keeps for themselves
+        /// (the difference between `configured` and `max`).
+        overhead: usize,
     },
     /// The topic name is refused client-side (fix the name).
     #[error(transparent)]
@@ -322,6 +334,13 @@ pub enum ProduceError {
     /// It cannot produce any more: create a new client with a distinct `client_id`.
     #[error("the producer was fenced by the broker: use a new client with a distinct client_id")]
     Fenced,
+}
+
+fn overhead_note(overhead: usize) -> String {
+    match overhead {
+        0 => String::new(),
+        n => format!(" less {n} bytes of request and batch headers"),
+    }
 }
 
 /// Why a record was not delivered, in [`crate::Event::Produced`].

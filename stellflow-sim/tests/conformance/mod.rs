@@ -248,6 +248,7 @@ pub fn all_cases() -> Vec<Case> {
     v.extend(cases::fetch::cases());
     v.extend(cases::list_offsets::cases());
     v.extend(cases::groups::cases());
+    v.extend(cases::registry::cases());
     v.extend(cases::producer::cases());
     v.extend(cases::admin::cases());
     v

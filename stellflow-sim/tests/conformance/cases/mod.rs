@@ -8,4 +8,5 @@ pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
 pub mod producer;
+pub mod registry;
 pub mod transport;

@@ -1,0 +1,709 @@
+//! Group membership through the member registry (see `registry`): a member's rounds (write
+//! its slot, then read every slot), its lease on its own clock, the claim → confirm → start
+//! of a partition, the revoke → commit → release of one, and the release of everything on
+//! close. ARCHITECTURE.md (decision 15) holds the safety argument; in short:
+//!
+//! * A member starts a partition only at a read made after a write that listed it as a claim
+//!   was answered, when no other member that is not gone lists it (held or claimed). Of two
+//!   members claiming at once, at least one sees the other's claim (each reads after its own
+//!   write is in), and whoever sees a rival claim withdraws.
+//! * A member gives a partition up only by a write that no longer lists it, after its fetching
+//!   stopped and its position was committed.
+//! * Others count a member gone when its counter has not moved for a session timeout on their
+//!   own clock, or a slot says it was freed. The member itself stops delivering earlier: its
+//!   lease ends a session timeout (less a margin) after the sending of its last write that was
+//!   answered within the margin and sent while the lease held. A member whose lease ended (a
+//!   pause, a lost coordinator) drops its partitions without committing them and joins again
+//!   as a new member.
+
+use super::assignor::{MemberInput, assign_topic};
+use super::registry::{FreeReason, REGISTRY_TOPIC, Registration, Slot, View, encode_free};
+use super::{CommitId, CommitKind, Consumer, ConsumerEvent, Ctx, Op, RevocationId, TopicPartition};
+use crate::config::BrokerAddress;
+use crate::error::RequestError;
+use crate::net::{Origin, Reply};
+use crate::request::{RequestOptions, Target};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+use stellflow_proto::messages::{
+    OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitTopic,
+    OffsetFetchPartition, OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic, RequestBody,
+};
+use stellflow_proto::{ErrorCode, Reader, Wire};
+
+/// The registry request on its way.
+#[derive(Debug)]
+enum InFlight {
+    Read,
+    Write {
+        sent: Instant,
+        counter: i64,
+        /// The write listed no started partition (it may extend a lapsed lease).
+        holds_empty: bool,
+        /// The claims it published.
+        claims: BTreeSet<TopicPartition>,
+        /// The write that frees this member's slot on close.
+        leave: bool,
+    },
+}
+
+/// A revocation under way.
+#[derive(Debug)]
+struct Revocation {
+    partitions: Vec<TopicPartition>,
+    /// The listener's answer is waited for until then.
+    deadline: Instant,
+    answered: bool,
+    commit: Option<CommitId>,
+}
+
+/// Where the close-time release stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Leave {
+    /// Not closing (or nothing to release).
+    No,
+    /// The slot is to be freed; the close waits until `deadline` at most.
+    Wanted { deadline: Instant },
+    /// Freed (or given up): the close may finish.
+    Done,
+}
+
+/// The registry side of a member.
+#[derive(Debug)]
+pub(crate) struct Membership {
+    /// Membership runs through the registry (the server assigned nothing).
+    pub(crate) active: bool,
+    /// Revocations wait for [`crate::Client::revocation_done`].
+    pub(crate) listening: bool,
+    slot: Option<i32>,
+    /// The counter of the last write answered.
+    counter: i64,
+    lease_until: Option<Instant>,
+    in_flight: Option<(u64, InFlight)>,
+    next_round: Option<Instant>,
+    /// Something to publish: a round starts at once.
+    dirty: bool,
+    /// The last read found this member's slot as it last wrote it.
+    confirmed: bool,
+    claims: BTreeSet<TopicPartition>,
+    /// Claims that the last answered write published: a read after it may start them.
+    published: BTreeSet<TopicPartition>,
+    revocations: BTreeMap<RevocationId, Revocation>,
+    next_revocation: u64,
+    view: View,
+    /// Slots to free with the next write.
+    frees: Vec<(i32, String)>,
+    live: Vec<String>,
+    pub(crate) leave: Leave,
+}
+
+impl Membership {
+    pub(crate) fn new() -> Self {
+        Membership {
+            active: false,
+            listening: false,
+            slot: None,
+            counter: 0,
+            lease_until: None,
+            in_flight: None,
+            next_round: None,
+            dirty: false,
+            confirmed: false,
+            claims: BTreeSet::new(),
+            published: BTreeSet::new(),
+            revocations: BTreeMap::new(),
+            next_revocation: 0,
+            view: View::default(),
+            frees: Vec::new(),
+            live: Vec::new(),
+            leave: Leave::No,
+        }
+    }
+
+    /// Starts registry membership (after a SyncGroup that assigned nothing).
+    pub(crate) fn start(&mut self) {
+        self.active = true;
+        self.dirty = true;
+    }
+
+    /// The earliest instant the membership needs a pass at.
+    pub(crate) fn deadline(&self, closing: bool) -> Option<Instant> {
+        if let Leave::Wanted { deadline } = self.leave {
+            return Some(deadline);
+        }
+        if !self.active || closing {
+            return None;
+        }
+        let mut d: Vec<Instant> = self
+            .revocations
+            .values()
+            .filter(|r| !r.answered)
+            .map(|r| r.deadline)
+            .collect();
+        d.extend(self.lease_until);
+        if self.in_flight.is_none() {
+            d.extend(self.next_round);
+        }
+        d.into_iter().min()
+    }
+
+    fn lease_valid(&self, now: Instant) -> bool {
+        self.lease_until.is_some_and(|t| now < t)
+    }
+}
+
+/// How much earlier than the others' judgment a member stops: also the longest a write may
+/// take to be answered and still extend the lease.
+pub(crate) fn lease_margin(session: Duration, heartbeat: Duration) -> Duration {
+    heartbeat.min(session / 4)
+}
+
+impl Consumer {
+    /// Whether registry membership is on and this member's lease has lapsed while it holds or
+    /// claims partitions.
+    pub(crate) fn lease_lapsed(&self, now: Instant) -> bool {
+        let m = &self.group.reg;
+        m.active
+            && !self.closing
+            && !m.lease_valid(now)
+            && (!self.parts.is_empty() || !m.claims.is_empty())
+            && m.lease_until.is_some()
+    }
+
+    /// The member lost its membership (lease lapsed, or another member freed its slot): drops
+    /// every partition without committing it and joins again as a new member.
+    pub(crate) fn lose_membership(&mut self, now: Instant, reason: &str, ctx: &mut Ctx<'_>) {
+        let lost: Vec<TopicPartition> = self.parts.keys().cloned().collect();
+        let lost_set: BTreeSet<&TopicPartition> = lost.iter().collect();
+        // Commits not sent yet must not write positions another member may own by now.
+        let mut emptied = Vec::new();
+        for c in self.group.pending.iter_mut() {
+            c.drop_partitions(&lost_set);
+            if c.is_empty() {
+                emptied.push(c.id());
+            }
+        }
+        let (dropped, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.group.pending)
+            .into_iter()
+            .partition(|c| emptied.contains(&c.id()));
+        self.group.pending = keep.into();
+        for c in dropped {
+            let tp = lost
+                .first()
+                .cloned()
+                .unwrap_or_else(|| TopicPartition::new("", 0));
+            self.finish_commit(c, Err(super::ConsumerError::NotAssigned(tp)), ctx);
+        }
+        self.set_assignment(&[]);
+        let listening = self.group.reg.listening;
+        let view = std::mem::take(&mut self.group.reg.view);
+        self.group.reg = Membership::new();
+        // What this member saw of the others stays true on its clock.
+        self.group.reg.view = view;
+        self.group.reg.listening = listening;
+        if !lost.is_empty() {
+            ctx.emit(ConsumerEvent::PartitionsLost(lost));
+        }
+        self.rejoin_as_new_member(now, reason, ctx);
+    }
+
+    /// One membership pass: lease, revocations past their bound, and the next round.
+    pub(crate) fn drive_membership(
+        &mut self,
+        now: Instant,
+        group_id: &str,
+        coordinator: &BrokerAddress,
+        ctx: &mut Ctx<'_>,
+    ) -> bool {
+        let due: Vec<RevocationId> = (self.group.reg.revocations.iter())
+            .filter(|(_, r)| !r.answered && r.deadline <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.proceed_revocation(now, id, ctx);
+        }
+        let m = &self.group.reg;
+        if m.in_flight.is_some() || !(m.dirty || m.next_round.is_none_or(|t| t <= now)) {
+            return false;
+        }
+        if m.slot.is_none() {
+            self.send_registry_read(now, group_id, coordinator, ctx);
+        } else {
+            self.send_registry_write(now, group_id, coordinator, false, ctx);
+        }
+        true
+    }
+
+    /// On close: frees this member's slot (its partitions are released at once) before the
+    /// consumer reports `Closed`.
+    pub(crate) fn drive_leave(
+        &mut self,
+        now: Instant,
+        group_id: &str,
+        coordinator: &BrokerAddress,
+        ctx: &mut Ctx<'_>,
+    ) -> bool {
+        let Leave::Wanted { deadline } = self.group.reg.leave else {
+            return false;
+        };
+        if now >= deadline {
+            self.group.reg.leave = Leave::Done;
+            self.finish_close(ctx);
+            return false;
+        }
+        if self.group.reg.in_flight.is_some() {
+            return false;
+        }
+        self.send_registry_write(now, group_id, coordinator, true, ctx);
+        true
+    }
+
+    fn registry_options(&self) -> RequestOptions {
+        RequestOptions {
+            timeout: Some(super::group::heartbeat_timeout(&self.config)),
+            ..RequestOptions::default()
+        }
+    }
+
+    fn send_registry_read(
+        &mut self,
+        now: Instant,
+        group_id: &str,
+        coordinator: &BrokerAddress,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let slots = i32::try_from(self.config.max_group_members).unwrap_or(i32::MAX);
+        let body = RequestBody::OffsetFetch(OffsetFetchRequest {
+            group_id: Some(group_id.into()),
+            topics: vec![OffsetFetchTopic {
+                topic: Some(REGISTRY_TOPIC.into()),
+                partitions: (0..slots)
+                    .map(|partition| OffsetFetchPartition { partition })
+                    .collect(),
+            }],
+        });
+        let options = self.registry_options();
+        let seq = ctx.net.submit(
+            now,
+            Target::Address(coordinator.clone()),
+            body,
+            None,
+            Origin::Consumer(Op::RegistryRead),
+            &options,
+        );
+        ctx.net.counters.group_operations += 1;
+        self.group.reg.in_flight = Some((seq, InFlight::Read));
+    }
+
+    /// This member's registration as the next write publishes it.
+    fn registration(&self, counter: i64) -> Registration {
+        let m = &self.group.reg;
+        Registration {
+            member: self.group.member_id().unwrap_or("").replace(' ', "_"),
+            counter,
+            topics: self.group.subscription.iter().cloned().collect(),
+            holds: self.parts.keys().cloned().collect(),
+            claims: m.claims.clone(),
+        }
+    }
+
+    fn send_registry_write(
+        &mut self,
+        now: Instant,
+        group_id: &str,
+        coordinator: &BrokerAddress,
+        leave: bool,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let counter = self.group.reg.counter + 1;
+        let Some(slot) = self.group.reg.slot else {
+            // Nothing to free: the close may finish.
+            if leave {
+                self.group.reg.leave = Leave::Done;
+                self.finish_close(ctx);
+            }
+            return;
+        };
+        let member = self.group.member_id().unwrap_or("").replace(' ', "_");
+        let mine = if leave {
+            encode_free(&member, counter, FreeReason::Left)
+        } else {
+            self.registration(counter).encode()
+        };
+        let mut partitions = vec![OffsetCommitPartition {
+            partition: slot,
+            offset: if leave { -1 } else { counter },
+            metadata: Some(mine.as_str().into()),
+        }];
+        let frees = std::mem::take(&mut self.group.reg.frees);
+        partitions.extend(frees.iter().filter(|(s, _)| *s != slot).map(|(s, md)| {
+            OffsetCommitPartition {
+                partition: *s,
+                offset: -1,
+                metadata: Some(md.as_str().into()),
+            }
+        }));
+        let body = RequestBody::OffsetCommit(OffsetCommitRequest {
+            group_id: Some(group_id.into()),
+            topics: vec![OffsetCommitTopic {
+                topic: Some(REGISTRY_TOPIC.into()),
+                partitions,
+            }],
+        });
+        let options = self.registry_options();
+        let seq = ctx.net.submit(
+            now,
+            Target::Address(coordinator.clone()),
+            body,
+            None,
+            Origin::Consumer(Op::RegistryWrite),
+            &options,
+        );
+        ctx.net.counters.group_operations += 1;
+        let m = &mut self.group.reg;
+        m.dirty = false;
+        m.in_flight = Some((
+            seq,
+            InFlight::Write {
+                sent: now,
+                counter,
+                holds_empty: self.parts.is_empty(),
+                claims: m.claims.clone(),
+                leave,
+            },
+        ));
+    }
+
+    /// A registry request answered (or failed).
+    pub(crate) fn on_registry(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        result: Result<Reply, RequestError>,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let Some((want, _)) = &self.group.reg.in_flight else {
+            return;
+        };
+        if *want != seq {
+            return;
+        }
+        let Some((_, what)) = self.group.reg.in_flight.take() else {
+            return;
+        };
+        let transport = result.as_ref().err().cloned();
+        let body = result.ok().and_then(|r| r.body);
+        if matches!(transport, Some(ref e) if !matches!(e, RequestError::Timeout { .. })) {
+            self.group.lost_coordinator(now);
+        }
+        let retry = now + self.config.heartbeat_interval / 4;
+        match what {
+            InFlight::Read => {
+                let slots = body
+                    .and_then(|b| OffsetFetchResponse::decode(&mut Reader::new(b)).ok())
+                    .and_then(|r| self.slots_of(r));
+                match slots {
+                    Some(slots) => self.on_registry_read(now, slots, ctx),
+                    None => self.group.reg.next_round = Some(retry),
+                }
+            }
+            InFlight::Write {
+                sent,
+                counter,
+                holds_empty,
+                claims,
+                leave,
+            } => {
+                let ok = body
+                    .and_then(|b| OffsetCommitResponse::decode(&mut Reader::new(b)).ok())
+                    .is_some_and(|r| {
+                        r.topics
+                            .iter()
+                            .flat_map(|t| t.partitions.iter())
+                            .all(|p| p.error_code == ErrorCode::NONE)
+                    });
+                if leave {
+                    // Answered or not, the close goes on: unanswered, the others count this
+                    // member gone a session timeout after its last refresh.
+                    self.group.reg.leave = Leave::Done;
+                    self.finish_close(ctx);
+                    return;
+                }
+                if !ok {
+                    self.group.reg.next_round = Some(retry);
+                    self.group.reg.dirty = true;
+                    return;
+                }
+                let margin =
+                    lease_margin(self.config.session_timeout, self.config.heartbeat_interval);
+                let m = &mut self.group.reg;
+                m.counter = counter;
+                let valid_at_send = m.lease_until.is_some_and(|t| sent < t);
+                if (valid_at_send || holds_empty) && now.saturating_duration_since(sent) <= margin {
+                    m.lease_until = Some(sent + self.config.session_timeout - margin);
+                }
+                m.published = claims;
+                // Read at once: it confirms the slot and may start the claims.
+                if let Some(coordinator) = self.group.coordinator.clone() {
+                    let group_id = self.config.group_id.clone().unwrap_or_default();
+                    self.send_registry_read(now, &group_id, &coordinator, ctx);
+                } else {
+                    self.group.reg.next_round = Some(now);
+                }
+            }
+        }
+    }
+
+    /// The registry's slots from an OffsetFetch answer; `None` when it is not the answer
+    /// asked for.
+    fn slots_of(&self, r: OffsetFetchResponse) -> Option<Vec<Slot>> {
+        let t = r
+            .topics
+            .into_iter()
+            .find(|t| t.topic.as_deref() == Some(REGISTRY_TOPIC))?;
+        let mut slots = vec![Slot::Empty; self.config.max_group_members];
+        for p in t.partitions {
+            let i = usize::try_from(p.partition).ok()?;
+            *slots.get_mut(i)? = Slot::decode(p.offset, p.metadata.as_deref());
+        }
+        Some(slots)
+    }
+
+    fn on_registry_read(&mut self, now: Instant, slots: Vec<Slot>, ctx: &mut Ctx<'_>) {
+        let session = self.config.session_timeout;
+        let me = self.group.member_id().unwrap_or("").replace(' ', "_");
+        self.group.reg.view.update(now, slots, session);
+        let m = &mut self.group.reg;
+        // Is this member's slot as it last wrote it?
+        m.confirmed = false;
+        if let Some(slot) = m.slot {
+            match m.view.slots.get(slot as usize) {
+                Some(Slot::Member(r)) if r.member == me && r.counter == m.counter => {
+                    m.confirmed = true
+                }
+                Some(Slot::Freed { member, .. }) if *member == me => {
+                    self.lose_membership(now, "another member freed this member's slot", ctx);
+                    return;
+                }
+                // Overwritten (two members claimed the slot at once): claim another. What
+                // this member holds stays its own: the others keep it taken until it is gone.
+                _ => m.slot = None,
+            }
+        }
+        m.frees = m.view.to_free(&me);
+        let mut live: Vec<String> = m.view.live().map(|s| s.reg.member.clone()).collect();
+        if !m.confirmed {
+            live.retain(|id| *id != me);
+        }
+        if live != m.live {
+            m.live = live.clone();
+            ctx.emit(ConsumerEvent::GroupMembers(live));
+        }
+        if m.slot.is_none() {
+            let taken: BTreeSet<i32> = m.frees.iter().map(|(s, _)| *s).collect();
+            let free = (m.view.slots.iter().enumerate())
+                .find(|(i, s)| s.claimable() && !taken.contains(&(*i as i32)))
+                .map(|(i, _)| i as i32);
+            match free {
+                Some(s) => {
+                    m.slot = Some(s);
+                    m.dirty = true;
+                }
+                None => {
+                    m.next_round = Some(now + self.config.heartbeat_interval);
+                    ctx.emit(ConsumerEvent::GroupRejoining {
+                        reason: format!(
+                            "the group's registry is full (consumer.max_group_members = {})",
+                            self.config.max_group_members
+                        ),
+                        retry_in: self.config.heartbeat_interval,
+                    });
+                    return;
+                }
+            }
+        }
+        let waiting = if m.confirmed {
+            self.rebalance(now, &me, ctx)
+        } else {
+            false
+        };
+        let m = &mut self.group.reg;
+        if !m.frees.is_empty() {
+            m.dirty = true;
+        }
+        let interval = self.config.heartbeat_interval;
+        let period = if waiting { interval / 4 } else { interval };
+        let next = now + period;
+        let expiry = m.view.next_expiry(&me, session);
+        m.next_round = Some(expiry.filter(|t| *t > now).map_or(next, |t| t.min(next)));
+    }
+
+    /// Computes the assignment from the view and acts on it: revokes what goes elsewhere,
+    /// withdraws claims, starts confirmed claims, claims what is free. Whether a partition
+    /// this member should own is still taken by another.
+    fn rebalance(&mut self, now: Instant, me: &str, ctx: &mut Ctx<'_>) -> bool {
+        let mut mine: BTreeSet<TopicPartition> = BTreeSet::new();
+        let wanted = self.subscribed_partitions(ctx);
+        {
+            let m = &self.group.reg;
+            let live: Vec<MemberInput<'_>> = m
+                .view
+                .live()
+                .map(|s| MemberInput {
+                    id: s.reg.member.as_str(),
+                    topics: &s.reg.topics,
+                    current: s.reg.holds.iter().chain(s.reg.claims.iter()).collect(),
+                })
+                .collect();
+            let mut topics: BTreeMap<&str, Vec<TopicPartition>> = BTreeMap::new();
+            for tp in &wanted {
+                topics.entry(&tp.topic).or_default().push(tp.clone());
+            }
+            for (topic, mut parts) in topics {
+                parts.sort();
+                if let Some(list) = assign_topic(topic, &parts, &live).remove(me) {
+                    mine.extend(list);
+                }
+            }
+        }
+        let revoking: BTreeSet<TopicPartition> = (self.group.reg.revocations.values())
+            .flat_map(|r| r.partitions.iter().cloned())
+            .collect();
+        let held: Vec<TopicPartition> = self.parts.keys().cloned().collect();
+        let give_up: Vec<TopicPartition> = held
+            .iter()
+            .filter(|tp| !mine.contains(*tp) && !revoking.contains(*tp))
+            .cloned()
+            .collect();
+        if !give_up.is_empty() {
+            self.start_revocation(now, give_up, ctx);
+        }
+        let lease = self.group.reg.lease_valid(now);
+        let m = &mut self.group.reg;
+        let mut start = Vec::new();
+        let claims: Vec<TopicPartition> = m.claims.iter().cloned().collect();
+        for tp in claims {
+            let taken = m.view.taken_by_other(me, &tp);
+            if !mine.contains(&tp) || taken {
+                m.claims.remove(&tp);
+                m.dirty = true;
+            } else if m.published.contains(&tp) && lease {
+                m.claims.remove(&tp);
+                start.push(tp);
+                m.dirty = true;
+            }
+        }
+        let mut waiting = false;
+        for tp in &mine {
+            if self.parts.contains_key(tp) || m.claims.contains(tp) || start.contains(tp) {
+                continue;
+            }
+            if m.view.taken_by_other(me, tp) {
+                waiting = true;
+            } else {
+                m.claims.insert(tp.clone());
+                m.dirty = true;
+                waiting = true;
+            }
+        }
+        if !start.is_empty() {
+            let mut all: Vec<TopicPartition> = self.parts.keys().cloned().collect();
+            all.extend(start.iter().cloned());
+            let (_, added) = self.set_assignment(&all);
+            if !added.is_empty() {
+                ctx.emit(ConsumerEvent::PartitionsAssigned(added));
+            }
+            self.fetch_wake = true;
+        }
+        waiting
+    }
+
+    /// Stops the partitions, says so, and waits for the listener (or goes on at once).
+    fn start_revocation(
+        &mut self,
+        now: Instant,
+        partitions: Vec<TopicPartition>,
+        ctx: &mut Ctx<'_>,
+    ) {
+        for tp in &partitions {
+            self.stop_for_handover(tp);
+        }
+        let m = &mut self.group.reg;
+        m.next_revocation += 1;
+        let id = RevocationId(m.next_revocation);
+        let listening = m.listening;
+        m.revocations.insert(
+            id,
+            Revocation {
+                partitions: partitions.clone(),
+                deadline: now + self.config.revocation_timeout,
+                answered: !listening,
+                commit: None,
+            },
+        );
+        ctx.emit(ConsumerEvent::PartitionsRevoking { id, partitions });
+        if !listening {
+            self.proceed_revocation(now, id, ctx);
+        }
+    }
+
+    /// The listener answered (or its bound passed): commit the positions, then release.
+    pub(crate) fn proceed_revocation(&mut self, now: Instant, id: RevocationId, ctx: &mut Ctx<'_>) {
+        let Some(r) = self.group.reg.revocations.get_mut(&id) else {
+            return;
+        };
+        r.answered = true;
+        let partitions = r.partitions.clone();
+        let positions: Vec<_> = if self.config.enable_auto_commit {
+            partitions
+                .iter()
+                .filter_map(|tp| {
+                    let pos = self.position(tp)?;
+                    (self.parts.get(tp)?.committed != Some(pos)).then(|| (tp.clone(), pos))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if positions.is_empty() {
+            self.finish_revocation(id, ctx);
+        } else {
+            let commit = self.start_commit(now, positions, CommitKind::Revocation, ctx);
+            if let Some(r) = self.group.reg.revocations.get_mut(&id) {
+                r.commit = Some(commit);
+            }
+        }
+    }
+
+    /// A revocation's commit finished (landed or failed for good): release its partitions.
+    pub(crate) fn revocation_committed(&mut self, commit: CommitId, ctx: &mut Ctx<'_>) {
+        let id = (self.group.reg.revocations.iter())
+            .find(|(_, r)| r.commit == Some(commit))
+            .map(|(id, _)| *id);
+        if let Some(id) = id {
+            self.finish_revocation(id, ctx);
+        }
+    }
+
+    fn finish_revocation(&mut self, id: RevocationId, ctx: &mut Ctx<'_>) {
+        let Some(r) = self.group.reg.revocations.remove(&id) else {
+            return;
+        };
+        let keep: Vec<TopicPartition> = (self.parts.keys())
+            .filter(|tp| !r.partitions.contains(tp))
+            .cloned()
+            .collect();
+        self.set_assignment(&keep);
+        ctx.emit(ConsumerEvent::PartitionsRevoked(r.partitions));
+        self.group.reg.dirty = true;
+    }
+}
+
+impl Membership {
+    /// The subscription changed: publish it.
+    pub(crate) fn resubscribed(&mut self) {
+        if self.active {
+            self.dirty = true;
+        }
+    }
+}

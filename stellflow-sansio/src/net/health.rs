@@ -1,0 +1,105 @@
+//! Liveness bookkeeping: when a broker last answered, what failed on the way to each one since,
+//! and since when no broker of the cluster has answered at all.
+//!
+//! The router notes every answer ([`Net::note_answer`]) and every failure that leaves requests
+//! without an answer ([`Net::note_failure`]): a connection that could not be opened or was
+//! lost with requests on it, a connection the core gave up, a request that timed out on the
+//! wire. A connection the broker closes while nothing was asked of it is not a failure. The
+//! client turns these notes into [`crate::ClusterHealth`] (see `crate::health`).
+
+use super::*;
+
+/// What the router knows about one broker's liveness.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SlotHealth {
+    /// The last time a frame from this broker was read.
+    pub last_answer: Option<Instant>,
+    /// The first failure since its last answer, and the last cause seen since.
+    pub failing: Option<Failing>,
+}
+
+/// A broker that failed since it last answered.
+#[derive(Debug, Clone)]
+pub(crate) struct Failing {
+    /// When it first failed since its last answer.
+    pub since: Instant,
+    /// The last cause seen.
+    pub cause: String,
+    /// The peer answered, but not as a Stellflow broker: waiting does not help.
+    pub not_stellflow: bool,
+}
+
+/// The cluster-wide part: the last answer of any broker and the first failure since.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Liveness {
+    /// The last time any broker answered.
+    pub last_answer: Option<Instant>,
+    /// The first failure after the last answer of any broker: no broker has answered since.
+    pub silent_since: Option<Instant>,
+}
+
+impl Net {
+    /// A frame arrived from `slot`: the broker is alive.
+    pub(super) fn note_answer(&mut self, now: Instant, slot: usize) {
+        if let Some(h) = self.health.get_mut(slot) {
+            h.last_answer = Some(now);
+            h.failing = None;
+        }
+        self.liveness.last_answer = Some(now);
+        self.liveness.silent_since = None;
+    }
+
+    /// Something failed on the way to `slot` at `at` (never before the last answer of any
+    /// broker, so an outage is counted from the first failure after the cluster fell silent).
+    pub(super) fn note_failure(&mut self, at: Instant, slot: usize, cause: &str, fatal: bool) {
+        let at = self.liveness.last_answer.map_or(at, |l| l.max(at));
+        if let Some(h) = self.health.get_mut(slot) {
+            match &mut h.failing {
+                Some(f) => {
+                    f.cause.clear();
+                    f.cause.push_str(cause);
+                    f.not_stellflow = fatal;
+                }
+                None => {
+                    h.failing = Some(Failing {
+                        since: at,
+                        cause: cause.to_owned(),
+                        not_stellflow: fatal,
+                    })
+                }
+            }
+        }
+        self.liveness.silent_since.get_or_insert(at);
+    }
+
+    /// Each broker's liveness, by slot.
+    pub(crate) fn slot_health(
+        &self,
+    ) -> impl Iterator<Item = (&BrokerAddress, Option<i32>, &SlotHealth)> {
+        self.slots
+            .iter()
+            .zip(&self.health)
+            .map(|(s, h)| (&s.address, s.broker_id, h))
+    }
+
+    /// The cluster-wide liveness.
+    pub(crate) fn liveness(&self) -> &Liveness {
+        &self.liveness
+    }
+
+    /// While no broker answers (since the first failure after the last answer of any): the
+    /// first failing broker and its last cause, for errors that would otherwise blame a
+    /// timeout.
+    pub(crate) fn silent_broker(&self) -> Option<(BrokerAddress, String)> {
+        self.liveness.silent_since?;
+        self.slot_health()
+            .find_map(|(a, _, h)| Some((a.clone(), h.failing.as_ref()?.cause.clone())))
+    }
+
+    /// Whether `slot`'s connection is ready now.
+    pub(crate) fn slot_ready(&self, slot: usize) -> bool {
+        self.slots
+            .get(slot)
+            .is_some_and(|s| matches!(s.state, ConnState::Ready(_)))
+    }
+}

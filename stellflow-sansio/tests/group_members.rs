@@ -1,0 +1,606 @@
+//! Several group members on one simulated broker, in virtual time: they converge on disjoint
+//! partitions, hand a partition over only after its old owner committed and released it,
+//! take over from a member that died within the session timeout and a few heartbeat
+//! intervals, drop what a member paused past its session held without committing it, release
+//! at once on close, and run the rebalance listener before the revocation.
+
+use bytes::{Bytes, BytesMut};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+use stellflow_proto::frame::{FrameDecoder, encode_request, split_response};
+use stellflow_proto::header::RequestHeader;
+use stellflow_proto::messages::{
+    ProducePartitionData, ProduceRequest, ProduceResponse, ProduceTopicData, Request,
+};
+use stellflow_proto::record::{BatchBuilder, BatchParams, Envelope};
+use stellflow_proto::wire::Wire;
+use stellflow_sansio::{
+    Client, ClientConfig, CommitKind, ConnId, ConsumerEvent, DisconnectReason, Event, OffsetReset,
+    Position, TopicPartition,
+};
+use stellflow_sim::{ClusterConfig, SimCluster};
+
+const SESSION: Duration = Duration::from_secs(6);
+const HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// One member: a client, its connections, what it did and when.
+struct Member {
+    client: Client,
+    to_sim: HashMap<ConnId, stellflow_sim::ConnId>,
+    alive: bool,
+    paused: bool,
+    /// Bytes the broker sent while the member was paused.
+    inbox: Vec<(ConnId, Bytes)>,
+    /// (sequence, instant, event) — the sequence orders events across members.
+    events: Vec<(u64, Instant, ConsumerEvent)>,
+    /// (sequence, instant, partition, offset) of every delivered record.
+    records: Vec<(u64, Instant, TopicPartition, i64)>,
+}
+
+struct Fleet {
+    sim: SimCluster,
+    now: Instant,
+    members: Vec<Member>,
+    to_client: HashMap<stellflow_sim::ConnId, (usize, ConnId)>,
+    seq: u64,
+    seed: u64,
+}
+
+fn config() -> ClientConfig {
+    let mut c = ClientConfig::new("broker-1:9092").unwrap();
+    c.request_timeout = Duration::from_secs(5);
+    c.consumer.group_id = Some("g".into());
+    c.consumer.auto_offset_reset = OffsetReset::Earliest;
+    c.consumer.session_timeout = SESSION;
+    c.consumer.heartbeat_interval = HEARTBEAT;
+    c.consumer.auto_commit_interval = Duration::from_secs(2);
+    c
+}
+
+impl Fleet {
+    fn new(partitions: i32) -> Fleet {
+        let now = Instant::now();
+        let mut sim = SimCluster::new(ClusterConfig::with_brokers(1), now, 7);
+        sim.create_topic("t", partitions, 1).unwrap();
+        Fleet {
+            sim,
+            now,
+            members: Vec::new(),
+            to_client: HashMap::new(),
+            seq: 0,
+            seed: 100,
+        }
+    }
+
+    /// Starts a member subscribed to `t` (with a listener when `listening`); its index.
+    fn join(&mut self, listening: bool, tweak: impl FnOnce(&mut ClientConfig)) -> usize {
+        let mut cfg = config();
+        tweak(&mut cfg);
+        self.seed += 1;
+        let mut client = Client::new(cfg, self.now, self.seed).unwrap();
+        if listening {
+            client.subscribe_with_listener(self.now, &["t"]).unwrap();
+        } else {
+            client.subscribe(self.now, &["t"]).unwrap();
+        }
+        self.members.push(Member {
+            client,
+            to_sim: HashMap::new(),
+            alive: true,
+            paused: false,
+            inbox: Vec::new(),
+            events: Vec::new(),
+            records: Vec::new(),
+        });
+        self.step();
+        self.members.len() - 1
+    }
+
+    fn produce(&mut self, partition: i32, values: usize) {
+        let mut b = BatchBuilder::with_capacity(BatchParams::default(), Envelope::V1, 1024);
+        for i in 0..values {
+            b.append(1, Some(format!("k{i}").as_bytes()), Some(b"v"))
+                .unwrap();
+        }
+        let req = ProduceRequest {
+            transactional_id: None,
+            acks: 1,
+            timeout_ms: 1000,
+            topic_data: vec![ProduceTopicData {
+                topic: Some("t".into()),
+                partitions: vec![ProducePartitionData {
+                    partition,
+                    records: Some(b.finish().unwrap()),
+                }],
+            }],
+        };
+        let conn = self.sim.connect(1, self.now).unwrap();
+        let h = RequestHeader::new(ProduceRequest::API_KEY, 1, Some("test"));
+        let mut buf = BytesMut::new();
+        encode_request(&mut buf, &h, &req);
+        self.sim.handle_input(conn, self.now, &mut buf);
+        let mut out = BytesMut::new();
+        self.sim.poll_output(conn, &mut out);
+        self.sim.disconnect(conn);
+        let frame = FrameDecoder::new().decode(&mut out).unwrap().unwrap();
+        let (_, body) = split_response(frame).unwrap();
+        let r = ProduceResponse::from_bytes(body.unwrap()).unwrap();
+        assert_eq!(r.responses[0].partitions[0].error_code.0, 0);
+    }
+
+    fn running(&self, i: usize) -> bool {
+        self.members[i].alive && !self.members[i].paused
+    }
+
+    fn step(&mut self) {
+        let now = self.now;
+        for _ in 0..100_000 {
+            let mut progress = false;
+            for i in 0..self.members.len() {
+                if !self.running(i) {
+                    continue;
+                }
+                let m = &mut self.members[i];
+                while let Some(cr) = m.client.poll_connect() {
+                    progress = true;
+                    match self.sim.connect_addr(&cr.address.to_string(), now) {
+                        Ok(sc) => {
+                            m.to_sim.insert(cr.conn, sc);
+                            self.to_client.insert(sc, (i, cr.conn));
+                            m.client.handle_connected(cr.conn, now);
+                        }
+                        Err(e) => m.client.handle_disconnected(
+                            cr.conn,
+                            now,
+                            DisconnectReason::ConnectFailed(e.to_string()),
+                        ),
+                    }
+                }
+                while let Some(c) = m.client.poll_close() {
+                    progress = true;
+                    if let Some(sc) = m.to_sim.remove(&c) {
+                        self.to_client.remove(&sc);
+                        self.sim.disconnect(sc);
+                    }
+                }
+                let mut buf = BytesMut::new();
+                while let Some(c) = m.client.poll_transmit(now, &mut buf) {
+                    progress = true;
+                    if let Some(sc) = m.to_sim.get(&c) {
+                        self.sim.handle_input(*sc, now, &mut buf);
+                    }
+                    buf.clear();
+                }
+                while let Some(e) = m.client.poll_event() {
+                    progress = true;
+                    if let Event::Consumer(c) = e {
+                        self.seq += 1;
+                        m.events.push((self.seq, now, c));
+                    }
+                }
+                while let Some(r) = m.client.poll_record() {
+                    progress = true;
+                    self.seq += 1;
+                    let tp = TopicPartition::new(&r.topic, r.partition);
+                    m.records.push((self.seq, now, tp, r.offset));
+                }
+            }
+            while let Some((sc, bytes)) = self.sim.poll_transmit() {
+                progress = true;
+                if let Some((i, c)) = self.to_client.get(&sc).copied() {
+                    let m = &mut self.members[i];
+                    if m.paused {
+                        m.inbox.push((c, bytes));
+                    } else if m.alive {
+                        let mut b = BytesMut::from(&bytes[..]);
+                        m.client.handle_input(c, now, &mut b);
+                    }
+                }
+            }
+            while let Some(sc) = self.sim.poll_closed() {
+                progress = true;
+                self.sim.disconnect(sc);
+                if let Some((i, c)) = self.to_client.remove(&sc) {
+                    let m = &mut self.members[i];
+                    m.to_sim.remove(&c);
+                    if m.alive && !m.paused {
+                        m.client
+                            .handle_disconnected(c, now, DisconnectReason::PeerClosed);
+                    }
+                }
+            }
+            if !progress {
+                return;
+            }
+        }
+        panic!("fleet did not settle");
+    }
+
+    fn tick(&mut self, max: Duration) {
+        let limit = self.now + max;
+        let mut next = self.sim.poll_timeout();
+        for i in 0..self.members.len() {
+            if self.running(i) {
+                let t = self.members[i].client.poll_timeout();
+                next = match (next, t) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+        }
+        self.now = next.unwrap_or(limit).clamp(self.now, limit);
+        // Never spin at one instant: a deadline at `now` was handled by the pass before.
+        if next.is_some_and(|t| t <= self.now) && self.now < limit {
+            self.now += Duration::from_millis(1).min(limit - self.now);
+        }
+        self.sim.handle_timeout(self.now);
+        for i in 0..self.members.len() {
+            if self.running(i) {
+                self.members[i].client.handle_timeout(self.now);
+            }
+        }
+        self.step();
+    }
+
+    fn advance(&mut self, d: Duration) {
+        let end = self.now + d;
+        while self.now < end {
+            self.tick(end - self.now);
+        }
+    }
+
+    fn run_until(&mut self, max: Duration, mut pred: impl FnMut(&Fleet) -> bool) -> bool {
+        let end = self.now + max;
+        loop {
+            self.step();
+            if pred(self) {
+                return true;
+            }
+            if self.now >= end {
+                return false;
+            }
+            self.tick(end - self.now);
+        }
+    }
+
+    fn kill(&mut self, i: usize) {
+        self.members[i].alive = false;
+        for (_, sc) in self.members[i].to_sim.drain() {
+            self.to_client.remove(&sc);
+            self.sim.disconnect(sc);
+        }
+    }
+
+    fn pause(&mut self, i: usize) {
+        self.members[i].paused = true;
+    }
+
+    /// Resumes a paused member: it sees the time first, then what the broker sent meanwhile.
+    fn resume(&mut self, i: usize) {
+        let now = self.now;
+        let m = &mut self.members[i];
+        m.paused = false;
+        m.client.handle_timeout(now);
+        for (c, bytes) in std::mem::take(&mut m.inbox) {
+            let mut b = BytesMut::from(&bytes[..]);
+            m.client.handle_input(c, now, &mut b);
+        }
+        self.step();
+    }
+
+    fn assignment(&self, i: usize) -> BTreeSet<TopicPartition> {
+        self.members[i].client.assignment().into_iter().collect()
+    }
+
+    /// Every running member's assignment is disjoint from the others' and together they
+    /// cover `n` partitions with `per` each.
+    fn settled(&self, n: i32, per: &[usize]) -> bool {
+        let mut all = BTreeSet::new();
+        let mut sizes = Vec::new();
+        for i in 0..self.members.len() {
+            if !self.running(i) {
+                continue;
+            }
+            let a = self.assignment(i);
+            sizes.push(a.len());
+            for tp in a {
+                if !all.insert(tp) {
+                    return false;
+                }
+            }
+        }
+        sizes.sort_unstable();
+        let mut want = per.to_vec();
+        want.sort_unstable();
+        all.len() == n as usize && sizes == want
+    }
+
+    /// Delivered records per (partition, offset), across members.
+    fn deliveries(&self) -> BTreeMap<(TopicPartition, i64), Vec<usize>> {
+        let mut out: BTreeMap<(TopicPartition, i64), Vec<usize>> = BTreeMap::new();
+        for (i, m) in self.members.iter().enumerate() {
+            for (_, _, tp, off) in &m.records {
+                out.entry((tp.clone(), *off)).or_default().push(i);
+            }
+        }
+        out
+    }
+
+    /// Two running members never hold the same partition at once.
+    fn assert_disjoint(&self) {
+        let mut seen: BTreeMap<TopicPartition, usize> = BTreeMap::new();
+        for i in 0..self.members.len() {
+            if !self.running(i) {
+                continue;
+            }
+            for tp in self.assignment(i) {
+                if let Some(j) = seen.insert(tp.clone(), i) {
+                    panic!("{tp} held by members {j} and {i} at once");
+                }
+            }
+        }
+    }
+
+    /// Runs for `d`, checking after every step that no two running members hold a partition.
+    fn advance_disjoint(&mut self, d: Duration) {
+        let end = self.now + d;
+        while self.now < end {
+            self.tick(end - self.now);
+            self.assert_disjoint();
+        }
+    }
+
+    fn first_event(&self, i: usize, f: impl Fn(&ConsumerEvent) -> bool) -> Option<(u64, Instant)> {
+        self.members[i]
+            .events
+            .iter()
+            .find(|(_, _, e)| f(e))
+            .map(|(s, t, _)| (*s, *t))
+    }
+}
+
+fn fill(f: &mut Fleet, partitions: i32, blobs: usize) -> usize {
+    for p in 0..partitions {
+        for _ in 0..blobs {
+            f.produce(p, 3);
+        }
+    }
+    partitions as usize * blobs
+}
+
+#[test]
+fn three_members_converge_on_disjoint_partitions_and_deliver_each_blob_once() {
+    let mut f = Fleet::new(6);
+    let blobs = fill(&mut f, 6, 20);
+    for _ in 0..3 {
+        f.join(false, |_| {});
+    }
+    let ok = f.run_until(Duration::from_secs(30), |f| {
+        f.settled(6, &[2, 2, 2]) && f.deliveries().len() == blobs
+    });
+    assert!(
+        ok,
+        "no convergence: {:?}",
+        (0..3).map(|i| f.assignment(i)).collect::<Vec<_>>()
+    );
+    f.advance_disjoint(Duration::from_secs(20));
+    // Every blob (3 records each) once: no blob delivered by two members, none twice.
+    let d = f.deliveries();
+    assert_eq!(d.len(), blobs);
+    for ((tp, off), who) in &d {
+        assert_eq!(who.len(), 3, "{tp}@{off} delivered by {who:?}");
+        assert!(who.iter().all(|w| *w == who[0]), "{tp}@{off} by {who:?}");
+    }
+    // Every member saw the same three members.
+    for i in 0..3 {
+        let last = f.members[i]
+            .events
+            .iter()
+            .rev()
+            .find_map(|(_, _, e)| match e {
+                ConsumerEvent::GroupMembers(m) => Some(m.clone()),
+                _ => None,
+            })
+            .expect("a membership event");
+        assert_eq!(last.len(), 3, "member {i} sees {last:?}");
+    }
+}
+
+#[test]
+fn a_handover_commits_and_releases_before_the_new_owner_starts() {
+    let mut f = Fleet::new(4);
+    let blobs = fill(&mut f, 4, 10);
+    let a = f.join(false, |_| {});
+    assert!(f.run_until(Duration::from_secs(20), |f| f.deliveries().len() == blobs));
+    assert_eq!(f.assignment(a).len(), 4);
+    let b = f.join(false, |_| {});
+    assert!(f.run_until(Duration::from_secs(20), |f| f.settled(4, &[2, 2])));
+    f.advance_disjoint(Duration::from_secs(5));
+    let moved = f.assignment(b);
+    // A revoked, committed, released; only then did B start them.
+    let (revoked_at, _) = f
+        .first_event(a, |e| matches!(e, ConsumerEvent::PartitionsRevoked(p) if p.iter().all(|tp| moved.contains(tp))))
+        .expect("a revoked the moved partitions");
+    let (committed_at, _) = f
+        .first_event(a, |e| {
+            matches!(e, ConsumerEvent::CommitCompleted { kind: CommitKind::Revocation, result: Ok(p), .. }
+                if p.iter().any(|(tp, _)| moved.contains(tp)))
+        })
+        .expect("a committed them first");
+    let (assigned_at, _) = f
+        .first_event(b, |e| matches!(e, ConsumerEvent::PartitionsAssigned(p) if p.iter().any(|tp| moved.contains(tp))))
+        .expect("b was assigned them");
+    assert!(committed_at < revoked_at && revoked_at < assigned_at);
+    // B starts where A stopped: nothing delivered twice, nothing lost.
+    for tp in &moved {
+        assert_eq!(f.members[b].client.committed(tp), Some(Position::blob(10)));
+    }
+    let d = f.deliveries();
+    assert_eq!(d.len(), blobs);
+    assert!(
+        d.values()
+            .all(|w| w.len() == 3 && w.iter().all(|x| *x == a))
+    );
+}
+
+#[test]
+fn a_dead_members_partitions_are_taken_over_within_the_session_and_two_heartbeats() {
+    let mut f = Fleet::new(6);
+    for _ in 0..3 {
+        f.join(false, |_| {});
+    }
+    assert!(f.run_until(Duration::from_secs(30), |f| f.settled(6, &[2, 2, 2])));
+    fill(&mut f, 6, 5);
+    f.advance(Duration::from_secs(3));
+    let dead = f.assignment(2);
+    let killed_at = f.now;
+    f.kill(2);
+    let ok = f.run_until(Duration::from_secs(30), |f| f.settled(6, &[3, 3]));
+    assert!(ok, "no takeover");
+    let took = f.now - killed_at;
+    assert!(took <= SESSION + 2 * HEARTBEAT, "takeover after {took:?}");
+    assert!(took >= SESSION - 2 * HEARTBEAT, "too early: {took:?}");
+    // Records produced after the takeover reach the new owners; none lost.
+    fill(&mut f, 6, 2);
+    f.advance_disjoint(Duration::from_secs(10));
+    let d = f.deliveries();
+    assert_eq!(d.len(), 6 * 7, "every blob delivered");
+    for ((tp, _), who) in &d {
+        if !dead.contains(tp) {
+            assert_eq!(
+                who.len(),
+                3,
+                "{tp}: no duplicates outside the moved partitions"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_member_paused_past_its_session_loses_its_partitions_and_commits_nothing_for_them() {
+    let mut f = Fleet::new(4);
+    let a = f.join(false, |_| {});
+    let b = f.join(false, |_| {});
+    assert!(f.run_until(Duration::from_secs(30), |f| f.settled(4, &[2, 2])));
+    fill(&mut f, 4, 5);
+    f.advance(Duration::from_secs(1));
+    let b_parts = f.assignment(b);
+    let old_id = f.members[b]
+        .client
+        .group_member()
+        .map(|(m, _)| m.to_owned());
+    f.pause(b);
+    assert!(f.run_until(Duration::from_secs(30), |f| f.assignment(a).len() == 4));
+    fill(&mut f, 4, 5);
+    f.advance(Duration::from_secs(5));
+    let events_before = f.members[b].events.len();
+    f.resume(b);
+    // On its own clock, b knows its lease lapsed: it lost the partitions, committed nothing.
+    let after: Vec<ConsumerEvent> = f.members[b].events[events_before..]
+        .iter()
+        .map(|(_, _, e)| e.clone())
+        .collect();
+    assert!(
+        matches!(after.first(), Some(ConsumerEvent::PartitionsLost(p)) if p.iter().cloned().collect::<BTreeSet<_>>() == b_parts),
+        "{after:?}"
+    );
+    assert!(f.run_until(Duration::from_secs(30), |f| f.settled(4, &[2, 2])));
+    f.advance_disjoint(Duration::from_secs(5));
+    for (_, _, e) in &f.members[b].events[events_before..] {
+        if let ConsumerEvent::CommitCompleted { result: Ok(p), .. } = e {
+            for (tp, pos) in p {
+                assert!(
+                    !b_parts.contains(tp) || f.assignment(b).contains(tp),
+                    "b committed {tp} at {pos:?} after losing it"
+                );
+            }
+        }
+    }
+    // It came back as a new member.
+    let new_id = f.members[b]
+        .client
+        .group_member()
+        .map(|(m, _)| m.to_owned());
+    assert_ne!(old_id, new_id);
+    assert_eq!(f.deliveries().len(), 4 * 10, "nothing lost");
+}
+
+#[test]
+fn close_releases_the_partitions_at_once() {
+    let mut f = Fleet::new(4);
+    let a = f.join(false, |_| {});
+    let b = f.join(false, |_| {});
+    assert!(f.run_until(Duration::from_secs(30), |f| f.settled(4, &[2, 2])));
+    let closed_at = f.now;
+    let now = f.now;
+    f.members[b].client.close_consumer(now);
+    assert!(f.run_until(Duration::from_secs(5), |f| {
+        f.members[b]
+            .events
+            .iter()
+            .any(|(_, _, e)| matches!(e, ConsumerEvent::Closed))
+    }));
+    f.members[b].alive = false;
+    assert!(f.run_until(Duration::from_secs(30), |f| f.assignment(a).len() == 4));
+    let took = f.now - closed_at;
+    assert!(
+        took < 2 * HEARTBEAT,
+        "took {took:?}, not the session timeout"
+    );
+}
+
+#[test]
+fn the_listener_runs_before_the_revocation_and_bounds_an_application_that_never_answers() {
+    let mut f = Fleet::new(4);
+    let blobs = fill(&mut f, 4, 5);
+    // The application commits for itself (auto-commit off): what it commits in the listener
+    // is what the next owner starts from.
+    let a = f.join(true, |c| c.consumer.enable_auto_commit = false);
+    assert!(f.run_until(Duration::from_secs(20), |f| f.deliveries().len() == blobs));
+    let b = f.join(false, |_| {});
+    assert!(f.run_until(Duration::from_secs(10), |f| {
+        f.first_event(a, |e| matches!(e, ConsumerEvent::PartitionsRevoking { .. }))
+            .is_some()
+    }));
+    let (id, parts) = f.members[a]
+        .events
+        .iter()
+        .find_map(|(_, _, e)| match e {
+            ConsumerEvent::PartitionsRevoking { id, partitions } => Some((*id, partitions.clone())),
+            _ => None,
+        })
+        .unwrap();
+    // While the application has not answered, the partitions stay a's: b does not start them.
+    f.advance_disjoint(Duration::from_secs(3));
+    assert!(f.assignment(b).is_empty());
+    assert!(parts.iter().all(|tp| f.assignment(a).contains(tp)));
+    // The application commits its own positions for them, then lets the handover go on.
+    let now = f.now;
+    let mine: Vec<(TopicPartition, Position)> = parts
+        .iter()
+        .map(|tp| (tp.clone(), Position::new(4, 1)))
+        .collect();
+    f.members[a].client.commit_positions(now, mine).unwrap();
+    f.step();
+    f.advance(Duration::from_millis(50));
+    let now = f.now;
+    f.members[a].client.revocation_done(now, id);
+    assert!(f.run_until(Duration::from_secs(10), |f| f.settled(4, &[2, 2])));
+    for tp in &parts {
+        assert_eq!(
+            f.members[b].client.committed(tp),
+            Some(Position::new(4, 1)),
+            "{tp}"
+        );
+    }
+    // Two more members: a must give one of its two up, never answers, and the bound lets
+    // the handover go on.
+    f.join(false, |_| {});
+    f.join(false, |_| {});
+    let started = f.now;
+    assert!(f.run_until(Duration::from_secs(30), |f| f.settled(4, &[1, 1, 1, 1])));
+    let took = f.now - started;
+    let bound = config().consumer.revocation_timeout;
+    assert!(took >= bound, "a's revocation was not waited for: {took:?}");
+    assert!(took <= bound + 3 * HEARTBEAT, "{took:?}");
+}
