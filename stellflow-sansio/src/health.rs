@@ -23,7 +23,7 @@ use crate::event::Event;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-/// The client's view of the cluster (see the [module docs](self)).
+/// The client's view of the cluster (see the module docs of `health`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ClusterHealth {
@@ -33,7 +33,7 @@ pub struct ClusterHealth {
     pub brokers: Vec<BrokerHealth>,
 }
 
-/// The cluster's state as one word (see the [module docs](self)).
+/// The cluster's state as one word (see the module docs of `health`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HealthState {
