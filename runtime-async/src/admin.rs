@@ -7,12 +7,14 @@ use stellflow_sansio::{
     CommittedOffset, DecommissionResult, ListedOffset, OffsetSpec, PartitionOverride,
     ReassertedPartition, RequestOptions, Target, TopicAdminResult, TopicDescription,
 };
+use tracing::Instrument;
 
 /// Runs one admin command and waits for its typed result.
 pub(crate) async fn run<T>(link: &Link, call: AdminCall<T>, opts: RequestOptions) -> Result<T>
 where
     T: AdminOutput + Send + 'static,
 {
+    let span = tracing::debug_span!("admin", call = call.name());
     let mut opts = opts;
     if opts.trace.is_none() {
         // Made inside a span: its requests carry the span's ids.
@@ -34,7 +36,7 @@ where
             Err(e) => drop(tx.send(Err(e))),
         }
     };
-    Ok(link.call(start).await??)
+    Ok(link.call(start).instrument(span).await??)
 }
 
 /// Cluster and topic administration. Cheap to clone. `R` is the runtime that drives the

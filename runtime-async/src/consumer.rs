@@ -8,10 +8,12 @@ use futures_lite::{Stream, future};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+use stellflow_sansio::TraceIds;
 use stellflow_sansio::{
     AdminCall, ConsumerError, ConsumerRecord, FetchedBlob, ListedOffset, OffsetSpec, Position,
     RevocationId, SeekTo, TopicPartition,
 };
+use tracing::Instrument;
 
 /// Reads records: manual assignment ([`Consumer::assign`], recommended on today's server) or
 /// group subscription ([`Consumer::subscribe`], needs `config.consumer.group_id`). Cheap to
@@ -57,11 +59,13 @@ impl<R: Runtime> Consumer<R> {
     /// Consumes exactly `partitions` (replaces any subscription). Does not wait: positions
     /// are resolved in the background.
     pub fn assign(&self, partitions: &[TopicPartition]) -> Result<()> {
+        let _span = tracing::debug_span!("assign", partitions = ?partitions).entered();
         self.run(|c, now| c.assign(now, partitions))
     }
 
     /// Joins `config.consumer.group_id` and consumes the topics' partitions. Does not wait.
     pub fn subscribe(&self, topics: &[&str]) -> Result<()> {
+        let _span = tracing::debug_span!("subscribe", topics = ?topics).entered();
         self.run(|c, now| c.subscribe(now, topics))
     }
 
@@ -130,16 +134,16 @@ impl<R: Runtime> Consumer<R> {
 
     /// Takes what `grab` finds ready (a lease of records, or blobs), or registers `cx`;
     /// `None` when there is nothing.
+    /// `trace` is the context of the poll's caller: the fetches sent from now on carry it.
     fn take<T>(
         &self,
         cx: &Context<'_>,
+        trace: &Option<TraceIds>,
         grab: impl FnOnce(&mut State) -> Option<T>,
     ) -> Option<Result<T>> {
-        let trace = crate::trace::current();
         let r = self.client.link.with(|st, _| {
-            // The fetches sent from now on carry the span this poll runs in.
             if cfg!(feature = "opentelemetry") {
-                st.client.set_fetch_trace(trace);
+                st.client.set_fetch_trace(trace.clone());
             }
             match grab(st) {
                 Some(out) => Some(Ok(out)),
@@ -163,9 +167,14 @@ impl<R: Runtime> Consumer<R> {
     /// are decoded outside the client's lock (see [`stellflow_sansio::RecordLease`]): the lock
     /// is held to lend them and to deliver them, so the driver is not kept from the sockets
     /// meanwhile.
-    fn take_records(&self, cx: &Context<'_>, max: usize) -> Option<Result<Vec<ConsumerRecord>>> {
+    fn take_records(
+        &self,
+        cx: &Context<'_>,
+        max: usize,
+        trace: &Option<TraceIds>,
+    ) -> Option<Result<Vec<ConsumerRecord>>> {
         loop {
-            let mut lease = match self.take(cx, |st| st.client.lease_records(max))? {
+            let mut lease = match self.take(cx, trace, |st| st.client.lease_records(max))? {
                 Ok(lease) => lease,
                 Err(e) => return Some(Err(e)),
             };
@@ -209,8 +218,17 @@ impl<R: Runtime> Consumer<R> {
     /// Like [`Consumer::poll`], returning at most `max` records. The records are decoded (and
     /// their batches checked) on the calling task. Cancel-safe.
     pub async fn poll_max(&self, timeout: Duration, max: usize) -> Result<Vec<ConsumerRecord>> {
-        self.take_within(timeout, |cx| self.take_records(cx, max.max(1)))
-            .await
+        let trace = crate::trace::current();
+        let span = tracing::debug_span!("poll", max, records = tracing::field::Empty);
+        let take = |cx: &Context<'_>| self.take_records(cx, max.max(1), &trace);
+        let got = self
+            .take_within(timeout, take)
+            .instrument(span.clone())
+            .await;
+        if let Ok(records) = &got {
+            span.record("records", records.len());
+        }
+        got
     }
 
     /// Waits up to `timeout` for fetched blobs and returns every one ready, each handed over
@@ -221,18 +239,30 @@ impl<R: Runtime> Consumer<R> {
     /// [`stellflow_sansio::ConsumerEvent::CorruptBlob`]. An empty vector when none came in
     /// time; [`ConsumerError::Closed`] after [`Consumer::close`]. Cancel-safe.
     pub async fn poll_blobs(&self, timeout: Duration) -> Result<Vec<FetchedBlob>> {
+        let trace = crate::trace::current();
+        let span = tracing::debug_span!("poll_blobs", blobs = tracing::field::Empty);
         let blobs = |st: &mut State| Some(st.take_blobs()).filter(|b| !b.is_empty());
-        self.take_within(timeout, |cx| self.take(cx, blobs)).await
+        let take = |cx: &Context<'_>| self.take(cx, &trace, blobs);
+        let got = self
+            .take_within(timeout, take)
+            .instrument(span.clone())
+            .await;
+        if let Ok(blobs) = &got {
+            span.record("blobs", blobs.len());
+        }
+        got
     }
 
     /// Waits (without a time limit) for the next record. [`ConsumerError::Closed`] after
     /// [`Consumer::close`]. Cancel-safe: no record is taken unless the call returns it.
     pub async fn recv(&self) -> Result<ConsumerRecord> {
-        future::poll_fn(|cx| match self.take_records(cx, 1) {
+        let trace = crate::trace::current();
+        future::poll_fn(|cx| match self.take_records(cx, 1, &trace) {
             Some(Ok(mut v)) => Poll::Ready(v.pop().ok_or(Error::Shutdown)),
             Some(Err(e)) => Poll::Ready(Err(e)),
             None => Poll::Pending,
         })
+        .instrument(tracing::debug_span!("recv"))
         .await
     }
 
@@ -242,24 +272,33 @@ impl<R: Runtime> Consumer<R> {
     /// core within its request timeout. Cancel safety: dropping the future does not stop the
     /// commit; its outcome then shows in [`Consumer::events`].
     pub async fn commit_sync(&self) -> Result<Committed> {
-        self.commit(|c, now| c.commit(now)).await
+        let span = tracing::debug_span!("commit", kind = "sync");
+        let trace = crate::trace::current();
+        self.commit(trace, |c, now| c.commit(now))
+            .instrument(span)
+            .await
     }
 
     /// Commits explicit positions (e.g. [`ConsumerRecord::next_position`] of the last
     /// processed record) like [`Consumer::commit_sync`].
     pub async fn commit_positions(&self, positions: Committed) -> Result<Committed> {
-        self.commit(|c, now| c.commit_positions(now, positions))
+        let span = tracing::debug_span!("commit", kind = "positions", partitions = positions.len());
+        let trace = crate::trace::current();
+        self.commit(trace, |c, now| c.commit_positions(now, positions))
+            .instrument(span)
             .await
     }
 
+    /// Runs commit command `f` with `trace`, the caller's context (read before the `commit`
+    /// span was entered), and waits for its outcome.
     async fn commit(
         &self,
+        trace: Option<TraceIds>,
         f: impl FnOnce(
             &mut stellflow_sansio::Client,
             Instant,
         ) -> Result<stellflow_sansio::CommitId, ConsumerError>,
     ) -> Result<Committed> {
-        let trace = crate::trace::current();
         let commit = |st: &mut crate::state::State, now, tx: crate::state::Reply<_>| match st
             .traced(trace, |st| f(&mut st.client, now))
         {
@@ -299,6 +338,7 @@ impl<R: Runtime> Consumer<R> {
     /// `commitAsync`); its outcome shows up in [`Consumer::events`].
     pub fn commit_async(&self) -> Result<()> {
         let trace = crate::trace::current();
+        let _span = tracing::debug_span!("commit", kind = "async").entered();
         let commit = |st: &mut State, now| st.traced(trace, |st| st.client.commit_async(now));
         Ok(self.client.link.with(commit)?.map(drop)?)
     }
@@ -309,6 +349,9 @@ impl<R: Runtime> Consumer<R> {
     /// wait for the broker, [`Consumer::position`] is `None` until the answer, and `poll`
     /// delivers from the position found.
     pub async fn seek(&self, tp: &TopicPartition, to: SeekTo) -> Result<()> {
+        let _span = tracing::debug_span!("seek", topic = %tp.topic, partition = tp.partition,
+            to = ?to)
+        .entered();
         self.run(|c, now| c.seek(now, tp, to))
     }
 
@@ -382,7 +425,7 @@ impl<R: Runtime> Stream for Consumer<R> {
     /// The next record; the stream ends once the consumer is closed (or the client stopped).
     /// Cancel-safe: no record is taken unless it is returned.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        match self.take_records(cx, 1) {
+        match self.take_records(cx, 1, &crate::trace::current()) {
             Some(Ok(mut v)) => Poll::Ready(v.pop().map(Ok)),
             Some(Err(Error::Shutdown | Error::Consumer(ConsumerError::Closed))) => {
                 Poll::Ready(None)

@@ -9,6 +9,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
+use stellflow_sansio::TraceIds;
+use tracing::Instrument;
+
+/// The `send` span of one record (`trace` level: one per record): its topic, and its
+/// partition when the record names one.
+fn send_span(record: &Record) -> tracing::Span {
+    tracing::trace_span!("send", topic = %record.topic, partition = record.partition)
+}
 
 /// The one producer record type: topic, optional partition, key, value, headers and
 /// timestamp, with cheaply cloned [`bytes::Bytes`] (a `Vec<u8>`, `String` or `&'static`
@@ -116,8 +124,14 @@ impl<R: Runtime> Producer<R> {
     ///
     /// Cancel safety: dropping the future before it completes leaves the record unqueued.
     pub async fn enqueue(&self, record: Record) -> Result<Delivery> {
-        let max_block = self.client.link.options.max_block;
+        // The caller's context, read before the `send` span is entered.
         let trace = crate::trace::current();
+        let span = send_span(&record);
+        self.enqueue_traced(record, trace).instrument(span).await
+    }
+
+    async fn enqueue_traced(&self, record: Record, trace: Option<TraceIds>) -> Result<Delivery> {
+        let max_block = self.client.link.options.max_block;
         let (reply, rx) = oneshot::channel();
         // The deadline is taken from the clock reading `with` makes anyway: one clock read
         // per record, not two.
@@ -195,12 +209,15 @@ impl<R: Runtime> Producer<R> {
     {
         /// Records fed to the core per hold of the lock: the driver gets it in between.
         const PER_LOCK: usize = 512;
+        // The caller's context goes with every record (read before the span is entered).
+        let trace = crate::trace::current();
         let link = &self.client.link;
         // The calling span's trace context goes with every record (as with `enqueue`).
         let trace = crate::trace::current();
         let mut records = records.into_iter();
         let (reply, rx) = oneshot::channel();
         let hint = records.size_hint().0;
+        let span = tracing::debug_span!("enqueue_all", records = tracing::field::Empty);
         let (key, start) = link.with(|st, now| (st.batches.open(hint, reply), now))?;
         let mut guard = Abandon {
             link,
@@ -233,11 +250,14 @@ impl<R: Runtime> Producer<R> {
             R::sleep_until(start + max_block).await;
             Ok(false)
         };
-        let done = futures_lite::future::or(feed, expire).await?;
+        let done = futures_lite::future::or(feed, expire)
+            .instrument(span.clone())
+            .await?;
         if !done {
             fed += link.with(|st, now| st.expire_batch(now, key, held.take(), records))?;
         }
         guard.armed = false;
+        span.record("records", fed);
         Ok(BatchDelivery { rx, len: fed })
     }
 
@@ -259,6 +279,7 @@ impl<R: Runtime> Producer<R> {
     pub fn try_enqueue(&self, record: Record) -> Result<std::result::Result<Delivery, Record>> {
         let max_block = self.client.link.options.max_block;
         let trace = crate::trace::current();
+        let _span = send_span(&record).entered();
         let (reply, rx) = oneshot::channel();
         let back = self.client.link.with(|st, now| {
             let deadline = now + max_block;

@@ -23,7 +23,7 @@ use stellflow_proto::messages::{
 use stellflow_proto::record::{BatchBuilder, BatchParams, Compression, Envelope};
 use stellflow_proto::wire::Wire;
 use stellflow_sansio::{
-    Client, ClientConfig, DisconnectReason, OffsetReset, Position, SeekTo, TopicPartition,
+    Client, ClientConfig, DisconnectReason, Hooks, OffsetReset, Position, SeekTo, TopicPartition,
 };
 use stellflow_sim::{ClusterConfig, LogConfig, SimCluster};
 
@@ -83,8 +83,23 @@ enum Take {
     Leases,
 }
 
+/// A consumer hook that does what a cheap real one does: counts records and commits.
+#[derive(Default)]
+struct CountHook(std::sync::atomic::AtomicU64);
+
+impl stellflow_sansio::ConsumerHook for CountHook {
+    fn on_consume(&self, records: &[stellflow_sansio::ConsumerRecord]) {
+        (self.0).fetch_add(records.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Client time and records of one run over blobs built with `envelope`.
 fn run(envelope: Envelope, label: &str, take: Take) -> f64 {
+    run_with(envelope, label, take, Hooks::default())
+}
+
+/// Client time and records of one run over blobs built with `envelope`, with `hooks`.
+fn run_with(envelope: Envelope, label: &str, take: Take, hooks: Hooks) -> f64 {
     let value_len = value_size();
     let mut now = Instant::now();
     let log = LogConfig {
@@ -111,6 +126,7 @@ fn run(envelope: Envelope, label: &str, take: Take) -> f64 {
     }
     let mut config = ClientConfig::new("broker-1:9092").expect("config");
     config.consumer.auto_offset_reset = OffsetReset::Earliest;
+    config.hooks = hooks;
     let mut client = Client::new(config, now, 1).expect("client");
     let tps: Vec<TopicPartition> = (0..PARTITIONS)
         .map(|p| TopicPartition::new("bench", p))
@@ -250,5 +266,35 @@ fn main() {
     println!(
         "RESULT consumer-cpu-ns-per-record-leased {:.0}",
         1e9 / leased
+    );
+    // Paired runs without and with one registered hook (A B A B), leases as the adapters
+    // take records: the cost of the hook call sites.
+    let (mut plain, mut hooked) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        plain.push(run(Envelope::V1, "v1, leases, no hook", Take::Leases));
+        let mut hooks = Hooks::default();
+        hooks.consumer(CountHook::default());
+        hooked.push(run_with(
+            Envelope::V1,
+            "v1, leases, one hook",
+            Take::Leases,
+            hooks,
+        ));
+    }
+    let ratios: Vec<String> = (plain.iter().zip(&hooked))
+        .map(|(a, b)| format!("{:.3}", b / a))
+        .collect();
+    println!("hooked/plain per pair: {}", ratios.join(" "));
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    println!(
+        "RESULT consumer-records-per-sec-leased-nohook {}",
+        median(&mut plain) as u64
+    );
+    println!(
+        "RESULT consumer-records-per-sec-leased-hooked {}",
+        median(&mut hooked) as u64
     );
 }

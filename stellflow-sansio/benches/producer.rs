@@ -167,16 +167,14 @@ fn cpu_time() -> Option<Duration> {
     Some(Duration::from_nanos(ns))
 }
 
-fn main() {
-    let records: u64 = std::env::var("PRODUCER_BENCH_RECORDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(6_000_000);
+/// A driver with a client connected to its own simulated broker, metadata known.
+fn new_driver(hooks: stellflow_sansio::Hooks) -> Driver {
     let now = Instant::now();
     let mut sim = SimCluster::single(now, 1);
     sim.create_topic(TOPIC, PARTITIONS, 1).unwrap();
     let mut config = ClientConfig::new("broker-1:9092").unwrap();
     config.request_timeout = Duration::from_secs(3600);
+    config.hooks = hooks;
     let client = Client::new(config, now, 7).unwrap();
     let mut d = Driver {
         client,
@@ -204,6 +202,32 @@ fn main() {
         d.client.metadata().topics.contains_key(TOPIC),
         "no metadata"
     );
+    d
+}
+
+/// A producer hook that does what a cheap real one does: counts sends and outcomes.
+#[derive(Default)]
+struct CountHook(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64);
+
+impl stellflow_sansio::ProducerHook for CountHook {
+    fn on_send(&self, _: &stellflow_sansio::SentRecord<'_>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn on_acknowledgement(&self, _: &stellflow_sansio::Acknowledgement<'_>) {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn main() {
+    let records: u64 = std::env::var("PRODUCER_BENCH_RECORDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(6_000_000);
+    // Two clients, each with its own broker, run in alternate rounds (A B A B): without a
+    // hook, and with one cheap hook registered (counting sends and acknowledgements).
+    let mut hooks = stellflow_sansio::Hooks::default();
+    hooks.producer(CountHook::default());
+    let mut drivers = [new_driver(Default::default()), new_driver(hooks)];
 
     let value = [0x5au8; 100];
     let mut keys = [[0u8; 8]; 1024];
@@ -232,76 +256,99 @@ fn main() {
         }
     };
     // Warm-up (pools, buffers, maps reach their steady size).
-    run(&mut d, records / 10);
+    for d in &mut drivers {
+        run(d, records / 10);
+    }
     let reps: usize = std::env::var("PRODUCER_BENCH_REPS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(5)
         .max(1);
-    let mut walls = Vec::with_capacity(reps);
-    let mut cpus = Vec::with_capacity(reps);
+    let labels = ["no hook", "one hook"];
+    let mut walls = [Vec::with_capacity(reps), Vec::with_capacity(reps)];
+    let mut cpus = [Vec::with_capacity(reps), Vec::with_capacity(reps)];
     let mut copies = Vec::with_capacity(reps);
-    let mut allocs = 0u64;
+    let mut allocs = [0u64; 2];
     let mut elapsed_total = Duration::ZERO;
     let mut sink = vec![0u8; 1 << 20];
     for rep in 0..reps {
         // Baseline: copy the same key and value bytes into a batch-sized buffer.
         let (copy_rate, copy_cpu) = memcpy_baseline(&keys, &value, records, &mut sink);
-        let delivered_before = d.delivered;
-        let allocs_before = alloc_counter::allocations() as u64;
-        let cpu_before = cpu_time();
-        let t = Instant::now();
-        run(&mut d, records);
-        let elapsed = t.elapsed();
-        let cpu = cpu_before.zip(cpu_time()).map(|(a, b)| b.saturating_sub(a));
-        allocs += alloc_counter::allocations() as u64 - allocs_before;
-        elapsed_total += elapsed;
-        assert_eq!(d.failed, 0);
-        assert_eq!(
-            d.delivered - delivered_before,
-            records,
-            "every record acknowledged"
-        );
-        let wall = records as f64 / elapsed.as_secs_f64();
-        let per_cpu = cpu.map(|c| records as f64 / c.as_secs_f64());
-        eprintln!(
-            "rep {rep}: wall {wall:.0} records/s, on-CPU {} records/s; memcpy baseline wall {copy_rate:.0} MB/s, on-CPU {} MB/s; load {}",
-            per_cpu.map_or("n/a".to_owned(), |r| format!("{r:.0}")),
-            copy_cpu.map_or("n/a".to_owned(), |r| format!("{r:.0}")),
-            load_average()
-        );
-        walls.push(wall);
-        if let Some(r) = per_cpu {
-            cpus.push(r);
-        }
         copies.push(copy_rate);
+        for (k, d) in drivers.iter_mut().enumerate() {
+            let delivered_before = d.delivered;
+            let allocs_before = alloc_counter::allocations() as u64;
+            let cpu_before = cpu_time();
+            let t = Instant::now();
+            run(d, records);
+            let elapsed = t.elapsed();
+            let cpu = cpu_before.zip(cpu_time()).map(|(a, b)| b.saturating_sub(a));
+            allocs[k] += alloc_counter::allocations() as u64 - allocs_before;
+            elapsed_total += elapsed;
+            assert_eq!(d.failed, 0);
+            assert_eq!(
+                d.delivered - delivered_before,
+                records,
+                "every record acknowledged"
+            );
+            let wall = records as f64 / elapsed.as_secs_f64();
+            let per_cpu = cpu.map(|c| records as f64 / c.as_secs_f64());
+            eprintln!(
+                "rep {rep} ({}): wall {wall:.0} records/s, on-CPU {} records/s; memcpy baseline wall {copy_rate:.0} MB/s, on-CPU {} MB/s; load {}",
+                labels[k],
+                per_cpu.map_or("n/a".to_owned(), |r| format!("{r:.0}")),
+                copy_cpu.map_or("n/a".to_owned(), |r| format!("{r:.0}")),
+                load_average()
+            );
+            walls[k].push(wall);
+            if let Some(r) = per_cpu {
+                cpus[k].push(r);
+            }
+        }
     }
-    let c = d.client.counters();
+    let c = drivers[0].client.counters();
     eprintln!(
-        "{reps} x {records} records of 100 B (8 B keys) to {PARTITIONS} partitions in {elapsed_total:?}; {} blobs, {} requests in all; size_of::<Event>() = {} B",
+        "{reps} x 2 x {records} records of 100 B (8 B keys) to {PARTITIONS} partitions in {elapsed_total:?}; {} blobs, {} requests per client; size_of::<Event>() = {} B",
         c.producer_batches,
         c.api(ApiKey::PRODUCE).requests,
         std::mem::size_of::<Event>()
     );
-    eprintln!(
-        "wall records/s: {}; on-CPU records/s: {}; memcpy MB/s: {}",
-        spread(&mut walls),
-        spread(&mut cpus),
-        spread(&mut copies)
-    );
-    println!("RESULT producer-records-per-sec {:.0}", median(&mut walls));
-    if !cpus.is_empty() {
-        let per_cpu_sec = median(&mut cpus);
-        println!("RESULT producer-records-per-cpu-sec {per_cpu_sec:.0}");
-        println!("RESULT producer-cpu-ns-per-record {:.0}", 1e9 / per_cpu_sec);
+    let ratios: Vec<String> = (walls[0].iter().zip(&walls[1]))
+        .map(|(a, b)| format!("{:.3}", b / a))
+        .collect();
+    eprintln!("one hook / no hook, wall, per pair: {}", ratios.join(" "));
+    for k in 0..2 {
+        eprintln!(
+            "{}: wall records/s: {}; on-CPU records/s: {}",
+            labels[k],
+            spread(&mut walls[k]),
+            spread(&mut cpus[k]),
+        );
+    }
+    eprintln!("memcpy MB/s: {}", spread(&mut copies));
+    let suffix = ["", "-hooked"];
+    for k in 0..2 {
+        let sfx = suffix[k];
+        println!(
+            "RESULT producer-records-per-sec{sfx} {:.0}",
+            median(&mut walls[k])
+        );
+        if !cpus[k].is_empty() {
+            let per_cpu_sec = median(&mut cpus[k]);
+            println!("RESULT producer-records-per-cpu-sec{sfx} {per_cpu_sec:.0}");
+            println!(
+                "RESULT producer-cpu-ns-per-record{sfx} {:.0}",
+                1e9 / per_cpu_sec
+            );
+        }
+        println!(
+            "RESULT producer-allocs-per-record{sfx} {:.5}",
+            allocs[k] as f64 / (records * reps as u64) as f64
+        );
     }
     println!(
         "RESULT producer-baseline-memcpy-MBps {:.0}",
         median(&mut copies)
-    );
-    println!(
-        "RESULT producer-allocs-per-record {:.5}",
-        allocs as f64 / (records * reps as u64) as f64
     );
 }
 

@@ -111,6 +111,24 @@ impl<T> AdminCall<T> {
             result: PhantomData,
         }
     }
+
+    /// The command's name (`"CreateTopic"`, `"ListOffsets"`, ...), as the adapters' `admin`
+    /// span shows it.
+    pub fn name(&self) -> &'static str {
+        match &self.request {
+            AdminRequest::ApiVersions { .. } => "ApiVersions",
+            AdminRequest::DescribeCluster { .. } => "DescribeCluster",
+            AdminRequest::HealthCheck { .. } => "HealthCheck",
+            AdminRequest::DescribeTopics { .. } => "DescribeTopics",
+            AdminRequest::CreateTopic { .. } => "CreateTopic",
+            AdminRequest::DeleteTopic { .. } => "DeleteTopic",
+            AdminRequest::AlterPartition { .. } => "AlterPartition",
+            AdminRequest::ListOffsets { .. } => "ListOffsets",
+            AdminRequest::DecommissionBroker { .. } => "DecommissionBroker",
+            AdminRequest::CommittedOffsets { .. } => "CommittedOffsets",
+            AdminRequest::ReassertLeadership { .. } => "ReassertLeadership",
+        }
+    }
 }
 
 impl<T> Clone for AdminCall<T> {

@@ -782,7 +782,13 @@ impl Producer {
                     self.fail_batch(ti, pi, batch, e, true);
                 } else {
                     net.counters.producer_retries += 1;
-                    tracing::debug!(attempt = batch.attempts, "retrying a batch: {error}");
+                    let topic = self.topics.get(ti).map(|t| &*t.name);
+                    tracing::debug!(
+                        topic,
+                        partition = pi,
+                        attempt = batch.attempts,
+                        "retrying a batch: {error}"
+                    );
                     batch.retry_at = Some(now + self.retry_delay(batch.attempts));
                     batch.awaits_leader = refresh;
                     batch.last_error = Some(error);

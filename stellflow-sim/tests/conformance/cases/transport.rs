@@ -9,6 +9,11 @@ use std::time::Duration;
 pub fn cases() -> Vec<Case> {
     vec![
         Case {
+            name: "trace_fields_accepted",
+            section: "2.1",
+            run: trace_fields_accepted,
+        },
+        Case {
             name: "frame_length_excludes_itself",
             section: "1.2",
             run: frame_length_excludes_itself,
@@ -286,6 +291,32 @@ fn pipelined_requests(ctx: &Ctx) -> CaseResult {
         "offsets of 8 pipelined Produce requests"
     );
     Ok(())
+}
+
+/// A request whose header carries a W3C trace id, span id and flags (what a client sends for
+/// a call made inside a span) is answered like any other: the server reads the fields (and
+/// only logs them) and echoes nothing of them.
+fn trace_fields_accepted(ctx: &Ctx) -> CaseResult {
+    let mut c = ctx.conn()?;
+    let mut header = stellflow_proto::header::RequestHeader::new(
+        stellflow_proto::ApiKey(API_VERSIONS),
+        41,
+        Some("stellflow-conformance"),
+    );
+    header.trace_id = Some("4bf92f3577b34da6a3ce929d0e0e4736".into());
+    header.span_id = Some("00f067aa0ba902b7".into());
+    header.trace_flags = 1;
+    let mut payload = BytesMut::new();
+    stellflow_proto::Wire::encode(&header, &mut payload);
+    payload.put_slice(&api_versions_req(
+        Some("stellflow-conformance"),
+        Some("0"),
+        &[],
+    ));
+    c.send_raw(&super::super::client::frame(&payload))?;
+    let r = c.recv()?;
+    ensure_eq!(r.correlation_id, 41, "correlation id");
+    check_api_versions(&r)
 }
 
 fn minimal_header_accepted(ctx: &Ctx) -> CaseResult {
