@@ -69,7 +69,8 @@ pub mod prelude {
     #[cfg(feature = "opentelemetry")]
     pub use crate::otel;
     pub use crate::{
-        BatchDelivery, Committed, Delivery, Error, Events, Options, Rebalance, Record, Result, Runtime,
+        BatchDelivery, Committed, Delivery, Error, Events, Options, Rebalance, Record, Result,
+        Runtime,
     };
     /// The `bytes` crate of record keys and values.
     pub use bytes;
@@ -103,8 +104,8 @@ pub mod prelude {
         IntoRecordBytes, IntoTopic, InvalidTopicName, LeaderlessReason, ListedOffset,
         LogStartAction, OffsetInfo, OffsetReset, OffsetSpec, PartitionInfo, PartitionOutcome,
         PartitionOverride, Position, ProduceError, ProducerConfig, ReassertedPartition,
-        RecordMetadata, RequestError, RequestOptions, RevocationId, SeekTo, Target, TopicAdminResult,
-        TopicDescription, TopicPartition, TraceContext,
+        RecordMetadata, RequestError, RequestOptions, RevocationId, SeekTo, Target,
+        TopicAdminResult, TopicDescription, TopicPartition, TraceContext,
     };
     pub use stellflow_sansio::{
         ApiCounters, DurationHistogram, KeyedPartitioner, KeylessPartitioner, Partitioner,

@@ -209,8 +209,6 @@ impl<R: Runtime> Producer<R> {
     {
         /// Records fed to the core per hold of the lock: the driver gets it in between.
         const PER_LOCK: usize = 512;
-        // The caller's context goes with every record (read before the span is entered).
-        let trace = crate::trace::current();
         let link = &self.client.link;
         // The calling span's trace context goes with every record (as with `enqueue`).
         let trace = crate::trace::current();

@@ -5,8 +5,8 @@ use crate::{
     AdminCall, AdminOutput, BatchDelivery, BrokerApiVersions, ClientConfig, ClusterMetadata,
     ClusterStatus, Committed, CommittedOffset, ConsumerRecord, Counters, DecommissionResult,
     Delivery, Events, FetchedBlob, ListedOffset, OffsetSpec, Options, PartitionOverride, Position,
-    ReassertedPartition, Rebalance, Record, RecordMetadata, RequestOptions, Result, RevocationId, SeekTo, Target,
-    TopicAdminResult, TopicDescription, TopicPartition,
+    ReassertedPartition, Rebalance, Record, RecordMetadata, RequestOptions, Result, RevocationId,
+    SeekTo, Target, TopicAdminResult, TopicDescription, TopicPartition,
 };
 use crate::{Blocking, block_on};
 use std::sync::Arc;
