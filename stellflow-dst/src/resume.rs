@@ -143,6 +143,14 @@ impl ResumeCheck {
                     .fetch_backoff_max
                     .max(consumer.join_retry_backoff_max)
                 + trips;
+            // A group member (issue 26) starts a partition only once its previous owner
+            // released it or that owner's registration went stale: an owner closed or lost
+            // while its link was cut never said so, so the partition waits out its session
+            // (plus the round that reads the registry) on the new member's clock.
+            let b = match consumer.group_id {
+                Some(_) => b + consumer.session_timeout + consumer.heartbeat_interval,
+                None => b,
+            };
             ResumeWatch::new("consumer", b)
         });
         ResumeCheck {
