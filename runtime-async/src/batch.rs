@@ -97,7 +97,10 @@ impl Runs {
         let at = match self.runs.get(self.hint) {
             Some(r) if r.holds(id) => self.hint,
             _ => {
-                let at = self.runs.partition_point(|r| r.first_id <= id).checked_sub(1)?;
+                let at = self
+                    .runs
+                    .partition_point(|r| r.first_id <= id)
+                    .checked_sub(1)?;
                 if !self.runs.get(at)?.holds(id) {
                     return None;
                 }

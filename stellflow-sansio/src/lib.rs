@@ -135,8 +135,7 @@ pub use net::ConnectRequest;
 pub use producer::{
     Acks, BatchFormat, DeliveryError, FlushId, IntoRecordBytes, KeyedPartitioner,
     KeylessPartitioner, OwnedRecord, Partitioner, ProduceError, ProduceId, ProducedBatch,
-    ProducerConfig,
-    ProducerRecord, RecordHeader, RecordMetadata, fnv1a32, java_hash,
+    ProducerConfig, ProducerRecord, RecordHeader, RecordMetadata, fnv1a32, java_hash,
 };
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
 pub use stellflow_proto;

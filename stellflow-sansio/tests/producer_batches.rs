@@ -47,7 +47,8 @@ fn world(p: ProducerConfig, batched: bool) -> World {
 fn run(p: ProducerConfig, batched: bool, fault: Option<Fault>, wait: Duration) -> Run {
     let mut w = world(p, batched);
     if let Some(f) = fault {
-        w.sim.inject_fault(FaultRule::random(ApiKey::PRODUCE, 1.0, f));
+        w.sim
+            .inject_fault(FaultRule::random(ApiKey::PRODUCE, 1.0, f));
     }
     let mut ids = Vec::new();
     for i in 0..2000u32 {
@@ -91,7 +92,11 @@ fn run(p: ProducerConfig, batched: bool, fault: Option<Fault>, wait: Duration) -
             _ => unreachable!(),
         }
     }
-    assert_eq!(run.outcomes.len(), ids.len(), "every record has one outcome");
+    assert_eq!(
+        run.outcomes.len(),
+        ids.len(),
+        "every record has one outcome"
+    );
     run
 }
 
@@ -122,7 +127,10 @@ fn config() -> ProducerConfig {
 #[test]
 fn delivered_batches_report_what_their_records_would() {
     let out = same_outcomes(config(), None, Duration::from_secs(5));
-    assert!(out.values().all(|r| r.as_ref().is_ok_and(|m| m.offset.is_some())));
+    assert!(
+        out.values()
+            .all(|r| r.as_ref().is_ok_and(|m| m.offset.is_some()))
+    );
     // Indexes follow the blob: some record of a batch has index > 0.
     assert!(out.values().any(|r| r.as_ref().is_ok_and(|m| m.index > 0)));
 }
@@ -135,7 +143,10 @@ fn failed_batches_report_the_same_error_for_every_record() {
     p.retry_backoff_max = Duration::from_millis(100);
     let fault = Fault::PartitionError(ErrorCode::NOT_LEADER_OR_FOLLOWER);
     let out = same_outcomes(p, Some(fault), Duration::from_secs(5));
-    assert!(out.values().all(|r| matches!(r, Err(DeliveryError::Timeout { .. }))));
+    assert!(
+        out.values()
+            .all(|r| matches!(r, Err(DeliveryError::Timeout { .. })))
+    );
 }
 
 #[test]
@@ -143,5 +154,8 @@ fn acks_zero_batches_report_without_offsets() {
     let mut p = config();
     p.acks = Acks::None;
     let out = same_outcomes(p, None, Duration::from_secs(5));
-    assert!(out.values().all(|r| r.as_ref().is_ok_and(|m| m.offset.is_none())));
+    assert!(
+        out.values()
+            .all(|r| r.as_ref().is_ok_and(|m| m.offset.is_none()))
+    );
 }

@@ -62,8 +62,8 @@ mod types;
 pub use owned::{IntoRecordBytes, OwnedRecord};
 pub use partitioner::{KeyedPartitioner, KeylessPartitioner, Partitioner, fnv1a32, java_hash};
 pub use types::{
-    Acks, BatchFormat, DeliveryError, FlushId, ProduceError, ProduceId, ProducerConfig,
-    ProducedBatch, ProducerRecord, RecordHeader, RecordMetadata,
+    Acks, BatchFormat, DeliveryError, FlushId, ProduceError, ProduceId, ProducedBatch,
+    ProducerConfig, ProducerRecord, RecordHeader, RecordMetadata,
 };
 
 use crate::event::Event;

@@ -177,7 +177,8 @@ impl ProducedBatch {
     /// this batch stands for.
     pub fn outcomes(
         &self,
-    ) -> impl ExactSizeIterator<Item = (ProduceId, Result<RecordMetadata, DeliveryError>)> + '_ {
+    ) -> impl ExactSizeIterator<Item = (ProduceId, Result<RecordMetadata, DeliveryError>)> + '_
+    {
         (self.records.iter().enumerate())
             .map(|(i, &(id, timestamp))| (ProduceId(id), self.result_of(i, timestamp)))
     }
