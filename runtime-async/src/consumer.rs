@@ -206,8 +206,8 @@ impl<R: Runtime> Consumer<R> {
     }
 
     /// Waits up to `timeout` for records and returns the ones available (at most
-    /// [`Options::max_poll_records`]); an empty vector when none came in time.
-    /// [`ConsumerError::Closed`] after [`Consumer::close`].
+    /// [`ConsumerConfig::max_poll_records`](crate::ConsumerConfig::max_poll_records)); an empty
+    /// vector when none came in time. [`ConsumerError::Closed`] after [`Consumer::close`].
     ///
     /// Cancel safety: cancel-safe; no record is taken unless the call returns it.
     pub async fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
@@ -401,8 +401,8 @@ impl<R: Runtime> Consumer<R> {
 
     /// Takes the consumer events seen since the last call: rebalances, resolved positions,
     /// fetch errors, group warnings, and the outcomes of commits nobody waits for
-    /// (`commit_async`, auto-commit). At most [`Events::CAP`] are kept; [`Events::dropped`]
-    /// counts the older ones dropped.
+    /// (`commit_async`, auto-commit). At most [`Events::CAP`] are kept; the returned value's
+    /// [`dropped`](Events::dropped) field counts the older ones dropped.
     pub fn events(&self) -> Events {
         self.client.link.shared.lock().take_events()
     }

@@ -29,8 +29,8 @@ pub enum Error {
     /// A raw request failed.
     #[error(transparent)]
     Request(#[from] RequestError),
-    /// No buffer space within `Options::max_block`: the broker is slow or unreachable. Retry
-    /// later, or raise `producer.buffer_memory` or `max_block`.
+    /// No buffer space within `producer.max_block`: the broker is slow or unreachable. Retry
+    /// later, or raise `producer.buffer_memory` or `producer.max_block`.
     #[error("producer buffer stayed full for {0:?} (max_block); the broker is slow or unreachable")]
     BufferFull(Duration),
     /// A close ended with this many records not delivered (`Options::close_timeout` passed or

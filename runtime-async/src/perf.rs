@@ -90,7 +90,7 @@ async fn produce<R: Runtime>(
 }
 
 /// Reads `n` records from the start of `topic`'s partitions, `poll` by `poll` (at most
-/// `Options::max_poll_records` each, as `perf consume` polls).
+/// `consumer.max_poll_records` each, as `perf consume` polls).
 async fn consume<R: Runtime>(
     client: &Client<R>,
     topic: &str,

@@ -739,6 +739,9 @@ impl Link {
     ) -> Result<(Link, async_channel::Receiver<()>), Error> {
         let now = Instant::now();
         let seed = options.seed.unwrap_or_else(os_seed);
+        let mut options = options;
+        options.max_block = config.producer.max_block;
+        options.max_poll_records = config.consumer.max_poll_records;
         let mut client = Client::new(config, now, seed)?;
         if let Ok(d) = SystemTime::now().duration_since(UNIX_EPOCH) {
             client.set_wall_clock(now, i64::try_from(d.as_millis()).unwrap_or(i64::MAX));

@@ -228,6 +228,7 @@ impl Global {
         config.producer.delivery_timeout = timeout;
         // ... and how long no broker may answer before the cluster counts as unreachable.
         config.unreachable_timeout = timeout;
+        config.producer.max_block = timeout.max(Duration::from_secs(30));
         config.header.client_id.clone_from(&self.client_id);
         tune(&mut config);
         for property in &self.property {
@@ -239,7 +240,6 @@ impl Global {
             config.set(key.trim(), value)?;
         }
         let mut options = Options::default();
-        options.max_block = timeout.max(Duration::from_secs(30));
         options.close_timeout = timeout;
         let client = Client::connect_with(config, options)?;
         let env = Env {

@@ -257,8 +257,8 @@ impl RequestError {
     }
 }
 
-/// Why the core closed a connection on its own (the driver sees the id in
-/// [`crate::Client::poll_close`]). The core reconnects on demand with backoff.
+/// Why the client closed a connection on its own (a driver of the core sees the id in
+/// `poll_close`). The client reconnects on demand with backoff.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectionError {
@@ -319,7 +319,7 @@ impl InvalidTopicName {
 }
 
 /// An admin command failed as a whole. Per-partition outcomes are data inside the typed
-/// result ([`crate::AdminOutcome`]).
+/// result.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AdminError {
