@@ -349,10 +349,14 @@ impl<R: Runtime> Consumer<R> {
     /// wait for the broker, [`Consumer::position`] is `None` until the answer, and `poll`
     /// delivers from the position found.
     pub async fn seek(&self, tp: &TopicPartition, to: SeekTo) -> Result<()> {
+        // The caller's context, read before the client's span: the ListOffsets (or
+        // OffsetFetch) that resolves the target carries it.
+        let trace = crate::trace::current();
         let _span = tracing::debug_span!("seek", topic = %tp.topic, partition = tp.partition,
             to = ?to)
         .entered();
-        self.run(|c, now| c.seek(now, tp, to))
+        let seek = |st: &mut State, now| st.traced(trace, |st| st.client.seek(now, tp, to));
+        Ok(self.client.link.with(seek)??)
     }
 
     /// For each `(partition, time in ms since the epoch)`, the first blob the broker appended

@@ -38,9 +38,9 @@ mod client;
 mod consumer;
 mod driver;
 mod error;
-mod method_lists;
 #[cfg(test)]
 mod fake;
+mod method_lists;
 #[cfg(feature = "opentelemetry")]
 pub mod otel;
 pub mod perf;

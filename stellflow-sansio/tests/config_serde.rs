@@ -85,7 +85,10 @@ fn errors_name_the_key_and_the_value() {
     let e = load(r#"{"bootstrap.servers": "a:1", "linger.ms": 2.5}"#).unwrap_err();
     assert!(e.contains("linger.ms") && e.contains("2.5"), "{e}");
     let e = load(r#"{"bootstrap.servers": "a:1", "enable.idempotence": "yes"}"#).unwrap_err();
-    assert!(e.contains("enable.idempotence") && e.contains("true or false"), "{e}");
+    assert!(
+        e.contains("enable.idempotence") && e.contains("true or false"),
+        "{e}"
+    );
     let e = load(r#"{"bootstrap.servers": "a:1", "acks": null}"#).unwrap_err();
     assert!(e.contains("\"acks\""), "{e}");
     let e = load(r#"{"linger.ms": 5}"#).unwrap_err();

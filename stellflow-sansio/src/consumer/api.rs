@@ -147,6 +147,10 @@ impl Client {
             return Err(ConsumerError::NotAssigned(tp.clone()));
         }
         self.consumer.processed.forget(tp);
+        if let Some(p) = self.consumer.parts.get_mut(tp) {
+            // The request that resolves the target carries the caller's context.
+            p.seek_trace.clone_from(&self.trace);
+        }
         match to {
             SeekTo::Position(p) => self.consumer.reposition(tp, p),
             SeekTo::Beginning => self
