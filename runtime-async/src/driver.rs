@@ -204,7 +204,7 @@ impl<R: Runtime> Driver<R> {
                     st.client.handle_connected(id, now);
                 }
                 Wake::Connected(id, Err(e)) => {
-                    let reason = DisconnectReason::ConnectFailed(e.to_string());
+                    let reason = DisconnectReason::connect_failed(&e);
                     self.shared
                         .lock()
                         .client
@@ -251,7 +251,7 @@ impl<R: Runtime> Driver<R> {
                         continue;
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
-                    Err(e) => break Some(DisconnectReason::Io(e.to_string())),
+                    Err(e) => break Some(DisconnectReason::io(&e)),
                 }
             }
             if let Some((vec, total)) = &mut r.frame {
@@ -273,7 +273,7 @@ impl<R: Runtime> Driver<R> {
                         continue;
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
-                    Err(e) => break Some(DisconnectReason::Io(e.to_string())),
+                    Err(e) => break Some(DisconnectReason::io(&e)),
                 }
             }
             let at_boundary = r.want == 0;
@@ -336,7 +336,7 @@ impl<R: Runtime> Driver<R> {
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
-                Err(e) => break Some(DisconnectReason::Io(e.to_string())),
+                Err(e) => break Some(DisconnectReason::io(&e)),
             }
         };
         if r.held.is_empty() && gone.is_none() {
