@@ -8,8 +8,9 @@
 //! [`crate::Client::close`] asks), it closes the producer (delivering what is buffered, up to
 //! `Options::close_timeout`) and the consumer (auto-commit), closes its sockets and ends.
 
+use crate::Runtime;
+use crate::read_buffers::ReadBuffers;
 use crate::state::{Conn, Shared, State, Transmit};
-use crate::{ReadBuffers, Runtime};
 use bytes::BytesMut;
 use futures_lite::future;
 use std::collections::HashMap;

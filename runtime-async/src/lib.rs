@@ -42,7 +42,6 @@ mod error;
 mod fake;
 #[cfg(feature = "opentelemetry")]
 pub mod otel;
-pub mod perf;
 mod producer;
 mod read_buffers;
 mod runtime;
@@ -57,7 +56,7 @@ pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use prelude::*;
 pub use producer::{Delivery, Producer, Record};
-pub use read_buffers::ReadBuffers;
+
 pub use runtime::{Runtime, unresolved};
 pub use state::{Committed, Events, Rebalance};
 

@@ -14,6 +14,7 @@
 //! threads and the core's raw request path, the first half of the file); the produce and the
 //! consume halves are about 120 and 190 lines, each only a loop over that driver.
 
+use crate::cpu::{cpu_per_record, cpu_since, process_cpu_time};
 use crate::perf::{latencies, latency_summary};
 use crate::{CliError, CliResult, fail};
 use bytes::{Bytes, BytesMut};
@@ -22,7 +23,6 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
-use stellflow_async::perf::{cpu_per_record, cpu_since, process_cpu_time};
 use stellflow_sansio::stellflow_proto::messages::{
     FetchPartition, FetchRequest, FetchResponse, FetchTopic, ProducePartitionData, ProduceRequest,
     ProduceResponse, ProduceTopicData,
