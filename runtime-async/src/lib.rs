@@ -43,7 +43,6 @@ mod fake;
 mod method_lists;
 #[cfg(feature = "opentelemetry")]
 pub mod otel;
-pub mod perf;
 mod producer;
 mod read_buffers;
 mod runtime;
@@ -58,7 +57,7 @@ pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use prelude::*;
 pub use producer::{Delivery, Producer, Record};
-pub use read_buffers::ReadBuffers;
+
 pub use runtime::{Runtime, unresolved};
 pub use state::{Committed, Events, Rebalance};
 

@@ -612,7 +612,7 @@ impl State {
             match write_some(&*c.sock, &mut self.out) {
                 Ok(()) if self.out.is_empty() => {}
                 Ok(()) => (c.pending, self.replan) = (self.out.split(), true),
-                Err(e) => self.lost(id, now, DisconnectReason::Io(e.to_string())),
+                Err(e) => self.lost(id, now, DisconnectReason::io(&e)),
             }
         }
     }
@@ -622,7 +622,7 @@ impl State {
         if let Some(c) = self.conns.get_mut(&id)
             && let Err(e) = write_some(&*c.sock, &mut c.pending)
         {
-            self.lost(id, now, DisconnectReason::Io(e.to_string()));
+            self.lost(id, now, DisconnectReason::io(&e));
         }
     }
 

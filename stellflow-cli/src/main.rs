@@ -5,6 +5,7 @@
 //! machine. Errors are one line on stderr and a non-zero exit code.
 
 mod admin;
+mod cpu;
 mod data;
 mod perf;
 mod perf_raw;

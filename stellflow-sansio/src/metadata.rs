@@ -265,11 +265,6 @@ impl MetadataCache {
         self.views.get(address)
     }
 
-    /// All views, by the address that answered.
-    pub fn views(&self) -> impl Iterator<Item = (&BrokerAddress, &BrokerView)> {
-        self.views.iter()
-    }
-
     /// Replaces the view of `address` and recomputes the merge.
     pub fn apply(&mut self, address: BrokerAddress, view: BrokerView) {
         self.views.insert(address, view);

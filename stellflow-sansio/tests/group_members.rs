@@ -152,7 +152,10 @@ impl Fleet {
                         Err(e) => m.client.handle_disconnected(
                             cr.conn,
                             now,
-                            DisconnectReason::ConnectFailed(e.to_string()),
+                            DisconnectReason::ConnectFailed(stellflow_sansio::IoFailure::new(
+                                std::io::ErrorKind::ConnectionRefused,
+                                e.to_string(),
+                            )),
                         ),
                     }
                 }

@@ -14,6 +14,10 @@ use stellflow_sansio::{
 };
 use stellflow_sim::ClusterConfig;
 
+fn refused() -> DisconnectReason {
+    DisconnectReason::connect_failed(&std::io::Error::from(std::io::ErrorKind::ConnectionRefused))
+}
+
 fn health_events(w: &mut common::World) -> Vec<(Instant, HealthState)> {
     let now = w.now;
     w.take(|e| matches!(e, Event::HealthChanged(_)))
@@ -215,18 +219,14 @@ fn a_refused_connection_is_degraded_not_not_stellflow() {
     cfg.unreachable_timeout = Duration::from_secs(3);
     let mut c = Client::new(cfg, now, 1).unwrap();
     let conn = c.poll_connect().unwrap().conn;
-    c.handle_disconnected(conn, now, DisconnectReason::ConnectFailed("refused".into()));
+    c.handle_disconnected(conn, now, refused());
     assert_eq!(c.cluster_health().state, HealthState::Degraded);
     let mut t = now;
     while t < now + Duration::from_secs(4) {
         t = c.poll_timeout().unwrap();
         c.handle_timeout(t);
         if let Some(cr) = c.poll_connect() {
-            c.handle_disconnected(
-                cr.conn,
-                t,
-                DisconnectReason::ConnectFailed("refused".into()),
-            );
+            c.handle_disconnected(cr.conn, t, refused());
         }
         if matches!(c.cluster_health().state, HealthState::Unreachable { .. }) {
             break;

@@ -425,7 +425,7 @@ fn unanswered_produce_is_reported_as_maybe_written() {
         for (id, r) in &out {
             let e = r.as_ref().expect_err("no answer ever came");
             assert!(
-                matches!(e, DeliveryError::MaybeWritten { .. }) && e.may_have_been_written(),
+                matches!(e, DeliveryError::MaybeWritten { .. }) && e.outcome_unknown(),
                 "idempotence {idempotence}, {id:?}: {e:?}"
             );
             assert!(e.to_string().contains("may have been written"), "{e}");

@@ -21,7 +21,7 @@
 //!   broker), its connection died, or the broker answered a request-level error 1 — may have
 //!   been written. If its records then fail (delivery timeout, close, a later refusal) they
 //!   fail with [`DeliveryError::MaybeWritten`] ("may have been written"), never with a plain
-//!   "not delivered" [`DeliveryError::Timeout`]; [`DeliveryError::may_have_been_written`]
+//!   "not delivered" [`DeliveryError::Timeout`]; [`DeliveryError::outcome_unknown`]
 //!   tells the two kinds apart.
 //! * **Without idempotence the producer is at-least-once.** A timed-out request is retried
 //!   (after the retry backoff, possibly on the same connection behind the unanswered one): if

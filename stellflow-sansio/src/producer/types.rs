@@ -473,13 +473,4 @@ impl DeliveryError {
             _ => None,
         }
     }
-
-    /// Whether the record may be in the log despite the error: [`DeliveryError::MaybeWritten`]
-    /// (unknown outcome) and [`DeliveryError::NotReplicated`] (written, not replicated).
-    pub fn may_have_been_written(&self) -> bool {
-        matches!(
-            self,
-            DeliveryError::MaybeWritten { .. } | DeliveryError::NotReplicated { .. }
-        )
-    }
 }
