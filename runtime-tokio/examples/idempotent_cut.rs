@@ -135,7 +135,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.consumer.auto_offset_reset = OffsetReset::Earliest;
     let client = Client::connect(config).await?;
     let producer = client.producer();
-    producer.send(Record::new(topic.as_str(), "warm-up")).await?;
+    producer
+        .send(Record::new(topic.as_str(), "warm-up"))
+        .await?;
 
     let per_cut: usize = 20;
     let mut worst = Duration::ZERO;

@@ -97,7 +97,7 @@ fn an_explicit_timeout_bounds_a_long_healthy_produce() {
         let mut i = 0u64;
         while stdin.write_all(format!("line {i}\n").as_bytes()).is_ok() {
             i += 1;
-            if i % 16 == 0 {
+            if i.is_multiple_of(16) {
                 std::thread::sleep(Duration::from_millis(1));
             }
             if start.elapsed() > Duration::from_secs(10) {

@@ -6,8 +6,8 @@ use crate::{CliError, CliResult, Env, ProducerOpts, fail};
 use clap::Args;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
-use std::sync::mpsc::RecvTimeoutError;
 use std::path::PathBuf;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::Instant;
 use stellflow_blocking::{BatchDelivery, Delivery, Error, Record};
 

@@ -453,7 +453,11 @@ fn idem_resend_after_cut(ctx: &Ctx) -> CaseResult {
         1,
         "the next sequence on the fresh connection",
     )?;
-    ensure_eq!(log_end(&mut c2, &t, 0)?, 2, "the duplicate was not appended");
+    ensure_eq!(
+        log_end(&mut c2, &t, 0)?,
+        2,
+        "the duplicate was not appended"
+    );
     // A batch sent on a connection that closed before writing it never arrived: sent on the
     // fresh connection it is new, appended at the next offset.
     ok_at(
