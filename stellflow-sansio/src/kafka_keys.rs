@@ -122,6 +122,24 @@ impl Codec for OptString {
     }
 }
 
+/// A partition count, or empty for none.
+struct Partitions;
+impl Codec for Partitions {
+    type T = Option<i32>;
+    fn parse(s: &str) -> Result<Option<i32>, &'static str> {
+        if s.is_empty() {
+            return Ok(None);
+        }
+        match s.parse::<i32>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => Err("takes a partition count (a positive whole number), or nothing for none"),
+        }
+    }
+    fn show(v: &Option<i32>) -> String {
+        v.map(|n| n.to_string()).unwrap_or_default()
+    }
+}
+
 /// A comma-separated `host:port` list.
 struct Bootstrap;
 impl Codec for Bootstrap {
@@ -266,6 +284,24 @@ pub(crate) const KEYS: &[Key] = &[
     key!("stellflow.batch.format", Format, producer.format),
     key!("max.block.ms", Ms, producer.max_block),
     key!("max.poll.records", Usize, consumer.max_poll_records),
+    // Liveness settings of issue 27 (one block).
+    key!(
+        "socket.connection.setup.timeout.ms",
+        Ms,
+        connection_setup_timeout
+    ),
+    key!("stellflow.unreachable.timeout.ms", Ms, unreachable_timeout),
+    key!(
+        "stellflow.metadata.max.wait.ms",
+        Ms,
+        producer.metadata_max_wait
+    ),
+    key!(
+        "stellflow.create.missing.topics",
+        Partitions,
+        producer.create_missing_topics
+    ),
+    key!("stellflow.ack.timeout.ms", Ms, producer.ack_timeout),
     key!("group.id", OptString, consumer.group_id),
     key!("auto.offset.reset", Reset, consumer.auto_offset_reset),
     key!("enable.auto.commit", Bool, consumer.enable_auto_commit),
@@ -550,6 +586,7 @@ mod tests {
             "heartbeat.interval.ms" => "2000".into(),
             "retries" => "7".into(),
             "max.in.flight.requests.per.connection" => "2".into(),
+            "stellflow.create.missing.topics" => "3".into(),
             _ if default == "true" => "false".into(),
             _ if default == "false" => "true".into(),
             _ => {

@@ -275,3 +275,47 @@ fn a_peer_silent_on_api_versions_is_given_up_after_the_setup_timeout() {
         "{error}"
     );
 }
+
+/// Issue 27: a bootstrap address that fails and that the metadata does not name (a stale
+/// entry) does not keep the client degraded: health counts the brokers of the metadata, and
+/// the bootstrap list only while no broker is known. The address is still listed with its
+/// failure, and still asked on metadata refreshes.
+#[test]
+fn a_dead_bootstrap_address_the_metadata_does_not_name_does_not_keep_the_client_degraded() {
+    let cfg = ClientConfig::new("dead-1:9092,broker-1:9092").unwrap();
+    let mut w = common::World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("t", 1, 1).unwrap();
+    w.client.refresh_metadata(w.now);
+    let ok = w.run_until(Duration::from_secs(30), |w| {
+        w.attempts.iter().any(|(_, a)| a == "dead-1:9092")
+            && w.client.metadata().topics.contains_key("t")
+    });
+    assert!(ok, "dead-1 dialled and metadata known: {:?}", w.attempts);
+    let dials = w.attempts.len();
+    w.advance(Duration::from_secs(20));
+    w.client.refresh_metadata(w.now);
+    w.advance(Duration::from_secs(1));
+    assert!(
+        w.attempts.len() > dials,
+        "dead-1 is dialled again on refreshes: {:?}",
+        w.attempts
+    );
+    let health = w.client.cluster_health();
+    assert_eq!(health.state, HealthState::Healthy, "{health:?}");
+    assert!(
+        health
+            .brokers
+            .iter()
+            .any(|b| b.address.to_string() == "dead-1:9092" && b.last_cause.is_some()),
+        "the dead address is listed with its failure: {health:?}"
+    );
+    // Before any metadata, the bootstrap addresses are what matters: a lone dead one is
+    // degraded at once.
+    let mut w = common::World::with(
+        ClusterConfig::with_brokers(1),
+        ClientConfig::new("dead-1:9092").unwrap(),
+    );
+    w.client.refresh_metadata(w.now);
+    w.advance(Duration::from_millis(10));
+    assert_eq!(w.client.cluster_health().state, HealthState::Degraded);
+}
