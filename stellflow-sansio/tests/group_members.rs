@@ -152,7 +152,9 @@ impl Fleet {
             group_id: Some("g".into()),
             topics: vec![OffsetFetchTopic {
                 topic: Some(REGISTRY_TOPIC.into()),
-                partitions: (0..64).map(|partition| OffsetFetchPartition { partition }).collect(),
+                partitions: (0..64)
+                    .map(|partition| OffsetFetchPartition { partition })
+                    .collect(),
             }],
         });
         r.topics[0]
@@ -677,8 +679,15 @@ fn a_member_whose_slot_another_overwrote_drops_its_partitions_and_registers_else
     let intruder = "sfm1 intruder t . .";
     f.write_slot(slot, 1, intruder);
     f.advance(HEARTBEAT * 2);
-    let lost = f.first_event(a, |e| matches!(e, ConsumerEvent::PartitionsLost(p) if p.len() == 4));
-    assert!(lost.is_some(), "no PartitionsLost: {:?}", f.members[a].events);
+    let lost = f.first_event(
+        a,
+        |e| matches!(e, ConsumerEvent::PartitionsLost(p) if p.len() == 4),
+    );
+    assert!(
+        lost.is_some(),
+        "no PartitionsLost: {:?}",
+        f.members[a].events
+    );
     let slots = f.registry();
     let there = slots.iter().find(|(s, _, _)| *s == slot).cloned();
     assert_eq!(
@@ -687,7 +696,9 @@ fn a_member_whose_slot_another_overwrote_drops_its_partitions_and_registers_else
         "the member wrote over the other's registration: {slots:?}"
     );
     assert!(
-        slots.iter().any(|(s, _, md)| *s != slot && md.starts_with("sfm1 stellflow-member")),
+        slots
+            .iter()
+            .any(|(s, _, md)| *s != slot && md.starts_with("sfm1 stellflow-member")),
         "the member did not register elsewhere: {slots:?}"
     );
     // Nothing was committed for the lost partitions between the loss and their restart.
@@ -742,7 +753,9 @@ fn assign_while_registered_frees_the_slot_at_once() {
     assert_eq!(f.assignment(a), [TopicPartition::new("u", 0)].into());
     let slots = f.registry();
     assert!(
-        slots.iter().any(|(_, _, md)| md.starts_with("sfm1-free") && md.ends_with("left")),
+        slots
+            .iter()
+            .any(|(_, _, md)| md.starts_with("sfm1-free") && md.ends_with("left")),
         "{slots:?}"
     );
     // No record delivered twice: a committed what it gave up before freeing the slot.

@@ -535,9 +535,9 @@ impl Consumer {
                     .and_then(|r| self.slots_of(r));
                 let m = &self.group.reg;
                 let mine = m.slot.is_some_and(|slot| {
-                    slots.as_ref().is_some_and(|s| {
-                        matches!(s.get(slot as usize), Some(Slot::Member(r)) if r.member == me)
-                    })
+                    slots.as_ref().is_some_and(
+                        |s| matches!(s.get(slot as usize), Some(Slot::Member(r)) if r.member == me),
+                    )
                 });
                 // Unread or no longer this member's slot: nothing to free (the others count
                 // it gone a session after its last refresh).
