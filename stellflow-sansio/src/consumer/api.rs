@@ -66,6 +66,9 @@ impl Client {
             validate_topic_name(&tp.topic)?;
         }
         self.consumer.group.subscription.clear();
+        // A registry member frees its slot (after committing what it gives up), so that the
+        // others take its partitions at once rather than after its session.
+        self.consumer.part_registry(now);
         let (c, mut ctx) = self.consumer_ctx();
         c.apply_assignment(now, partitions.to_vec(), &mut ctx);
         self.process(now);
