@@ -14,7 +14,7 @@
 //! invariants only if every path that takes the lock is read together; `Link`, the driver's
 //! side of a connection, is the rest.
 
-use crate::batch::{Batches, Fed, Waiter};
+use crate::batch::{Batches, Fed};
 use crate::seq_map::SeqMap;
 use crate::{Error, Options, Record};
 use bytes::BytesMut;
@@ -28,7 +28,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use stellflow_sansio::{
     AdminError, AdminOutcome, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
     ConsumerEvent, DisconnectReason, Event, FetchedBlob, FlushId, Position, ProduceError,
-    RecordMetadata, RequestId, RevocationId, TopicPartition, TraceIds,
+    ProducedBatch, RecordMetadata, RequestId, RevocationId, TopicPartition, TraceIds,
 };
 
 /// The sending side of a one-shot answer (the one one-shot channel of the adapters).
@@ -179,8 +179,9 @@ pub(crate) struct State {
     pub client: Client,
     pub options: Arc<Options>,
     pub admin: IdMap<RequestId, AdminReply>,
-    /// By produce id: ids rise and mostly complete in order (see [`SeqMap`]).
-    pub deliveries: SeqMap<Waiter>,
+    /// Single sends' callers by produce id: ids rise and mostly complete in order (see
+    /// [`SeqMap`]). A batch's records are in `batches`.
+    pub deliveries: SeqMap<Reply<Result<RecordMetadata, Error>>>,
     /// The outcomes of `enqueue_all` calls, collected until each batch is complete.
     pub batches: Batches,
     pub flushes: IdMap<FlushId, Reply<()>>,
@@ -222,7 +223,7 @@ impl State {
     pub fn enqueue(&mut self, now: Instant, p: Pending) -> Option<Pending> {
         if self.parked.is_empty() {
             match self.produce(now, &p) {
-                Ok(id) => drop(self.deliveries.insert(id.0, Waiter::One(p.reply))),
+                Ok(id) => drop(self.deliveries.insert(id.0, p.reply)),
                 Err(ProduceError::BufferFull { .. }) => return self.park(p),
                 Err(e) => drop(p.reply.send(Err(e.into()))),
             }
@@ -311,7 +312,7 @@ impl State {
             };
             self.parked_records -= 1;
             match outcome {
-                Ok(id) => drop(self.deliveries.insert(id.0, Waiter::One(p.reply))),
+                Ok(id) => drop(self.deliveries.insert(id.0, p.reply)),
                 Err(e) => drop(p.reply.send(Err(e))),
             }
         }
@@ -354,11 +355,15 @@ impl State {
             }
             return Fed::Wait;
         }
+        // Queued records are noted by id and index (`note_waiting`) and their places added
+        // in one go (`push_waiting`) before anything else touches the batch.
+        let mut index = self.batches.fed(key);
+        let mut noted = 0;
+        let mut step = Fed::More;
         for _ in 0..limit {
             let Some(record) = held.take().or_else(|| records.next()) else {
-                self.leave_lane(now, key);
-                self.batches.seal(key);
-                return Fed::Done;
+                step = Fed::Done;
+                break;
             };
             *fed += 1;
             let result = record
@@ -366,8 +371,8 @@ impl State {
                 .with_borrowed(|rec| self.client.produce(now, rec));
             match result {
                 Ok(id) => {
-                    let index = self.batches.push_waiting(key);
-                    drop(self.deliveries.insert(id.0, Waiter::Batch { key, index }));
+                    self.batches.note_waiting(key, id.0, index);
+                    (index, noted) = (index + 1, noted + 1);
                 }
                 Err(ProduceError::BufferFull { .. }) => {
                     *held = Some(record);
@@ -376,12 +381,22 @@ impl State {
                         self.parked.push_back(Parked::Batch(key));
                         self.replan = true; // the driver re-plans and wakes us after its pass
                     }
-                    return Fed::Wait;
+                    step = Fed::Wait;
+                    break;
                 }
-                Err(e) => self.batches.push_done(key, Err(e.into())),
+                Err(e) => {
+                    self.batches.push_waiting(key, std::mem::take(&mut noted));
+                    self.batches.push_done(key, Err(e.into()));
+                    index += 1;
+                }
             }
         }
-        Fed::More
+        self.batches.push_waiting(key, noted);
+        if step == Fed::Done {
+            self.leave_lane(now, key);
+            self.batches.seal(key);
+        }
+        step
     }
 
     /// Ends batch `key`'s wait for buffer space at `max_block`: `held` and the rest of
@@ -464,14 +479,18 @@ impl State {
                     deliver(result);
                 }
             }
-            Event::Produced { id, result } => match self.deliveries.remove(id.0) {
-                Some(Waiter::One(tx)) => drop(tx.send(result.map_err(Error::from))),
-                Some(Waiter::Batch { key, index }) => {
+            Event::Produced { id, result } => match self.batches.take_record(id.0) {
+                Some((key, index)) => {
                     self.batches
                         .complete(key, index, result.map_err(Error::from));
                 }
-                None => {}
+                None => {
+                    if let Some(tx) = self.deliveries.remove(id.0) {
+                        drop(tx.send(result.map_err(Error::from)));
+                    }
+                }
             },
+            Event::ProducedBatch(batch) => self.on_batch(&batch),
             Event::Flushed { id } => {
                 if let Some(tx) = self.flushes.remove(&id) {
                     let _ = tx.send(());
@@ -522,6 +541,27 @@ impl State {
                 self.log(e)
             }
             _ => {}
+        }
+    }
+
+    /// Hands every record of a batch the core reports at once its outcome: mostly records
+    /// of `enqueue_all` batches (found by their run), else single sends.
+    fn on_batch(&mut self, batch: &ProducedBatch) {
+        for (i, id) in batch.ids().enumerate() {
+            let Some((_, result)) = batch.outcome(i) else {
+                continue;
+            };
+            match self.batches.take_record(id.0) {
+                Some((key, index)) => {
+                    self.batches
+                        .complete(key, index, result.map_err(Error::from));
+                }
+                None => {
+                    if let Some(tx) = self.deliveries.remove(id.0) {
+                        drop(tx.send(result.map_err(Error::from)));
+                    }
+                }
+            }
         }
     }
 
@@ -652,7 +692,7 @@ impl State {
         if self.closed {
             return;
         }
-        let lost = self.deliveries.len() + self.parked_records;
+        let lost = self.deliveries.len() + self.batches.waiting() + self.parked_records;
         if lost > 0 {
             tracing::error!(
                 records = lost,
@@ -743,6 +783,8 @@ impl Link {
         options.max_block = config.producer.max_block;
         options.max_poll_records = config.consumer.max_poll_records;
         let mut client = Client::new(config, now, seed)?;
+        // Outcomes a batch at a time: `on_batch` finds a batch's callers run by run.
+        client.set_batch_outcomes(true);
         if let Ok(d) = SystemTime::now().duration_since(UNIX_EPOCH) {
             client.set_wall_clock(now, i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         }

@@ -17,6 +17,10 @@
 //! bytes (key and value) into a batch-sized buffer — the floor any producer pays — so figures
 //! from different machines or loads can be compared.
 //!
+//! Each figure is printed for three clients run in alternate rounds: without a hook (no
+//! suffix), with one hook (`-hooked`), and reporting outcomes a batch at a time
+//! (`-batched`: `Client::set_batch_outcomes`, the mode the adapters run the core in).
+//!
 //! Run: `cargo bench -p stellflow-sansio --bench producer`. Also prints
 //! `RESULT producer-allocs-per-record X` (heap allocations per record in the measured loops,
 //! counted per thread by the `alloc-counter` global allocator).
@@ -90,6 +94,10 @@ impl Driver {
                 match e {
                     Event::Produced { result: Ok(_), .. } => self.delivered += 1,
                     Event::Produced { result: Err(_), .. } => self.failed += 1,
+                    Event::ProducedBatch(b) => match b.result() {
+                        Ok(_) => self.delivered += b.len() as u64,
+                        Err(_) => self.failed += b.len() as u64,
+                    },
                     Event::Flushed { .. } => self.flushed = true,
                     _ => {}
                 }
@@ -168,14 +176,15 @@ fn cpu_time() -> Option<Duration> {
 }
 
 /// A driver with a client connected to its own simulated broker, metadata known.
-fn new_driver(hooks: stellflow_sansio::Hooks) -> Driver {
+fn new_driver(hooks: stellflow_sansio::Hooks, batched: bool) -> Driver {
     let now = Instant::now();
     let mut sim = SimCluster::single(now, 1);
     sim.create_topic(TOPIC, PARTITIONS, 1).unwrap();
     let mut config = ClientConfig::new("broker-1:9092").unwrap();
     config.request_timeout = Duration::from_secs(3600);
     config.hooks = hooks;
-    let client = Client::new(config, now, 7).unwrap();
+    let mut client = Client::new(config, now, 7).unwrap();
+    client.set_batch_outcomes(batched);
     let mut d = Driver {
         client,
         sim,
@@ -223,11 +232,17 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(6_000_000);
-    // Two clients, each with its own broker, run in alternate rounds (A B A B): without a
-    // hook, and with one cheap hook registered (counting sends and acknowledgements).
+    // Three clients, each with its own broker, run in alternate rounds (A B C A B C):
+    // without a hook, with one cheap hook registered (counting sends and acknowledgements),
+    // and without a hook reporting outcomes a batch at a time (`set_batch_outcomes`, as the
+    // adapters run the core).
     let mut hooks = stellflow_sansio::Hooks::default();
     hooks.producer(CountHook::default());
-    let mut drivers = [new_driver(Default::default()), new_driver(hooks)];
+    let mut drivers = [
+        new_driver(Default::default(), false),
+        new_driver(hooks, false),
+        new_driver(Default::default(), true),
+    ];
 
     let value = [0x5au8; 100];
     let mut keys = [[0u8; 8]; 1024];
@@ -264,11 +279,11 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(5)
         .max(1);
-    let labels = ["no hook", "one hook"];
-    let mut walls = [Vec::with_capacity(reps), Vec::with_capacity(reps)];
-    let mut cpus = [Vec::with_capacity(reps), Vec::with_capacity(reps)];
+    let labels = ["no hook", "one hook", "batch outcomes"];
+    let mut walls: [Vec<f64>; 3] = std::array::from_fn(|_| Vec::with_capacity(reps));
+    let mut cpus: [Vec<f64>; 3] = std::array::from_fn(|_| Vec::with_capacity(reps));
     let mut copies = Vec::with_capacity(reps);
-    let mut allocs = [0u64; 2];
+    let mut allocs = [0u64; 3];
     let mut elapsed_total = Duration::ZERO;
     let mut sink = vec![0u8; 1 << 20];
     for rep in 0..reps {
@@ -308,7 +323,7 @@ fn main() {
     }
     let c = drivers[0].client.counters();
     eprintln!(
-        "{reps} x 2 x {records} records of 100 B (8 B keys) to {PARTITIONS} partitions in {elapsed_total:?}; {} blobs, {} requests per client; size_of::<Event>() = {} B",
+        "{reps} x 3 x {records} records of 100 B (8 B keys) to {PARTITIONS} partitions in {elapsed_total:?}; {} blobs, {} requests per client; size_of::<Event>() = {} B",
         c.producer_batches,
         c.api(ApiKey::PRODUCE).requests,
         std::mem::size_of::<Event>()
@@ -317,7 +332,7 @@ fn main() {
         .map(|(a, b)| format!("{:.3}", b / a))
         .collect();
     eprintln!("one hook / no hook, wall, per pair: {}", ratios.join(" "));
-    for k in 0..2 {
+    for k in 0..3 {
         eprintln!(
             "{}: wall records/s: {}; on-CPU records/s: {}",
             labels[k],
@@ -326,8 +341,8 @@ fn main() {
         );
     }
     eprintln!("memcpy MB/s: {}", spread(&mut copies));
-    let suffix = ["", "-hooked"];
-    for k in 0..2 {
+    let suffix = ["", "-hooked", "-batched"];
+    for k in 0..3 {
         let sfx = suffix[k];
         println!(
             "RESULT producer-records-per-sec{sfx} {:.0}",

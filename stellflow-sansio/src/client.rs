@@ -241,6 +241,15 @@ impl Client {
                 id,
                 result: Err(crate::producer::DeliveryError::Request(unreachable)),
             },
+            Event::ProducedBatch(mut batch)
+                if matches!(
+                    batch.result,
+                    Err(crate::producer::DeliveryError::UnknownTopic { .. })
+                ) =>
+            {
+                batch.result = Err(crate::producer::DeliveryError::Request(unreachable));
+                Event::ProducedBatch(batch)
+            }
             Event::Admin { id, result } if nothing_found(&result) => Event::Admin {
                 id,
                 result: Err(crate::AdminError::Request(unreachable)),

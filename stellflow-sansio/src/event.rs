@@ -147,6 +147,11 @@ pub enum Event {
         /// Where the record was written, or why it was not.
         result: Result<crate::producer::RecordMetadata, crate::producer::DeliveryError>,
     },
+    /// The outcome of every record of one batch at once, in place of their
+    /// [`Event::Produced`] events, for a driver that asked for it
+    /// ([`crate::Client::set_batch_outcomes`]). A record that fails before it reaches a batch
+    /// still has its own [`Event::Produced`].
+    ProducedBatch(crate::producer::ProducedBatch),
     /// Every record produced before the [`crate::Client::flush`] with this id has its outcome.
     Flushed {
         /// The id `flush` returned.

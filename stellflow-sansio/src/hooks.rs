@@ -264,6 +264,18 @@ pub(crate) fn on_event(hooks: &Hooks, event: &crate::Event) {
                 .iter()
                 .for_each(|h| h.on_acknowledgement(&ack));
         }
+        crate::Event::ProducedBatch(batch) if !hooks.producer.is_empty() => {
+            for (id, result) in batch.outcomes() {
+                let ack = Acknowledgement {
+                    id,
+                    result: result.as_ref(),
+                };
+                hooks
+                    .producer
+                    .iter()
+                    .for_each(|h| h.on_acknowledgement(&ack));
+            }
+        }
         crate::Event::Consumer(crate::ConsumerEvent::CommitCompleted { id, kind, result })
             if !hooks.consumer.is_empty() =>
         {

@@ -134,8 +134,8 @@ pub use metrics::{ApiCounters, Counters, DurationHistogram};
 pub use net::ConnectRequest;
 pub use producer::{
     Acks, BatchFormat, DeliveryError, FlushId, IntoRecordBytes, KeyedPartitioner,
-    KeylessPartitioner, OwnedRecord, Partitioner, ProduceError, ProduceId, ProducerConfig,
-    ProducerRecord, RecordHeader, RecordMetadata, fnv1a32, java_hash,
+    KeylessPartitioner, OwnedRecord, Partitioner, ProduceError, ProduceId, ProducedBatch,
+    ProducerConfig, ProducerRecord, RecordHeader, RecordMetadata, fnv1a32, java_hash,
 };
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
 pub use stellflow_proto;

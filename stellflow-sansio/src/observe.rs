@@ -117,6 +117,18 @@ impl Observe {
                 }
             }
             Event::Produced { result: Ok(_), .. } => self.last_delivery_warning = None,
+            Event::ProducedBatch(batch) => match batch.result() {
+                Err(e) => {
+                    let text = e.to_string();
+                    if self.last_delivery_warning.as_deref() == Some(text.as_str()) {
+                        tracing::debug!(records = batch.len(), "records not delivered: {text}");
+                    } else {
+                        tracing::warn!(records = batch.len(), "records not delivered: {text}");
+                        self.last_delivery_warning = Some(text);
+                    }
+                }
+                Ok(_) => self.last_delivery_warning = None,
+            },
             Event::Admin { result: Err(e), .. } => tracing::debug!("admin command failed: {e}"),
             Event::Response { result: Err(e), .. } => tracing::debug!("raw request failed: {e}"),
             Event::ProducerClosed { failed } if *failed > 0 => {

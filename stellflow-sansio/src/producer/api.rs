@@ -42,6 +42,32 @@ impl Client {
         r
     }
 
+    /// Reports produce outcomes one [`crate::Event::ProducedBatch`] per batch instead of one
+    /// [`crate::Event::Produced`] per record (off by default). A driver that completes whole
+    /// batches at once turns it on (the adapters do): the core then makes one event, not one
+    /// per record, and the driver finds its waiting callers a batch at a time. Records that
+    /// fail before they reach a batch still have their own `Event::Produced`; either way,
+    /// every accepted record has exactly one outcome. Hooks see each record's outcome as
+    /// before.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use stellflow_sansio::{Client, ClientConfig, Event};
+    /// let now = Instant::now();
+    /// let mut client = Client::new(ClientConfig::new("broker-1:9092").unwrap(), now, 1).unwrap();
+    /// client.set_batch_outcomes(true);
+    /// while let Some(event) = client.poll_event() {
+    ///     if let Event::ProducedBatch(batch) = event {
+    ///         for (id, outcome) in batch.outcomes() {
+    ///             # let _ = (id, outcome);
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub fn set_batch_outcomes(&mut self, on: bool) {
+        self.producer.batch_outcomes = on;
+    }
+
     /// Sends every batch at once (ignoring linger) and reports [`crate::Event::Flushed`] with
     /// the returned id when every record produced before this call has its outcome.
     pub fn flush(&mut self, now: Instant) -> FlushId {

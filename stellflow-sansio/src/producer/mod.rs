@@ -64,8 +64,8 @@ mod types;
 pub use owned::{IntoRecordBytes, OwnedRecord};
 pub use partitioner::{KeyedPartitioner, KeylessPartitioner, Partitioner, fnv1a32, java_hash};
 pub use types::{
-    Acks, BatchFormat, DeliveryError, FlushId, ProduceError, ProduceId, ProducerConfig,
-    ProducerRecord, RecordHeader, RecordMetadata,
+    Acks, BatchFormat, DeliveryError, FlushId, ProduceError, ProduceId, ProducedBatch,
+    ProducerConfig, ProducerRecord, RecordHeader, RecordMetadata,
 };
 
 use crate::event::Event;
@@ -148,6 +148,8 @@ pub(crate) struct Producer {
     slot_vecs: Vec<Vec<accumulator::Slot>>,
     picks: Vec<(i32, usize, usize)>,
     events: VecDeque<Event>,
+    /// Outcomes go out one [`Event::ProducedBatch`] per batch (`Client::set_batch_outcomes`).
+    pub(crate) batch_outcomes: bool,
     /// Something may be sendable: run the sender at the next `process`.
     dirty: bool,
     /// Ask the client for a metadata refresh.
@@ -212,6 +214,7 @@ impl Producer {
             slot_vecs: Vec::new(),
             picks: Vec::new(),
             events: VecDeque::new(),
+            batch_outcomes: false,
             dirty: false,
             want_refresh: false,
             meta_gen: u64::MAX,

@@ -34,14 +34,16 @@
 //! requests) sets what the answering half (`on_completion` to the end: outcomes, retries,
 //! recovery) relies on, and the other way round. Read it top to bottom in that order.
 
-use super::accumulator::Batch;
+use super::accumulator::{Batch, Slot};
 use super::idempotence::{PidState, Stamp, restamp};
-use super::types::{Acks, DeliveryError, RecordMetadata};
+use super::types::{Acks, DeliveryError, ProducedBatch, RecordMetadata};
 use super::{Flight, Producer, Sent};
 use crate::error::RequestError;
 use crate::event::Event;
 use crate::net::{Completion, Net, Origin};
 use crate::request::{RequestOptions, Target};
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use stellflow_proto::messages::{
     InitProducerIdRequest, InitProducerIdResponse, ProducePartitionData, ProducePartitionResponse,
@@ -384,18 +386,14 @@ impl Producer {
                 };
                 let topic = t.name.clone();
                 let partition = i32::try_from(s.part).unwrap_or(0);
-                for (index, slot) in s.batch.slots.iter().enumerate() {
-                    self.events.push_back(Event::Produced {
-                        id: super::ProduceId(slot.id),
-                        result: Ok(RecordMetadata {
-                            topic: topic.clone(),
-                            partition,
-                            offset: None,
-                            index: index as u32,
-                            timestamp: slot.timestamp,
-                        }),
-                    });
-                }
+                Self::report(
+                    &mut self.events,
+                    self.batch_outcomes,
+                    &topic,
+                    partition,
+                    &s.batch.slots,
+                    Ok(None),
+                );
                 net.counters.producer_records += s.batch.slots.len() as u64;
                 crate::metrics::emit::produced(
                     &mut net.counters,
@@ -859,22 +857,57 @@ impl Producer {
     /// Reports every record of a delivered batch and frees it.
     fn succeed_batch(&mut self, ti: usize, pi: usize, batch: Batch, offset: Option<i64>) {
         if let Some(t) = self.topics.get(ti) {
-            let topic = t.name.clone();
             let partition = i32::try_from(pi).unwrap_or(0);
-            for (index, slot) in batch.slots.iter().enumerate() {
-                self.events.push_back(Event::Produced {
-                    id: super::ProduceId(slot.id),
-                    result: Ok(RecordMetadata {
-                        topic: topic.clone(),
-                        partition,
-                        offset,
-                        index: index as u32,
-                        timestamp: slot.timestamp,
-                    }),
-                });
-            }
+            Self::report(
+                &mut self.events,
+                self.batch_outcomes,
+                &t.name,
+                partition,
+                &batch.slots,
+                Ok(offset),
+            );
         }
         self.release(ti, pi, batch);
+    }
+
+    /// Reports the outcome of every record of a batch: one [`Event::Produced`] per record,
+    /// or one [`Event::ProducedBatch`] for all of them when the driver asked for that.
+    fn report(
+        events: &mut VecDeque<Event>,
+        batched: bool,
+        topic: &Arc<str>,
+        partition: i32,
+        slots: &[Slot],
+        result: Result<Option<i64>, DeliveryError>,
+    ) {
+        if slots.is_empty() {
+            return;
+        }
+        if batched {
+            events.push_back(Event::ProducedBatch(ProducedBatch {
+                topic: topic.clone(),
+                partition,
+                result,
+                records: slots.iter().map(|s| (s.id, s.timestamp)).collect(),
+            }));
+            return;
+        }
+        for (index, slot) in slots.iter().enumerate() {
+            let result = match &result {
+                Ok(offset) => Ok(RecordMetadata {
+                    topic: topic.clone(),
+                    partition,
+                    offset: *offset,
+                    index: index as u32,
+                    timestamp: slot.timestamp,
+                }),
+                Err(e) => Err(e.clone()),
+            };
+            events.push_back(Event::Produced {
+                id: super::ProduceId(slot.id),
+                result,
+            });
+        }
     }
 
     /// Reports every record of a batch as failed and frees it. `closed` says whether the
@@ -894,11 +927,21 @@ impl Producer {
             e => e,
         };
         if !batch.reported {
-            for s in &batch.slots {
-                self.events.push_back(Event::Produced {
-                    id: super::ProduceId(s.id),
-                    result: Err(error.clone()),
-                });
+            match self.topics.get(ti) {
+                Some(t) => Self::report(
+                    &mut self.events,
+                    self.batch_outcomes,
+                    &t.name,
+                    i32::try_from(pi).unwrap_or(0),
+                    &batch.slots,
+                    Err(error),
+                ),
+                None => batch.slots.iter().for_each(|s| {
+                    self.events.push_back(Event::Produced {
+                        id: super::ProduceId(s.id),
+                        result: Err(error.clone()),
+                    })
+                }),
             }
         }
         if closed {

@@ -97,6 +97,94 @@ pub struct RecordMetadata {
     pub timestamp: i64,
 }
 
+/// The outcome of every record of one batch at once, in [`crate::Event::ProducedBatch`]: what
+/// the [`crate::Event::Produced`] of each of its records would have said, for a driver that
+/// asked for it with [`crate::Client::set_batch_outcomes`]. The records are in the batch's
+/// order, which is their produce order within the partition; a record's index in the blob
+/// is its position here.
+///
+/// ```
+/// # use stellflow_sansio::{Event, ProducedBatch};
+/// fn on_batch(batch: &ProducedBatch) {
+///     for (id, outcome) in batch.outcomes() {
+///         // the same as `Event::Produced { id, result: outcome }` per record
+///         # let _ = (id, outcome);
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProducedBatch {
+    pub(crate) topic: Arc<str>,
+    pub(crate) partition: i32,
+    /// The blob's offset (`None` with `acks = 0`), or why no record was written.
+    pub(crate) result: Result<Option<i64>, DeliveryError>,
+    /// Each record's produce id and timestamp, in blob order.
+    pub(crate) records: Vec<(u64, i64)>,
+}
+
+impl ProducedBatch {
+    /// The records' topic.
+    pub fn topic(&self) -> &Arc<str> {
+        &self.topic
+    }
+
+    /// The records' partition.
+    pub fn partition(&self) -> i32 {
+        self.partition
+    }
+
+    /// How many records the batch holds (at least one).
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether the batch holds no record (never, as the core reports it).
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The blob's offset (`Ok(None)` with `acks = 0`), or why none of its records was
+    /// delivered (every record's outcome is then this error).
+    pub fn result(&self) -> Result<Option<i64>, &DeliveryError> {
+        self.result.as_ref().copied()
+    }
+
+    /// The records' ids, in blob order.
+    pub fn ids(&self) -> impl ExactSizeIterator<Item = ProduceId> + '_ {
+        self.records.iter().map(|&(id, _)| ProduceId(id))
+    }
+
+    /// Record `i` (its index in the blob): its id and its outcome, as its
+    /// [`crate::Event::Produced`] would carry them; `None` past the end.
+    pub fn outcome(&self, i: usize) -> Option<(ProduceId, Result<RecordMetadata, DeliveryError>)> {
+        let &(id, timestamp) = self.records.get(i)?;
+        Some((ProduceId(id), self.result_of(i, timestamp)))
+    }
+
+    fn result_of(&self, i: usize, timestamp: i64) -> Result<RecordMetadata, DeliveryError> {
+        match &self.result {
+            Ok(offset) => Ok(RecordMetadata {
+                topic: self.topic.clone(),
+                partition: self.partition,
+                offset: *offset,
+                index: u32::try_from(i).unwrap_or(u32::MAX),
+                timestamp,
+            }),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// Every record's id and outcome, in blob order: the [`crate::Event::Produced`] events
+    /// this batch stands for.
+    pub fn outcomes(
+        &self,
+    ) -> impl ExactSizeIterator<Item = (ProduceId, Result<RecordMetadata, DeliveryError>)> + '_
+    {
+        (self.records.iter().enumerate())
+            .map(|(i, &(id, timestamp))| (ProduceId(id), self.result_of(i, timestamp)))
+    }
+}
+
 /// How many acknowledgements a Produce waits for (DESIGN §3.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
