@@ -1,6 +1,6 @@
 //! The `opentelemetry` feature end to end, on tokio over loopback sockets: requests a handle
 //! sends inside a span carry that span's ids in their request headers (the sim records every
-//! header it receives), and a record produced inside a span with `TracePropagation` is read on
+//! header it receives; seeks included: the ListOffsets or OffsetFetch that resolves one), and a record produced inside a span with `TracePropagation` is read on
 //! another client as a context of the same trace.
 //!
 //! Run: `cargo test -p stellflow-adapter-tests --features otel --test otel`. With
@@ -121,6 +121,33 @@ fn spans_reach_request_headers_and_records() -> R<()> {
         let commit_sc = span_context(&commit_span);
         consumer.commit_sync().instrument(commit_span).await?;
 
+        // Seeks inside a span: the ListOffsets that resolves `Beginning` and the OffsetFetch
+        // that resolves `Committed` carry that span's ids (the call does not wait for them).
+        let tp = sf::TopicPartition::new(topic, 0);
+        let resolved = || async {
+            let end = Instant::now() + Duration::from_secs(20);
+            while consumer.position(&tp).is_none() && Instant::now() < end {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            check(consumer.position(&tp).is_some(), || {
+                "a seek never resolved".into()
+            })
+        };
+        let seek_span = tracing::info_span!("seek-beginning");
+        let seek_sc = span_context(&seek_span);
+        consumer
+            .seek(&tp, sf::SeekTo::Beginning)
+            .instrument(seek_span)
+            .await?;
+        resolved().await?;
+        let seek_committed_span = tracing::info_span!("seek-committed");
+        let seek_committed_sc = span_context(&seek_committed_span);
+        consumer
+            .seek(&tp, sf::SeekTo::Committed)
+            .instrument(seek_committed_span)
+            .await?;
+        resolved().await?;
+
         // The record carries the producer's traceparent: the same trace, the send span.
         let cx =
             sf::otel::record_context(&records[0]).ok_or("the traced record has no traceparent")?;
@@ -164,6 +191,18 @@ fn spans_reach_request_headers_and_records() -> R<()> {
         check(
             of(ApiKey::OFFSET_COMMIT).any(|h| carries(h, &commit_sc)),
             || "OffsetCommit without the commit span's ids".into(),
+        )?;
+        let list_offsets: Vec<_> = of(ApiKey::LIST_OFFSETS).collect();
+        check(list_offsets.iter().any(|h| carries(h, &seek_sc)), || {
+            format!("no ListOffsets with the seek span's ids: {list_offsets:?}")
+        })?;
+        // The consumer's own start (assign, no seek) carries none.
+        check(list_offsets.iter().any(|h| h.trace_id.is_none()), || {
+            "the ListOffsets of the start without a seek carries a trace".into()
+        })?;
+        check(
+            of(ApiKey::OFFSET_FETCH).any(|h| carries(h, &seek_committed_sc)),
+            || "no OffsetFetch with the seek-to-committed span's ids".into(),
         )?;
         // Requests of the client's own (metadata) carry none.
         check(of(ApiKey::METADATA).all(|h| h.trace_id.is_none()), || {

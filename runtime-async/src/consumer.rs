@@ -206,8 +206,8 @@ impl<R: Runtime> Consumer<R> {
     }
 
     /// Waits up to `timeout` for records and returns the ones available (at most
-    /// [`Options::max_poll_records`]); an empty vector when none came in time.
-    /// [`ConsumerError::Closed`] after [`Consumer::close`].
+    /// [`ConsumerConfig::max_poll_records`](crate::ConsumerConfig::max_poll_records)); an empty
+    /// vector when none came in time. [`ConsumerError::Closed`] after [`Consumer::close`].
     ///
     /// Cancel safety: cancel-safe; no record is taken unless the call returns it.
     pub async fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
@@ -349,10 +349,14 @@ impl<R: Runtime> Consumer<R> {
     /// wait for the broker, [`Consumer::position`] is `None` until the answer, and `poll`
     /// delivers from the position found.
     pub async fn seek(&self, tp: &TopicPartition, to: SeekTo) -> Result<()> {
+        // The caller's context, read before the client's span: the ListOffsets (or
+        // OffsetFetch) that resolves the target carries it.
+        let trace = crate::trace::current();
         let _span = tracing::debug_span!("seek", topic = %tp.topic, partition = tp.partition,
             to = ?to)
         .entered();
-        self.run(|c, now| c.seek(now, tp, to))
+        let seek = |st: &mut State, now| st.traced(trace, |st| st.client.seek(now, tp, to));
+        Ok(self.client.link.with(seek)??)
     }
 
     /// For each `(partition, time in ms since the epoch)`, the first blob the broker appended
@@ -401,8 +405,8 @@ impl<R: Runtime> Consumer<R> {
 
     /// Takes the consumer events seen since the last call: rebalances, resolved positions,
     /// fetch errors, group warnings, and the outcomes of commits nobody waits for
-    /// (`commit_async`, auto-commit). At most [`Events::CAP`] are kept; [`Events::dropped`]
-    /// counts the older ones dropped.
+    /// (`commit_async`, auto-commit). At most [`Events::CAP`] are kept; the returned value's
+    /// [`dropped`](Events::dropped) field counts the older ones dropped.
     pub fn events(&self) -> Events {
         self.client.link.shared.lock().take_events()
     }

@@ -8,8 +8,9 @@
 //! [`crate::Client::close`] asks), it closes the producer (delivering what is buffered, up to
 //! `Options::close_timeout`) and the consumer (auto-commit), closes its sockets and ends.
 
+use crate::Runtime;
+use crate::read_buffers::ReadBuffers;
 use crate::state::{Conn, Shared, State, Transmit};
-use crate::{ReadBuffers, Runtime};
 use bytes::BytesMut;
 use futures_lite::future;
 use std::collections::HashMap;
@@ -204,7 +205,7 @@ impl<R: Runtime> Driver<R> {
                     st.client.handle_connected(id, now);
                 }
                 Wake::Connected(id, Err(e)) => {
-                    let reason = DisconnectReason::ConnectFailed(e.to_string());
+                    let reason = DisconnectReason::connect_failed(&e);
                     self.shared
                         .lock()
                         .client
@@ -251,7 +252,7 @@ impl<R: Runtime> Driver<R> {
                         continue;
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
-                    Err(e) => break Some(DisconnectReason::Io(e.to_string())),
+                    Err(e) => break Some(DisconnectReason::io(&e)),
                 }
             }
             if let Some((vec, total)) = &mut r.frame {
@@ -273,7 +274,7 @@ impl<R: Runtime> Driver<R> {
                         continue;
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
-                    Err(e) => break Some(DisconnectReason::Io(e.to_string())),
+                    Err(e) => break Some(DisconnectReason::io(&e)),
                 }
             }
             let at_boundary = r.want == 0;
@@ -336,7 +337,7 @@ impl<R: Runtime> Driver<R> {
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
-                Err(e) => break Some(DisconnectReason::Io(e.to_string())),
+                Err(e) => break Some(DisconnectReason::io(&e)),
             }
         };
         if r.held.is_empty() && gone.is_none() {

@@ -29,8 +29,8 @@ pub enum Error {
     /// A raw request failed.
     #[error(transparent)]
     Request(#[from] RequestError),
-    /// No buffer space within `Options::max_block`: the broker is slow or unreachable. Retry
-    /// later, or raise `producer.buffer_memory` or `max_block`.
+    /// No buffer space within `producer.max_block`: the broker is slow or unreachable. Retry
+    /// later, or raise `producer.buffer_memory` or `producer.max_block`.
     #[error("producer buffer stayed full for {0:?} (max_block); the broker is slow or unreachable")]
     BufferFull(Duration),
     /// A close ended with this many records not delivered (`Options::close_timeout` passed or
@@ -49,31 +49,58 @@ pub enum Error {
 
 impl Error {
     /// Whether the same call may succeed if tried again later (the broker was unreachable,
-    /// slow, or not the leader). Wrapped core errors are classified by the core. A delivery
-    /// that may have been written ([`DeliveryError::may_have_been_written`]) is not retriable:
-    /// sending it again may write it twice (check the log first).
+    /// slow, or not the leader). Wrapped core errors are classified by the core: a delivery by
+    /// [`DeliveryError::is_retriable`], which is false when the record may have been written
+    /// ([`DeliveryError::outcome_unknown`]: sending it again may write it twice; check the log
+    /// first).
     pub fn is_retriable(&self) -> bool {
         match self {
             Error::Admin(e) => e.is_retriable(),
             Error::Request(e) => e.is_retriable(),
             Error::Consumer(e) => e.is_retriable(),
-            Error::Delivery(e) => delivery_retriable(e),
+            Error::Delivery(e) => e.is_retriable(),
             Error::Produce(ProduceError::BufferFull { .. }) | Error::BufferFull(_) => true,
             _ => false,
         }
     }
 }
 
-fn delivery_retriable(e: &DeliveryError) -> bool {
-    match e {
-        _ if e.may_have_been_written() => false,
-        DeliveryError::Timeout { .. } => true,
-        DeliveryError::Broker { code } => code.is_retriable(),
-        DeliveryError::Request(e) => e.is_retriable(),
-        DeliveryError::RetriesExhausted { last, .. } => delivery_retriable(last),
-        _ => false,
-    }
-}
-
 /// A result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The adapter asks the core's one rule: a record that may have been written is not
+    /// retriable, even when the request that carried it timed out (decision 3).
+    #[test]
+    fn a_delivery_is_classified_by_the_core() {
+        let timed_out = RequestError::Timeout {
+            api_key: stellflow_sansio::stellflow_proto::ApiKey::PRODUCE,
+            after: Duration::from_secs(1),
+        };
+        let cases = [
+            DeliveryError::MaybeWritten {
+                last: Box::new(DeliveryError::Request(timed_out.clone())),
+            },
+            DeliveryError::NotReplicated {
+                offset: 1,
+                index: 0,
+            },
+            DeliveryError::Request(timed_out),
+            DeliveryError::Timeout {
+                after: Duration::from_secs(1),
+                last: None,
+            },
+            DeliveryError::Closed,
+        ];
+        let got: Vec<bool> = cases
+            .iter()
+            .map(|e| Error::Delivery(e.clone()).is_retriable())
+            .collect();
+        let core: Vec<bool> = cases.iter().map(DeliveryError::is_retriable).collect();
+        assert_eq!(got, core);
+        assert_eq!(got, [false, false, false, true, false]);
+    }
+}

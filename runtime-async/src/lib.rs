@@ -25,7 +25,7 @@
 //! * `events()` returns every consumer event nobody waits for (rebalances, positions, fetch
 //!   errors, group warnings, outcomes of `commit_async` and auto-commit), at most
 //!   [`Events::CAP`] between two calls, with the number dropped beyond that.
-//! * `poll` returns at most [`Options::max_poll_records`]; after `Consumer::close` it fails
+//! * `poll` returns at most `consumer.max_poll_records` ([`ConsumerConfig::max_poll_records`]); after `Consumer::close` it fails
 //!   with `ConsumerError::Closed` (and the async stream ends).
 //! * `SeekTo` is the core's: every target, [`SeekTo::Timestamp`] included, is resolved by the
 //!   core's seek state machine; the adapters re-export it.
@@ -40,9 +40,9 @@ mod driver;
 mod error;
 #[cfg(test)]
 mod fake;
+mod method_lists;
 #[cfg(feature = "opentelemetry")]
 pub mod otel;
-pub mod perf;
 mod producer;
 mod read_buffers;
 mod runtime;
@@ -57,7 +57,7 @@ pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use prelude::*;
 pub use producer::{Delivery, Producer, Record};
-pub use read_buffers::ReadBuffers;
+
 pub use runtime::{Runtime, unresolved};
 pub use state::{Committed, Events, Rebalance};
 
@@ -116,25 +116,27 @@ use std::time::Duration;
 
 /// Adapter settings (everything about Stellflow itself is in [`ClientConfig`]).
 ///
+/// Kafka's `max.block.ms` and `max.poll.records` are [`ClientConfig`] settings
+/// (`producer.max_block`, `consumer.max_poll_records`, and Kafka-style keys), not options.
+///
 /// ```
 /// use std::time::Duration;
 /// let mut options = stellflow_async::Options::default();
-/// options.max_block = Duration::from_secs(5);
+/// options.close_timeout = Duration::from_secs(5);
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Options {
-    /// How long [`Producer::send`] / [`Producer::enqueue`] wait for buffer space when the
-    /// producer holds `buffer_memory` bytes (Kafka's `max.block.ms`). Default 60 s.
-    pub max_block: Duration,
+    /// `producer.max_block` of the client's configuration (copied at connect).
+    pub(crate) max_block: Duration,
     /// Limit on one TCP connect (the core reconnects with backoff after a failure). Default 10 s.
     pub connect_timeout: Duration,
     /// How long a close keeps delivering buffered records and committing before it closes
     /// the sockets ([`Client::close`], [`Producer::close`], and a driver whose handles are all
     /// gone). Default 30 s.
     pub close_timeout: Duration,
-    /// Most records one [`Consumer::poll`] returns (Kafka's `max.poll.records`). Default 500.
-    pub max_poll_records: usize,
+    /// `consumer.max_poll_records` of the client's configuration (copied at connect).
+    pub(crate) max_poll_records: usize,
     /// Seed of the core's random choices (and of the default `client_id`); `None` draws one
     /// from the OS.
     pub seed: Option<u64>,

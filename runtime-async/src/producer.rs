@@ -117,10 +117,10 @@ impl<R: Runtime> Producer<R> {
     /// record is copied into its batch on the calling task.
     ///
     /// Backpressure: a record that finds the core's buffer (`producer.buffer_memory`) full
-    /// waits in a lane up to [`Options::max_block`] and then fails its [`Delivery`] with
-    /// [`Error::BufferFull`]; behind it at most 1024 records wait in the lane, and `enqueue`
-    /// itself waits (again up to `max_block`) while the lane is full. Memory stays bounded by
-    /// `buffer_memory` plus those 1024 records.
+    /// waits in a lane up to [`ProducerConfig::max_block`](crate::ProducerConfig::max_block) and
+    /// then fails its [`Delivery`] with [`Error::BufferFull`]; behind it at most 1024 records wait
+    /// in the lane, and `enqueue` itself waits (again up to `max_block`) while the lane is full.
+    /// Memory stays bounded by `buffer_memory` plus those 1024 records.
     ///
     /// Cancel safety: dropping the future before it completes leaves the record unqueued.
     pub async fn enqueue(&self, record: Record) -> Result<Delivery> {
@@ -196,9 +196,9 @@ impl<R: Runtime> Producer<R> {
     /// Backpressure applies to the whole call: when the core's buffer
     /// (`producer.buffer_memory`) is full, the call waits for room (the records not yet
     /// queued stay with the caller, so memory stays bounded by `buffer_memory`) for up to
-    /// [`Options::max_block`] from the call's start, then stops: every record not queued by
-    /// then has [`Error::BufferFull`] as its outcome. While it waits, records sent after it
-    /// by other tasks wait behind it in the lane.
+    /// [`ProducerConfig::max_block`](crate::ProducerConfig::max_block) from the call's start, then
+    /// stops: every record not queued by then has [`Error::BufferFull`] as its outcome. While it
+    /// waits, records sent after it by other tasks wait behind it in the lane.
     ///
     /// Cancel safety: dropping the future before it completes sends the records queued so far
     /// (their outcomes are discarded) and not the others.

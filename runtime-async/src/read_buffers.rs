@@ -8,6 +8,10 @@
 //! 84 000 faults for 900 MB, 11 000 with reuse). [`ReadBuffers`] keeps an empty handle on
 //! each large allocation it gave out; once the handle is the allocation's only owner, the
 //! allocation is handed out again.
+//!
+//! Private to both crates that use it: `stellflow-blocking`'s `src/read_buffers.rs` is a
+//! symbolic link to this file (packaging copies it), so that the type is not part of either
+//! crate's published API.
 
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
@@ -23,8 +27,8 @@ const MAX_KEPT_BYTES: usize = 96 * 1024 * 1024;
 
 /// Large read buffers of one connection, reused once nothing refers to their bytes.
 ///
-/// For a [`crate::Runtime`] that reads frames itself (the blocking adapter's reader threads);
-/// the async driver uses one per connection.
+/// For a runtime that reads frames itself (the blocking adapter's reader threads); the async
+/// driver uses one per connection.
 #[derive(Debug, Default)]
 pub struct ReadBuffers {
     /// Handles on allocations given out earlier (each empty, sharing one allocation), oldest

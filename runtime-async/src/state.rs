@@ -652,7 +652,7 @@ impl State {
             match write_some(&*c.sock, &mut self.out) {
                 Ok(()) if self.out.is_empty() => {}
                 Ok(()) => (c.pending, self.replan) = (self.out.split(), true),
-                Err(e) => self.lost(id, now, DisconnectReason::Io(e.to_string())),
+                Err(e) => self.lost(id, now, DisconnectReason::io(&e)),
             }
         }
     }
@@ -662,7 +662,7 @@ impl State {
         if let Some(c) = self.conns.get_mut(&id)
             && let Err(e) = write_some(&*c.sock, &mut c.pending)
         {
-            self.lost(id, now, DisconnectReason::Io(e.to_string()));
+            self.lost(id, now, DisconnectReason::io(&e));
         }
     }
 
@@ -779,6 +779,9 @@ impl Link {
     ) -> Result<(Link, async_channel::Receiver<()>), Error> {
         let now = Instant::now();
         let seed = options.seed.unwrap_or_else(os_seed);
+        let mut options = options;
+        options.max_block = config.producer.max_block;
+        options.max_poll_records = config.consumer.max_poll_records;
         let mut client = Client::new(config, now, seed)?;
         // Outcomes a batch at a time: `on_batch` finds a batch's callers run by run.
         client.set_batch_outcomes(true);

@@ -192,7 +192,8 @@ impl Producer {
     /// waiting for the broker; records keep their call order. When the producer's buffer
     /// (`buffer_memory`) is full the record waits in a lane of up to 1024 records and this
     /// returns at once; the record then fails with [`crate::Error::BufferFull`] after
-    /// [`Options::max_block`]. Only a full lane blocks this call, up to `max_block`.
+    /// [`ProducerConfig::max_block`](crate::ProducerConfig::max_block). Only a full lane blocks
+    /// this call, up to `max_block`.
     pub fn enqueue(&self, record: Record) -> Result<Delivery> {
         // Straight into the core when no wait is needed: no future to build, move and poll
         // per record (at 100 B that showed as ~5 % memcpy in `perf produce`).
@@ -218,8 +219,8 @@ impl Producer {
     /// `send(List<ProducerRecord>)`, at a few allocations a call rather than one a record.
     /// Records keep their order per partition, behind every record queued before the call.
     /// When the producer's buffer (`buffer_memory`) is full this blocks until there is room,
-    /// up to [`Options::max_block`] for the whole call; the records not queued by then have
-    /// [`crate::Error::BufferFull`] as their outcome.
+    /// up to [`ProducerConfig::max_block`](crate::ProducerConfig::max_block) for the whole call;
+    /// the records not queued by then have [`crate::Error::BufferFull`] as their outcome.
     pub fn enqueue_all<I>(&self, records: I) -> Result<BatchDelivery>
     where
         I: IntoIterator,
@@ -312,14 +313,15 @@ impl Consumer {
         fn resume(&self, tp: &TopicPartition) -> Result<()>;
         /// Takes the consumer events seen since the last call: rebalances, resolved
         /// positions, fetch errors, group warnings, and the outcomes of commits nobody waits
-        /// for; at most [`Events::CAP`] are kept and [`Events::dropped`] counts the rest.
+        /// for; at most [`Events::CAP`] are kept and the returned value's
+        /// [`dropped`](Events::dropped) field counts the rest.
         fn events(&self) -> Events;
     }
 
     blocking! {
         /// Waits up to `timeout` for records and returns the ones available (at most
-        /// [`Options::max_poll_records`]); empty when none came in time;
-        /// [`crate::ConsumerError::Closed`] after [`Consumer::close`].
+        /// [`ConsumerConfig::max_poll_records`](crate::ConsumerConfig::max_poll_records)); empty
+        /// when none came in time; [`crate::ConsumerError::Closed`] after [`Consumer::close`].
         fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>>;
         /// Like [`Consumer::poll`], returning at most `max` records.
         fn poll_max(&self, timeout: Duration, max: usize) -> Result<Vec<ConsumerRecord>>;

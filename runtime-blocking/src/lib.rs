@@ -84,6 +84,7 @@
 
 mod handles;
 mod net;
+mod read_buffers;
 
 pub use handles::{Admin, Client, Consumer, Producer};
 pub use stellflow_async::prelude::*;

@@ -4,6 +4,7 @@
 //! driver) and a writer thread (it writes what the driver hands over, in order). Bytes pass
 //! between the threads and the driver without copying.
 
+use crate::read_buffers::ReadBuffers;
 use bytes::{Buf, Bytes, BytesMut};
 use futures_channel::oneshot;
 use std::cell::RefCell;
@@ -15,7 +16,6 @@ use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-use stellflow_async::ReadBuffers;
 use stellflow_sansio::BrokerAddress;
 use stellflow_sansio::stellflow_proto::frame::{LENGTH_PREFIX_LEN, frame_length};
 
@@ -366,7 +366,7 @@ mod tests {
     /// the client drops the frame, the next large frame is read into the same allocation.
     #[test]
     fn a_dropped_frames_allocation_is_read_into_again() {
-        use stellflow_async::ReadBuffers;
+        use crate::read_buffers::ReadBuffers;
         let mut buffers = ReadBuffers::new();
         let mut frame = || {
             let mut v = buffers.take_vec(1 << 20);

@@ -11,11 +11,11 @@
 //! ```
 //!
 //! Prints `RESULT smol-produce-MBps X`, `RESULT smol-consume-MBps X` and records/s (the body is
-//! `stellflow_async::perf`, shared with stellflow-tokio).
+//! `stellflow-perf-harness`, a crate of the workspace, shared with stellflow-tokio).
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sim = stellflow_sim::serve("127.0.0.1:0")?; // unused when a broker is named
-    smol::block_on(stellflow_async::perf::run::<stellflow_smol::Smol>(
+    smol::block_on(stellflow_perf_harness::run::<stellflow_smol::Smol>(
         "smol",
         &sim.local_addr().to_string(),
     ))

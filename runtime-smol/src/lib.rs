@@ -84,12 +84,16 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// One set of connections handing out the handles (see [`stellflow_async::Client`]).
+#[doc = stellflow_async::handle_methods!(Client)]
 pub type Client = stellflow_async::Client<Smol>;
 /// Sends records (see [`stellflow_async::Producer`]).
+#[doc = stellflow_async::handle_methods!(Producer)]
 pub type Producer = stellflow_async::Producer<Smol>;
 /// Reads records (see [`stellflow_async::Consumer`]).
+#[doc = stellflow_async::handle_methods!(Consumer)]
 pub type Consumer = stellflow_async::Consumer<Smol>;
 /// Administration (see [`stellflow_async::Admin`]).
+#[doc = stellflow_async::handle_methods!(Admin)]
 pub type Admin = stellflow_async::Admin<Smol>;
 
 /// The smol [`Runtime`]: the driver runs on smol's global executor, sockets and timers are

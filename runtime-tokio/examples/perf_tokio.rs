@@ -11,11 +11,11 @@
 //! ```
 //!
 //! Prints `RESULT tokio-produce-MBps X`, `RESULT tokio-consume-MBps X` and records/s (the body is
-//! `stellflow_async::perf`, shared with stellflow-smol).
+//! `stellflow-perf-harness`, a crate of the workspace, shared with stellflow-smol).
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sim = stellflow_sim::serve("127.0.0.1:0")?; // unused when a broker is named
     let sim = sim.local_addr().to_string();
-    stellflow_async::perf::run::<stellflow_tokio::Tokio>("tokio", &sim).await
+    stellflow_perf_harness::run::<stellflow_tokio::Tokio>("tokio", &sim).await
 }

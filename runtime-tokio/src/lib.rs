@@ -92,6 +92,7 @@ use tokio::net::TcpStream;
 
 /// One set of connections handing out the handles; its driver runs on the current tokio
 /// runtime (see [`stellflow_async::Client`]).
+#[doc = stellflow_async::handle_methods!(Client)]
 pub type Client = stellflow_async::Client<Tokio>;
 /// Sends records; its driver runs on the current tokio runtime (see [`stellflow_async::Producer`]).
 ///
@@ -106,6 +107,7 @@ pub type Client = stellflow_async::Client<Tokio>;
 /// producer.close().await?;
 /// # let _ = (meta, meta2); Ok(()) }
 /// ```
+#[doc = stellflow_async::handle_methods!(Producer)]
 pub type Producer = stellflow_async::Producer<Tokio>;
 /// Reads records; its driver runs on the current tokio runtime (see [`stellflow_async::Consumer`]).
 ///
@@ -127,6 +129,7 @@ pub type Producer = stellflow_async::Producer<Tokio>;
 /// consumer.close().await?;
 /// # Ok(()) }
 /// ```
+#[doc = stellflow_async::handle_methods!(Consumer)]
 pub type Consumer = stellflow_async::Consumer<Tokio>;
 /// Administration; its driver runs on the current tokio runtime (see [`stellflow_async::Admin`]).
 ///
@@ -139,6 +142,7 @@ pub type Consumer = stellflow_async::Consumer<Tokio>;
 /// assert_eq!(topics[0].partitions.len(), 6);
 /// # let _ = missing; Ok(()) }
 /// ```
+#[doc = stellflow_async::handle_methods!(Admin)]
 pub type Admin = stellflow_async::Admin<Tokio>;
 
 /// The tokio [`Runtime`]: the driver is spawned on the current runtime (so `connect` must be

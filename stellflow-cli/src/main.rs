@@ -5,6 +5,7 @@
 //! machine. Errors are one line on stderr and a non-zero exit code.
 
 mod admin;
+mod cpu;
 mod data;
 mod perf;
 mod perf_raw;
@@ -43,12 +44,14 @@ struct Global {
     /// is started for the command.
     #[arg(long, short = 'b', global = true, env = "STELLFLOW_BOOTSTRAP")]
     bootstrap: Option<String>,
-    /// Timeout in seconds: of each request, of waiting for a broker to answer at all (then
-    /// the cluster counts as unreachable and `consume` fails naming the brokers), and of each
-    /// record's delivery, in-flight requests included (a produce whose records cannot be
-    /// delivered ends within it, and counts them).
-    #[arg(long, global = true, default_value_t = 10.0)]
-    timeout: f64,
+    /// Timeout in seconds (default 10): of each request, of waiting for a broker to answer at
+    /// all (then the cluster counts as unreachable and `consume` fails naming the brokers),
+    /// and of each record's delivery, in-flight requests included (a produce whose records
+    /// cannot be delivered ends within it, and counts them). Given explicitly, it also bounds
+    /// a whole `produce` run, however healthy: it stops reading its input and ends within
+    /// the timeout plus a second, counting what was not produced.
+    #[arg(long, global = true)]
+    timeout: Option<f64>,
     /// Log what the client does on stderr: -v reconnects, leader moves and warnings, -vv
     /// every connection, metadata round and retry (debug), -vvv everything.
     #[arg(long = "verbose", short = 'v', global = true, action = clap::ArgAction::Count)]
@@ -132,7 +135,12 @@ pub struct Env {
     pub embedded: Option<stellflow_sim::SimServer>,
     /// How long to wait for answers.
     pub timeout: Duration,
+    /// When the whole command must be over: `--timeout` after it started, when given.
+    pub deadline: Option<Instant>,
 }
+
+/// `--timeout` when it is not given, in seconds.
+const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
 
 /// Producer settings shared by `produce`, `perf produce` and `demo`.
 #[derive(Args, Debug, Clone)]
@@ -198,10 +206,12 @@ fn parse_format(s: &str) -> Result<BatchFormat, String> {
 impl Global {
     /// Starts the embedded broker when needed, and a client configured by `tune`.
     fn connect(&self, tune: impl FnOnce(&mut ClientConfig)) -> CliResult<Env> {
-        if !(self.timeout.is_finite() && self.timeout > 0.0) {
+        let started = Instant::now();
+        let secs = self.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
+        if !(secs.is_finite() && secs > 0.0 && secs < 1e9) {
             return fail("--timeout must be a positive number of seconds");
         }
-        let timeout = Duration::from_secs_f64(self.timeout);
+        let timeout = Duration::from_secs_f64(secs);
         let (bootstrap, embedded) = match &self.bootstrap {
             Some(b) => (b.clone(), None),
             None => {
@@ -228,6 +238,7 @@ impl Global {
         config.producer.delivery_timeout = timeout;
         // ... and how long no broker may answer before the cluster counts as unreachable.
         config.unreachable_timeout = timeout;
+        config.producer.max_block = timeout.max(Duration::from_secs(30));
         config.header.client_id.clone_from(&self.client_id);
         tune(&mut config);
         for property in &self.property {
@@ -239,13 +250,13 @@ impl Global {
             config.set(key.trim(), value)?;
         }
         let mut options = Options::default();
-        options.max_block = timeout.max(Duration::from_secs(30));
         options.close_timeout = timeout;
         let client = Client::connect_with(config, options)?;
         let env = Env {
             client,
             embedded,
             timeout,
+            deadline: self.timeout.map(|_| started + timeout),
         };
         env.wait_ready(&bootstrap)?;
         Ok(env)

@@ -1,5 +1,6 @@
 //! `perf produce` and `perf consume`, in the style of Kafka's perf-test tools.
 
+use crate::cpu::{cpu_per_record, cpu_since, process_cpu_time};
 use crate::data::reap;
 use crate::progress::Progress;
 use crate::{CliError, CliResult, Env, Global, ProducerOpts, fail, perf_raw};
@@ -7,7 +8,6 @@ use clap::{Args, Subcommand};
 use hdrhistogram::Histogram;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
-use stellflow_async::perf::{cpu_per_record, cpu_since, process_cpu_time};
 use stellflow_blocking::{
     Acks, BatchDelivery, BatchFormat, ClientConfig, OffsetReset, Record, RecordMetadata,
     TopicPartition,

@@ -14,6 +14,7 @@
 //! threads and the core's raw request path, the first half of the file); the produce and the
 //! consume halves are about 120 and 190 lines, each only a loop over that driver.
 
+use crate::cpu::{cpu_per_record, cpu_since, process_cpu_time};
 use crate::perf::{latencies, latency_summary};
 use crate::{CliError, CliResult, fail};
 use bytes::{Bytes, BytesMut};
@@ -22,7 +23,6 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
-use stellflow_async::perf::{cpu_per_record, cpu_since, process_cpu_time};
 use stellflow_sansio::stellflow_proto::messages::{
     FetchPartition, FetchRequest, FetchResponse, FetchTopic, ProducePartitionData, ProduceRequest,
     ProduceResponse, ProduceTopicData,
@@ -32,8 +32,8 @@ use stellflow_sansio::stellflow_proto::record::{
 };
 use stellflow_sansio::stellflow_proto::{ApiKey, ErrorCode, Reader, StrBytes, Wire};
 use stellflow_sansio::{
-    Client, ClientConfig, ConnId, ConnectRequest, DisconnectReason, Event, RawResponse, RequestId,
-    RequestOptions, Target,
+    Client, ClientConfig, ConnId, ConnectRequest, DisconnectReason, Event, IoFailure, RawResponse,
+    RequestId, RequestOptions, Target,
 };
 
 /// Frames larger than this are handed to the core unread (it rejects them: the client's
@@ -229,7 +229,7 @@ impl Driver {
                     None => None,
                 };
                 if let Some(e) = failed {
-                    self.apply(Msg::Down(conn, DisconnectReason::Io(e.to_string())));
+                    self.apply(Msg::Down(conn, DisconnectReason::io(&e)));
                 }
             }
             while let Some(event) = self.client.poll_event() {
@@ -253,7 +253,10 @@ impl Driver {
             .name(format!("raw-conn-{}", conn.0))
             .spawn(move || read_conn(conn, &host, port, &tx));
         if let Err(e) = spawned {
-            let reason = DisconnectReason::ConnectFailed(format!("cannot spawn a thread: {e}"));
+            let reason = DisconnectReason::ConnectFailed(IoFailure::new(
+                e.kind(),
+                format!("cannot spawn a thread: {e}"),
+            ));
             self.client
                 .handle_disconnected(conn, Instant::now(), reason);
         }
@@ -276,10 +279,7 @@ fn read_conn(conn: ConnId, host: &str, port: u16, tx: &Sender<Msg>) {
     let (mut reader, kept) = match setup {
         Ok(s) => s,
         Err(e) => {
-            let _ = tx.send(Msg::Down(
-                conn,
-                DisconnectReason::ConnectFailed(e.to_string()),
-            ));
+            let _ = tx.send(Msg::Down(conn, DisconnectReason::connect_failed(&e)));
             return;
         }
     };
@@ -295,7 +295,7 @@ fn read_conn(conn: ConnId, host: &str, port: u16, tx: &Sender<Msg>) {
         if let Err(e) = reader.read_exact(&mut prefix) {
             break match e.kind() {
                 ErrorKind::UnexpectedEof => DisconnectReason::PeerClosed,
-                _ => DisconnectReason::Io(e.to_string()),
+                _ => DisconnectReason::io(&e),
             };
         }
         let size = u32::from_be_bytes(prefix);
@@ -309,7 +309,7 @@ fn read_conn(conn: ConnId, host: &str, port: u16, tx: &Sender<Msg>) {
         match (&mut reader).take(u64::from(size)).read_to_end(&mut frame) {
             Ok(n) if n == size as usize => {}
             Ok(_) => break DisconnectReason::PeerClosed,
-            Err(e) => break DisconnectReason::Io(e.to_string()),
+            Err(e) => break DisconnectReason::io(&e),
         }
         if tx
             .send(Msg::Input(conn, BytesMut::from(Bytes::from(frame))))

@@ -66,3 +66,60 @@ fn produce_to_a_leaderless_partition_says_why_at_once_and_ends_within_the_timeou
         "took {took:?}"
     );
 }
+
+/// Issue 27: an explicit `--timeout` bounds a whole `produce` run, however healthy: with an
+/// endless input it stops reading and ends within the timeout plus a second, non-zero, saying
+/// how many records it read and that the timeout ended it. Without the bound it would read
+/// forever.
+#[test]
+fn an_explicit_timeout_bounds_a_long_healthy_produce() {
+    let server = stellflow_sim::serve("127.0.0.1:0").unwrap();
+    let addr = server.local_addr().to_string();
+    let admin =
+        stellflow_blocking::Admin::connect(stellflow_blocking::ClientConfig::new(&addr).unwrap())
+            .unwrap();
+    admin
+        .create_topic("endless", 1, stellflow_blocking::Target::Any)
+        .unwrap();
+    let start = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stellflow"))
+        .args(["--bootstrap", &addr, "--timeout", "2", "produce", "endless"])
+        .env_remove("STELLFLOW_BOOTSTRAP")
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // An endless, healthy input: a line every 100 µs or so, until the command stops reading
+    // (or for 10 s).
+    let writer = std::thread::spawn(move || {
+        let mut i = 0u64;
+        while stdin.write_all(format!("line {i}\n").as_bytes()).is_ok() {
+            i += 1;
+            if i.is_multiple_of(16) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                break; // a command the timeout did not stop then ends with its input
+            }
+        }
+    });
+    let text: Vec<String> = BufReader::new(child.stderr.take().unwrap())
+        .lines()
+        .map(Result::unwrap)
+        .collect();
+    let status = child.wait().unwrap();
+    let took = start.elapsed();
+    let text = text.join("\n");
+    writer.join().unwrap();
+    assert_eq!(status.code(), Some(1), "{text}");
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(3),
+        "took {took:?}: {text}"
+    );
+    assert!(
+        text.contains("--timeout 2s reached") && text.contains("produced "),
+        "{text}"
+    );
+}

@@ -280,12 +280,11 @@ fn assert_group_passes(code: &str) {
     assert_eq!(a.trace_hash, b.trace_hash, "same plan, same trace");
 }
 
-/// Open bug in the registry design (issue 26, found by these worlds; shrunk from group seed
-/// 1114): an auto-committing member paused past its session commits its stale position of a
-/// partition another member owns now, on the very wake-up that resumes it
-/// (`group-commit-monotonic`: 45 -> 37). Un-ignore when fixed.
+/// Was a bug in the registry design (issue 26, found by these worlds; shrunk from group seed
+/// 1114): an auto-committing member paused past its session committed its stale position of
+/// a partition another member owned by then, on the very wake-up that resumed it
+/// (`group-commit-monotonic`: 45 -> 37). Fixed: the lease is checked before anything commits.
 #[test]
-#[ignore = "open bug: a member resumed past its session commits a partition it lost"]
 fn seed_1114_resumed_member_commits_nothing_it_lost() {
     assert_group_passes(
         "seed=1114;b=1;p=2;m=4;session=3000;hb=500;lat=1704;jit=2186;split=50;records=86;\
@@ -294,11 +293,13 @@ fn seed_1114_resumed_member_commits_nothing_it_lost() {
     );
 }
 
-/// Open bug (group seed 2209, no faults): members started together take one registry slot,
-/// never see each other, and two of them own t0-2 (`group-redelivery`, then
-/// `group-converged`). Un-ignore when fixed.
+/// Was a bug (group seed 2209, no faults): members started together took one registry slot,
+/// each read its own write back and never saw the other, and two of them owned t0-2
+/// (`group-redelivery`, then `group-converged`). Fixed: every write follows a read that found
+/// the slot the member's own, and a member whose slot was overwritten drops its partitions
+/// uncommitted and registers elsewhere (the core test
+/// `a_member_whose_slot_another_overwrote_drops_its_partitions_and_registers_elsewhere`).
 #[test]
-#[ignore = "open bug: concurrent joiners share a registry slot"]
 fn seed_2209_members_started_together_own_disjoint_partitions() {
     assert_group_passes(
         "seed=2209;b=1;p=3;m=4;session=6000;hb=1000;lat=1307;jit=2837;split=20;records=56;\
@@ -306,11 +307,11 @@ fn seed_2209_members_started_together_own_disjoint_partitions() {
     );
 }
 
-/// Open bug (group seed 1278): a member back from isolation re-registers in the slot a newer
-/// member took, and both own t0-0 past the convergence bound (`group-converged`).
-/// Un-ignore when fixed.
+/// Was a bug (group seed 1278): a member back from isolation re-registered in the slot a
+/// newer member took, and both owned t0-0 past the convergence bound (`group-converged`).
+/// Fixed: its lease lapse forgets the slot even when it holds nothing, and it reads before
+/// it writes.
 #[test]
-#[ignore = "open bug: a lapsed member reclaims a slot another member holds"]
 fn seed_1278_member_back_from_isolation_rejoins_as_a_new_member() {
     assert_group_passes(
         "seed=1278;b=1;p=2;m=2;session=6000;hb=1000;lat=911;jit=658;split=20;records=1;\

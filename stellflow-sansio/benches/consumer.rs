@@ -161,7 +161,10 @@ fn run_with(envelope: Envelope, label: &str, take: Take, hooks: Hooks) -> f64 {
                 Err(e) => client.handle_disconnected(
                     cr.conn,
                     now,
-                    DisconnectReason::ConnectFailed(e.to_string()),
+                    DisconnectReason::ConnectFailed(stellflow_sansio::IoFailure::new(
+                        std::io::ErrorKind::ConnectionRefused,
+                        e.to_string(),
+                    )),
                 ),
             }
         }

@@ -27,7 +27,7 @@ fn main() {
                         client.handle_connected(req.conn, now);
                     }
                     Err(e) => client.handle_disconnected(
-                        req.conn, now, DisconnectReason::ConnectFailed(e.to_string())),
+                        req.conn, now, DisconnectReason::connect_failed(&e)),
                 }
             }
             while let Some(conn) = client.poll_close() {

@@ -62,7 +62,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     Err(e) => client.handle_disconnected(
                         req.conn,
                         Instant::now(),
-                        DisconnectReason::ConnectFailed(e.to_string()),
+                        DisconnectReason::connect_failed(&e),
                     ),
                 }
             }
@@ -83,11 +83,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     s.set_nonblocking(true)?;
                     if let Err(e) = r {
                         sockets.remove(&conn);
-                        client.handle_disconnected(
-                            conn,
-                            Instant::now(),
-                            DisconnectReason::Io(e.to_string()),
-                        );
+                        client.handle_disconnected(conn, Instant::now(), DisconnectReason::io(&e));
                     }
                 }
             }
@@ -135,11 +131,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {}
                 Err(e) => {
                     sockets.remove(&conn);
-                    client.handle_disconnected(
-                        conn,
-                        Instant::now(),
-                        DisconnectReason::Io(e.to_string()),
-                    );
+                    client.handle_disconnected(conn, Instant::now(), DisconnectReason::io(&e));
                 }
             }
         }

@@ -110,11 +110,6 @@ impl Client {
         self.metadata.cluster()
     }
 
-    /// The per-broker metadata views the merge is built from.
-    pub fn metadata_cache(&self) -> &MetadataCache {
-        &self.metadata
-    }
-
     /// Everything counted so far (DESIGN §6 metrics).
     pub fn counters(&self) -> &Counters {
         &self.net.counters

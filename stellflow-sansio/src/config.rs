@@ -192,7 +192,8 @@ pub struct ClientConfig {
     /// (`socket.connection.setup.timeout.ms`). Default 3 s: the answer takes a round trip.
     pub connection_setup_timeout: Duration,
     /// How long no broker may answer before the cluster counts as unreachable
-    /// ([`crate::HealthState::Unreachable`]): then [`crate::Event::HealthChanged`] reports it
+    /// ([`crate::HealthState::Unreachable`]): then the change is reported (the core's
+    /// `Event::HealthChanged`; `cluster_health` shows it)
     /// and a consumer's next empty poll returns [`crate::ConsumerError::Unreachable`] (once
     /// per outage). Counted from the first failure after the last answer of any broker.
     /// Default 30 s (rdkafka raises its all-brokers-down error on a similar scale).
@@ -211,7 +212,8 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    /// A configuration with defaults and the given bootstrap list (see [`parse_bootstrap`]).
+    /// A configuration with defaults and the given bootstrap list: comma-separated `host:port`
+    /// or `stellflow://host:port` entries (see [`BrokerAddress::parse`]).
     pub fn new(bootstrap: &str) -> Result<Self, ConfigError> {
         Ok(ClientConfig {
             bootstrap: parse_bootstrap(bootstrap)?,

@@ -257,8 +257,8 @@ impl RequestError {
     }
 }
 
-/// Why the core closed a connection on its own (the driver sees the id in
-/// [`crate::Client::poll_close`]). The core reconnects on demand with backoff.
+/// Why the client closed a connection on its own (a driver of the core sees the id in
+/// `poll_close`). The client reconnects on demand with backoff.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectionError {
@@ -319,7 +319,7 @@ impl InvalidTopicName {
 }
 
 /// An admin command failed as a whole. Per-partition outcomes are data inside the typed
-/// result ([`crate::AdminOutcome`]).
+/// result.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AdminError {
@@ -365,36 +365,64 @@ impl AdminError {
 }
 
 impl crate::producer::DeliveryError {
-    /// Whether producing the record again may succeed. False when it cannot help as it is
-    /// (fenced, a broker refusal that retrying does not fix, an unknown topic — create it
-    /// first) and when it would write the record twice ([`Self::NotReplicated`]: written).
-    /// Check [`Self::outcome_unknown`] before retrying a write whose outcome matters.
+    /// Whether producing the record again may succeed **without writing it twice**: the one
+    /// retry rule for deliveries (ARCHITECTURE decision 3; the adapters' `Error::is_retriable`
+    /// asks this). False whenever [`Self::outcome_unknown`] is true (the record may already be
+    /// in the log: check the log, or accept a duplicate, before producing it again), and when
+    /// retrying cannot help as it is (fenced, a broker refusal that retrying does not fix, an
+    /// unknown topic — create it first, a closed producer).
     pub fn is_retriable(&self) -> bool {
         use crate::producer::DeliveryError as D;
+        if self.outcome_unknown() {
+            return false;
+        }
         match self {
             D::Broker { code } => code.is_retriable(),
             D::Request(e) => e.is_retriable(),
             D::RetriesExhausted { last, .. } => last.is_retriable(),
             D::Timeout { .. } | D::Leaderless { .. } => true,
-            D::MaybeWritten { last } => last.is_retriable(),
-            _ => false,
+            D::NotReplicated { .. }
+            | D::MaybeWritten { .. }
+            | D::UnknownTopic { .. }
+            | D::Fenced
+            | D::ProducerIdConflict
+            | D::Encode(_)
+            | D::Closed => false,
         }
     }
 
-    /// Whether the record may have been written although it failed (its outcome is unknown:
-    /// a request carrying it timed out or lost its connection in flight). The default
-    /// producer is at-least-once, so producing it again may store it twice. True for
-    /// [`Self::MaybeWritten`] and what wraps an unknown outcome.
+    /// Whether the record may be in the log although it failed, so that producing it again
+    /// may store it twice — and not producing it again may lose it. The one "outcome
+    /// unknown" predicate of a delivery. True for:
+    ///
+    /// * [`Self::MaybeWritten`]: a request carrying it reached the network and was never
+    ///   answered (timed out, its connection died, a request-level error 1 that may follow
+    ///   a partial write);
+    /// * [`Self::NotReplicated`]: the leader appended it at [`Self::written_offset`] but
+    ///   replication did not catch up within the request's timeout (`acks = -1`, error 7).
+    ///   The server's log holds it, but above the high watermark: a failover before the
+    ///   followers fetch it may truncate it, and a retry appends a second copy (the server
+    ///   does not record the sequence of a batch answered 7, so even idempotence does not
+    ///   de-duplicate it). Whether it stays is not known when the error is reported;
+    /// * a request failure, a timeout or exhausted retries whose last cause is one of these
+    ///   ([`Self::Request`], [`Self::Timeout`], [`Self::RetriesExhausted`]).
     pub fn outcome_unknown(&self) -> bool {
         use crate::producer::DeliveryError as D;
         match self {
-            D::MaybeWritten { .. } => true,
+            D::MaybeWritten { .. } | D::NotReplicated { .. } => true,
             D::Request(e) => e.outcome_unknown(),
             D::RetriesExhausted { last, .. } => last.outcome_unknown(),
             D::Timeout {
                 last: Some(last), ..
             } => last.outcome_unknown(),
-            _ => false,
+            D::Timeout { last: None, .. }
+            | D::Broker { .. }
+            | D::UnknownTopic { .. }
+            | D::Leaderless { .. }
+            | D::Fenced
+            | D::ProducerIdConflict
+            | D::Encode(_)
+            | D::Closed => false,
         }
     }
 }

@@ -11,13 +11,63 @@ use std::time::Duration;
 #[non_exhaustive]
 pub enum DisconnectReason {
     /// The connection could not be established.
-    ConnectFailed(String),
+    ConnectFailed(IoFailure),
     /// The peer closed the connection (EOF).
     PeerClosed,
     /// A read or write failed.
-    Io(String),
+    Io(IoFailure),
     /// The core closed it (see [`crate::Client::poll_close`]).
     Core(ConnectionError),
+}
+
+impl DisconnectReason {
+    /// [`DisconnectReason::ConnectFailed`] from the error the connect attempt returned.
+    pub fn connect_failed(error: &std::io::Error) -> Self {
+        DisconnectReason::ConnectFailed(IoFailure::from(error))
+    }
+
+    /// [`DisconnectReason::Io`] from the error a read or write returned.
+    pub fn io(error: &std::io::Error) -> Self {
+        DisconnectReason::Io(IoFailure::from(error))
+    }
+}
+
+/// An I/O failure as the driver saw it: the [`std::io::ErrorKind`] to act on and the
+/// error's text to show (an [`std::io::Error`] itself is neither `Clone` nor `Eq`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoFailure {
+    /// The kind of the error (`ConnectionRefused`, `ConnectionReset`, `TimedOut`, ...).
+    pub kind: std::io::ErrorKind,
+    /// The error's text, as its `Display` printed it.
+    pub message: String,
+}
+
+impl IoFailure {
+    /// A failure of `kind` with the text `message`.
+    pub fn new(kind: std::io::ErrorKind, message: impl Into<String>) -> Self {
+        IoFailure {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<&std::io::Error> for IoFailure {
+    fn from(error: &std::io::Error) -> Self {
+        IoFailure::new(error.kind(), error.to_string())
+    }
+}
+
+impl From<std::io::Error> for IoFailure {
+    fn from(error: std::io::Error) -> Self {
+        IoFailure::from(&error)
+    }
+}
+
+impl std::fmt::Display for IoFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
 }
 
 impl std::fmt::Display for DisconnectReason {

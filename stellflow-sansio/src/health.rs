@@ -15,7 +15,10 @@
 //!
 //! An outage is counted from the first failure after the last answer of any broker: a
 //! client that asks nothing is never unreachable, and a broker that closes a connection
-//! nobody uses did not fail.
+//! nobody uses did not fail. Only the brokers the metadata names count (the bootstrap
+//! addresses, while none is known): a bootstrap entry the cluster does not name, such as a
+//! stale address, is listed with its failures but makes the client neither degraded nor
+//! unreachable.
 
 use crate::client::Client;
 use crate::config::BrokerAddress;
@@ -165,7 +168,10 @@ impl Client {
     fn health_state(&self, now: Instant) -> HealthState {
         let mut any_failing = false;
         let mut all_not_stellflow = true;
-        for (_, _, h) in self.net.slot_health() {
+        for (slot, (_, _, h)) in self.net.slot_health().enumerate() {
+            if !self.net.slot_matters(slot) {
+                continue;
+            }
             any_failing |= h.failing.is_some();
             all_not_stellflow &= h.failing.as_ref().is_some_and(|f| f.not_stellflow);
         }

@@ -20,15 +20,15 @@ use std::sync::Arc;
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct SentRecord<'a> {
-    /// The id its [`crate::Event::Produced`] (and [`ProducerHook::on_acknowledgement`]) will
-    /// carry.
+    /// The id its acknowledgement ([`ProducerHook::on_acknowledgement`]) will carry.
     pub id: ProduceId,
     /// The record as the application gave it (the headers hooks added are not in it).
     pub record: &'a ProducerRecord<'a>,
     /// The partition it goes to; `None` while its topic's metadata is awaited (a record sent
     /// to a topic the client has not seen yet).
     pub partition: Option<i32>,
-    /// The trace context of the call that sent it (see [`crate::Client::set_trace`]).
+    /// The trace context of the call that sent it (the adapters' `opentelemetry` feature
+    /// reads the caller's span; a driver of the core hands it to `Client::set_trace`).
     pub trace: Option<&'a TraceIds>,
 }
 
@@ -123,9 +123,9 @@ pub trait ProducerHook: Send + Sync + 'static {
     /// Exactly once per record the producer accepted (the `produce` call returned its id).
     fn on_send(&self, _record: &SentRecord<'_>) {}
 
-    /// Exactly once per accepted record, when its outcome is handed out (as the
-    /// [`crate::Event::Produced`] leaves [`crate::Client::poll_event`]): its metadata, or the
-    /// error the application gets.
+    /// Exactly once per accepted record, when its outcome is handed out (as the core's
+    /// `Event::Produced` leaves `poll_event`; in the adapters, before the record's `send` or
+    /// `Delivery` completes): its metadata, or the error the application gets.
     fn on_acknowledgement(&self, _ack: &Acknowledgement<'_>) {}
 }
 
@@ -133,17 +133,17 @@ pub trait ProducerHook: Send + Sync + 'static {
 /// with [`Hooks::consumer`].
 pub trait ConsumerHook: Send + Sync + 'static {
     /// Records delivered to the application, once each, as they leave the core
-    /// ([`crate::Client::poll_record`], [`crate::Client::poll_records`],
-    /// [`crate::Client::redeem_lease`]; the adapters' `poll`, `recv` and stream).
+    /// (the adapters' `poll`, `recv` and stream; the core's `poll_record`, `poll_records` and
+    /// `redeem_lease`).
     fn on_consume(&self, _records: &[ConsumerRecord]) {}
 
-    /// A blob handed over whole ([`crate::Client::poll_blob`]; the adapters' `poll_blobs`):
+    /// A blob handed over whole (the adapters' `poll_blobs`, the core's `poll_blob`):
     /// `records` of its records were not delivered before (the count its batches declare).
     /// Its records are not decoded for the hook; iterate a blob only if you must.
     fn on_consume_blob(&self, _blob: &FetchedBlob, _records: u64) {}
 
     /// Exactly once per commit, when its outcome is handed out (as the
-    /// [`crate::ConsumerEvent::CommitCompleted`] leaves [`crate::Client::poll_event`]).
+    /// [`crate::ConsumerEvent::CommitCompleted`] leaves the core's `poll_event`).
     fn on_commit(&self, _commit: &CommitOutcome<'_>) {}
 }
 
@@ -219,8 +219,8 @@ impl std::fmt::Debug for Hooks {
 
 /// Record-level trace propagation as a producer hook: writes the W3C `traceparent` (and
 /// `tracestate`, when the context has one) header into every record sent with a trace
-/// context (see [`crate::Client::set_trace`]; the adapters' `opentelemetry` feature passes the
-/// current span's), unless the record already has a `traceparent`. Consumers read it back
+/// context (the adapters' `opentelemetry` feature passes the current span's; a driver of the
+/// core, the context it hands to `Client::set_trace`), unless the record already has a `traceparent`. Consumers read it back
 /// with [`TraceIds::from_record_headers`] (the adapters: their `otel` module's
 /// `record_context`). Opt-in: register it with [`Hooks::producer`].
 #[derive(Debug, Clone, Copy, Default)]

@@ -1,7 +1,8 @@
 //! Kafka-style configuration keys (`bootstrap.servers`, `linger.ms`, ...): the one table that
 //! maps each key to its [`ClientConfig`] field, used by [`ClientConfig::set`],
 //! [`ClientConfig::from_kafka_properties`], [`ClientConfig::to_kafka_properties`], the `serde`
-//! feature and the CLI's `-X key=value`.
+//! feature (`ClientConfig` as a map of these keys: `Serialize`/`Deserialize`) and the CLI's
+//! `-X key=value`.
 //!
 //! Adding a key is one line in [`KEYS`]: its name, how its value is written (a [`Codec`]) and
 //! the field(s) it sets (a key may set several fields; it reads back from the first).
@@ -13,10 +14,24 @@ use crate::producer::{Acks, BatchFormat};
 use std::time::Duration;
 use stellflow_proto::record::Compression;
 
+/// What a key's value is beside its text, for formats that have numbers and booleans (the
+/// `serde` feature writes `linger.ms` as `5`, not `"5"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A whole number.
+    Number,
+    /// `true` or `false`.
+    Bool,
+    /// Anything else.
+    Text,
+}
+
 /// How a key's value is written as text.
 trait Codec {
     /// The field's type.
     type T;
+    /// What the text is.
+    const KIND: Kind = Kind::Text;
     /// Parses the text, or says what the key takes.
     fn parse(s: &str) -> Result<Self::T, &'static str>;
     /// Writes the value back (so that `parse(show(v)) == v`).
@@ -26,6 +41,7 @@ trait Codec {
 /// Milliseconds, as a whole number.
 struct Ms;
 impl Codec for Ms {
+    const KIND: Kind = Kind::Number;
     type T = Duration;
     fn parse(s: &str) -> Result<Duration, &'static str> {
         s.parse::<u64>()
@@ -40,6 +56,7 @@ impl Codec for Ms {
 /// `true` or `false`.
 struct Bool;
 impl Codec for Bool {
+    const KIND: Kind = Kind::Bool;
     type T = bool;
     fn parse(s: &str) -> Result<bool, &'static str> {
         match s {
@@ -56,6 +73,7 @@ impl Codec for Bool {
 /// `true` or `false`, stored negated (`enable.auto.offset.store` is `!commit_marked_only`).
 struct NotBool;
 impl Codec for NotBool {
+    const KIND: Kind = Kind::Bool;
     type T = bool;
     fn parse(s: &str) -> Result<bool, &'static str> {
         Bool::parse(s).map(|b| !b)
@@ -68,6 +86,7 @@ impl Codec for NotBool {
 /// A count or a byte size.
 struct Usize;
 impl Codec for Usize {
+    const KIND: Kind = Kind::Number;
     type T = usize;
     fn parse(s: &str) -> Result<usize, &'static str> {
         s.parse().map_err(|_| "takes a whole number")
@@ -80,6 +99,7 @@ impl Codec for Usize {
 /// A count up to `u32::MAX`.
 struct U32;
 impl Codec for U32 {
+    const KIND: Kind = Kind::Number;
     type T = u32;
     fn parse(s: &str) -> Result<u32, &'static str> {
         s.parse()
@@ -99,6 +119,24 @@ impl Codec for OptString {
     }
     fn show(v: &Option<String>) -> String {
         v.clone().unwrap_or_default()
+    }
+}
+
+/// A partition count, or empty for none.
+struct Partitions;
+impl Codec for Partitions {
+    type T = Option<i32>;
+    fn parse(s: &str) -> Result<Option<i32>, &'static str> {
+        if s.is_empty() {
+            return Ok(None);
+        }
+        match s.parse::<i32>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => Err("takes a partition count (a positive whole number), or nothing for none"),
+        }
+    }
+    fn show(v: &Option<i32>) -> String {
+        v.map(|n| n.to_string()).unwrap_or_default()
     }
 }
 
@@ -187,6 +225,8 @@ pub(crate) struct Key {
     pub(crate) name: &'static str,
     set: fn(&mut ClientConfig, &str) -> Result<(), &'static str>,
     get: fn(&ClientConfig) -> String,
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    kind: Kind,
 }
 
 /// `key!("name", Codec, field.path [, more.fields ...])`: one row of [`KEYS`].
@@ -201,6 +241,7 @@ macro_rules! key {
                 Ok(())
             },
             get: |c| $codec::show(&c.$($first).+),
+            kind: $codec::KIND,
         }
     };
 }
@@ -241,6 +282,26 @@ pub(crate) const KEYS: &[Key] = &[
     key!("delivery.timeout.ms", Ms, producer.delivery_timeout),
     key!("enable.idempotence", Bool, producer.idempotence),
     key!("stellflow.batch.format", Format, producer.format),
+    key!("max.block.ms", Ms, producer.max_block),
+    key!("max.poll.records", Usize, consumer.max_poll_records),
+    // Liveness settings of issue 27 (one block).
+    key!(
+        "socket.connection.setup.timeout.ms",
+        Ms,
+        connection_setup_timeout
+    ),
+    key!("stellflow.unreachable.timeout.ms", Ms, unreachable_timeout),
+    key!(
+        "stellflow.metadata.max.wait.ms",
+        Ms,
+        producer.metadata_max_wait
+    ),
+    key!(
+        "stellflow.create.missing.topics",
+        Partitions,
+        producer.create_missing_topics
+    ),
+    key!("stellflow.ack.timeout.ms", Ms, producer.ack_timeout),
     key!("group.id", OptString, consumer.group_id),
     key!("auto.offset.reset", Reset, consumer.auto_offset_reset),
     key!("enable.auto.commit", Bool, consumer.enable_auto_commit),
@@ -345,6 +406,170 @@ impl ClientConfig {
     }
 }
 
+/// `ClientConfig` as a flat map of Kafka-style keys (the `serde` feature): what a TOML, JSON
+/// or YAML configuration file holds.
+#[cfg(feature = "serde")]
+mod with_serde {
+    use super::{KEYS, Kind};
+    use crate::config::ClientConfig;
+    use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+    use serde::ser::{Serialize, SerializeMap, Serializer};
+    use std::fmt;
+
+    /// Every key of the table with its value: numbers as numbers, `true`/`false` as
+    /// booleans, the rest as text (an unset `client.id` or `group.id` as `""`). Settings
+    /// without a key (hooks, the header's other fields, ...) are not written; a file read back
+    /// gives them their defaults.
+    impl Serialize for ClientConfig {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(Some(KEYS.len()))?;
+            for key in KEYS {
+                let text = (key.get)(self);
+                match (key.kind, text.parse::<u64>()) {
+                    (Kind::Number, Ok(n)) => map.serialize_entry(key.name, &n)?,
+                    (Kind::Bool, _) => map.serialize_entry(key.name, &(text == "true"))?,
+                    _ => map.serialize_entry(key.name, &text)?,
+                }
+            }
+            map.end()
+        }
+    }
+
+    /// A map of Kafka-style keys, read through [`ClientConfig::from_kafka_properties`] (so
+    /// `bootstrap.servers` is required, an unknown key or a bad value is an error naming it,
+    /// and the result is validated). A value may be text, a number or a boolean, each taken
+    /// as its text (`5` and `"5"` alike), or a list of those (joined with commas:
+    /// `"bootstrap.servers": ["a:9092", "b:9092"]`). Nested tables are read as dotted keys,
+    /// so TOML's `linger.ms = 5` (a table `linger` holding `ms`) works like
+    /// `"linger.ms" = 5`.
+    ///
+    /// ```
+    /// use stellflow_sansio::ClientConfig;
+    /// let config: ClientConfig = serde_json::from_str(
+    ///     r#"{"bootstrap.servers": "127.0.0.1:9092", "linger.ms": 5, "enable.idempotence": true}"#,
+    /// )
+    /// .unwrap();
+    /// assert_eq!(config.producer.linger, std::time::Duration::from_millis(5));
+    /// let e = serde_json::from_str::<ClientConfig>(r#"{"bootstrap.servers": "a:1", "lingr.ms": 5}"#)
+    ///     .unwrap_err();
+    /// assert!(e.to_string().contains("\"lingr.ms\""));
+    /// ```
+    impl<'de> Deserialize<'de> for ClientConfig {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            let Node::Table(entries) = deserializer.deserialize_map(NodeVisitor)? else {
+                return Err(de::Error::custom("a configuration must be a map of keys"));
+            };
+            let mut properties = Vec::new();
+            flatten(String::new(), entries, &mut properties).map_err(de::Error::custom)?;
+            if !properties.iter().any(|(k, _)| k == "bootstrap.servers") {
+                return Err(de::Error::custom(
+                    "missing key bootstrap.servers (a comma-separated list of host:port)",
+                ));
+            }
+            ClientConfig::from_kafka_properties(properties).map_err(de::Error::custom)
+        }
+    }
+
+    /// One value of the file: text, a list of texts, or a table.
+    enum Node {
+        Text(String),
+        List(Vec<String>),
+        Table(Vec<(String, Node)>),
+    }
+
+    /// `entries` under `prefix` as `key = text` pairs.
+    fn flatten(
+        prefix: String,
+        entries: Vec<(String, Node)>,
+        out: &mut Vec<(String, String)>,
+    ) -> Result<(), String> {
+        for (key, node) in entries {
+            let key = if prefix.is_empty() {
+                key
+            } else {
+                format!("{prefix}.{key}")
+            };
+            match node {
+                Node::Text(text) => out.push((key, text)),
+                Node::List(items) => out.push((key, items.join(","))),
+                Node::Table(inner) if inner.is_empty() => {
+                    return Err(format!("key {key:?} holds an empty table, not a value"));
+                }
+                Node::Table(inner) => flatten(key, inner, out)?,
+            }
+        }
+        Ok(())
+    }
+
+    struct NodeVisitor;
+
+    impl<'de> Visitor<'de> for NodeVisitor {
+        type Value = Node;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("text, a number, a boolean, a list of those, or a table of keys")
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
+            Ok(Node::Text(v.to_owned()))
+        }
+
+        fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
+            Ok(Node::Text(v))
+        }
+
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node, E> {
+            Ok(Node::Text(v.to_string()))
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
+            Ok(Node::Text(v.to_string()))
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
+            Ok(Node::Text(v.to_string()))
+        }
+
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
+            // `5.0` reads as `5`; `5.5` stays `5.5`, which a whole-number key refuses.
+            Ok(Node::Text(v.to_string()))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+            let mut items = Vec::new();
+            while let Some(node) = seq.next_element_seed(NodeSeed)? {
+                match node {
+                    Node::Text(text) => items.push(text),
+                    _ => return Err(de::Error::custom("a list may hold only plain values")),
+                }
+            }
+            Ok(Node::List(items))
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+            let mut entries = Vec::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let node = map
+                    .next_value_seed(NodeSeed)
+                    .map_err(|e| de::Error::custom(format!("key {key:?}: {e}")))?;
+                entries.push((key, node));
+            }
+            Ok(Node::Table(entries))
+        }
+    }
+
+    /// Reads one [`Node`] (self-describing formats only, as a configuration file is).
+    struct NodeSeed;
+
+    impl<'de> de::DeserializeSeed<'de> for NodeSeed {
+        type Value = Node;
+
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Node, D::Error> {
+            deserializer.deserialize_any(NodeVisitor)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,6 +586,7 @@ mod tests {
             "heartbeat.interval.ms" => "2000".into(),
             "retries" => "7".into(),
             "max.in.flight.requests.per.connection" => "2".into(),
+            "stellflow.create.missing.topics" => "3".into(),
             _ if default == "true" => "false".into(),
             _ if default == "false" => "true".into(),
             _ => {

@@ -123,7 +123,7 @@ pub use consumer::{
     RecordLease, RevocationId, SeekTo, TopicPartition,
 };
 pub use error::{AdminError, ConfigError, ConnectionError, InvalidTopicName, RequestError};
-pub use event::{DisconnectReason, Event};
+pub use event::{DisconnectReason, Event, IoFailure};
 pub use health::{BrokerHealth, ClusterHealth, ClusterUnreachable, HealthState};
 pub use hooks::{
     Acknowledgement, CommitOutcome, ConsumerHook, HeaderSink, Hooks, ProducerHook, SentRecord,

@@ -37,7 +37,7 @@ pub struct BrokerInfo {
 pub enum LeaderlessReason {
     /// The broker holding the partition reports leader 0, which is no broker: it restarted on
     /// its data and lost leadership (PROTOCOL.md §8 item 20). Produce and Fetch answer 9 until
-    /// leadership is re-asserted: [`crate::Client::reassert_leadership`] for that broker.
+    /// leadership is re-asserted: `reassert_leadership` (an admin call) for that broker.
     RecoveredAfterRestart {
         /// The broker that holds the partition and reports leader 0, when known.
         broker: Option<i32>,
@@ -263,11 +263,6 @@ impl MetadataCache {
     /// The latest view reported by `address`.
     pub fn view(&self, address: &BrokerAddress) -> Option<&BrokerView> {
         self.views.get(address)
-    }
-
-    /// All views, by the address that answered.
-    pub fn views(&self) -> impl Iterator<Item = (&BrokerAddress, &BrokerView)> {
-        self.views.iter()
     }
 
     /// Replaces the view of `address` and recomputes the merge.

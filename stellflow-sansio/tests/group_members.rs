@@ -10,13 +10,15 @@ use std::time::{Duration, Instant};
 use stellflow_proto::frame::{FrameDecoder, encode_request, split_response};
 use stellflow_proto::header::RequestHeader;
 use stellflow_proto::messages::{
-    ProducePartitionData, ProduceRequest, ProduceResponse, ProduceTopicData, Request,
+    OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic, OffsetFetchPartition,
+    OffsetFetchRequest, OffsetFetchTopic, ProducePartitionData, ProduceRequest, ProduceResponse,
+    ProduceTopicData, Request,
 };
 use stellflow_proto::record::{BatchBuilder, BatchParams, Envelope};
 use stellflow_proto::wire::Wire;
 use stellflow_sansio::{
     Client, ClientConfig, CommitKind, ConnId, ConsumerEvent, DisconnectReason, Event, OffsetReset,
-    Position, TopicPartition,
+    Position, REGISTRY_TOPIC, TopicPartition,
 };
 use stellflow_sim::{ClusterConfig, SimCluster};
 
@@ -128,6 +130,59 @@ impl Fleet {
         assert_eq!(r.responses[0].partitions[0].error_code.0, 0);
     }
 
+    /// One request on a connection of its own, as another client would send it; the body of
+    /// the answer.
+    fn raw<R: Request>(&mut self, req: &R) -> R::Response {
+        let conn = self.sim.connect(1, self.now).unwrap();
+        let h = RequestHeader::new(R::API_KEY, 1, Some("test"));
+        let mut buf = BytesMut::new();
+        encode_request(&mut buf, &h, req);
+        self.sim.handle_input(conn, self.now, &mut buf);
+        let mut out = BytesMut::new();
+        self.sim.poll_output(conn, &mut out);
+        self.sim.disconnect(conn);
+        let frame = FrameDecoder::new().decode(&mut out).unwrap().unwrap();
+        let (_, body) = split_response(frame).unwrap();
+        R::Response::from_bytes(body.unwrap()).unwrap()
+    }
+
+    /// The registry slots of group `g` that are not empty: (slot, counter, metadata).
+    fn registry(&mut self) -> Vec<(i32, i64, String)> {
+        let r = self.raw(&OffsetFetchRequest {
+            group_id: Some("g".into()),
+            topics: vec![OffsetFetchTopic {
+                topic: Some(REGISTRY_TOPIC.into()),
+                partitions: (0..64)
+                    .map(|partition| OffsetFetchPartition { partition })
+                    .collect(),
+            }],
+        });
+        r.topics[0]
+            .partitions
+            .iter()
+            .map(|p| {
+                let md = p.metadata.as_deref().unwrap_or("").to_owned();
+                (p.partition, p.offset, md)
+            })
+            .filter(|(_, off, md)| *off != -1 || !md.is_empty())
+            .collect()
+    }
+
+    /// Writes one registry slot of group `g` as another member would.
+    fn write_slot(&mut self, slot: i32, counter: i64, metadata: &str) {
+        self.raw(&OffsetCommitRequest {
+            group_id: Some("g".into()),
+            topics: vec![OffsetCommitTopic {
+                topic: Some(REGISTRY_TOPIC.into()),
+                partitions: vec![OffsetCommitPartition {
+                    partition: slot,
+                    offset: counter,
+                    metadata: Some(metadata.into()),
+                }],
+            }],
+        });
+    }
+
     fn running(&self, i: usize) -> bool {
         self.members[i].alive && !self.members[i].paused
     }
@@ -152,7 +207,10 @@ impl Fleet {
                         Err(e) => m.client.handle_disconnected(
                             cr.conn,
                             now,
-                            DisconnectReason::ConnectFailed(e.to_string()),
+                            DisconnectReason::ConnectFailed(stellflow_sansio::IoFailure::new(
+                                std::io::ErrorKind::ConnectionRefused,
+                                e.to_string(),
+                            )),
                         ),
                     }
                 }
@@ -603,4 +661,108 @@ fn the_listener_runs_before_the_revocation_and_bounds_an_application_that_never_
     let bound = config().consumer.revocation_timeout;
     assert!(took >= bound, "a's revocation was not waited for: {took:?}");
     assert!(took <= bound + 3 * HEARTBEAT, "{took:?}");
+}
+
+/// DST finding F2: two members that write the same registry slot one after the other each
+/// read their own write back and never see each other. A member must read before it writes:
+/// when another member's registration sits in its slot it drops its partitions without
+/// committing them (a member that never saw it may have taken them) and registers elsewhere,
+/// and it never writes over the other's registration.
+#[test]
+fn a_member_whose_slot_another_overwrote_drops_its_partitions_and_registers_elsewhere() {
+    let mut f = Fleet::new(4);
+    let blobs = fill(&mut f, 4, 5);
+    let a = f.join(false, |_| {});
+    assert!(f.run_until(Duration::from_secs(20), |f| f.deliveries().len() == blobs));
+    assert_eq!(f.assignment(a).len(), 4);
+    let slots = f.registry();
+    assert_eq!(slots.len(), 1, "{slots:?}");
+    let (slot, _, _) = slots[0].clone();
+    // Another member (one that picked the same free slot) overwrites it.
+    let intruder = "sfm1 intruder t . .";
+    f.write_slot(slot, 1, intruder);
+    f.advance(HEARTBEAT * 2);
+    let lost = f.first_event(
+        a,
+        |e| matches!(e, ConsumerEvent::PartitionsLost(p) if p.len() == 4),
+    );
+    assert!(
+        lost.is_some(),
+        "no PartitionsLost: {:?}",
+        f.members[a].events
+    );
+    let slots = f.registry();
+    let there = slots.iter().find(|(s, _, _)| *s == slot).cloned();
+    assert_eq!(
+        there,
+        Some((slot, 1, intruder.to_owned())),
+        "the member wrote over the other's registration: {slots:?}"
+    );
+    assert!(
+        slots
+            .iter()
+            .any(|(s, _, md)| *s != slot && md.starts_with("sfm1 stellflow-member")),
+        "the member did not register elsewhere: {slots:?}"
+    );
+    // Nothing was committed for the lost partitions between the loss and their restart.
+    let (lost_seq, _) = lost.unwrap();
+    let assigned_again = f.members[a]
+        .events
+        .iter()
+        .find(|(seq, _, e)| *seq > lost_seq && matches!(e, ConsumerEvent::PartitionsAssigned(_)))
+        .map(|(seq, _, _)| *seq)
+        .unwrap_or(u64::MAX);
+    let between = f.members[a].events.iter().filter(|(seq, _, e)| {
+        *seq > lost_seq
+            && *seq < assigned_again
+            && matches!(e, ConsumerEvent::CommitCompleted { result: Ok(l), .. } if !l.is_empty())
+    });
+    assert_eq!(between.count(), 0, "committed after the loss");
+    // The intruder counts as a live member of `t` until its session runs out (it never
+    // refreshes): the member takes its share again at once, the rest when the intruder is
+    // gone.
+    assert!(f.run_until(Duration::from_secs(3), |f| f.assignment(a).len() == 2));
+    assert!(f.run_until(SESSION + HEARTBEAT * 3, |f| f.assignment(a).len() == 4));
+}
+
+/// `assign` while registered frees the member's registry slot (after committing what it
+/// gives up), so that the others take its partitions at once, not after its session.
+#[test]
+fn assign_while_registered_frees_the_slot_at_once() {
+    let mut f = Fleet::new(4);
+    f.sim.create_topic("u", 1, 1).unwrap();
+    let blobs = fill(&mut f, 4, 5);
+    let a = f.join(false, |_| {});
+    let b = f.join(false, |_| {});
+    assert!(f.run_until(Duration::from_secs(20), |f| {
+        f.settled(4, &[2, 2]) && f.deliveries().len() == blobs
+    }));
+    let start = f.now;
+    let now = f.now;
+    f.members[a]
+        .client
+        .assign(now, &[TopicPartition::new("u", 0)])
+        .unwrap();
+    f.step();
+    // Well within the session timeout (6 s): the slot's free marker releases them.
+    let ok = f.run_until(HEARTBEAT * 3, |f| f.assignment(b).len() == 4);
+    assert!(
+        ok,
+        "b holds {:?} {:?} after assign; registry {:?}",
+        f.assignment(b),
+        f.now - start,
+        f.registry()
+    );
+    assert_eq!(f.assignment(a), [TopicPartition::new("u", 0)].into());
+    let slots = f.registry();
+    assert!(
+        slots
+            .iter()
+            .any(|(_, _, md)| md.starts_with("sfm1-free") && md.ends_with("left")),
+        "{slots:?}"
+    );
+    // No record delivered twice: a committed what it gave up before freeing the slot.
+    for ((tp, off), who) in f.deliveries() {
+        assert_eq!(who.len(), 3, "{tp}@{off} delivered by {who:?}");
+    }
 }

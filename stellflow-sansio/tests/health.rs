@@ -14,6 +14,10 @@ use stellflow_sansio::{
 };
 use stellflow_sim::ClusterConfig;
 
+fn refused() -> DisconnectReason {
+    DisconnectReason::connect_failed(&std::io::Error::from(std::io::ErrorKind::ConnectionRefused))
+}
+
 fn health_events(w: &mut common::World) -> Vec<(Instant, HealthState)> {
     let now = w.now;
     w.take(|e| matches!(e, Event::HealthChanged(_)))
@@ -215,18 +219,14 @@ fn a_refused_connection_is_degraded_not_not_stellflow() {
     cfg.unreachable_timeout = Duration::from_secs(3);
     let mut c = Client::new(cfg, now, 1).unwrap();
     let conn = c.poll_connect().unwrap().conn;
-    c.handle_disconnected(conn, now, DisconnectReason::ConnectFailed("refused".into()));
+    c.handle_disconnected(conn, now, refused());
     assert_eq!(c.cluster_health().state, HealthState::Degraded);
     let mut t = now;
     while t < now + Duration::from_secs(4) {
         t = c.poll_timeout().unwrap();
         c.handle_timeout(t);
         if let Some(cr) = c.poll_connect() {
-            c.handle_disconnected(
-                cr.conn,
-                t,
-                DisconnectReason::ConnectFailed("refused".into()),
-            );
+            c.handle_disconnected(cr.conn, t, refused());
         }
         if matches!(c.cluster_health().state, HealthState::Unreachable { .. }) {
             break;
@@ -274,4 +274,48 @@ fn a_peer_silent_on_api_versions_is_given_up_after_the_setup_timeout() {
         error.to_string().contains("connection_setup_timeout"),
         "{error}"
     );
+}
+
+/// Issue 27: a bootstrap address that fails and that the metadata does not name (a stale
+/// entry) does not keep the client degraded: health counts the brokers of the metadata, and
+/// the bootstrap list only while no broker is known. The address is still listed with its
+/// failure, and still asked on metadata refreshes.
+#[test]
+fn a_dead_bootstrap_address_the_metadata_does_not_name_does_not_keep_the_client_degraded() {
+    let cfg = ClientConfig::new("dead-1:9092,broker-1:9092").unwrap();
+    let mut w = common::World::with(ClusterConfig::with_brokers(1), cfg);
+    w.sim.create_topic("t", 1, 1).unwrap();
+    w.client.refresh_metadata(w.now);
+    let ok = w.run_until(Duration::from_secs(30), |w| {
+        w.attempts.iter().any(|(_, a)| a == "dead-1:9092")
+            && w.client.metadata().topics.contains_key("t")
+    });
+    assert!(ok, "dead-1 dialled and metadata known: {:?}", w.attempts);
+    let dials = w.attempts.len();
+    w.advance(Duration::from_secs(20));
+    w.client.refresh_metadata(w.now);
+    w.advance(Duration::from_secs(1));
+    assert!(
+        w.attempts.len() > dials,
+        "dead-1 is dialled again on refreshes: {:?}",
+        w.attempts
+    );
+    let health = w.client.cluster_health();
+    assert_eq!(health.state, HealthState::Healthy, "{health:?}");
+    assert!(
+        health
+            .brokers
+            .iter()
+            .any(|b| b.address.to_string() == "dead-1:9092" && b.last_cause.is_some()),
+        "the dead address is listed with its failure: {health:?}"
+    );
+    // Before any metadata, the bootstrap addresses are what matters: a lone dead one is
+    // degraded at once.
+    let mut w = common::World::with(
+        ClusterConfig::with_brokers(1),
+        ClientConfig::new("dead-1:9092").unwrap(),
+    );
+    w.client.refresh_metadata(w.now);
+    w.advance(Duration::from_millis(10));
+    assert_eq!(w.client.cluster_health().state, HealthState::Degraded);
 }

@@ -76,7 +76,6 @@ fn metadata_is_merged_across_three_broker_local_views() {
     let m = w.client.metadata();
     assert_eq!(m.brokers.len(), 3);
     assert_eq!(m.brokers[&2].address, BrokerAddress::new("broker-2", 9092));
-    assert!(w.client.metadata_cache().views().count() >= 3);
     assert!(w.client.counters().metadata_refreshes >= 2);
 }
 

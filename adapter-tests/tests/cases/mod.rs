@@ -13,9 +13,9 @@ use stellflow_adapter_tests::{R, Watchdog, check, config, exactly_once, index_of
 use stellflow_sim::{Fault, FaultRule, SimServer};
 
 /// A client with test-friendly adapter options.
-async fn client(config: ClientConfig, max_block: Duration) -> R<Client> {
+async fn client(mut config: ClientConfig, max_block: Duration) -> R<Client> {
+    config.producer.max_block = max_block;
     let mut o = Options::default();
-    o.max_block = max_block;
     o.close_timeout = Duration::from_secs(5);
     Ok(aw!(Client::connect_with(config, o))?)
 }
@@ -144,9 +144,9 @@ pub async fn admin_round_trip() -> R<()> {
 pub async fn produce_consume_100k() -> R<()> {
     const N: u32 = 100_000;
     let server = sim()?;
-    let mut o = Options::default();
-    o.max_poll_records = 777;
-    let client = aw!(Client::connect_with(config(&server)?, o))?;
+    let mut c = config(&server)?;
+    c.set("max.poll.records", "777")?;
+    let client = aw!(Client::connect(c))?;
     create_topic(&client.admin(), "bulk", 6).await?;
     let written = produce_keyed(&client, "bulk", N).await?;
     let parts: std::collections::BTreeSet<i32> = written.iter().map(|m| m.partition).collect();

@@ -7,12 +7,16 @@ use clap::Args;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::Instant;
 use stellflow_blocking::{BatchDelivery, Delivery, Error, Record};
 
 /// Records sent with one `enqueue_all` at most; a batch is also sent as soon as the input has
 /// no more lines buffered (so lines typed or trickling in go out at once).
 const BATCH: usize = 1024;
+
+/// How long past an explicit `--timeout` a produce still waits for outcomes already due.
+const GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// `stellflow produce`
 #[derive(Args, Debug)]
@@ -82,14 +86,18 @@ pub fn reap(queue: &mut VecDeque<Delivery>, all: bool) -> CliResult<u64> {
 
 /// Waits for the outcomes of the batches at the front of `queue` that have arrived (all of
 /// them with `all`); counts the failures into `failed` and returns how many were delivered.
-fn reap_batches(queue: &mut VecDeque<BatchDelivery>, all: bool, failed: &mut Failed) -> u64 {
+fn reap_batches(
+    queue: &mut VecDeque<(BatchDelivery, usize)>,
+    all: bool,
+    failed: &mut Failed,
+) -> u64 {
     let mut n = 0;
-    while let Some(mut p) = queue.pop_front() {
+    while let Some((mut p, len)) = queue.pop_front() {
         let results = match p.try_wait() {
             Some(results) => results,
             None if all => p.wait(),
             None => {
-                queue.push_front(p);
+                queue.push_front((p, len));
                 break;
             }
         };
@@ -103,6 +111,56 @@ fn reap_batches(queue: &mut VecDeque<BatchDelivery>, all: bool, failed: &mut Fai
     n
 }
 
+/// What the input thread hands over: a run of lines, or why reading stopped.
+enum Input {
+    Lines(Vec<String>),
+    Failed(String),
+}
+
+/// Reads lines on a thread of its own, so that a deadline can end the command while a read
+/// blocks (a terminal, a pipe that trickles). Lines come in runs of up to [`BATCH`]: a run
+/// ends when the input has nothing more buffered, so lines typed or trickling in go out at
+/// once and a file goes in full batches. The channel closes at the end of the input.
+fn spawn_reader(input: Box<dyn Read + Send>) -> CliResult<std::sync::mpsc::Receiver<Input>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(4);
+    std::thread::Builder::new()
+        .name("produce-input".into())
+        .spawn(move || {
+            let mut input = BufReader::with_capacity(64 * 1024, input);
+            let mut run = Vec::with_capacity(BATCH);
+            loop {
+                let mut line = String::new();
+                match input.read_line(&mut line) {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        if line.ends_with('\n') {
+                            line.pop();
+                            if line.ends_with('\r') {
+                                line.pop();
+                            }
+                        }
+                        run.push(line);
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Input::Failed(format!("cannot read input: {e}")));
+                        return;
+                    }
+                }
+                if run.len() == BATCH || input.buffer().is_empty() {
+                    let full = std::mem::replace(&mut run, Vec::with_capacity(BATCH));
+                    if tx.send(Input::Lines(full)).is_err() {
+                        return; // the command ended
+                    }
+                }
+            }
+            if !run.is_empty() {
+                let _ = tx.send(Input::Lines(run));
+            }
+        })
+        .map_err(|e| CliError(format!("cannot start the input thread: {e}")))?;
+    Ok(rx)
+}
+
 /// `stellflow produce`
 pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
     let count = env.topic_partitions(&a.topic, a.partitions)?;
@@ -112,65 +170,116 @@ pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
             a.topic
         ));
     }
-    let input: Box<dyn Read> = match &a.file {
+    let input: Box<dyn Read + Send> = match &a.file {
         Some(path) => Box::new(
             std::fs::File::open(path)
                 .map_err(|e| CliError(format!("cannot open {}: {e}", path.display())))?,
         ),
-        None => Box::new(std::io::stdin().lock()),
+        None => Box::new(std::io::stdin()),
     };
-    let mut input = BufReader::with_capacity(64 * 1024, input);
+    // No bar while someone types the lines.
+    let typing = a.file.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let lines = spawn_reader(input)?;
     let _watch = env.watch_leaders(&a.topic);
     let producer = env.client.producer();
     let start = Instant::now();
     let mut queue = VecDeque::new();
     let mut failed = Failed::default();
     let (mut sent, mut bytes) = (0u64, 0u64);
-    // No bar while someone types the lines.
-    let typing = a.file.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin());
     let mut progress = Progress::new("produce", None).hidden(typing);
-    let mut batch = Vec::with_capacity(BATCH);
-    let mut line = String::new();
+    // Given explicitly, --timeout ends the run: reading stops, and what has no outcome by
+    // then counts as not produced.
+    let mut timed_out = false;
     loop {
-        line.clear();
-        let read = input.read_line(&mut line);
-        let end = read.map_err(|e| CliError(format!("cannot read input: {e}")))? == 0;
-        if !end {
-            if line.ends_with('\n') {
-                line.pop();
-                if line.ends_with('\r') {
-                    line.pop();
+        let next = match env.deadline {
+            Some(d) => match lines.recv_timeout(d.saturating_duration_since(Instant::now())) {
+                Ok(next) => Some(next),
+                Err(RecvTimeoutError::Timeout) => {
+                    timed_out = true;
+                    break;
                 }
-            }
-            batch.push(to_record(a, &line));
-            sent += 1;
-            bytes += line.len() as u64;
-            progress.add(1, line.len() as u64);
-        }
-        // Send what was read once the input has nothing more buffered: lines that trickle
-        // in go out at once, a file goes in batches of up to BATCH records.
-        if end || batch.len() == BATCH || input.buffer().is_empty() {
-            if !batch.is_empty() {
-                let n = batch.len();
-                match producer.enqueue_all(batch.drain(..)) {
-                    Ok(d) => queue.push_back(d),
+                Err(RecvTimeoutError::Disconnected) => None,
+            },
+            None => lines.recv().ok(),
+        };
+        match next {
+            None => break,
+            Some(Input::Failed(e)) => return fail(e),
+            Some(Input::Lines(run)) => {
+                let n = run.len();
+                let records: Vec<Record> = run
+                    .iter()
+                    .map(|line| {
+                        bytes += line.len() as u64;
+                        progress.add(1, line.len() as u64);
+                        to_record(a, line)
+                    })
+                    .collect();
+                sent += n as u64;
+                match producer.enqueue_all(records) {
+                    Ok(d) => queue.push_back((d, n)),
                     Err(e) => (0..n).for_each(|_| failed.add(&e)),
                 }
+                reap_batches(&mut queue, false, &mut failed);
             }
-            reap_batches(&mut queue, false, &mut failed);
         }
-        if end {
+        if env.deadline.is_some_and(|d| Instant::now() >= d) {
+            timed_out = true;
             break;
         }
     }
-    producer.flush()?;
-    reap_batches(&mut queue, true, &mut failed);
+    match env.deadline {
+        None => {
+            producer.flush()?;
+            reap_batches(&mut queue, true, &mut failed);
+        }
+        Some(d) => {
+            // Outcomes until just past the deadline (the records' own delivery timeouts,
+            // counted from their enqueue, end then, with their reasons); linger sends the
+            // last batch by itself.
+            let d = d + GRACE;
+            while !queue.is_empty() && Instant::now() < d {
+                reap_batches(&mut queue, false, &mut failed);
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            reap_batches(&mut queue, false, &mut failed);
+            let late: usize = queue.iter().map(|(_, n)| n).sum();
+            if late > 0 {
+                timed_out = true;
+                failed.count += late as u64;
+                failed.first.get_or_insert_with(|| {
+                    format!(
+                        "record not delivered within --timeout {:?} (it may have been written)",
+                        env.timeout
+                    )
+                });
+                // Past the deadline nothing is waited for: the client is not closed
+                // gracefully (its close would wait for these records), the process ends.
+                std::mem::forget(env.client.clone());
+            }
+        }
+    }
     progress.finish();
     let secs = start.elapsed().as_secs_f64();
+    let cut = if timed_out {
+        format!(
+            " (--timeout {:?} reached: stopped after reading {sent} record(s))",
+            env.timeout
+        )
+    } else {
+        String::new()
+    };
     if let Some(first) = failed.first {
         return fail(format!(
-            "{} of {sent} record(s) not produced to {} in {secs:.3} s; the first: {first}",
+            "{} of {sent} record(s) not produced to {} in {secs:.3} s{cut}; the first: {first}",
             failed.count, a.topic
+        ));
+    }
+    if timed_out {
+        return fail(format!(
+            "produced {sent} record(s), {bytes} byte(s), to {} in {secs:.3} s, then stopped: \
+             --timeout {:?} reached before the end of the input",
+            a.topic, env.timeout
         ));
     }
     eprintln!(

@@ -276,6 +276,23 @@ impl ConsumerLoad {
                         *f = (*f).max((pos.offset, pos.index));
                     }
                 }
+                // A group member whose lease lapsed (its coordinator unanswered for a
+                // session) drops these partitions without committing and takes them again
+                // as a new member, from the committed position: what it delivered after its
+                // last commit comes again, in a new run of that partition, as after a
+                // restart (ARCHITECTURE.md decision 19). Nothing before the commit may.
+                ConsumerEvent::PartitionsLost(lost) => {
+                    for tp in lost {
+                        let p = tp.partition;
+                        self.last.remove(&p);
+                        if let Some(max) = self.max.get(&p).copied() {
+                            let floor = self.floor.get(&p).copied().unwrap_or((i64::MIN, 0));
+                            if floor <= max {
+                                self.windows.entry(p).or_default().push((floor, max));
+                            }
+                        }
+                    }
+                }
                 ConsumerEvent::GroupJoined { member_id, .. } => {
                     self.last_join = Some((world.elapsed(), member_id));
                 }

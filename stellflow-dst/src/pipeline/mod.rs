@@ -11,8 +11,9 @@
 //!
 //! Consumer: one consumer (group subscription or manual assignment with commits), restarted
 //! gracefully at random times. Checked: records of a partition come in strictly increasing
-//! position within one incarnation; a record is delivered twice only when a restart happened
-//! between its delivery and a successful commit covering it; in the end every acknowledged
+//! position within one incarnation; a record is delivered twice only when a restart (or a
+//! group lease that lapsed, `PartitionsLost`) happened between its delivery and a successful
+//! commit covering it; in the end every acknowledged
 //! record (producer and raw) is delivered; with a healthy network an idle group member never
 //! rejoins.
 //!

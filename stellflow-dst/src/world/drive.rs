@@ -462,7 +462,10 @@ impl World {
                     slot.client.handle_disconnected(
                         c.conn,
                         now,
-                        DisconnectReason::ConnectFailed(e),
+                        DisconnectReason::ConnectFailed(IoFailure::new(
+                            std::io::ErrorKind::ConnectionRefused,
+                            e,
+                        )),
                     );
                 }
             }

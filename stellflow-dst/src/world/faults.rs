@@ -218,7 +218,10 @@ impl World {
             slot.client.handle_disconnected(
                 ConnId(key.1),
                 now,
-                DisconnectReason::Io("connection reset by peer".to_owned()),
+                DisconnectReason::Io(IoFailure::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "connection reset by peer",
+                )),
             );
         }
     }

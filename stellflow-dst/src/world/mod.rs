@@ -15,7 +15,9 @@ use bytes::{Bytes, BytesMut};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 use stellflow_proto::{ApiKey, ErrorCode};
-use stellflow_sansio::{Client, ClientConfig, ConnId, ConsumerRecord, DisconnectReason, Event};
+use stellflow_sansio::{
+    Client, ClientConfig, ConnId, ConsumerRecord, DisconnectReason, Event, IoFailure,
+};
 use stellflow_sim::cluster::{ConnId as SimConnId, SimCluster};
 use stellflow_sim::config::ClusterConfig;
 use stellflow_sim::knobs::{DelayRule, Fault, FaultRule};

@@ -508,3 +508,65 @@ fn seed_8937134432920033465_a_sync_lost_before_the_heal_times_out_after_it() {
          ops=1;safety=14289;wl=2406853066;f=114:crash:1,1982;f=1259:drop:10,4",
     );
 }
+
+/// `consumer-in-order` and `consumer-exactly-once`, the check claimed more than a group member
+/// may do: faults kept the coordinator from answering the consumer's registry writes (and its
+/// commits) for a whole session (ApiVersions answers dropped behind a closed connection, a
+/// partition), so its lease lapsed: it dropped its partitions without committing
+/// (`PartitionsLost`), joined as a new member and took them again from the last commit,
+/// delivering again what it had delivered after that commit. That is the lease's rule
+/// (ARCHITECTURE.md decision 19; Kafka's lost partitions are redelivered from the committed
+/// offset too): the check now opens a redelivery window at `PartitionsLost` as at a restart.
+/// Found by the 20,000-seed release soak from 5551234567000 (these five seeds).
+#[test]
+fn seed_5551234583797_lapsed_lease_redelivers_from_the_last_commit() {
+    assert_passes(
+        "seed=5551234583797;b=1;c=1;p=1;rf=1;rt=4000;mif=1;lat=1769;jit=118;split=20;ops=2;\
+         safety=11377;wl=1722280149;f=2126:drop:0,3;f=4596:close:3,3;f=6743:partition:1,1941",
+    );
+    assert_passes(
+        "seed=5551234583797;b=1;c=2;p=3;rf=1;rt=4000;mif=1;lat=1769;jit=118;split=20;ops=11;\
+         safety=11377;wl=1722280149;f=2126:drop:0,3;f=4596:close:3,3;f=5019:halfopen:3;\
+         f=5783:errors:3,3,10,0;f=6743:partition:1,1941;f=7064:reset:3;f=7548:delay:0,396,3766",
+    );
+}
+
+/// Same cause as seed 5551234583797 (dropped answers, a partition, a leader move).
+#[test]
+fn seed_5551234576574_lapsed_lease_redelivers_from_the_last_commit() {
+    assert_passes(
+        "seed=5551234576574;b=1;c=2;p=2;rf=1;rt=3000;mif=2;lat=687;jit=4658;split=50;ops=21;\
+         safety=10770;wl=2438613860;f=956:drop:0,3;f=1356:drop:1,4;f=5544:partition:1,4064;\
+         f=5865:move:1,1;f=7547:drop:2,1;f=10760:halfopen:6",
+    );
+}
+
+/// Same cause as seed 5551234583797 (resets, a partition, dropped ApiVersions answers).
+#[test]
+fn seed_5551234579347_lapsed_lease_redelivers_from_the_last_commit() {
+    assert_passes(
+        "seed=5551234579347;b=1;c=1;p=2;rf=1;rt=3000;mif=4;lat=902;jit=2562;split=50;ops=13;\
+         safety=14845;wl=2279874518;f=3376:reset:4;f=8603:reset:13;f=9243:partition:1,4174;\
+         f=10999:move:0,1;f=13931:drop:0,3",
+    );
+}
+
+/// Same cause as seed 5551234583797 (the coordinator crashed, then dropped answers).
+#[test]
+fn seed_5551234581507_lapsed_lease_redelivers_from_the_last_commit() {
+    assert_passes(
+        "seed=5551234581507;b=3;c=1;p=3;rf=2;rt=4000;mif=4;lat=208;jit=1007;split=0;ops=15;\
+         safety=7961;wl=1340297679;f=2635:crash:1,3952;f=2842:halfopen:8;f=3283:crash:3,3726;\
+         f=4032:reset:9;f=4961:drop:0,2;f=5132:move:0,1;f=6854:delay:3,188,1170",
+    );
+}
+
+/// Same cause as seed 5551234583797 (a black hole, half-open connections, dropped commits).
+#[test]
+fn seed_5551234586126_lapsed_lease_redelivers_from_the_last_commit() {
+    assert_passes(
+        "seed=5551234586126;b=2;c=1;p=2;rf=1;rt=3000;mif=1;lat=1036;jit=4512;split=80;ops=8;\
+         safety=11917;wl=1153099093;f=3222:blackhole:10;f=3247:halfopen:15;f=4697:drop:3,4;\
+         f=8564:halfopen:15;f=10917:reorder:94,12,3698;f=11719:reorder:36,58,2368",
+    );
+}

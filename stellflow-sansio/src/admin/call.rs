@@ -96,8 +96,9 @@ pub struct PartitionOverride {
     pub isr: Vec<i32>,
 }
 
-/// An admin command whose result is a `T`: start it with [`crate::Client::admin`] (the
-/// client's shortcuts such as [`crate::Client::create_topic`] build and start one). The
+/// An admin command whose result is a `T`: run it with the client's `admin` (the core) or
+/// the admin handle's `call` (the adapters); shortcuts such as `create_topic` build and run
+/// one. The
 /// constructors take borrowed arguments, as the adapters' admin handles do.
 pub struct AdminCall<T> {
     pub(crate) request: AdminRequest,

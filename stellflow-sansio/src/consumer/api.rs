@@ -66,6 +66,9 @@ impl Client {
             validate_topic_name(&tp.topic)?;
         }
         self.consumer.group.subscription.clear();
+        // A registry member frees its slot (after committing what it gives up), so that the
+        // others take its partitions at once rather than after its session.
+        self.consumer.part_registry(now);
         let (c, mut ctx) = self.consumer_ctx();
         c.apply_assignment(now, partitions.to_vec(), &mut ctx);
         self.process(now);
@@ -147,6 +150,10 @@ impl Client {
             return Err(ConsumerError::NotAssigned(tp.clone()));
         }
         self.consumer.processed.forget(tp);
+        if let Some(p) = self.consumer.parts.get_mut(tp) {
+            // The request that resolves the target carries the caller's context.
+            p.seek_trace.clone_from(&self.trace);
+        }
         match to {
             SeekTo::Position(p) => self.consumer.reposition(tp, p),
             SeekTo::Beginning => self

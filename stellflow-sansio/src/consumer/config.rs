@@ -19,7 +19,7 @@ pub enum OffsetReset {
     #[default]
     Latest,
     /// Do not move: raise [`crate::ConsumerEvent::NoPosition`] (nothing committed) or the
-    /// event that found the position unusable, and wait for a [`crate::Client::seek`].
+    /// event that found the position unusable, and wait for a `seek`.
     None,
 }
 
@@ -34,7 +34,7 @@ pub enum OffsetReset {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ConsumerConfig {
-    /// The group: needed for [`crate::Client::subscribe`] and for committed offsets (commits
+    /// The group: needed for `subscribe` and for committed offsets (commits
     /// and OffsetFetch go to the group's coordinator). `None`: manual assignment without
     /// commits.
     pub group_id: Option<String>,
@@ -46,14 +46,14 @@ pub struct ConsumerConfig {
     /// when the position is past the log end.
     pub auto_offset_reset: OffsetReset,
     /// Commit delivered positions every [`auto_commit_interval`](Self::auto_commit_interval),
-    /// before partitions are revoked, and on [`crate::Client::close_consumer`]. Default true.
+    /// before partitions are revoked, and when the consumer closes. Default true.
     pub enable_auto_commit: bool,
     /// Default 5 s.
     pub auto_commit_interval: Duration,
-    /// Commit only what the application marked processed ([`crate::Client::mark_processed`],
+    /// Commit only what the application marked processed (`mark_processed`,
     /// rdkafka's `store_offset`; Kafka key `enable.auto.offset.store=false`): auto-commit,
     /// the commit before partitions are revoked, the one on close and
-    /// [`crate::Client::commit`] take the marked positions instead of the delivered ones, so
+    /// explicit commits take the marked positions instead of the delivered ones, so
     /// a record whose processing did not finish is read again after a crash (at-least-once
     /// without bookkeeping). Default false: every delivered record counts as processed.
     pub commit_marked_only: bool,
@@ -90,12 +90,12 @@ pub struct ConsumerConfig {
     /// Default 60 s.
     pub thrash_window: Duration,
     /// The most members a group can have: the number of slots of the group's member registry
-    /// (the partitions of [`crate::REGISTRY_TOPIC`] in the group's offset store), all read in
-    /// one OffsetFetch every heartbeat interval. Every member of a group must use the same
-    /// value. Default 64.
+    /// (the partitions of the reserved topic `stellflow:members` in the group's offset
+    /// store), all read in one OffsetFetch every heartbeat interval. Every member of a group
+    /// must use the same value. Default 64.
     pub max_group_members: usize,
-    /// How long a revocation waits for [`crate::Client::revocation_done`] when the subscription
-    /// was made with [`crate::Client::subscribe_with_listener`]; the handover then goes on as
+    /// How long a revocation waits for `revocation_done` when the subscription was made with
+    /// `subscribe_with_listener`; the handover then goes on as
     /// if answered (the application's listener is late, not lost). The new owner waits for
     /// it. Default 10 s.
     pub revocation_timeout: Duration,
@@ -105,6 +105,9 @@ pub struct ConsumerConfig {
     pub fetch_max_bytes: usize,
     /// Most entries (blobs) asked per partition in one Fetch. Default 256.
     pub max_entries_per_partition: usize,
+    /// Most records one poll of an adapter returns (`Consumer::poll`; Kafka's
+    /// `max.poll.records`). The core's own doors take their limit per call. Default 500.
+    pub max_poll_records: usize,
     /// Fetch requests in flight to one broker. A partition that is streaming (its last answer
     /// was full, its blob size known) is asked ahead, up to this many requests, each starting
     /// where the previous one ends; answers the server hands back out of order are held until
@@ -149,6 +152,7 @@ impl Default for ConsumerConfig {
             revocation_timeout: Duration::from_secs(10),
             fetch_max_bytes: 8 * 1024 * 1024,
             max_entries_per_partition: 256,
+            max_poll_records: 500,
             max_fetches_in_flight: 4,
             max_buffered_bytes: 64 * 1024 * 1024,
             fetch_max_wait: Duration::from_millis(500),
@@ -229,6 +233,9 @@ impl ConsumerConfig {
         }
         if self.max_entries_per_partition == 0 {
             return bad("consumer.max_entries_per_partition", "must be at least 1");
+        }
+        if self.max_poll_records == 0 {
+            return bad("consumer.max_poll_records", "must be at least 1");
         }
         if self.max_fetches_in_flight == 0 {
             return bad("consumer.max_fetches_in_flight", "must be at least 1");

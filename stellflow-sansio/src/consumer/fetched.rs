@@ -12,8 +12,8 @@ use super::offset_model::{self, Position};
 use std::sync::Arc;
 use stellflow_proto::record::{BatchError, BlobFormat, BlobRecord, BlobRecords};
 
-/// One fetched blob (one offset of a partition), handed over whole by
-/// [`crate::Client::poll_blob`]. Iterating it decodes its records in order, checking each
+/// One fetched blob (one offset of a partition), handed over whole by the client's
+/// `poll_blob` (the adapters' `poll_blobs`). Iterating it decodes its records in order, checking each
 /// batch (CRC-32C) before its first record; keys, values and headers are slices of the
 /// fetched bytes, never copies.
 ///
@@ -97,8 +97,9 @@ impl FetchedBlob {
         self.records.format()
     }
 
-    /// The position right after this blob (the start of the next one): commit it with
-    /// [`crate::Client::commit_positions`] once the blob's records are processed.
+    /// The position right after this blob (the start of the next one): mark it processed
+    /// (`mark_position`) or commit it (`commit_positions`) once the blob's records are
+    /// processed.
     pub fn next_position(&self) -> Position {
         Position::blob(offset_model::next_after(self.offset))
     }

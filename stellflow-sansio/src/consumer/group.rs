@@ -306,6 +306,11 @@ impl Consumer {
             sent |= self.drive_leave(now, &group_id, &coordinator, ctx);
             return sent;
         }
+        // A manual `assign` replaced the subscription: free the registry slot.
+        if self.group.reg.active && self.group.subscription.is_empty() {
+            sent |= self.drive_part(now, &group_id, &coordinator, ctx);
+            return sent;
+        }
         let rebalance = RequestOptions {
             timeout: Some(self.config.rebalance_timeout),
             ..RequestOptions::default()

@@ -31,10 +31,26 @@ use stellflow_proto::messages::{
 };
 use stellflow_proto::{ErrorCode, Reader, Wire};
 
+/// What follows a registry read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AfterRead {
+    /// A round's first read: this member's write follows at once, if the slot is still its
+    /// own. No write goes out on an older read: members that write the same slot one after
+    /// the other would each read their own write back and never see each other (DST
+    /// finding F2), and a member back from isolation would overwrite a newcomer (F4).
+    Write,
+    /// The read after a write: confirms the slot and may start the claims; a write follows
+    /// only when something changed.
+    Confirm,
+    /// The read before freeing the slot (close, or a manual `assign`): freed only if it is
+    /// still this member's.
+    Leave,
+}
+
 /// The registry request on its way.
 #[derive(Debug)]
 enum InFlight {
-    Read,
+    Read(AfterRead),
     Write {
         sent: Instant,
         counter: i64,
@@ -85,6 +101,13 @@ pub(crate) struct Membership {
     dirty: bool,
     /// The last read found this member's slot as it last wrote it.
     confirmed: bool,
+    /// A read found this member's registration in its slot (the slot is its own until a read
+    /// finds something else there: then another member overwrote it).
+    owned: bool,
+    /// When a read first found the registration in the current slot. A fresh member claims
+    /// nothing until `heartbeat_interval / 4` later, so that members started together see
+    /// each other before they claim (DST finding F3).
+    registered_at: Option<Instant>,
     claims: BTreeSet<TopicPartition>,
     /// Claims that the last answered write published: a read after it may start them.
     published: BTreeSet<TopicPartition>,
@@ -95,6 +118,8 @@ pub(crate) struct Membership {
     frees: Vec<(i32, String)>,
     live: Vec<String>,
     pub(crate) leave: Leave,
+    /// A manual `assign` replaced the subscription then: the slot is being freed.
+    parting_since: Option<Instant>,
 }
 
 impl Membership {
@@ -109,6 +134,8 @@ impl Membership {
             next_round: None,
             dirty: false,
             confirmed: false,
+            owned: false,
+            registered_at: None,
             claims: BTreeSet::new(),
             published: BTreeSet::new(),
             revocations: BTreeMap::new(),
@@ -117,6 +144,7 @@ impl Membership {
             frees: Vec::new(),
             live: Vec::new(),
             leave: Leave::No,
+            parting_since: None,
         }
     }
 
@@ -131,7 +159,7 @@ impl Membership {
         if let Leave::Wanted { deadline } = self.leave {
             return Some(deadline);
         }
-        if !self.active || closing {
+        if !self.active || closing || self.parting_since.is_some() {
             return None;
         }
         let mut d: Vec<Instant> = self
@@ -160,22 +188,22 @@ pub(crate) fn lease_margin(session: Duration, heartbeat: Duration) -> Duration {
 
 impl Consumer {
     /// Whether registry membership is on and this member's lease has lapsed while it holds or
-    /// claims partitions.
+    /// claims partitions or has a slot: a member that holds nothing forgets its slot too, for
+    /// the others may have freed it and given it to a newcomer (DST finding F4).
     pub(crate) fn lease_lapsed(&self, now: Instant) -> bool {
         let m = &self.group.reg;
         m.active
             && !self.closing
             && !m.lease_valid(now)
-            && (!self.parts.is_empty() || !m.claims.is_empty())
+            && (!self.parts.is_empty() || !m.claims.is_empty() || m.slot.is_some())
             && m.lease_until.is_some()
     }
 
-    /// The member lost its membership (lease lapsed, or another member freed its slot): drops
-    /// every partition without committing it and joins again as a new member.
-    pub(crate) fn lose_membership(&mut self, now: Instant, reason: &str, ctx: &mut Ctx<'_>) {
+    /// Drops every partition without committing it (another member may own them by now):
+    /// commits not sent yet lose them too. The partitions dropped.
+    fn drop_uncommitted(&mut self, ctx: &mut Ctx<'_>) -> Vec<TopicPartition> {
         let lost: Vec<TopicPartition> = self.parts.keys().cloned().collect();
         let lost_set: BTreeSet<&TopicPartition> = lost.iter().collect();
-        // Commits not sent yet must not write positions another member may own by now.
         let mut emptied = Vec::new();
         for c in self.group.pending.iter_mut() {
             c.drop_partitions(&lost_set);
@@ -195,6 +223,34 @@ impl Consumer {
             self.finish_commit(c, Err(super::ConsumerError::NotAssigned(tp)), ctx);
         }
         self.set_assignment(&[]);
+        lost
+    }
+
+    /// Another member overwrote this member's slot (two members picked the same free slot):
+    /// members that never saw this member's registration may have taken its partitions, so it
+    /// drops them without committing, withdraws its claims and registers in another slot,
+    /// keeping its member id (the others who saw it take the new registration, whose counter
+    /// is higher, as its own).
+    fn lose_slot(&mut self, ctx: &mut Ctx<'_>) {
+        let lost = self.drop_uncommitted(ctx);
+        let m = &mut self.group.reg;
+        m.slot = None;
+        m.owned = false;
+        m.registered_at = None;
+        m.confirmed = false;
+        m.claims.clear();
+        m.published.clear();
+        m.revocations.clear();
+        if !lost.is_empty() {
+            ctx.emit(ConsumerEvent::PartitionsLost(lost));
+        }
+    }
+
+    /// The member lost its membership (lease lapsed, or another member freed its slot): drops
+    /// every partition without committing it and joins again as a new member.
+    pub(crate) fn lose_membership(&mut self, now: Instant, reason: &str, ctx: &mut Ctx<'_>) {
+        // Commits not sent yet must not write positions another member may own by now.
+        let lost = self.drop_uncommitted(ctx);
         let listening = self.group.reg.listening;
         let mut view = std::mem::take(&mut self.group.reg.view);
         // The old registration is this member's own and holds nothing any more: the next
@@ -235,11 +291,7 @@ impl Consumer {
         if m.in_flight.is_some() || !(m.dirty || m.next_round.is_none_or(|t| t <= now)) {
             return false;
         }
-        if m.slot.is_none() {
-            self.send_registry_read(now, group_id, coordinator, ctx);
-        } else {
-            self.send_registry_write(now, group_id, coordinator, false, ctx);
-        }
+        self.send_registry_read(now, group_id, coordinator, AfterRead::Write, ctx);
         true
     }
 
@@ -263,8 +315,68 @@ impl Consumer {
         if self.group.reg.in_flight.is_some() {
             return false;
         }
-        self.send_registry_write(now, group_id, coordinator, true, ctx);
+        if self.group.reg.slot.is_none() {
+            self.registry_left(ctx);
+            return false;
+        }
+        self.send_registry_read(now, group_id, coordinator, AfterRead::Leave, ctx);
         true
+    }
+
+    /// After a manual `assign` replaced the subscription: frees this member's slot once the
+    /// commits of what it gave up are answered (so that the partitions' new owners start
+    /// from them), at most `rebalance_timeout` after the `assign`. Afterwards the member is
+    /// out of the registry; a later `subscribe` joins again.
+    pub(crate) fn drive_part(
+        &mut self,
+        now: Instant,
+        group_id: &str,
+        coordinator: &BrokerAddress,
+        ctx: &mut Ctx<'_>,
+    ) -> bool {
+        let m = &self.group.reg;
+        if m.in_flight.is_some() {
+            return false;
+        }
+        let deadline = m.parting_since.map(|t| t + self.config.rebalance_timeout);
+        if m.slot.is_none() || deadline.is_some_and(|d| now >= d) {
+            self.registry_left(ctx);
+            return false;
+        }
+        if !self.group.pending.is_empty() || !self.group.in_flight.is_empty() {
+            return false;
+        }
+        self.send_registry_read(now, group_id, coordinator, AfterRead::Leave, ctx);
+        true
+    }
+
+    /// A manual `assign` while registered: the member stops taking part (no rounds, no
+    /// lease, no claims, no revocations of its own); `drive_part` frees its slot.
+    pub(crate) fn part_registry(&mut self, now: Instant) {
+        let m = &mut self.group.reg;
+        if !m.active {
+            return;
+        }
+        m.parting_since = Some(now);
+        m.lease_until = None;
+        m.claims.clear();
+        m.published.clear();
+        m.revocations.clear();
+        m.dirty = false;
+    }
+
+    /// The slot is freed (or given up): a closing consumer may finish, one that parted
+    /// after `assign` is out of the registry and joins again on a later `subscribe`.
+    fn registry_left(&mut self, ctx: &mut Ctx<'_>) {
+        if self.closing {
+            self.group.reg.leave = Leave::Done;
+            self.finish_close(ctx);
+            return;
+        }
+        let listening = self.group.reg.listening;
+        self.group.reg = Membership::new();
+        self.group.reg.listening = listening;
+        self.group.member = super::group::Member::Idle;
     }
 
     fn registry_options(&self) -> RequestOptions {
@@ -279,6 +391,7 @@ impl Consumer {
         now: Instant,
         group_id: &str,
         coordinator: &BrokerAddress,
+        after: AfterRead,
         ctx: &mut Ctx<'_>,
     ) {
         let slots = i32::try_from(self.config.max_group_members).unwrap_or(i32::MAX);
@@ -301,7 +414,7 @@ impl Consumer {
             &options,
         );
         ctx.net.counters.group_operations += 1;
-        self.group.reg.in_flight = Some((seq, InFlight::Read));
+        self.group.reg.in_flight = Some((seq, InFlight::Read(after)));
     }
 
     /// This member's registration as the next write publishes it.
@@ -326,10 +439,9 @@ impl Consumer {
     ) {
         let counter = self.group.reg.counter + 1;
         let Some(slot) = self.group.reg.slot else {
-            // Nothing to free: the close may finish.
+            // Nothing to free: the close (or the parting) may finish.
             if leave {
-                self.group.reg.leave = Leave::Done;
-                self.finish_close(ctx);
+                self.registry_left(ctx);
             }
             return;
         };
@@ -405,14 +517,44 @@ impl Consumer {
         if matches!(transport, Some(ref e) if !matches!(e, RequestError::Timeout { .. })) {
             self.group.lost_coordinator(now);
         }
+        let leaving = matches!(
+            what,
+            InFlight::Read(AfterRead::Leave) | InFlight::Write { leave: true, .. }
+        );
+        if (self.closing || self.group.reg.parting_since.is_some()) && !leaving {
+            // A round answered after the close (or an `assign`) began: the member takes no
+            // part any more; the slot is freed next.
+            return;
+        }
         let retry = now + self.config.heartbeat_interval / 4;
         match what {
-            InFlight::Read => {
+            InFlight::Read(AfterRead::Leave) => {
+                let me = self.group.member_id().unwrap_or("").replace(' ', "_");
+                let slots = body
+                    .and_then(|b| OffsetFetchResponse::decode(&mut Reader::new(b)).ok())
+                    .and_then(|r| self.slots_of(r));
+                let m = &self.group.reg;
+                let mine = m.slot.is_some_and(|slot| {
+                    slots.as_ref().is_some_and(
+                        |s| matches!(s.get(slot as usize), Some(Slot::Member(r)) if r.member == me),
+                    )
+                });
+                // Unread or no longer this member's slot: nothing to free (the others count
+                // it gone a session after its last refresh).
+                match (mine, self.group.coordinator.clone()) {
+                    (true, Some(coordinator)) => {
+                        let group_id = self.config.group_id.clone().unwrap_or_default();
+                        self.send_registry_write(now, &group_id, &coordinator, true, ctx);
+                    }
+                    _ => self.registry_left(ctx),
+                }
+            }
+            InFlight::Read(after) => {
                 let slots = body
                     .and_then(|b| OffsetFetchResponse::decode(&mut Reader::new(b)).ok())
                     .and_then(|r| self.slots_of(r));
                 match slots {
-                    Some(slots) => self.on_registry_read(now, slots, ctx),
+                    Some(slots) => self.on_registry_read(now, slots, after, ctx),
                     None => self.group.reg.next_round = Some(retry),
                 }
             }
@@ -432,10 +574,9 @@ impl Consumer {
                             .all(|p| p.error_code == ErrorCode::NONE)
                     });
                 if leave {
-                    // Answered or not, the close goes on: unanswered, the others count this
-                    // member gone a session timeout after its last refresh.
-                    self.group.reg.leave = Leave::Done;
-                    self.finish_close(ctx);
+                    // Answered or not, the close (or parting) goes on: unanswered, the others
+                    // count this member gone a session timeout after its last refresh.
+                    self.registry_left(ctx);
                     return;
                 }
                 if !ok {
@@ -455,7 +596,7 @@ impl Consumer {
                 // Read at once: it confirms the slot and may start the claims.
                 if let Some(coordinator) = self.group.coordinator.clone() {
                     let group_id = self.config.group_id.clone().unwrap_or_default();
-                    self.send_registry_read(now, &group_id, &coordinator, ctx);
+                    self.send_registry_read(now, &group_id, &coordinator, AfterRead::Confirm, ctx);
                 } else {
                     self.group.reg.next_round = Some(now);
                 }
@@ -478,27 +619,48 @@ impl Consumer {
         Some(slots)
     }
 
-    fn on_registry_read(&mut self, now: Instant, slots: Vec<Slot>, ctx: &mut Ctx<'_>) {
+    fn on_registry_read(
+        &mut self,
+        now: Instant,
+        slots: Vec<Slot>,
+        after: AfterRead,
+        ctx: &mut Ctx<'_>,
+    ) {
         let session = self.config.session_timeout;
         let me = self.group.member_id().unwrap_or("").replace(' ', "_");
         self.group.reg.view.update(now, slots, session);
         let m = &mut self.group.reg;
-        // Is this member's slot as it last wrote it?
+        // Is this member's slot as it last wrote it (or later: a write whose answer was lost
+        // may have landed)?
         m.confirmed = false;
+        let mut overwritten = false;
         if let Some(slot) = m.slot {
             match m.view.slots.get(slot as usize) {
-                Some(Slot::Member(r)) if r.member == me && r.counter == m.counter => {
-                    m.confirmed = true
+                Some(Slot::Member(r)) if r.member == me && r.counter >= m.counter => {
+                    m.counter = r.counter;
+                    m.confirmed = true;
+                    if !m.owned {
+                        m.owned = true;
+                        m.registered_at = Some(now);
+                    }
                 }
                 Some(Slot::Freed { member, .. }) if *member == me => {
                     self.lose_membership(now, "another member freed this member's slot", ctx);
                     return;
                 }
-                // Overwritten (two members claimed the slot at once): claim another. What
-                // this member holds stays its own: the others keep it taken until it is gone.
+                // Another member wrote the slot this member had registered in (both picked
+                // it while it was free): members that never saw this member may have taken
+                // its partitions (DST finding F2).
+                _ if m.owned => overwritten = true,
+                // The first write to this slot lost to another member's (or never landed):
+                // pick again.
                 _ => m.slot = None,
             }
         }
+        if overwritten {
+            self.lose_slot(ctx);
+        }
+        let m = &mut self.group.reg;
         m.frees = m.view.to_free(&me);
         let mut live: Vec<String> = m.view.live().map(|s| s.reg.member.clone()).collect();
         if !m.confirmed {
@@ -511,8 +673,8 @@ impl Consumer {
         if m.slot.is_none() {
             let taken: BTreeSet<i32> = m.frees.iter().map(|(s, _)| *s).collect();
             // Members that start together read the same free slots: each picks one by its
-            // own id, so that two rarely write the same slot (two in one slot each read
-            // their own write back and never see the other: DST finding F2).
+            // own id, so that two rarely write the same slot (when they do, the reads before
+            // and after every write find it out).
             let free: Vec<i32> = (m.view.slots.iter().enumerate())
                 .filter(|(i, s)| s.claimable() && !taken.contains(&(*i as i32)))
                 .map(|(i, _)| i as i32)
@@ -537,7 +699,13 @@ impl Consumer {
                 }
             }
         }
-        let waiting = if m.confirmed {
+        let interval = self.config.heartbeat_interval;
+        // A fresh member claims nothing until a read a quarter interval after its
+        // registration was first read back: members registered within that time of each
+        // other all see each other before any of them claims.
+        let settle = m.registered_at.map(|t| t + interval / 4);
+        let settled = settle.is_some_and(|t| now >= t);
+        let waiting = if m.confirmed && settled {
             self.rebalance(now, &me, ctx)
         } else {
             false
@@ -546,11 +714,22 @@ impl Consumer {
         if !m.frees.is_empty() {
             m.dirty = true;
         }
-        let interval = self.config.heartbeat_interval;
         let period = if waiting { interval / 4 } else { interval };
-        let next = now + period;
+        let mut next = now + period;
+        if m.confirmed && !settled {
+            next = next.min(settle.unwrap_or(next));
+        }
         let expiry = m.view.next_expiry(&me, session);
         m.next_round = Some(expiry.filter(|t| *t > now).map_or(next, |t| t.min(next)));
+        // A write goes out only right after a read that found the slot this member's (or
+        // free, for a first write): never on an older read.
+        if m.slot.is_some()
+            && (after == AfterRead::Write || m.dirty)
+            && let Some(coordinator) = self.group.coordinator.clone()
+        {
+            let group_id = self.config.group_id.clone().unwrap_or_default();
+            self.send_registry_write(now, &group_id, &coordinator, false, ctx);
+        }
     }
 
     /// Computes the assignment from the view and acts on it: revokes what goes elsewhere,

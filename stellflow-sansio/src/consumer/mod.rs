@@ -195,9 +195,8 @@ impl ConsumerRecord {
         }
     }
 
-    /// The position right after this record: mark it processed
-    /// ([`crate::Client::mark_processed`]) or commit it ([`crate::Client::commit_positions`])
-    /// once the record is processed.
+    /// The position right after this record: mark it processed (`mark_processed`) or commit
+    /// it (`commit_positions`) once the record is processed.
     ///
     /// After the last record of a blob ([`ConsumerRecord::last_in_blob`]) this is the start
     /// of the next blob, `(offset + 1, 0)` — the same position the consumer itself reports
@@ -218,8 +217,7 @@ impl ConsumerRecord {
 pub struct CommitId(pub u64);
 
 /// Identifies one revocation ([`ConsumerEvent::PartitionsRevoking`]); a subscription made with
-/// [`crate::Client::subscribe_with_listener`] answers it with
-/// [`crate::Client::revocation_done`].
+/// `subscribe_with_listener` answers it with `revocation_done`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RevocationId(pub u64);
 
@@ -262,38 +260,38 @@ pub enum LogStartAction {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CommitKind {
-    /// [`crate::Client::commit`] / [`crate::Client::commit_positions`] (retried until the
-    /// request timeout).
+    /// A commit that is waited for (`commit` in the core, `commit_sync` in the adapters, and
+    /// `commit_positions`): retried until the request timeout.
     Sync,
-    /// [`crate::Client::commit_async`] (not retried).
+    /// `commit_async` (not retried).
     Async,
     /// The auto-commit timer.
     Auto,
     /// Before partitions were revoked.
     Revocation,
-    /// [`crate::Client::close_consumer`].
+    /// The consumer closing.
     Close,
 }
 
-/// A notification from the consumer, inside [`crate::Event::Consumer`].
+/// A notification from the consumer (the adapters' `Consumer::events` and
+/// `Consumer::rebalance`; the core's `Event::Consumer`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConsumerEvent {
     /// A group member is about to give these partitions up (another member is to own them).
     /// Their fetching stopped and their undelivered records were dropped; they are still this
     /// member's, so the application can commit them and flush its own state for them now.
-    /// With [`crate::Client::subscribe_with_listener`] the handover waits for
-    /// [`crate::Client::revocation_done`] with this `id` (at most
-    /// [`ConsumerConfig::revocation_timeout`]); with [`crate::Client::subscribe`] it goes on at
+    /// With `subscribe_with_listener` the handover waits for `revocation_done` with this `id`
+    /// (at most [`ConsumerConfig::revocation_timeout`]); with `subscribe` it goes on at
     /// once. Then the positions are committed (auto-commit on), the partitions are released,
     /// and [`ConsumerEvent::PartitionsRevoked`] follows.
     PartitionsRevoking {
-        /// Answer it with [`crate::Client::revocation_done`].
+        /// Answer it with `revocation_done`.
         id: RevocationId,
         /// The partitions being given up.
         partitions: Vec<TopicPartition>,
     },
-    /// Partitions taken away (group rebalance or a new [`crate::Client::assign`]); their
+    /// Partitions taken away (group rebalance or a new `assign`); their
     /// positions were committed first when auto-commit is on. Always before the matching
     /// [`ConsumerEvent::PartitionsAssigned`].
     PartitionsRevoked(Vec<TopicPartition>),
@@ -333,8 +331,7 @@ pub enum ConsumerEvent {
     /// log was truncated. The server answers such a Fetch with nothing and no error
     /// (PROTOCOL.md §3.4), so the consumer detects it itself (a high watermark below the
     /// position, confirmed by ListOffsets) and applies [`OffsetReset`]: `Earliest` starts at
-    /// the log start, `Latest` at the log end, `None` stops the partition until a
-    /// [`crate::Client::seek`].
+    /// the log start, `Latest` at the log end, `None` stops the partition until a `seek`.
     PositionOutOfRange {
         /// The partition.
         partition: TopicPartition,
@@ -418,8 +415,8 @@ pub enum ConsumerEvent {
         /// The window.
         window: Duration,
     },
-    /// [`crate::Client::close_consumer`] finished (final commit done or failed); the client
-    /// may be closed now.
+    /// Closing the consumer finished (final commit done or failed); the client may be closed
+    /// now.
     Closed,
 }
 

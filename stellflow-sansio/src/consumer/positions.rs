@@ -91,6 +91,10 @@ pub struct PartState {
     /// Being handed over to another group member: not fetched, nothing delivered; the
     /// position is kept for the commit that comes before the release.
     pub handing_over: bool,
+    /// The trace context of the seek whose target is being resolved (`Client::seek` with the
+    /// caller's [`crate::Client::set_trace`]): the ListOffsets or OffsetFetch that resolves it
+    /// carries it, retries too; cleared once the position is known.
+    pub seek_trace: Option<crate::trace::TraceIds>,
 }
 
 impl PartState {
@@ -116,6 +120,7 @@ impl PartState {
             leader_wait: false,
             end_checked: None,
             handing_over: false,
+            seek_trace: None,
         }
     }
 
@@ -363,6 +368,7 @@ impl Consumer {
             p.delivered = position;
             p.fetch_next = position.offset;
             p.start = Start::Ready;
+            p.seek_trace = None;
             p.in_flight = 0;
             p.break_pipeline();
             p.not_before = None;

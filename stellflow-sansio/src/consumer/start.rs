@@ -7,6 +7,7 @@ use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, Topic
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
 use crate::request::{RequestOptions, Target};
+use crate::trace::TraceIds;
 use std::collections::BTreeMap;
 use std::time::Instant;
 use stellflow_proto::messages::{
@@ -47,6 +48,14 @@ impl Ask {
             Ask::Time(ms) => Start::NeedsTime(ms),
             Ask::CheckEnd => Start::CheckEnd,
         }
+    }
+}
+
+/// Request options carrying `trace` (none: the defaults).
+fn traced(trace: Option<&TraceIds>) -> RequestOptions {
+    RequestOptions {
+        trace: trace.map(Into::into),
+        ..RequestOptions::default()
     }
 }
 
@@ -94,6 +103,7 @@ impl Consumer {
             }
         }
         let mut ask = Vec::new();
+        let mut fetch_trace = None;
         for tp in unknown {
             let start = if has_group {
                 if coordinator.is_none() {
@@ -108,6 +118,7 @@ impl Consumer {
                 p.start = start;
                 if start == Start::AwaitCommitted {
                     ask.push((tp.clone(), p.epoch));
+                    fetch_trace = fetch_trace.or_else(|| p.seek_trace.clone());
                 }
             }
         }
@@ -134,7 +145,7 @@ impl Consumer {
                 body,
                 None,
                 Origin::Consumer(Op::OffsetFetch),
-                &RequestOptions::default(),
+                &traced(fetch_trace.as_ref()),
             );
             // The answer comes in request order: by topic, then partition.
             let order = by_topic(ask)
@@ -155,7 +166,8 @@ impl Consumer {
             sent = true;
         }
         // Resets through ListOffsets on each leader.
-        let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, u64, Ask)>> = BTreeMap::new();
+        type Asked = (TopicPartition, u64, Ask, Option<TraceIds>);
+        let mut by_leader: BTreeMap<i32, Vec<Asked>> = BTreeMap::new();
         let cluster = ctx.metadata.cluster();
         let mut refresh = false;
         for (tp, p) in self.parts.iter_mut() {
@@ -179,10 +191,12 @@ impl Consumer {
             match leader {
                 Some(Ok(leader)) => {
                     p.start = Start::AwaitReset;
-                    by_leader
-                        .entry(leader)
-                        .or_default()
-                        .push((tp.clone(), p.epoch, ask));
+                    by_leader.entry(leader).or_default().push((
+                        tp.clone(),
+                        p.epoch,
+                        ask,
+                        p.seek_trace.clone(),
+                    ));
                 }
                 _ => {
                     refresh = true;
@@ -195,7 +209,9 @@ impl Consumer {
             ctx.refresher.request(false);
         }
         for (leader, list) in by_leader {
-            let grouped = by_topic(list.into_iter().map(|(tp, e, pol)| (tp, (e, pol))));
+            // One request, one context: the first seek's that has one (as a Produce does).
+            let trace = list.iter().find_map(|(.., t)| t.clone());
+            let grouped = by_topic(list.into_iter().map(|(tp, e, pol, _)| (tp, (e, pol))));
             let topics = grouped
                 .iter()
                 .map(|(tp, parts)| ListOffsetsTopic {
@@ -221,7 +237,7 @@ impl Consumer {
                 }),
                 None,
                 Origin::Consumer(Op::ListOffsets),
-                &RequestOptions::default(),
+                &traced(trace.as_ref()),
             );
             let order = grouped
                 .into_iter()

@@ -69,7 +69,17 @@ impl Net {
                 }
             }
         }
-        self.liveness.silent_since.get_or_insert(at);
+        if self.slot_matters(slot) {
+            self.liveness.silent_since.get_or_insert(at);
+        }
+    }
+
+    /// Whether `slot` counts for the cluster's health: a broker the metadata names, or, while
+    /// no broker is known yet, a bootstrap address. A bootstrap entry the metadata does not
+    /// name (a stale address, a load balancer) is still listed and still asked for metadata,
+    /// but its failures do not make the client degraded or unreachable.
+    pub(crate) fn slot_matters(&self, slot: usize) -> bool {
+        self.by_broker.is_empty() || self.slots.get(slot).is_some_and(|s| s.broker_id.is_some())
     }
 
     /// Each broker's liveness, by slot.
@@ -93,7 +103,9 @@ impl Net {
     pub(crate) fn silent_broker(&self) -> Option<(BrokerAddress, String)> {
         self.liveness.silent_since?;
         self.slot_health()
-            .find_map(|(a, _, h)| Some((a.clone(), h.failing.as_ref()?.cause.clone())))
+            .enumerate()
+            .filter(|(slot, _)| self.slot_matters(*slot))
+            .find_map(|(_, (a, _, h))| Some((a.clone(), h.failing.as_ref()?.cause.clone())))
     }
 
     /// Whether `slot`'s connection is ready now.

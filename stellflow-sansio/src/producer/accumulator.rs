@@ -102,6 +102,9 @@ pub(crate) struct PartState {
     pub in_flight: usize,
     /// The leader, from the latest metadata.
     pub leader: Option<i32>,
+    /// Whether the latest metadata names more than one replica (an `acks = -1` Produce may
+    /// then wait for followers at the broker, up to its ack timeout).
+    pub replicated: bool,
     /// Why the metadata names no usable leader (reported when records time out waiting).
     pub leaderless: Option<crate::metadata::LeaderlessReason>,
     /// Idempotence: the next sequence the broker expects (advances on success only).
@@ -213,10 +216,9 @@ impl Producer {
                         }
                     }
                 }
-                p.leaderless = i32::try_from(i)
-                    .ok()
-                    .and_then(|i| info.partitions.get(&i))
-                    .and_then(|pi| pi.leaderless.clone());
+                let part = i32::try_from(i).ok().and_then(|i| info.partitions.get(&i));
+                p.replicated = part.is_some_and(|pi| pi.replicas.len() > 1);
+                p.leaderless = part.and_then(|pi| pi.leaderless.clone());
             }
         }
         if moved {

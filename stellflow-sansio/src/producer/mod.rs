@@ -21,7 +21,7 @@
 //!   broker), its connection died, or the broker answered a request-level error 1 — may have
 //!   been written. If its records then fail (delivery timeout, close, a later refusal) they
 //!   fail with [`DeliveryError::MaybeWritten`] ("may have been written"), never with a plain
-//!   "not delivered" [`DeliveryError::Timeout`]; [`DeliveryError::may_have_been_written`]
+//!   "not delivered" [`DeliveryError::Timeout`]; [`DeliveryError::outcome_unknown`]
 //!   tells the two kinds apart.
 //! * **Without idempotence the producer is at-least-once.** A timed-out request is retried
 //!   (after the retry backoff, possibly on the same connection behind the unanswered one): if
@@ -33,10 +33,12 @@
 //!   PROTOCOL.md §3.3.2), so a retry overlapping its original can be appended twice. The
 //!   rule: a timed-out idempotent Produce keeps waiting for its late answer on its
 //!   connection, up to [`crate::net::LATE_TIMEOUTS_TO_CLOSE`] request timeouts; when the
-//!   connection is given up (or lost), its batches are *in doubt* and are re-sent only after
-//!   the same broker has completed a round trip on a newer connection (the producer asks
-//!   for one), with the same sequence numbers, which the broker answers as a duplicate if
-//!   the first attempt was written. A broker that is frozen keeps the batches waiting
+//!   connection is given up (or lost), its batches are *in doubt* and are re-sent once the
+//!   same broker has answered on a newer connection (the producer asks for that round trip)
+//!   and a short settle has passed (100 ms; plus the ack timeout for an `acks = -1` batch of
+//!   a replicated partition, which the broker may hold that long), in order and with the
+//!   same sequence numbers, which the broker answers as a duplicate with the original
+//!   offset if the first attempt was written. A broker that is frozen keeps the batches waiting
 //!   (up to the delivery timeout, then [`DeliveryError::MaybeWritten`]); it never gets two.
 //!   A batch that may have been written is never re-stamped: if the producer epoch moved on
 //!   meanwhile (another partition lost its sequence state, OUT_OF_ORDER_SEQUENCE, and the

@@ -45,8 +45,8 @@ impl<const N: usize> IntoRecordBytes for &'static [u8; N] {
 }
 
 /// A record to produce that owns its data. Keys and values are [`Bytes`], so building one from
-/// `Bytes` does not copy; [`crate::Client::produce`] copies it once, into its partition's batch
-/// (through [`OwnedRecord::with_borrowed`]). The runtime adapters re-export it as `Record`.
+/// `Bytes` does not copy; sending it copies it once, into its partition's batch (the core's
+/// `produce`, through [`OwnedRecord::with_borrowed`]). The runtime adapters re-export it as `Record`.
 ///
 /// ```
 /// use stellflow_sansio::OwnedRecord;
@@ -133,7 +133,7 @@ impl OwnedRecord {
         self
     }
 
-    /// Calls `f` with the record in the borrowed form [`crate::Client::produce`] takes. Nothing
+    /// Calls `f` with the record in the borrowed form the core's `produce` takes. Nothing
     /// is copied (a record without headers allocates nothing).
     pub fn with_borrowed<T>(&self, f: impl FnOnce(&ProducerRecord<'_>) -> T) -> T {
         let headers: Vec<(&str, Option<&[u8]>)> = self

@@ -67,8 +67,8 @@ pub fn fnv1a32(key: &[u8]) -> u32 {
     })
 }
 
-/// A custom partitioner for records without an explicit partition. Install one with
-/// [`crate::Client::set_partitioner`]; it then decides for keyed and keyless records alike.
+/// A custom partitioner for records without an explicit partition. Install one with the
+/// client's `set_partitioner`; it then decides for keyed and keyless records alike.
 ///
 /// ```
 /// use stellflow_sansio::Partitioner;

@@ -18,12 +18,14 @@
 //!   timed-out Produce keeps waiting for its late answer on its connection (up to
 //!   [`crate::net::LATE_TIMEOUTS_TO_CLOSE`] request timeouts); if the connection is lost or
 //!   given up, its batches stay *in doubt* until the broker has answered on a newer
-//!   connection (a probe asks for that round trip) and a further request timeout has passed
-//!   — a frozen broker reads the unanswered request when it resumes, together with the new
-//!   connection's first bytes, and runs it on another handler thread, so that answer alone
-//!   does not show the original finished (seen on the real broker) — and only then are they
-//!   re-sent with the same sequence numbers, which the broker de-duplicates if the first
-//!   attempt was written.
+//!   connection (a probe asks for that round trip) and [`DOUBT_SETTLE`] has passed — the
+//!   broker takes requests of all connections from one FIFO queue, so a late original that
+//!   reached it was taken before (or, read on another I/O thread after a freeze, about when)
+//!   the fresh connection's first request and has finished by then; an `acks = -1` batch of
+//!   a replicated partition waits the ack timeout longer, the time the broker may hold its
+//!   original for the followers before recording its sequence — and only then are they
+//!   re-sent, in order, with the same sequence numbers, which the broker answers as a
+//!   duplicate with the original offset if the first attempt was written.
 //!
 //! Why one file of ~900 lines: it is one state machine, a batch's life from ready to settled
 //! (in flight, answered, retried, in doubt, failed), and its two rules — never reorder a
@@ -48,6 +50,12 @@ use stellflow_proto::messages::{
     ProduceRequest, ProduceResponse, ProduceTopicData, RequestBody,
 };
 use stellflow_proto::{ApiKey, ErrorClass, ErrorCode, Reader, Wire};
+
+/// How long after the broker's first answer on a fresh connection a batch in doubt (its
+/// request was written on a connection that was lost or given up, and never answered) is
+/// re-sent: the margin by which a late original, already taken from the broker's request
+/// queue, has finished (ARCHITECTURE decision 4).
+pub(crate) const DOUBT_SETTLE: Duration = Duration::from_millis(100);
 
 /// What to do with a batch after its answer.
 enum Verdict {
@@ -171,13 +179,24 @@ impl Producer {
     }
 
     /// Clears the doubt of every queued batch whose broker answered on a newer connection
-    /// since the one its unanswered request was written on; it is re-sent a request timeout
-    /// after that answer at the soonest (the original may still be executing until then).
+    /// since the one its unanswered request was written on. It is re-sent [`DOUBT_SETTLE`]
+    /// after that answer (ARCHITECTURE decision 4): the broker's request queue is one FIFO for
+    /// all connections, so a late original that reached it was taken by a handler thread
+    /// before (or, read on another I/O thread, about when) the fresh connection's first
+    /// request, and runs in well under that margin. An `acks = -1` original of a replicated
+    /// partition may wait for its followers at the broker for up to the ack timeout before
+    /// its sequence is recorded, so it is given that much more.
     fn resolve_doubts(&mut self, net: &Net) {
         let mut cleared = Vec::new();
-        let settle = self.request_timeout;
+        let all = self.cfg.acks == Acks::All;
+        let ack_timeout = self.cfg.ack_timeout;
         for (ti, t) in self.topics.iter_mut().enumerate() {
             for (pi, ps) in t.parts.iter_mut().enumerate() {
+                let settle = if all && ps.replicated {
+                    DOUBT_SETTLE + ack_timeout
+                } else {
+                    DOUBT_SETTLE
+                };
                 for b in &mut ps.queue {
                     if let Some((slot, conn)) = b.in_doubt
                         && let Some(at) = net.answered_since(slot, conn)

@@ -7,8 +7,8 @@ use std::time::Duration;
 use stellflow_proto::ErrorCode;
 use stellflow_proto::record::Compression;
 
-/// Identifies one [`crate::Client::produce`] call in the [`crate::Event::Produced`] that
-/// reports its outcome (exactly one per call that returned `Ok`).
+/// Identifies one accepted record (one `produce` call of the core that returned `Ok`) in the
+/// acknowledgement that reports its outcome (exactly one per record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ProduceId(pub u64);
 
@@ -40,8 +40,9 @@ pub struct ProducerRecord<'a> {
     pub value: Option<&'a [u8]>,
     /// Record headers.
     pub headers: &'a [RecordHeader<'a>],
-    /// Milliseconds since the Unix epoch; `None` takes the client's wall clock (see
-    /// [`crate::Client::set_wall_clock`]), or −1 if none was given.
+    /// Milliseconds since the Unix epoch; `None` takes the client's wall clock (the adapters
+    /// set it from the system clock; a driver of the core with `set_wall_clock`), or −1 if
+    /// none was given.
     pub timestamp: Option<i64>,
 }
 
@@ -250,6 +251,12 @@ pub struct ProducerConfig {
     /// Bytes of records held (waiting, in flight, or being retried); beyond it `produce`
     /// returns [`ProduceError::BufferFull`] at once. Default 64 MiB.
     pub buffer_memory: usize,
+    /// How long an adapter's `send` / `enqueue` (and a batch send, for the whole call) wait
+    /// for buffer space while the producer holds `buffer_memory` bytes, before failing with a
+    /// buffer-full error (Kafka's `max.block.ms`). The sans-IO core itself never waits (its
+    /// `produce` refuses at once): this bound is for the drivers. Default
+    /// 60 s.
+    pub max_block: Duration,
     /// Largest Produce request (sum of its blobs). A record that cannot fit is refused with
     /// [`ProduceError::RecordTooLarge`]. Default 16 MiB (the server's frame limit is 64 MiB).
     pub max_request_size: usize,
@@ -306,6 +313,7 @@ impl Default for ProducerConfig {
             batch_size: 1024 * 1024,
             linger: Duration::from_millis(5),
             buffer_memory: 64 * 1024 * 1024,
+            max_block: Duration::from_secs(60),
             max_request_size: 16 * 1024 * 1024,
             max_in_flight_per_partition: 1,
             retries: u32::MAX,
@@ -451,7 +459,7 @@ fn overhead_note(overhead: usize) -> String {
     }
 }
 
-/// Why a record was not delivered, in [`crate::Event::Produced`].
+/// Why a record was not delivered: the error of its acknowledgement.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DeliveryError {
@@ -552,14 +560,5 @@ impl DeliveryError {
             DeliveryError::NotReplicated { offset, .. } => Some(*offset),
             _ => None,
         }
-    }
-
-    /// Whether the record may be in the log despite the error: [`DeliveryError::MaybeWritten`]
-    /// (unknown outcome) and [`DeliveryError::NotReplicated`] (written, not replicated).
-    pub fn may_have_been_written(&self) -> bool {
-        matches!(
-            self,
-            DeliveryError::MaybeWritten { .. } | DeliveryError::NotReplicated { .. }
-        )
     }
 }

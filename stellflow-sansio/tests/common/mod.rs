@@ -68,7 +68,10 @@ impl World {
                     Err(e) => self.client.handle_disconnected(
                         cr.conn,
                         now,
-                        DisconnectReason::ConnectFailed(e.to_string()),
+                        DisconnectReason::ConnectFailed(stellflow_sansio::IoFailure::new(
+                            std::io::ErrorKind::ConnectionRefused,
+                            e.to_string(),
+                        )),
                     ),
                 }
             }

@@ -1,7 +1,7 @@
 //! InitProducerId, SRFB validation, idempotence and transactions (PROTOCOL.md §3.12, §3.3.2,
 //! §3.13, §4.2).
 
-use super::super::client::Conn;
+use super::super::client::{Conn, Hdr};
 use super::super::*;
 
 pub fn cases() -> Vec<Case> {
@@ -30,6 +30,11 @@ pub fn cases() -> Vec<Case> {
             name: "idempotent_duplicate_returns_original_offset",
             section: "3.3.2",
             run: idem_duplicate,
+        },
+        Case {
+            name: "idempotent_original_of_a_closed_connection_runs_and_its_resend_is_a_duplicate",
+            section: "3.3.2",
+            run: idem_resend_after_cut,
         },
         Case {
             name: "idempotent_sequence_gaps_and_mismatches_21",
@@ -402,6 +407,63 @@ fn idem_duplicate(ctx: &Ctx) -> CaseResult {
         &idem(&mut c, &t, 1, (pid, 0), 0, 1, b"p1")?,
         0,
         "seq 0 on partition 1",
+    )?;
+    Ok(())
+}
+
+/// What an idempotent producer relies on after a cut connection (ARCHITECTURE decision 4):
+/// a Produce whose connection closed right after it was written, its answer never read, is
+/// still executed; the same batch (same producer id, epoch and sequence) re-sent on a fresh
+/// connection of the same key is a duplicate answered with the original offset, nothing
+/// appended; the next sequence follows it; a batch that never arrived is appended normally.
+fn idem_resend_after_cut(ctx: &Ctx) -> CaseResult {
+    let key = ctx.name("k");
+    let t = ctx.name("t");
+    let mut c1 = ctx.conn()?.with_client_id(Some(&key));
+    let pid = init_pid(&mut c1, None)?;
+    let batch = Srfb::new(pid, 0, 0, 2, b"lost answer").encode();
+    let corr = c1.corr();
+    c1.send(
+        &Hdr::new(PRODUCE, corr, Some(&key)),
+        &produce_one(&t, 0, 1, &batch),
+    )?;
+    drop(c1); // the answer is never read
+    let mut c2 = ctx.conn()?.with_client_id(Some(&key));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        // The topic exists once the original ran (auto-creation), so a lookup before that
+        // may answer an error: keep asking.
+        if log_end(&mut c2, &t, 0).unwrap_or(0) == 1 {
+            break;
+        }
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the original of the closed connection was not written within 5 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let resent = produce_raw(&mut c2, &t, 0, &batch)?;
+    ensure_eq!(
+        (resent.error, resent.base_offset, resent.log_start),
+        (0, 0, 0),
+        "the re-sent batch on the fresh connection: a duplicate at the original offset"
+    );
+    ok_at(
+        &idem(&mut c2, &t, 0, (pid, 0), 2, 1, b"next")?,
+        1,
+        "the next sequence on the fresh connection",
+    )?;
+    ensure_eq!(
+        log_end(&mut c2, &t, 0)?,
+        2,
+        "the duplicate was not appended"
+    );
+    // A batch sent on a connection that closed before writing it never arrived: sent on the
+    // fresh connection it is new, appended at the next offset.
+    ok_at(
+        &idem(&mut c2, &t, 0, (pid, 0), 3, 1, b"never arrived")?,
+        2,
+        "a batch that never reached the broker",
     )?;
     Ok(())
 }

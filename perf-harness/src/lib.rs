@@ -1,11 +1,21 @@
 //! The throughput benchmark behind the adapters' `perf` examples (acks=1): one body for every
 //! [`Runtime`], so the tokio and smol numbers measure the same thing, shaped like
 //! `stellflow perf produce` / `perf consume` (the blocking adapter) so that the three compare.
+//!
+//! Not published: it reads `std::env::args()` and serves only the examples, so it is not part
+//! of `stellflow-async`'s API.
 
-use crate::{Acks, Client, ClientConfig, OffsetReset, Record, Runtime, Target, TopicPartition};
+// The CLI's CPU-time helpers, by path (this crate is never packaged).
+#[path = "../../stellflow-cli/src/cpu.rs"]
+mod cpu;
+
 use bytes::Bytes;
+use cpu::{cpu_per_record, cpu_since, process_cpu_time};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+use stellflow_async::{
+    Acks, Client, ClientConfig, OffsetReset, Record, Runtime, Target, TopicPartition,
+};
 
 /// Produces then consumes `n` records (first argument, default 200 000) against the broker
 /// named by the second argument, or `sim` (a loopback broker's address) when there is none
@@ -20,7 +30,7 @@ use std::time::{Duration, Instant};
 /// (`Producer::enqueue_all`), keeps their outcomes in a queue and takes the ones already
 /// known after every batch; like `perf consume`, the consumer reads every partition from its
 /// start. Each result line also gives the process's CPU time per record
-/// ([`process_cpu_time`]: user + system, every thread, the sim broker's included when it runs
+/// (`process_cpu_time`: user + system, every thread, the sim broker's included when it runs
 /// in the process).
 pub async fn run<R: Runtime>(label: &str, sim: &str) -> Result<(), Box<dyn std::error::Error>> {
     let arg = |i: usize| std::env::args().nth(i);
@@ -90,7 +100,7 @@ async fn produce<R: Runtime>(
 }
 
 /// Reads `n` records from the start of `topic`'s partitions, `poll` by `poll` (at most
-/// `Options::max_poll_records` each, as `perf consume` polls).
+/// `consumer.max_poll_records` each, as `perf consume` polls).
 async fn consume<R: Runtime>(
     client: &Client<R>,
     topic: &str,
@@ -121,38 +131,6 @@ async fn consume<R: Runtime>(
 
 /// Records a produce run sends with one `Producer::enqueue_all`.
 pub const BATCH: usize = 1024;
-
-/// The CPU time this process has used so far — user plus system, all its threads — as the OS
-/// counts it (`CLOCK_PROCESS_CPUTIME_ID`); `None` where that clock is not read (not Unix).
-pub fn process_cpu_time() -> Option<Duration> {
-    #[cfg(unix)]
-    {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-        let secs = u64::try_from(t.tv_sec).ok()?;
-        let nanos = u32::try_from(t.tv_nsec).ok()?;
-        Some(Duration::new(secs, nanos))
-    }
-    #[cfg(not(unix))]
-    None
-}
-
-/// The CPU time used since `start` (a [`process_cpu_time`] reading).
-pub fn cpu_since(start: Option<Duration>) -> Option<Duration> {
-    Some(process_cpu_time()?.saturating_sub(start?))
-}
-
-/// `, X ns CPU/record (user + system)` for a run of `records` that used `cpu`, or nothing when
-/// the CPU time is unknown.
-pub fn cpu_per_record(cpu: Option<Duration>, records: u64) -> String {
-    match cpu {
-        Some(cpu) if records > 0 => format!(
-            ", {:.0} ns CPU/record ({:.3} s CPU, user + system)",
-            cpu.as_nanos() as f64 / records as f64,
-            cpu.as_secs_f64()
-        ),
-        _ => String::new(),
-    }
-}
 
 fn report(what: &str, records: usize, size: usize, took: Duration, cpu: Option<Duration>) {
     let secs = took.as_secs_f64();

@@ -1,0 +1,1 @@
+../../runtime-async/src/read_buffers.rs
