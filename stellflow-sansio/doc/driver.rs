@@ -27,7 +27,8 @@ fn main() {
                         client.handle_connected(req.conn, now);
                     }
                     Err(e) => client.handle_disconnected(
-                        req.conn, now, DisconnectReason::connect_failed(&e)),
+                        req.conn, now,
+                        DisconnectReason::connect_failed(&std::io::Error::other(e.to_string()))),
                 }
             }
             while let Some(conn) = client.poll_close() {
