@@ -27,8 +27,9 @@ use std::task::{Context, Waker};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use stellflow_sansio::{
     AdminError, AdminOutcome, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
-    ConsumerEvent, DisconnectReason, Event, FetchedBlob, FlushId, Position, ProduceError,
-    ProducedBatch, RecordMetadata, RequestId, RevocationId, TopicPartition, TraceIds,
+    ConsumerEvent, DeliveryError, DisconnectReason, Event, FetchedBlob, FlushId, Position,
+    ProduceError, ProduceId, ProducedBatch, RecordMetadata, RequestId, RevocationId,
+    TopicPartition, TraceIds,
 };
 
 /// The sending side of a one-shot answer (the one one-shot channel of the adapters).
@@ -479,17 +480,7 @@ impl State {
                     deliver(result);
                 }
             }
-            Event::Produced { id, result } => match self.batches.take_record(id.0) {
-                Some((key, index)) => {
-                    self.batches
-                        .complete(key, index, result.map_err(Error::from));
-                }
-                None => {
-                    if let Some(tx) = self.deliveries.remove(id.0) {
-                        drop(tx.send(result.map_err(Error::from)));
-                    }
-                }
-            },
+            Event::Produced { id, result } => self.complete_record(id, result),
             Event::ProducedBatch(batch) => self.on_batch(&batch),
             Event::Flushed { id } => {
                 if let Some(tx) = self.flushes.remove(&id) {
@@ -547,19 +538,21 @@ impl State {
     /// Hands every record of a batch the core reports at once its outcome: mostly records
     /// of `enqueue_all` batches (found by their run), else single sends.
     fn on_batch(&mut self, batch: &ProducedBatch) {
-        for (i, id) in batch.ids().enumerate() {
-            let Some((_, result)) = batch.outcome(i) else {
-                continue;
-            };
-            match self.batches.take_record(id.0) {
-                Some((key, index)) => {
-                    self.batches
-                        .complete(key, index, result.map_err(Error::from));
-                }
-                None => {
-                    if let Some(tx) = self.deliveries.remove(id.0) {
-                        drop(tx.send(result.map_err(Error::from)));
-                    }
+        for (id, result) in batch.outcomes() {
+            self.complete_record(id, result);
+        }
+    }
+
+    /// Hands one record its outcome: its place in an `enqueue_all` batch (found by its run),
+    /// else its single send's slot.
+    fn complete_record(&mut self, id: ProduceId, result: Result<RecordMetadata, DeliveryError>) {
+        match self.batches.take_record(id.0) {
+            Some((key, index)) => self
+                .batches
+                .complete(key, index, result.map_err(Error::from)),
+            None => {
+                if let Some(tx) = self.deliveries.remove(id.0) {
+                    drop(tx.send(result.map_err(Error::from)));
                 }
             }
         }
