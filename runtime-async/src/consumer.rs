@@ -164,7 +164,7 @@ impl<R: Runtime> Consumer<R> {
     }
 
     /// Takes up to `max` records, or registers `cx`; `None` when there are none. The records
-    /// are decoded outside the client's lock (see [`stellflow_sansio::RecordLease`]): the lock
+    /// are decoded outside the client's lock (the core lends them, `RecordLease`): the lock
     /// is held to lend them and to deliver them, so the driver is not kept from the sockets
     /// meanwhile.
     fn take_records(
@@ -236,7 +236,7 @@ impl<R: Runtime> Consumer<R> {
     /// outside the client's lock, with no per-record [`ConsumerRecord`] — the fastest way to
     /// read small records. Taking a blob delivers all of it (the position moves past it); a
     /// blob's corrupt remainder is an `Err` in its iteration instead of a
-    /// [`stellflow_sansio::ConsumerEvent::CorruptBlob`]. An empty vector when none came in
+    /// [`ConsumerEvent::CorruptBlob`](crate::ConsumerEvent::CorruptBlob). An empty vector when none came in
     /// time; [`ConsumerError::Closed`] after [`Consumer::close`]. Cancel-safe.
     pub async fn poll_blobs(&self, timeout: Duration) -> Result<Vec<FetchedBlob>> {
         let trace = crate::trace::current();

@@ -78,6 +78,8 @@ pub mod prelude {
     /// (futures-lite's traits; any `futures::StreamExt` works as well, it is the same
     /// `Stream` trait).
     pub use futures_lite::stream::{Stream, StreamExt};
+    /// Why a broker's answer could not be decoded ([`ConnectionError::Malformed`]).
+    pub use stellflow_sansio::stellflow_proto::DecodeError;
     /// A header key: UTF-8 bytes shared with the fetched response (derefs to `str`).
     pub use stellflow_sansio::stellflow_proto::StrBytes;
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
@@ -90,10 +92,13 @@ pub mod prelude {
     pub use stellflow_sansio::stellflow_proto::record::{BatchError, BlobRecord};
     pub use stellflow_sansio::stellflow_proto::record::{BlobFormat, Header, Headers};
     pub use stellflow_sansio::stellflow_proto::{ApiKey, ErrorClass, ErrorCode};
+    /// A [`Header`]'s key and value: an optional [`StrBytes`] and optional [`bytes::Bytes`].
+    pub use stellflow_sansio::stellflow_proto::{NBytes, NString};
     /// Hooks and trace context (see the crate docs of the core for each).
     pub use stellflow_sansio::{
         Acknowledgement, CommitOutcome, ConsumerHook, HeaderSink, Hooks, ProduceId, ProducerHook,
-        ProducerRecord, SentRecord, TRACEPARENT, TRACESTATE, TraceIds, TracePropagation,
+        ProducerRecord, RecordHeader, SentRecord, TRACEPARENT, TRACESTATE, TraceIds,
+        TracePropagation,
     };
     pub use stellflow_sansio::{
         Acks, AdminCall, AdminError, AdminOutput, ApiSupport, BatchFormat, BlobRecordsFrom,
@@ -105,7 +110,7 @@ pub mod prelude {
         LogStartAction, OffsetInfo, OffsetReset, OffsetSpec, PartitionInfo, PartitionOutcome,
         PartitionOverride, Position, ProduceError, ProducerConfig, ReassertedPartition,
         RecordMetadata, RequestError, RequestOptions, RevocationId, SeekTo, Target,
-        TopicAdminResult, TopicDescription, TopicPartition, TraceContext,
+        TopicAdminResult, TopicDescription, TopicInfo, TopicPartition, TraceContext,
     };
     pub use stellflow_sansio::{
         ApiCounters, DurationHistogram, KeyedPartitioner, KeylessPartitioner, Partitioner,
@@ -120,8 +125,9 @@ use std::time::Duration;
 /// (`producer.max_block`, `consumer.max_poll_records`, and Kafka-style keys), not options.
 ///
 /// ```
+/// # use stellflow_async::Options;
 /// use std::time::Duration;
-/// let mut options = stellflow_async::Options::default();
+/// let mut options = Options::default();
 /// options.close_timeout = Duration::from_secs(5);
 /// ```
 #[derive(Debug, Clone)]

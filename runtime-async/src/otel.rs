@@ -70,7 +70,7 @@ pub fn span_context(ids: &TraceIds) -> SpanContext {
 }
 
 /// The context a consumed record carries in its W3C `traceparent` (and `tracestate`)
-/// headers — what [`stellflow_sansio::TracePropagation`] writes on the producing side — as
+/// headers — what [`TracePropagation`](crate::TracePropagation) writes on the producing side — as
 /// a context whose span is the producer's (remote): make the processing span its child
 /// (`span.set_parent(cx)`) or link to it (`span.add_link(cx.span().span_context().clone())`).
 /// `None` when the record has no valid `traceparent`.

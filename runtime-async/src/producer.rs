@@ -18,11 +18,9 @@ fn send_span(record: &Record) -> tracing::Span {
     tracing::trace_span!("send", topic = %record.topic, partition = record.partition)
 }
 
-/// The one producer record type: topic, optional partition, key, value, headers and
-/// timestamp, with cheaply cloned [`bytes::Bytes`] (a `Vec<u8>`, `String` or `&'static`
-/// slice converts without copying). It is owned because a record may wait in the lane for
-/// buffer space after the call returns; it is copied once, into its batch.
-pub use stellflow_sansio::OwnedRecord as Record;
+/// The record every send takes (`send`, `enqueue`, `try_enqueue`, `send_all`, `enqueue_all`).
+/// It is owned because a record may wait for buffer space after the call returns.
+pub use stellflow_sansio::Record;
 
 /// The outcome of one [`Producer::enqueue`]: `.await` it (async) or [`Delivery::wait`]
 /// (blocking) for the record's [`RecordMetadata`]. Dropping it does not cancel the send; the
@@ -267,7 +265,7 @@ impl<R: Runtime> Producer<R> {
     /// ```no_run
     /// # use stellflow_async::{Producer, Runtime};
     /// # async fn f<R: Runtime>(producer: Producer<R>) -> stellflow_async::Result<()> {
-    /// use stellflow_async::Record; // stellflow_tokio::Record etc.: the same type
+    /// # use stellflow_async::Record; // stellflow_tokio::Record etc.: the same type
     /// let delivery = match producer.try_enqueue(Record::new("orders", "one"))? {
     ///     Ok(delivery) => delivery,
     ///     Err(record) => producer.enqueue(record).await?, // the lane is full: wait for room

@@ -43,9 +43,23 @@
 //!   help, and a failed record's [`DeliveryError`] says whether it may be in the log anyway
 //!   (`outcome_unknown()`).
 //! * **Features**: `metrics` emits the client's metrics through the `metrics` facade (the
-//!   official SDKs' names, `stellflow.client.requests`, ...); the full list with types and
-//!   labels is in `stellflow-sansio`'s `metrics` module documentation. Logs go through
-//!   `tracing`.
+//!   official SDKs' names, `stellflow.client.requests`, ...; every name with its kind and
+//!   labels is listed in [docs/observability.md][metrics]); `opentelemetry` puts the current
+//!   span's trace context on requests and reads records' `traceparent` (the `otel` module);
+//!   `serde` loads a [`ClientConfig`] from a map of Kafka-style keys. Logs go through
+//!   `tracing` (every span and event, with its level, is in the same document).
+//!
+//! # Further reading
+//!
+//! The [user guide][guide] (semantics, groups, delivery guarantees, the Kafka key table,
+//! faults), [observability][observability] (trace propagation, hooks, spans, events, metrics)
+//! and the [performance notes][performance], including how a debug build of your application
+//! gets release speed from this crate (`[profile.dev.package.…]` lines).
+//!
+//! [guide]: https://github.com/stellhub/stellflow-rs/blob/main/docs/guide.md
+//! [observability]: https://github.com/stellhub/stellflow-rs/blob/main/docs/observability.md
+//! [metrics]: https://github.com/stellhub/stellflow-rs/blob/main/docs/observability.md#metrics
+//! [performance]: https://github.com/stellhub/stellflow-rs/blob/main/docs/performance.md
 //!
 //! # Quickstart
 //!

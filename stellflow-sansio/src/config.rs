@@ -31,7 +31,7 @@ impl BrokerAddress {
     /// Parses one `host:port`, `stellflow://host:port` or `[v6]:port` address.
     ///
     /// ```
-    /// use stellflow_sansio::BrokerAddress;
+    /// # use stellflow_sansio::BrokerAddress;
     /// let a = BrokerAddress::parse("stellflow://broker-1:9092").unwrap();
     /// assert_eq!(a, BrokerAddress::new("broker-1", 9092));
     /// assert_eq!(a.to_string(), "broker-1:9092");
@@ -144,7 +144,7 @@ pub struct HeaderFields {
 /// public fields.
 ///
 /// ```
-/// use stellflow_sansio::ClientConfig;
+/// # use stellflow_sansio::ClientConfig;
 /// use std::time::Duration;
 /// let mut config = ClientConfig::new("stellflow://127.0.0.1:9092").unwrap();
 /// config.request_timeout = Duration::from_secs(10);

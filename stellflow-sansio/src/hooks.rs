@@ -151,7 +151,7 @@ pub trait ConsumerHook: Send + Sync + 'static {
 /// was registered. Empty by default.
 ///
 /// ```
-/// use stellflow_sansio::{ClientConfig, ProducerHook, SentRecord, TracePropagation};
+/// # use stellflow_sansio::{ClientConfig, ProducerHook, SentRecord, TracePropagation};
 /// use std::sync::atomic::{AtomicU64, Ordering};
 ///
 /// #[derive(Default)]

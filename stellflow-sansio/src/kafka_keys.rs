@@ -331,7 +331,7 @@ impl ClientConfig {
     /// starts ([`ClientConfig::validate`]).
     ///
     /// ```
-    /// use stellflow_sansio::{Acks, ClientConfig, ConfigError};
+    /// # use stellflow_sansio::{Acks, ClientConfig, ConfigError};
     /// let mut config = ClientConfig::new("127.0.0.1:9092").unwrap();
     /// config.set("acks", "1").unwrap();
     /// config.set("group.id", "billing").unwrap();
@@ -368,7 +368,7 @@ impl ClientConfig {
     /// default. The result is validated.
     ///
     /// ```
-    /// use stellflow_sansio::ClientConfig;
+    /// # use stellflow_sansio::ClientConfig;
     /// let config = ClientConfig::from_kafka_properties([
     ///     ("bootstrap.servers", "a:9092,b:9092"),
     ///     ("enable.idempotence", "true"),
@@ -444,7 +444,7 @@ mod with_serde {
     /// `"linger.ms" = 5`.
     ///
     /// ```
-    /// use stellflow_sansio::ClientConfig;
+    /// # use stellflow_sansio::ClientConfig;
     /// let config: ClientConfig = serde_json::from_str(
     ///     r#"{"bootstrap.servers": "127.0.0.1:9092", "linger.ms": 5, "enable.idempotence": true}"#,
     /// )

@@ -129,13 +129,13 @@ pub use hooks::{
     Acknowledgement, CommitOutcome, ConsumerHook, HeaderSink, Hooks, ProducerHook, SentRecord,
     TracePropagation,
 };
-pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo};
+pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo, TopicInfo};
 pub use metrics::{ApiCounters, Counters, DurationHistogram};
 pub use net::ConnectRequest;
 pub use producer::{
     Acks, BatchFormat, DeliveryError, FlushId, IntoRecordBytes, KeyedPartitioner,
-    KeylessPartitioner, OwnedRecord, Partitioner, ProduceError, ProduceId, ProducedBatch,
-    ProducerConfig, ProducerRecord, RecordHeader, RecordMetadata, fnv1a32, java_hash,
+    KeylessPartitioner, Partitioner, ProduceError, ProduceId, ProducedBatch, ProducerConfig,
+    ProducerRecord, Record, RecordHeader, RecordMetadata, fnv1a32, java_hash,
 };
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
 pub use stellflow_proto;

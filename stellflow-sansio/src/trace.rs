@@ -23,7 +23,7 @@ pub const TRACESTATE: &str = "tracestate";
 /// W3C trace context; [`TraceIds::new`] refuses them.
 ///
 /// ```
-/// use stellflow_sansio::TraceIds;
+/// # use stellflow_sansio::TraceIds;
 /// let t = TraceIds::parse_traceparent(b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 ///     .unwrap();
 /// assert!(t.sampled());

@@ -26,7 +26,7 @@ pub enum OffsetReset {
 /// Consumer settings. Defaults follow the Kafka clients where the server allows it.
 ///
 /// ```
-/// use stellflow_sansio::{ClientConfig, OffsetReset};
+/// # use stellflow_sansio::{ClientConfig, OffsetReset};
 /// let mut config = ClientConfig::new("127.0.0.1:9092").unwrap();
 /// config.consumer.group_id = Some("billing".into());
 /// config.consumer.auto_offset_reset = OffsetReset::Earliest;
@@ -168,7 +168,7 @@ impl ConsumerConfig {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use stellflow_sansio::ConsumerConfig;
+    /// # use stellflow_sansio::ConsumerConfig;
     /// let mut c = ConsumerConfig::default();
     /// c.heartbeat_interval = c.session_timeout;
     /// let e = c.validate().unwrap_err().to_string();

@@ -92,7 +92,7 @@ impl TopicPartition {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use stellflow_sansio::TopicPartition;
+    /// # use stellflow_sansio::TopicPartition;
     /// let name: Arc<str> = Arc::from("orders");
     /// let a = TopicPartition::new("orders", 0);
     /// let b = TopicPartition::new(String::from("orders"), 0);

@@ -61,7 +61,7 @@ pub mod partitioner;
 mod sender;
 mod types;
 
-pub use owned::{IntoRecordBytes, OwnedRecord};
+pub use owned::{IntoRecordBytes, Record};
 pub use partitioner::{KeyedPartitioner, KeylessPartitioner, Partitioner, fnv1a32, java_hash};
 pub use types::{
     Acks, BatchFormat, DeliveryError, FlushId, ProduceError, ProduceId, ProducedBatch,

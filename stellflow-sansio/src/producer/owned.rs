@@ -1,5 +1,5 @@
-//! [`OwnedRecord`]: a record that owns its data, for callers that hand records to another
-//! thread or task (the runtime adapters' `Record`).
+//! [`Record`]: a record to produce that owns its data, for callers that hand records to
+//! another thread or task (the record type of the runtime adapters).
 
 use crate::producer::ProducerRecord;
 use bytes::{Bytes, BytesMut};
@@ -44,23 +44,24 @@ impl<const N: usize> IntoRecordBytes for &'static [u8; N] {
     }
 }
 
-/// A record to produce that owns its data. Keys and values are [`Bytes`], so building one from
-/// `Bytes` does not copy; sending it copies it once, into its partition's batch (the core's
-/// `produce`, through [`OwnedRecord::with_borrowed`]). The runtime adapters re-export it as `Record`.
+/// A record to produce that owns its data: topic, optional partition, key, value, headers and
+/// timestamp. Keys and values are [`Bytes`], so building one from `Bytes` does not copy;
+/// sending it copies it once, into its partition's batch.
 ///
 /// ```
-/// use stellflow_sansio::OwnedRecord;
-/// let r = OwnedRecord::new("orders", "payload").with_key("customer-7");
+/// # use stellflow_sansio::Record;
+/// let r = Record::new("orders", "payload").with_key("customer-7");
 /// assert_eq!(r.partition, None);
-/// r.with_borrowed(|b| assert_eq!(b.key, Some(&b"customer-7"[..])));
+/// assert_eq!(r.key.as_deref(), Some(&b"customer-7"[..]));
 ///
-/// // Byte-string literals, vectors, strings and `Bytes` all work, and a key may be optional:
-/// let key: Option<bytes::Bytes> = None;
-/// let r = OwnedRecord::new("orders", b"\x00\x01").with_optional_key(key);
+/// // Byte-string literals, vectors, strings and `Bytes` all work, and a key may be optional
+/// // (a consumed record's `key`, passed on):
+/// let key: Option<String> = None;
+/// let r = Record::new("orders", b"\x00\x01").with_optional_key(key);
 /// assert_eq!((r.key, r.value.as_deref()), (None, Some(&[0u8, 1][..])));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct OwnedRecord {
+pub struct Record {
     /// The topic.
     pub topic: String,
     /// An explicit partition; `None` lets the partitioner choose.
@@ -75,20 +76,20 @@ pub struct OwnedRecord {
     pub timestamp: Option<i64>,
 }
 
-impl OwnedRecord {
+impl Record {
     /// A record with a value and nothing else.
     pub fn new(topic: impl Into<String>, value: impl IntoRecordBytes) -> Self {
-        OwnedRecord {
+        Record {
             topic: topic.into(),
             value: Some(value.into_record_bytes()),
-            ..OwnedRecord::default()
+            ..Record::default()
         }
     }
 
     /// An owned copy of a borrowed record.
     pub fn from_borrowed(r: &ProducerRecord<'_>) -> Self {
         let bytes = |b: Option<&[u8]>| b.map(Bytes::copy_from_slice);
-        OwnedRecord {
+        Record {
             topic: r.topic.to_owned(),
             partition: r.partition,
             key: bytes(r.key),
@@ -133,8 +134,9 @@ impl OwnedRecord {
         self
     }
 
-    /// Calls `f` with the record in the borrowed form the core's `produce` takes. Nothing
-    /// is copied (a record without headers allocates nothing).
+    /// Calls `f` with the record in its borrowed form ([`ProducerRecord`], what the sans-IO
+    /// core's `produce` takes; a driver's concern, not an application's). Nothing is copied
+    /// (a record without headers allocates nothing).
     pub fn with_borrowed<T>(&self, f: impl FnOnce(&ProducerRecord<'_>) -> T) -> T {
         let headers: Vec<(&str, Option<&[u8]>)> = self
             .headers
@@ -158,17 +160,17 @@ mod tests {
 
     #[test]
     fn borrowed_round_trip_keeps_every_field() {
-        let r = OwnedRecord::new("t", "v")
+        let r = Record::new("t", "v")
             .with_key("k")
             .with_partition(3)
             .with_header("h", "x")
             .with_timestamp(42);
-        let back = r.with_borrowed(OwnedRecord::from_borrowed);
+        let back = r.with_borrowed(Record::from_borrowed);
         assert_eq!(back, r);
-        assert_eq!(OwnedRecord::new("t", b"v"), OwnedRecord::new("t", "v"));
+        assert_eq!(Record::new("t", b"v"), Record::new("t", "v"));
         assert_eq!(
-            OwnedRecord::new("t", "v").with_optional_key(Some(b"k")),
-            OwnedRecord::new("t", "v").with_key(Bytes::from_static(b"k"))
+            Record::new("t", "v").with_optional_key(Some(b"k")),
+            Record::new("t", "v").with_key(Bytes::from_static(b"k"))
         );
         r.with_borrowed(|b| {
             assert_eq!(b.headers, &[("h", Some(&b"x"[..]))]);

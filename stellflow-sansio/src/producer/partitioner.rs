@@ -27,7 +27,7 @@ impl KeyedPartitioner {
     /// The partition of `key` among `partitions` (> 0) partitions.
     ///
     /// ```
-    /// use stellflow_sansio::KeyedPartitioner;
+    /// # use stellflow_sansio::KeyedPartitioner;
     /// // Arrays.hashCode(new byte[]{(byte) 0x80}) = 31 - 128 = -97; floorMod(-97, 4) = 3.
     /// assert_eq!(KeyedPartitioner::JavaHash.partition(&[0x80], 4), 3);
     /// ```
@@ -71,7 +71,7 @@ pub fn fnv1a32(key: &[u8]) -> u32 {
 /// client's `set_partitioner`; it then decides for keyed and keyless records alike.
 ///
 /// ```
-/// use stellflow_sansio::Partitioner;
+/// # use stellflow_sansio::Partitioner;
 /// #[derive(Debug)]
 /// struct FirstByte;
 /// impl Partitioner for FirstByte {

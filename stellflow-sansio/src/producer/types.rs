@@ -24,7 +24,7 @@ pub type RecordHeader<'a> = (&'a str, Option<&'a [u8]>);
 /// [`ProduceError::BufferFull`]).
 ///
 /// ```
-/// use stellflow_sansio::ProducerRecord;
+/// # use stellflow_sansio::ProducerRecord;
 /// let r = ProducerRecord::new("orders", b"payload").with_key(b"customer-7");
 /// assert_eq!(r.partition, None);
 /// ```
@@ -227,7 +227,7 @@ pub enum BatchFormat {
 /// Producer settings, in [`crate::ClientConfig::producer`].
 ///
 /// ```
-/// use stellflow_sansio::{Acks, ProducerConfig};
+/// # use stellflow_sansio::{Acks, ProducerConfig};
 /// use std::time::Duration;
 /// let mut p = ProducerConfig::default();
 /// p.acks = Acks::Leader;
@@ -253,9 +253,8 @@ pub struct ProducerConfig {
     pub buffer_memory: usize,
     /// How long an adapter's `send` / `enqueue` (and a batch send, for the whole call) wait
     /// for buffer space while the producer holds `buffer_memory` bytes, before failing with a
-    /// buffer-full error (Kafka's `max.block.ms`). The sans-IO core itself never waits (its
-    /// `produce` refuses at once): this bound is for the drivers. Default
-    /// 60 s.
+    /// buffer-full error (Kafka's `max.block.ms`). Default 60 s. (The client's protocol core
+    /// never waits, it refuses at once: this bound is how long the runtime adapters wait.)
     pub max_block: Duration,
     /// Largest Produce request (sum of its blobs). A record that cannot fit is refused with
     /// [`ProduceError::RecordTooLarge`]. Default 16 MiB (the server's frame limit is 64 MiB).
