@@ -1,6 +1,9 @@
 //! OpenTelemetry glue (the `opentelemetry` feature): the current span's context as the
-//! core's [`TraceIds`], and a consumed record's `traceparent` back into an
-//! [`opentelemetry::Context`] the application can parent or link its processing span to.
+//! client's [`TraceIds`], and a consumed record's `traceparent` back into an OpenTelemetry
+//! `Context` the application can parent or link its processing span to.
+//!
+//! The context is `opentelemetry::Context`; the example makes a processing span its child
+//! with `tracing-opentelemetry`.
 //!
 //! ```no_run
 //! # use stellflow_async::{otel, ConsumerRecord};

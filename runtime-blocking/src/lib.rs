@@ -71,6 +71,10 @@
 //!
 //! # Quickstart
 //!
+//! The program needs `stellflow-blocking` alone. To try it without a cluster, run the
+//! simulated broker of the command-line tool (`cargo install stellflow-cli`, then
+//! `stellflow broker --port 9092`) and connect to `127.0.0.1:9092`.
+//!
 //! ```
 //! use std::time::Duration;
 //! use stellflow_blocking::{Client, ClientConfig, OffsetReset, Record, Target, TopicPartition};

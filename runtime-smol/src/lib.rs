@@ -63,6 +63,11 @@
 //!
 //! # Quickstart
 //!
+//! Beside `stellflow-smol`, the program needs an executor to run its futures, e.g.
+//! `smol = "2"`. To try it without a cluster, run the simulated broker of the command-line
+//! tool (`cargo install stellflow-cli`, then `stellflow broker --port 9092`) and connect to
+//! `127.0.0.1:9092`.
+//!
 //! ```
 //! use stellflow_smol::{Client, ClientConfig, OffsetReset, Record, Target, TopicPartition};
 //!

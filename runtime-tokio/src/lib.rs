@@ -66,15 +66,18 @@
 //!
 //! # Quickstart
 //!
+//! Beside `stellflow-tokio`, the program needs `tokio = { version = "1", features = ["macros",
+//! "rt-multi-thread"] }`. To try it without a cluster, run the simulated broker of the
+//! command-line tool (`cargo install stellflow-cli`, then `stellflow broker --port 9092`) and
+//! connect to `127.0.0.1:9092`.
+//!
 //! ```
 //! use stellflow_tokio::{Client, ClientConfig, OffsetReset, Record, Target, TopicPartition};
-//! use std::time::Duration;
 //!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! # let server = stellflow_sim::serve("127.0.0.1:0")?;
-//! # let bootstrap = server.local_addr().to_string();
-//! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-//! rt.block_on(async {
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     # let server = stellflow_sim::serve("127.0.0.1:0")?;
+//!     # let bootstrap = server.local_addr().to_string();
 //!     let mut config = ClientConfig::new(&bootstrap)?; // e.g. "127.0.0.1:9092"
 //!     config.consumer.auto_offset_reset = OffsetReset::Earliest;
 //!     let client = Client::connect(config).await?;
@@ -87,10 +90,9 @@
 //!     consumer.assign(&[TopicPartition::new("greetings", 0)])?;
 //!     let record = consumer.recv().await?;
 //!     assert_eq!(record.value.as_deref(), Some(&b"hello"[..]));
-//!     client.close().await?;
-//!     Ok::<_, Box<dyn std::error::Error>>(())
-//! })?;
-//! # Ok(()) }
+//!     client.close().await?; // flushes, commits, and waits for the driver
+//!     Ok(())
+//! }
 //! ```
 #![forbid(unsafe_code)]
 

@@ -185,7 +185,7 @@ impl ConsumerRecord {
     /// ```
     /// # use stellflow_sansio::{ConsumerRecord, TopicPartition};
     /// fn where_from(record: &ConsumerRecord) -> TopicPartition {
-    ///     record.topic_partition() // e.g. for `Client::position` or `Client::pause`
+    ///     record.topic_partition() // e.g. for the consumer's `position`, `seek` or `pause`
     /// }
     /// ```
     pub fn topic_partition(&self) -> TopicPartition {
