@@ -1,7 +1,8 @@
 //! The `opentelemetry` feature end to end, on tokio over loopback sockets: requests a handle
 //! sends inside a span carry that span's ids in their request headers (the sim records every
 //! header it receives; seeks included: the ListOffsets or OffsetFetch that resolves one), and a record produced inside a span with `TracePropagation` is read on
-//! another client as a context of the same trace.
+//! another client as a context of the same trace. On smol and blocking (the same handles'
+//! code underneath), a Produce and a Fetch made inside a span carry its ids too.
 //!
 //! Run: `cargo test -p stellflow-adapter-tests --features otel --test otel`. With
 //! `STELLFLOW_BROKER=host:port` it runs against that (real) broker instead: the record-level
@@ -26,7 +27,7 @@ fn install_tracing() {
     let tracer = provider.tracer("stellflow-otel-test");
     let subscriber =
         tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(tracer));
-    // One test in this file: the global default is ours.
+    // The tests of this file install the same subscriber: whichever comes first is the global one.
     let _ = tracing::subscriber::set_global_default(subscriber);
 }
 
@@ -212,4 +213,69 @@ fn spans_reach_request_headers_and_records() -> R<()> {
         producer.close().await?;
         Ok(())
     })
+}
+
+/// The Produce of a record sent inside a span and the Fetch of a poll inside another carry
+/// their spans' ids, on smol (`.instrument`) and on blocking (the span entered on the calling
+/// thread).
+#[test]
+fn smol_and_blocking_requests_carry_the_span() -> R<()> {
+    install_tracing();
+    let headers_of = |server: &stellflow_sim::SimServer| -> R<Vec<RequestHeader>> {
+        let taken = server.with_cluster(|c, _| c.take_headers())?;
+        Ok(taken.into_iter().map(|(_, h)| h).collect())
+    };
+    let expect = |headers: &[RequestHeader], send: &SpanContext, poll: &SpanContext, who| {
+        let of = |key: ApiKey| headers.iter().filter(move |h| h.api_key == key);
+        check(of(ApiKey::PRODUCE).any(|h| carries(h, send)), || {
+            format!("{who}: no Produce with the send span's ids")
+        })?;
+        check(of(ApiKey::FETCH).any(|h| carries(h, poll)), || {
+            format!("{who}: no Fetch with the poll span's ids")
+        })
+    };
+
+    // smol
+    let server = sim()?;
+    server.with_cluster(|c, _| c.record_headers(true))?;
+    let (send_span, poll_span) = (tracing::info_span!("send"), tracing::info_span!("poll"));
+    let (send_sc, poll_sc) = (span_context(&send_span), span_context(&poll_span));
+    smol::block_on(async {
+        use stellflow_smol as s;
+        let client = s::Client::connect(config(&server)?).await?;
+        client
+            .admin()
+            .create_topic("traced", 1, s::Target::Any)
+            .await?;
+        let record = s::Record::new("traced", "hello");
+        client.producer().send(record).instrument(send_span).await?;
+        let consumer = client.consumer();
+        consumer.assign(&[s::TopicPartition::new("traced", 0)])?;
+        let got = consumer
+            .poll(Duration::from_secs(10))
+            .instrument(poll_span)
+            .await?;
+        check(got.len() == 1, || format!("smol: {} records", got.len()))?;
+        client.close().await?;
+        Ok::<_, stellflow_adapter_tests::BoxError>(())
+    })?;
+    expect(&headers_of(&server)?, &send_sc, &poll_sc, "smol")?;
+
+    // blocking
+    use stellflow_blocking as b;
+    let server = sim()?;
+    server.with_cluster(|c, _| c.record_headers(true))?;
+    let (send_span, poll_span) = (tracing::info_span!("send"), tracing::info_span!("poll"));
+    let (send_sc, poll_sc) = (span_context(&send_span), span_context(&poll_span));
+    let client = b::Client::connect(config(&server)?)?;
+    client.admin().create_topic("traced", 1, b::Target::Any)?;
+    send_span.in_scope(|| client.producer().send(b::Record::new("traced", "hello")))?;
+    let consumer = client.consumer();
+    consumer.assign(&[b::TopicPartition::new("traced", 0)])?;
+    let got = poll_span.in_scope(|| consumer.poll(Duration::from_secs(10)))?;
+    check(got.len() == 1, || {
+        format!("blocking: {} records", got.len())
+    })?;
+    client.close()?;
+    expect(&headers_of(&server)?, &send_sc, &poll_sc, "blocking")
 }
