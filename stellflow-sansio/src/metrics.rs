@@ -11,6 +11,9 @@
 //! feature (`stellflow-tokio/metrics`, …). The facade does no I/O and reads no clock: durations
 //! come from the `now` the driver passes.
 //!
+//! The users' copy of this table is `docs/observability.md` (Metrics); the adapter suite's
+//! `observability_doc` test fails when its names and the names emitted here differ.
+//!
 //! | name | kind | labels | meaning |
 //! | --- | --- | --- | --- |
 //! | `stellflow.client.requests` | counter | `api` | requests written to a connection |
