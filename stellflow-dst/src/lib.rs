@@ -118,6 +118,7 @@ pub mod check;
 pub mod fetch_check;
 pub mod group;
 pub mod net;
+pub mod outage;
 pub mod pipeline;
 pub mod plan;
 pub mod resume;
@@ -130,7 +131,7 @@ pub mod world;
 
 pub use check::Violation;
 pub use net::NetConfig;
-pub use plan::{FaultAction, FaultKind, FaultPlan, PlannedFault, Scenario};
+pub use plan::{FaultAction, FaultKind, FaultPlan, Garbage, PlannedFault, Scenario};
 pub use run::{RunReport, run_plan, run_plan_logged, run_seed};
 pub use shrink::shrink;
 pub use trace::TraceHash;
