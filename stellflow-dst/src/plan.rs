@@ -675,6 +675,29 @@ mod tests {
         }
     }
 
+    /// The liveness kinds come from a draw of their own: a seed's plan without them is the
+    /// plan the twelve common kinds give (its faults in the same order), and only a few seeds
+    /// get one (two draws at [`RARE_CHANCE`]).
+    #[test]
+    fn liveness_kinds_are_rare_and_drawn_apart() {
+        let rare = |k: FaultKind| matches!(k, FaultKind::ClusterGone | FaultKind::Impostor);
+        let mut with = Vec::new();
+        for seed in 0..400 {
+            let plan = FaultPlan::from_seed(seed);
+            let common: Vec<&PlannedFault> = plan
+                .faults
+                .iter()
+                .filter(|f| !rare(f.action.kind()))
+                .collect();
+            assert!((2..8).contains(&common.len()), "seed {seed}: {plan}");
+            if plan.kinds().any(rare) {
+                with.push(seed);
+            }
+        }
+        println!("{} of 400 seeds get a liveness kind: {with:?}", with.len());
+        assert!((8..=64).contains(&with.len()), "{with:?}");
+    }
+
     #[test]
     fn any_bytes_give_a_plan() {
         let p = FaultPlan::from_bytes(&[]);

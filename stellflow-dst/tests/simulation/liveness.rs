@@ -85,3 +85,16 @@ fn an_impostor_answering_a_wrong_correlation_id_is_reported() {
 fn an_impostor_answering_an_undecodable_body_is_reported() {
     run_twice(&impostor_plan(1, 2));
 }
+
+/// Was a bug in stellflow-sansio (src/health.rs, `Client::health_state`): a client whose only
+/// broker's address answered garbage was Unreachable at once (no Stellflow broker to talk
+/// to); when the cluster then went away for good, the broker's new cause (a connect that times
+/// out) was no longer "not a Stellflow broker", and the health went back to Degraded without any
+/// answer, to enter Unreachable again 30 s later (a second report of one outage). Found by dst
+/// seed 27001667 (shrunk). Fixed: once unreachable, only an answer ends the outage.
+#[test]
+fn seed_27001667_an_outage_changing_cause_stays_one_outage() {
+    run_twice(
+        "seed=27001667;b=1;c=1;p=1;rf=1;rt=2500;mif=4;lat=484;jit=2261;split=0;ops=1;safety=6864;wl=3844359651;f=2303:impostor:1,1,5540;f=6863:gone:1",
+    );
+}
