@@ -123,3 +123,80 @@ fn an_explicit_timeout_bounds_a_long_healthy_produce() {
         "{text}"
     );
 }
+
+/// Issue 27: the wait of an `enqueue_all` for buffer room is capped by what is left of an
+/// explicit `--timeout`. The broker executes Produce requests but never answers them, the
+/// records' delivery timeout is raised past the command's (`-X`), so a full buffer never
+/// drains: without the cap, the call waits its whole `max_block` (30 s) and the command runs
+/// far past its timeout; with it, the command ends within the timeout plus a second, non-zero,
+/// counting every record it read and did not produce.
+#[test]
+fn a_produce_blocked_on_a_full_buffer_ends_within_the_timeout() {
+    let server = stellflow_sim::serve("127.0.0.1:0").unwrap();
+    let addr = server.local_addr().to_string();
+    let admin =
+        stellflow_blocking::Admin::connect(stellflow_blocking::ClientConfig::new(&addr).unwrap())
+            .unwrap();
+    admin
+        .create_topic("full", 1, stellflow_blocking::Target::Any)
+        .unwrap();
+    server
+        .with_cluster(|c, _| {
+            c.inject_fault(stellflow_sim::FaultRule::random(
+                stellflow_sansio::stellflow_proto::ApiKey::PRODUCE,
+                1.0,
+                stellflow_sim::Fault::DropResponse,
+            ))
+        })
+        .unwrap();
+    let start = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stellflow"))
+        .args([
+            "--bootstrap",
+            &addr,
+            "--timeout",
+            "2",
+            "-X",
+            "buffer.memory=1048576",
+            "-X",
+            "delivery.timeout.ms=60000",
+            "produce",
+            "full",
+        ])
+        .env_remove("STELLFLOW_BOOTSTRAP")
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Far more than 1 MiB of records, as fast as the command reads them (or for 20 s).
+    let writer = std::thread::spawn(move || {
+        let line = [b'x'; 200];
+        let mut n = 0u64;
+        while stdin.write_all(&line).is_ok() && stdin.write_all(b"\n").is_ok() {
+            n += 1;
+            if n.is_multiple_of(4096) && start.elapsed() > Duration::from_secs(20) {
+                break;
+            }
+        }
+    });
+    let text: Vec<String> = BufReader::new(child.stderr.take().unwrap())
+        .lines()
+        .map(Result::unwrap)
+        .collect();
+    let status = child.wait().unwrap();
+    let took = start.elapsed();
+    let text = text.join("\n");
+    writer.join().unwrap();
+    assert_eq!(status.code(), Some(1), "{text}");
+    // Timeout plus a second (the bound of the help text), plus room for a loaded machine;
+    // without the cap it is 30 s.
+    assert!(took < Duration::from_secs(5), "took {took:?}: {text}");
+    assert!(
+        text.contains("record(s) not produced to full")
+            && text.contains("--timeout 2s reached")
+            && text.contains("not delivered within --timeout 2s"),
+        "{text}"
+    );
+}

@@ -35,7 +35,10 @@
 //! fail) and heals; broker crash and restart (with leadership re-asserted), leader moves within
 //! the ISR, injected errors (header-level and per partition), dropped responses, connections
 //! closed by the broker, response delays, response and execution reordering across correlation
-//! ids, paused replication. See [`FaultKind`]. Faults of one client, as its process suffers
+//! ids, paused replication; an impostor on a broker's address that answers garbage (an HTTP
+//! page, a wrong correlation id, an undecodable ApiVersions body), and the whole cluster gone
+//! for good (crashed, or cut off so that nothing answers) — these two drawn apart, in a few
+//! plans. See [`FaultKind`]. Faults of one client, as its process suffers
 //! them: a crash ([`World::crash_client`]: dropped without `close`, its sockets gone), a pause
 //! ([`World::pause_client`]: not driven at all, as under SIGSTOP) and isolation from one broker
 //! ([`World::isolate_client`]).
@@ -61,7 +64,13 @@
 //! eviction of a member the live one does not know, which fences it on this server); the
 //! healed system finishes all work within a bound, and after the heal a producer or consumer
 //! with pending work makes progress within its backoff caps plus a few round trips (the resume
-//! bound, [`resume`]); idle clients make almost no requests and timer wake-ups.
+//! bound, [`resume`]); idle clients make almost no requests and timer wake-ups. A peer that
+//! answers garbage is reported as not a Stellflow broker, naming its address, within a
+//! millisecond of the answer, and reconnected to at most once per reconnect cap. A cluster
+//! gone for good is reported within `unreachable_timeout` plus a stated slack (a consumer's
+//! poll gets the unreachable error, once; every client asking something shows `Unreachable`
+//! and stays there), every pending command fails in time, and the last leader's logs hold
+//! what was acknowledged, once ([`outage`]).
 //!
 //! # Replay
 //!
@@ -118,6 +127,7 @@ pub mod check;
 pub mod fetch_check;
 pub mod group;
 pub mod net;
+pub mod outage;
 pub mod pipeline;
 pub mod plan;
 pub mod resume;
@@ -130,7 +140,7 @@ pub mod world;
 
 pub use check::Violation;
 pub use net::NetConfig;
-pub use plan::{FaultAction, FaultKind, FaultPlan, PlannedFault, Scenario};
+pub use plan::{FaultAction, FaultKind, FaultPlan, Garbage, PlannedFault, Scenario};
 pub use run::{RunReport, run_plan, run_plan_logged, run_seed};
 pub use shrink::shrink;
 pub use trace::TraceHash;

@@ -36,11 +36,40 @@ pub enum FaultKind {
     Delay,
     /// A broker stops replicating for a while (holds the high watermark back).
     PauseReplication,
+    /// Every broker goes away for good: crashed (connections refused) or cut off (nothing
+    /// answers) for the rest of the run, which then checks the outage report
+    /// ([`crate::outage`]) instead of healing.
+    ClusterGone,
+    /// A broker's address is taken over for a while by a peer that speaks garbage (absurd
+    /// frame length, wrong correlation id or undecodable ApiVersions body) instead of the
+    /// broker, which comes back afterwards ([`crate::world`]'s impostor).
+    Impostor,
 }
 
 impl FaultKind {
     /// Every kind [`FaultPlan::from_seed`] generates, for coverage checks.
-    pub const ALL: [FaultKind; 12] = [
+    pub const ALL: [FaultKind; 14] = [
+        FaultKind::Reset,
+        FaultKind::HalfOpen,
+        FaultKind::BlackHole,
+        FaultKind::Partition,
+        FaultKind::Crash,
+        FaultKind::MoveLeader,
+        FaultKind::Errors,
+        FaultKind::DropResponses,
+        FaultKind::CloseConnections,
+        FaultKind::Reorder,
+        FaultKind::Delay,
+        FaultKind::PauseReplication,
+        FaultKind::ClusterGone,
+        FaultKind::Impostor,
+    ];
+
+    /// The kinds drawn uniformly for every fault of a seed's plan: the first twelve, kept as
+    /// they were so that a seed's plan stays what it was. [`FaultKind::ClusterGone`] and
+    /// [`FaultKind::Impostor`] are added to a plan by a separate draw, with a small
+    /// probability ([`FaultPlan::from_seed`]).
+    const DRAWN: [FaultKind; 12] = [
         FaultKind::Reset,
         FaultKind::HalfOpen,
         FaultKind::BlackHole,
@@ -148,6 +177,48 @@ pub enum FaultAction {
         /// Duration in virtual milliseconds.
         for_ms: u32,
     },
+    /// Every broker goes away for the rest of the run (timed faults end first): crashed, so
+    /// that connections are refused, or (`silent`) cut off, so that nothing answers. Later
+    /// faults of the plan do nothing.
+    ClusterGone {
+        /// Cut off (nothing answers) rather than crashed (connections refused).
+        silent: bool,
+    },
+    /// `broker` is down for `for_ms` and its address answers garbage meanwhile (see
+    /// [`Garbage`]); then the broker restarts on its data (leadership re-asserted).
+    Impostor {
+        /// Broker id whose address is taken over.
+        broker: i32,
+        /// What the impostor answers.
+        garbage: Garbage,
+        /// Duration in virtual milliseconds.
+        for_ms: u32,
+    },
+}
+
+/// What a peer that is not a Stellflow broker answers to the first request on a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Garbage {
+    /// An HTTP error page: read as a frame length, `HTTP` is over a gigabyte.
+    AbsurdLength,
+    /// A well-formed response frame carrying a correlation id that was never sent.
+    WrongCorrelation,
+    /// The right correlation id, no error, and a body that is no ApiVersions response.
+    UndecodableBody,
+}
+
+impl Garbage {
+    /// Every kind, in code order (the plan's text form writes the index).
+    pub const ALL: [Garbage; 3] = [
+        Garbage::AbsurdLength,
+        Garbage::WrongCorrelation,
+        Garbage::UndecodableBody,
+    ];
+
+    fn code(self) -> i64 {
+        Garbage::ALL.iter().position(|g| *g == self).unwrap_or(0) as i64
+    }
 }
 
 impl FaultAction {
@@ -166,6 +237,8 @@ impl FaultAction {
             FaultAction::Reorder { .. } => FaultKind::Reorder,
             FaultAction::Delay { .. } => FaultKind::Delay,
             FaultAction::PauseReplication { .. } => FaultKind::PauseReplication,
+            FaultAction::ClusterGone { .. } => FaultKind::ClusterGone,
+            FaultAction::Impostor { .. } => FaultKind::Impostor,
         }
     }
 
@@ -211,6 +284,15 @@ impl FaultAction {
             FaultAction::PauseReplication { broker, for_ms } => {
                 ("pause", vec![broker.into(), for_ms.into()])
             }
+            FaultAction::ClusterGone { silent } => ("gone", vec![b(silent)]),
+            FaultAction::Impostor {
+                broker,
+                garbage,
+                for_ms,
+            } => (
+                "impostor",
+                vec![broker.into(), garbage.code(), for_ms.into()],
+            ),
         }
     }
 
@@ -261,6 +343,12 @@ impl FaultAction {
             "pause" => FaultAction::PauseReplication {
                 broker: i32_(0)?,
                 for_ms: u(1)?,
+            },
+            "gone" => FaultAction::ClusterGone { silent: u(0)? != 0 },
+            "impostor" => FaultAction::Impostor {
+                broker: i32_(0)?,
+                garbage: *Garbage::ALL.get(u(1)? as usize)?,
+                for_ms: u(2)?,
             },
             _ => return None,
         })
@@ -318,6 +406,9 @@ pub struct FaultPlan {
 
 /// The API keys errors and drops are aimed at (`-1` = any).
 const APIS: [i16; 6] = [-1, 0, 1, 2, 3, 10];
+/// How often a seed's plan also gets a [`FaultKind::ClusterGone`], and (drawn apart) a
+/// [`FaultKind::Impostor`].
+const RARE_CHANCE: f64 = 0.04;
 /// Error codes injected: retriable, leader-related and fatal ones (never 7: an injected 7
 /// would claim a write that did not happen).
 const CODES: [i16; 6] = [1, 6, 8, 9, 10, 16];
@@ -345,9 +436,22 @@ impl FaultPlan {
         let mut faults = Vec::new();
         for _ in 0..n {
             let at_ms = rng.below(u64::from(scenario.safety_ms)) as u32;
-            let kind = FaultKind::ALL[rng.below(FaultKind::ALL.len() as u64) as usize];
+            let kind = FaultKind::DRAWN[rng.below(FaultKind::DRAWN.len() as u64) as usize];
             let action = random_action(&mut rng, kind, &scenario);
             faults.push(PlannedFault { at_ms, action });
+        }
+        // The liveness kinds come from a generator of their own, so that the draws above (and
+        // the plans of the seeds that get neither) stay what they were.
+        let mut rare = SimRng::new(seed ^ 0x1a7e_90de_0000_0002);
+        for (kind, chance) in [
+            (FaultKind::ClusterGone, RARE_CHANCE),
+            (FaultKind::Impostor, RARE_CHANCE),
+        ] {
+            if rare.chance(chance) {
+                let at_ms = rare.below(u64::from(scenario.safety_ms)) as u32;
+                let action = random_action(&mut rare, kind, &scenario);
+                faults.push(PlannedFault { at_ms, action });
+            }
         }
         faults.sort_by_key(|f| f.at_ms);
         FaultPlan {
@@ -519,6 +623,15 @@ fn random_action(rng: &mut SimRng, kind: FaultKind, s: &Scenario) -> FaultAction
             for_ms,
         },
         FaultKind::PauseReplication => FaultAction::PauseReplication { broker, for_ms },
+        FaultKind::ClusterGone => FaultAction::ClusterGone {
+            silent: rng.chance(0.5),
+        },
+        FaultKind::Impostor => FaultAction::Impostor {
+            broker,
+            garbage: Garbage::ALL[rng.below(Garbage::ALL.len() as u64) as usize],
+            // Long enough for a few reconnects at the cap (1 s).
+            for_ms: 1_000 + rng.below(5_000) as u32,
+        },
     }
 }
 
@@ -560,6 +673,29 @@ mod tests {
             let plan = FaultPlan::from_seed(seed);
             assert_eq!(FaultPlan::parse(&plan.to_code()), Some(plan));
         }
+    }
+
+    /// The liveness kinds come from a draw of their own: a seed's plan without them is the
+    /// plan the twelve common kinds give (its faults in the same order), and only a few seeds
+    /// get one (two draws at [`RARE_CHANCE`]).
+    #[test]
+    fn liveness_kinds_are_rare_and_drawn_apart() {
+        let rare = |k: FaultKind| matches!(k, FaultKind::ClusterGone | FaultKind::Impostor);
+        let mut with = Vec::new();
+        for seed in 0..400 {
+            let plan = FaultPlan::from_seed(seed);
+            let common: Vec<&PlannedFault> = plan
+                .faults
+                .iter()
+                .filter(|f| !rare(f.action.kind()))
+                .collect();
+            assert!((2..8).contains(&common.len()), "seed {seed}: {plan}");
+            if plan.kinds().any(rare) {
+                with.push(seed);
+            }
+        }
+        println!("{} of 400 seeds get a liveness kind: {with:?}", with.len());
+        assert!((8..=64).contains(&with.len()), "{with:?}");
     }
 
     #[test]

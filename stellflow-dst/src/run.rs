@@ -1,11 +1,15 @@
 //! Running a [`FaultPlan`]: build the world, run the safety phase (workload plus faults), heal,
 //! run the liveness phase (all pending work must finish within a bound), then the idle phase
-//! (the system must go quiet), and check the logs at the end.
+//! (the system must go quiet), and check the logs at the end. A plan whose cluster goes away
+//! for good ([`FaultKind::ClusterGone`]) has an outage phase instead of the healed ones: the
+//! clients must report it within a bound, once ([`super::outage`]), every command still
+//! waiting must fail in time, and the logs must hold what was acknowledged.
 
 use super::check::Violation;
 use super::net::NetConfig;
+use super::outage::OutageCheck;
 use super::pipeline::{ConsumerLoad, PipelineShape, ProducerLoad};
-use super::plan::{FaultKind, FaultPlan};
+use super::plan::{FaultAction, FaultKind, FaultPlan};
 use super::resume::ResumeCheck;
 use super::workload::{Ledger, RawWorkload, TOPIC, check_ledger};
 use super::world::{World, WorldStats};
@@ -32,6 +36,9 @@ pub struct RunReport {
     /// The resume bound after the heal ([`super::resume`]), per watched client: what, the
     /// longest wait for progress seen, and the bound.
     pub resume: Vec<(&'static str, Duration, Duration)>,
+    /// With a cluster gone for good ([`super::outage`]), per watched client: what, when it
+    /// reported the outage and by when it had to (since the cluster went away).
+    pub outage: Vec<(&'static str, Option<Duration>, Option<Duration>)>,
 }
 
 impl RunReport {
@@ -215,6 +222,7 @@ fn run(plan: &FaultPlan, keep_log: bool) -> (RunReport, Vec<String>) {
         );
     }
     let mut faults = plan.faults.iter().peekable();
+    let mut outage: Option<OutageCheck> = None;
 
     // Safety phase: workload and faults.
     while world.elapsed() < span && world.violations().is_empty() {
@@ -231,8 +239,37 @@ fn run(plan: &FaultPlan, keep_log: bool) -> (RunReport, Vec<String>) {
             faults.next_if(|f| u64::from(f.at_ms) <= world.elapsed().as_millis() as u64)
         {
             world.apply(f.action);
+            if let FaultAction::ClusterGone { silent } = f.action
+                && outage.is_none()
+                && world.gone_at().is_some()
+            {
+                if let Some(c) = &mut loads.consumer {
+                    c.stop_restarts();
+                }
+                outage = Some(OutageCheck::new(
+                    &mut world,
+                    &config,
+                    silent,
+                    &loads.raw,
+                    loads.producer.as_ref(),
+                    loads.consumer.as_ref(),
+                ));
+            }
         }
         loads.on_step(&mut world);
+        world.check_impostors();
+        if let Some(o) = &mut outage {
+            o.sample(
+                &mut world,
+                &loads.raw,
+                loads.producer.as_ref(),
+                loads.consumer.as_ref(),
+            );
+        }
+    }
+
+    if let Some(o) = outage {
+        return finish_outage(plan, world, loads, o);
     }
 
     // Liveness phase: heal, then everything must finish.
@@ -291,13 +328,7 @@ fn run(plan: &FaultPlan, keep_log: bool) -> (RunReport, Vec<String>) {
             // The server forgets its de-duplication state on a restart or a leader move, and
             // never records a batch it answered with 7 (acks=-1 replication timeout, PROTOCOL.md
             // §3.3.2): if that answer is lost, the retry is appended again by design.
-            let state_lost = plan.kinds().any(|k| {
-                matches!(
-                    k,
-                    FaultKind::Crash | FaultKind::MoveLeader | FaultKind::PauseReplication
-                )
-            });
-            p.check_logs(&mut world, state_lost);
+            p.check_logs(&mut world, state_lost(plan));
         }
         if let Some(c) = &loads.consumer {
             c.check_values(&mut world, loads.producer.as_ref());
@@ -315,6 +346,100 @@ fn run(plan: &FaultPlan, keep_log: bool) -> (RunReport, Vec<String>) {
             .as_ref()
             .map_or(0, |p| p.linger_bound_checks()),
         resume: resume.summary(),
+        outage: Vec::new(),
+    };
+    (report, log)
+}
+
+/// Whether the server may have forgotten its de-duplication state: on a restart or a leader
+/// move, and it never records a batch it answered with 7 (acks=-1 replication timeout,
+/// PROTOCOL.md §3.3.2): if that answer is lost, the retry is appended again by design. An
+/// impostor's broker is down meanwhile and restarts.
+fn state_lost(plan: &FaultPlan) -> bool {
+    plan.kinds().any(|k| {
+        matches!(
+            k,
+            FaultKind::Crash
+                | FaultKind::MoveLeader
+                | FaultKind::PauseReplication
+                | FaultKind::Impostor
+        )
+    })
+}
+
+/// The outage phase of a plan whose cluster went away for good: no heal. Runs until every
+/// report is due and observed ([`OutageCheck::end`]) and every command got its outcome (each
+/// workload's outcome book holds it to its deadline), sampling the outage invariants after
+/// every step; then checks the logs.
+fn finish_outage(
+    plan: &FaultPlan,
+    mut world: World,
+    mut loads: Loads,
+    mut outage: OutageCheck,
+) -> (RunReport, Vec<String>) {
+    if let Some(p) = &mut loads.producer {
+        p.flush(&mut world);
+    }
+    let end = outage.end();
+    // The workloads' outcome bounds are far shorter than this; past it, a command still
+    // waiting is an outcome that never came.
+    let hard_end = end + LIVENESS_BOUND * 3;
+    loop {
+        loads.on_step(&mut world);
+        outage.sample(
+            &mut world,
+            &loads.raw,
+            loads.producer.as_ref(),
+            loads.consumer.as_ref(),
+        );
+        if !world.violations().is_empty() {
+            break;
+        }
+        let waiting = loads.raw.iter().map(|l| l.pending()).sum::<usize>()
+            + loads.producer.as_ref().map_or(0, |p| p.pending());
+        if world.elapsed() >= end && waiting == 0 {
+            break;
+        }
+        if world.elapsed() >= hard_end {
+            world.report(
+                "outage-outcomes",
+                format!(
+                    "{waiting} command(s) still without an outcome {:?} after the cluster went away: {}",
+                    world.elapsed() - world.gone_at().unwrap_or_default(),
+                    loads.open_work()
+                ),
+            );
+            break;
+        }
+        let next = loads.next_at().map_or(hard_end, |t| t.min(hard_end));
+        let limit = world.now()
+            + next
+                .saturating_sub(world.elapsed())
+                .max(Duration::from_millis(1));
+        world.step(limit);
+    }
+    if world.violations().is_empty() {
+        check_ledger(&mut world, &loads.ledger);
+        if let Some(p) = &loads.producer {
+            p.check_logs(&mut world, state_lost(plan));
+        }
+        if let Some(c) = &loads.consumer {
+            c.check_values(&mut world, loads.producer.as_ref());
+        }
+    }
+    let log = world.take_log();
+    let report = RunReport {
+        trace_hash: world.trace_hash(),
+        violations: world.violations().to_vec(),
+        stats: world.stats(),
+        commands: loads.completed(),
+        elapsed: world.elapsed(),
+        linger_bound_checks: loads
+            .producer
+            .as_ref()
+            .map_or(0, |p| p.linger_bound_checks()),
+        resume: Vec::new(),
+        outage: outage.summary(),
     };
     (report, log)
 }

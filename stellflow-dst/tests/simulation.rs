@@ -16,6 +16,8 @@
 //!
 //! A failing seed prints its plan, the violation and a shrunk plan that still fails.
 
+#[path = "simulation/liveness.rs"]
+mod liveness;
 #[path = "simulation/regressions.rs"]
 mod regressions;
 

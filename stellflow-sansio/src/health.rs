@@ -11,7 +11,8 @@
 //!   `unreachable_timeout` yet, or another broker answers;
 //! * [`HealthState::Unreachable`]: no broker answered since `since` for at least
 //!   `ClientConfig::unreachable_timeout` — or every broker known turned out not to be a
-//!   Stellflow broker, which waiting cannot fix. The first answer of any broker ends it.
+//!   Stellflow broker, which waiting cannot fix. The first answer of any broker ends it, and
+//!   nothing else does (not a change of cause on the way).
 //!
 //! An outage is counted from the first failure after the last answer of any broker: a
 //! client that asks nothing is never unreachable, and a broker that closes a connection
@@ -175,10 +176,16 @@ impl Client {
             any_failing |= h.failing.is_some();
             all_not_stellflow &= h.failing.as_ref().is_some_and(|f| f.not_stellflow);
         }
-        if let Some(since) = self.net.liveness().silent_since
-            && (now >= since + self.health.timeout || (any_failing && all_not_stellflow))
-        {
-            return HealthState::Unreachable { since };
+        if let Some(since) = self.net.liveness().silent_since {
+            // Once unreachable, the outage lasts until a broker answers (which clears
+            // `silent_since`), even if the cause changes on the way: a peer that was not a
+            // Stellflow broker gives way to a broker that refuses or never answers (dst seed
+            // 27001667: an impostor leaves as the cluster goes away).
+            let ongoing =
+                matches!(self.health.state, HealthState::Unreachable { since: s } if s == since);
+            if ongoing || now >= since + self.health.timeout || (any_failing && all_not_stellflow) {
+                return HealthState::Unreachable { since };
+            }
         }
         if any_failing {
             HealthState::Degraded

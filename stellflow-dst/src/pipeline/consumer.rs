@@ -26,6 +26,9 @@ pub struct ConsumerLoad {
     incarnations: u32,
     /// Records delivered so far (repeats included).
     deliveries: u64,
+    /// Every unreachable error a poll got (`Client::take_unreachable_error`, what the
+    /// adapters' `poll`/`recv` return), with when it was taken.
+    unreachable: Vec<(Duration, stellflow_sansio::ClusterUnreachable)>,
 }
 
 /// How long a graceful restart waits for `ConsumerEvent::Closed`.
@@ -81,6 +84,7 @@ impl ConsumerLoad {
             last_join: None,
             incarnations: 0,
             deliveries: 0,
+            unreachable: Vec::new(),
         };
         load.start(world).then_some(load)
     }
@@ -181,6 +185,11 @@ impl ConsumerLoad {
         self.restarts.clear();
     }
 
+    /// The unreachable errors polls got so far, with when each was taken.
+    pub fn unreachable_errors(&self) -> &[(Duration, stellflow_sansio::ClusterUnreachable)] {
+        &self.unreachable
+    }
+
     /// Whether a graceful restart is under way.
     pub fn restarting(&self) -> bool {
         self.closing.is_some()
@@ -261,6 +270,10 @@ impl ConsumerLoad {
                     );
                 }
             }
+        }
+        // A poll that found no record takes the unreachable error, as the adapters' do.
+        if let Some(e) = world.client(self.client).take_unreachable_error() {
+            self.unreachable.push((world.elapsed(), e));
         }
         while let Some(e) = world.poll_event(self.client) {
             let Event::Consumer(e) = e else { continue };

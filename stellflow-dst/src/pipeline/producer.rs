@@ -195,6 +195,17 @@ impl ProducerLoad {
         }
     }
 
+    /// The longest the client waits for the answer to one of the producer's requests (the
+    /// request timeout, or for an `acks = -1` Produce the ack timeout plus a second).
+    pub fn request_timeout_max(&self) -> Duration {
+        self.request_timeout_max
+    }
+
+    /// Records without an outcome yet.
+    pub fn pending(&self) -> usize {
+        self.book.pending()
+    }
+
     /// Outcomes received.
     pub fn completed(&self) -> usize {
         self.book.completed()
@@ -435,12 +446,14 @@ impl ProducerLoad {
     }
 }
 
-/// The entries `(offset, blob)` of the current leader's log of `t0-partition`.
+/// The entries `(offset, blob)` of the current leader's log of `t0-partition` (the last
+/// leader's, once the cluster is gone for good: its logs stay).
 pub fn leader_entries(world: &World, partition: i32) -> Option<Vec<(i64, Bytes)>> {
     let cluster = world.cluster();
     let key = Some(TOPIC.to_owned());
+    let gone = world.gone_at().is_some();
     let leader = cluster.broker_ids().into_iter().find(|id| {
-        cluster.is_alive(*id)
+        (cluster.is_alive(*id) || gone)
             && cluster
                 .broker(*id)
                 .and_then(|b| b.metadata().get(&key, partition))

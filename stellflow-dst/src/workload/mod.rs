@@ -394,14 +394,17 @@ impl RawWorkload {
     }
 }
 
-/// Every acknowledged blob must be in the current leader's log at its offset.
+/// Every acknowledged blob must be in the current leader's log at its offset (the last
+/// leader's, once the cluster is gone for good).
 pub fn check_ledger(world: &mut World, ledger: &Ledger) {
     let key = Some(TOPIC.to_owned());
     let mut problems = Vec::new();
+    // A cluster gone for good keeps its logs: the last leader's is the one to read.
+    let gone = world.gone_at().is_some();
     for ((partition, offset), blob) in &ledger.acked {
         let cluster = world.cluster();
         let leader = cluster.broker_ids().into_iter().find(|id| {
-            cluster.is_alive(*id)
+            (cluster.is_alive(*id) || gone)
                 && cluster
                     .broker(*id)
                     .and_then(|b| b.metadata().get(&key, *partition))

@@ -343,8 +343,15 @@ impl World {
                 progress = true;
                 if let Some(sim) = link.sim {
                     self.cluster.handle_input(sim, now, &mut self.buf);
+                } else if link.impostor.is_some() {
+                    let bytes = std::mem::take(&mut self.buf);
+                    self.impostor_input(key, &bytes);
+                    self.buf = bytes;
                 }
             }
+            let Some(link) = self.links.get_mut(&key) else {
+                continue;
+            };
             if !runs {
                 // A paused client reads nothing: its bytes wait in the network.
                 continue;
@@ -354,7 +361,13 @@ impl World {
             if !self.buf.is_empty() {
                 progress = true;
                 self.trace.record(b'D', m, &self.buf);
-                if let Err((invariant, detail)) = link.obs.on_response_bytes(&self.buf) {
+                // An impostor's garbage is no broker's answer: nothing to check in it.
+                let checked = if link.impostor.is_none() {
+                    link.obs.on_response_bytes(&self.buf)
+                } else {
+                    Ok(())
+                };
+                if let Err((invariant, detail)) = checked {
                     self.violations.push(Violation {
                         at: now - self.epoch,
                         invariant,
@@ -412,12 +425,19 @@ impl World {
             let broker = self.cluster.broker_for_addr(&c.address);
             let result = match broker {
                 Some(b) if self.cut(c.client, b) => Err("connection timed out".to_owned()),
+                Some(b) if self.impostor_of(b).is_some() => Ok((b, None)),
                 Some(b) => self
                     .cluster
                     .connect(b, now)
-                    .map(|sim| (b, sim))
+                    .map(|sim| (b, Some(sim)))
                     .map_err(|e| e.to_string()),
                 None => Err(format!("unknown host {}", c.address)),
+            };
+            let impostor = match (&result, broker.and_then(|b| self.impostor_of(b))) {
+                (Ok((b, None)), Some(garbage)) => {
+                    Some(self.impostor_connected(c.client, c.conn, *b, &c.address, garbage))
+                }
+                _ => None,
             };
             let Some(slot) = self.clients.get_mut(c.client) else {
                 continue;
@@ -436,7 +456,7 @@ impl World {
                     self.links.insert(
                         (c.client, c.conn.0),
                         Link {
-                            sim: Some(sim),
+                            sim,
                             broker,
                             up: Pipe::new(now),
                             down: Pipe::new(now),
@@ -444,9 +464,12 @@ impl World {
                             black_hole: false,
                             rst: false,
                             obs: LinkObserver::tapping(slot.tap).recording(self.log.is_some()),
+                            impostor,
                         },
                     );
-                    self.by_sim.insert(sim, (c.client, c.conn.0));
+                    if let Some(sim) = sim {
+                        self.by_sim.insert(sim, (c.client, c.conn.0));
+                    }
                     slot.client.handle_connected(c.conn, now);
                 }
                 Err(e) => {

@@ -1,6 +1,6 @@
 //! Faults on the world: applying a [`FaultAction`] (resets, half-open and black-holed
-//! connections, partitions, crashes, leader moves, injected errors and delays), undoing it when
-//! it expires, and healing everything.
+//! connections, partitions, crashes, leader moves, injected errors and delays, impostors, the
+//! whole cluster going away), undoing it when it expires, and healing everything.
 
 use super::*;
 
@@ -10,6 +10,10 @@ impl World {
         let m = self.micros();
         self.trace.record(b'F', m, format!("{action:?}").as_bytes());
         note!(self.log, self.elapsed(), "FAULT {action:?}");
+        if self.gone.is_some() {
+            // Gone for good: nothing comes back, and nothing more can break.
+            return;
+        }
         let now = self.now;
         let ms = |v: u32| Duration::from_millis(u64::from(v));
         match action {
@@ -90,8 +94,37 @@ impl World {
                     self.undo.push((now + ms(for_ms), Undo::Resume(broker)));
                 }
             }
+            FaultAction::ClusterGone { silent } => self.cluster_gone(silent),
+            FaultAction::Impostor {
+                broker,
+                garbage,
+                for_ms,
+            } => {
+                if !self.crashed.contains(&broker) && self.cluster.crash(broker, now).is_ok() {
+                    self.crashed.insert(broker);
+                    self.impostors.insert(broker, garbage);
+                    self.undo.push((now + ms(for_ms), Undo::Unmask(broker)));
+                }
+            }
         }
         self.settle();
+    }
+
+    /// Every broker goes away for the rest of the run: the timed faults end first (crashed
+    /// brokers restart, impostors leave, so that the last state of the logs and leadership is
+    /// consistent), then every broker is crashed (connections refused) or, when `silent`, cut
+    /// off from every client (connects time out, bytes on open connections are held forever).
+    fn cluster_gone(&mut self, silent: bool) {
+        self.heal();
+        let now = self.now;
+        for id in self.cluster.broker_ids() {
+            if silent {
+                self.partitioned.insert(id);
+            } else if self.cluster.crash(id, now).is_ok() {
+                self.crashed.insert(id);
+            }
+        }
+        self.gone = Some(self.elapsed());
     }
 
     /// Ends every fault now: heals partitions, restarts crashed brokers (re-asserting their
@@ -139,6 +172,10 @@ impl World {
             Undo::DelaysOff => self.cluster.clear_delays(),
             Undo::ResumeClient(c) => self.resume_client_now(c),
             Undo::Reconnect(c, b) => self.reconnect_client_now(c, b),
+            Undo::Unmask(b) => {
+                self.unmask(b);
+                self.run_undo(Undo::Restart(b));
+            }
         }
     }
 
@@ -195,7 +232,7 @@ impl World {
     }
 
     /// Resets a connection: bytes in flight are lost, both ends learn it at once.
-    fn reset_link(&mut self, key: (usize, u64)) {
+    pub(super) fn reset_link(&mut self, key: (usize, u64)) {
         let Some(link) = self.links.remove(&key) else {
             return;
         };

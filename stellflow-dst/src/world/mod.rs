@@ -8,7 +8,7 @@
 
 use super::check::Violation;
 use super::net::{NetConfig, Pipe};
-use super::plan::FaultAction;
+use super::plan::{FaultAction, Garbage};
 use super::trace::TraceHash;
 use super::wire::{LinkObserver, Outstanding};
 use bytes::{Bytes, BytesMut};
@@ -35,7 +35,11 @@ macro_rules! note {
 
 mod drive;
 mod faults;
+mod impostor;
 mod members;
+
+pub use impostor::NOT_STELLFLOW_BOUND;
+use impostor::{ImpostorConn, ImpostorLink};
 
 /// One of a client's connections as the world sees it ([`World::links`]).
 #[derive(Debug, Clone)]
@@ -96,6 +100,10 @@ struct Slot {
     run: Run,
     /// Brokers this client is cut off from ([`World::isolate_client`]).
     isolated: BTreeSet<i32>,
+    /// The shortest reconnect delay at the cap its configuration allows
+    /// (`reconnect_backoff_max` less the jitter): how far apart reconnects to a peer that is
+    /// not a Stellflow broker must be.
+    reconnect_cap_min: Duration,
 }
 
 /// Whether a client runs: a paused one is not driven at all (no timers, no input, no output,
@@ -141,6 +149,8 @@ struct Link {
     /// An RST is on its way back (a write hit a half-open connection).
     rst: bool,
     obs: LinkObserver,
+    /// The peer is an impostor speaking garbage ([`FaultAction::Impostor`]), not a broker.
+    impostor: Option<ImpostorLink>,
 }
 
 #[derive(Debug)]
@@ -163,6 +173,8 @@ enum Undo {
     ResumeClient(usize),
     /// A client reaches this broker again.
     Reconnect(usize, i32),
+    /// The impostor on this broker's address leaves and the broker restarts.
+    Unmask(i32),
 }
 
 /// A simulated world: `N` sim brokers ([`SimCluster`]), any number of sans-IO clients, a
@@ -202,6 +214,14 @@ pub struct World {
     buf: BytesMut,
     /// Readable trace lines, when asked for with [`World::keep_log`].
     log: Option<Vec<String>>,
+    /// When every broker went away for good ([`FaultAction::ClusterGone`]).
+    gone: Option<Duration>,
+    /// Brokers whose address an impostor holds now, and what it answers.
+    impostors: BTreeMap<i32, Garbage>,
+    /// Every connection made to an impostor, for the not-a-Stellflow-broker checks.
+    impostor_conns: BTreeMap<(usize, u64), ImpostorConn>,
+    /// Connections whose `ConnectionError::NotStellflow` event a workload took.
+    not_stellflow_taken: BTreeSet<(usize, u64)>,
 }
 
 /// Bound on drain passes at one instant before the world reports a livelock.
@@ -238,6 +258,10 @@ impl World {
             stuck_steps: 0,
             buf: BytesMut::with_capacity(64 * 1024),
             log: None,
+            gone: None,
+            impostors: BTreeMap::new(),
+            impostor_conns: BTreeMap::new(),
+            not_stellflow_taken: BTreeSet::new(),
         }
     }
 
@@ -250,6 +274,9 @@ impl World {
         config: ClientConfig,
     ) -> Result<ClientId, stellflow_sansio::ConfigError> {
         let max_in_flight = config.max_in_flight_per_connection;
+        let reconnect_cap_min = config
+            .reconnect_backoff_max
+            .mul_f64((1.0 - config.backoff_jitter).clamp(0.0, 1.0));
         let seed = self.rng.next_u64();
         let client = Client::new(config, self.now, seed)?;
         self.clients.push(Slot {
@@ -265,6 +292,7 @@ impl World {
             wakeups: 0,
             run: Run::Running,
             isolated: BTreeSet::new(),
+            reconnect_cap_min,
         });
         let id = ClientId(self.clients.len() - 1);
         self.settle();
@@ -287,7 +315,11 @@ impl World {
 
     /// The next event client `id` reported (events are buffered as the world drains).
     pub fn poll_event(&mut self, id: ClientId) -> Option<Event> {
-        self.clients.get_mut(id.0)?.events.pop_front()
+        let e = self.clients.get_mut(id.0)?.events.pop_front()?;
+        if let Some(conn) = impostor::not_stellflow_conn(&e) {
+            self.not_stellflow_taken.insert((id.0, conn));
+        }
+        Some(e)
     }
 
     /// The next consumer record client `id` delivered (the world drains
@@ -438,6 +470,11 @@ impl World {
     /// Brokers currently partitioned from the clients.
     pub fn partitioned(&self) -> &BTreeSet<i32> {
         &self.partitioned
+    }
+
+    /// When every broker went away for good ([`FaultAction::ClusterGone`]), if they did.
+    pub fn gone_at(&self) -> Option<Duration> {
+        self.gone
     }
 
     /// Whether any fault (partition, crash, paused replication, timed knob) is still active.
