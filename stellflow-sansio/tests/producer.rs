@@ -718,3 +718,39 @@ fn client_close_says_producer_closed_exactly_once_used_or_not() {
             .is_empty()
     );
 }
+
+/// Records without a timestamp of their own take the wall clock anchored by
+/// `set_wall_clock`; records produced at one `now` share one computed time, and re-anchoring
+/// the clock at that same `now` applies to the next record at once.
+#[test]
+fn records_take_the_wall_clock_anchored_last_even_at_the_same_now() {
+    let mut w = world(1, "stamps", 1, 1, cfg());
+    let now = w.now;
+    w.client.set_wall_clock(now, 1_000_000);
+    for v in [b"a", b"b"] {
+        w.client
+            .produce(now, &ProducerRecord::new("stamps", v))
+            .unwrap();
+    }
+    w.client.set_wall_clock(now, 5_000_000);
+    w.client
+        .produce(now, &ProducerRecord::new("stamps", b"c"))
+        .unwrap();
+    flush(&mut w);
+    let mut stamps = Vec::new();
+    let log = w.sim.broker(1).and_then(|b| b.log("stamps", 0)).unwrap();
+    for e in log.entries_from(0) {
+        for r in blob_records(e.blob.clone()) {
+            let r = r.unwrap();
+            stamps.push((r.record.value.unwrap().to_vec(), r.record.timestamp));
+        }
+    }
+    assert_eq!(
+        stamps,
+        [
+            (b"a".to_vec(), 1_000_000),
+            (b"b".to_vec(), 1_000_000),
+            (b"c".to_vec(), 5_000_000)
+        ]
+    );
+}

@@ -207,6 +207,7 @@ impl BlobRecords {
     /// records.next();
     /// assert!(records.at_end());
     /// ```
+    #[inline]
     pub fn at_end(&mut self) -> bool {
         let complete = matches!(&self.current, Some((_, r)) if r.is_complete());
         complete && !self.failed && self.ahead.is_none() && !self.more_follows()
@@ -232,6 +233,8 @@ impl BlobRecords {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn fail(&mut self, e: BatchError) -> Option<Result<BlobRecord, BatchError>> {
         self.done = true;
         self.failed = true;
@@ -249,10 +252,26 @@ impl BlobRecords {
     }
 }
 
-impl Iterator for BlobRecords {
-    type Item = Result<BlobRecord, BatchError>;
+impl BlobRecords {
+    /// `record`, the next of the current batch, numbered in the blob.
+    #[inline(always)]
+    fn yielded(&mut self, record: Record) -> BlobRecord {
+        let index_in_blob = self.next_index;
+        self.next_index = self.next_index.saturating_add(1);
+        BlobRecord {
+            index_in_blob,
+            batch_index: self.batch_index.saturating_sub(1),
+            format: self.format,
+            record,
+        }
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    /// The next record when the current batch has none left (or before the first batch):
+    /// validates the SRFB envelope, moves to the next batch (checking its CRC) and yields its
+    /// first record. Once per batch, so kept out of line: the per-record path of
+    /// [`BlobRecords::next`] stays small enough to inline into its callers.
+    #[inline(never)]
+    fn next_from_next_batch(&mut self) -> Option<Result<BlobRecord, BatchError>> {
         if self.done {
             return None;
         }
@@ -268,16 +287,7 @@ impl Iterator for BlobRecords {
         loop {
             if let Some((_, records)) = &mut self.current {
                 match records.next() {
-                    Some(Ok(record)) => {
-                        let index_in_blob = self.next_index;
-                        self.next_index = self.next_index.saturating_add(1);
-                        return Some(Ok(BlobRecord {
-                            index_in_blob,
-                            batch_index: self.batch_index - 1,
-                            format: self.format,
-                            record,
-                        }));
-                    }
+                    Some(Ok(record)) => return Some(Ok(self.yielded(record))),
                     Some(Err(e)) => return self.fail(e),
                     None => {}
                 }
@@ -298,6 +308,26 @@ impl Iterator for BlobRecords {
                 }
             }
         }
+    }
+}
+
+impl Iterator for BlobRecords {
+    type Item = Result<BlobRecord, BatchError>;
+
+    /// The next record: straight from the current batch when it has one (inlined, the
+    /// per-record path), else through [`BlobRecords::next_from_next_batch`].
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.done
+            && let Some((_, records)) = &mut self.current
+        {
+            match records.next() {
+                Some(Ok(record)) => return Some(Ok(self.yielded(record))),
+                Some(Err(e)) => return self.fail(e),
+                None => {}
+            }
+        }
+        self.next_from_next_batch()
     }
 }
 

@@ -2,7 +2,7 @@
 //! them outside its lock), then delivered, or dropped when the queue moved meanwhile.
 
 use super::{ConsumerRecord, TopicPartition};
-use stellflow_proto::record::{BatchError, BlobRecord, BlobRecords};
+use stellflow_proto::record::{BatchError, BlobRecord, BlobRecords, Record};
 
 /// Up to `max` records of the blobs at the front of the delivery queue, lent out by
 /// [`crate::Client::lease_records`] so that they can be decoded without `&mut Client`.
@@ -108,10 +108,9 @@ impl RecordLease {
                         let done = b.records.at_end();
                         b.finished = done;
                         if r.index_in_blob >= b.skip {
-                            let record = build_record(&b.tp, b.offset, r, done);
                             b.taken += 1;
-                            b.bytes += record_bytes(&record);
-                            out.push(record);
+                            b.bytes += value_and_key_len(&r.record);
+                            out.push(build_record(&b.tp, b.offset, r, done));
                         }
                     }
                 }
@@ -159,5 +158,11 @@ pub(crate) fn build_record(
 /// Key and value bytes of a record (what the consumed-bytes counters count).
 #[inline(always)]
 pub(crate) fn record_bytes(r: &ConsumerRecord) -> usize {
+    r.value.as_ref().map_or(0, |v| v.len()) + r.key.as_ref().map_or(0, |k| k.len())
+}
+
+/// [`record_bytes`] of a record still in its decoded form.
+#[inline(always)]
+fn value_and_key_len(r: &Record) -> usize {
     r.value.as_ref().map_or(0, |v| v.len()) + r.key.as_ref().map_or(0, |k| k.len())
 }

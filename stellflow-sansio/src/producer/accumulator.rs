@@ -291,6 +291,20 @@ impl Producer {
         result.map(|(id, _)| id)
     }
 
+    /// The timestamp of a record produced at `now` without one of its own (the wall clock
+    /// in ms), computed once per distinct `now`.
+    #[inline]
+    fn record_time(&mut self, now: Instant) -> i64 {
+        if let Some((at, ms)) = self.last_stamp
+            && at == now
+        {
+            return ms;
+        }
+        let ms = self.wall_ms(now);
+        self.last_stamp = Some((now, ms));
+        ms
+    }
+
     /// Accepts one record: its id, and its partition when its topic's metadata is known.
     fn produce_record(
         &mut self,
@@ -335,7 +349,10 @@ impl Producer {
                 limit: self.cfg.buffer_memory,
             });
         }
-        let timestamp = rec.timestamp.unwrap_or_else(|| self.wall_ms(now));
+        let timestamp = match rec.timestamp {
+            Some(t) => t,
+            None => self.record_time(now),
+        };
         let (count, waiting) = match self.topics.get(ti) {
             Some(t) => (t.count, t.pending > 0),
             None => (0, false),

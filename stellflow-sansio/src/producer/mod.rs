@@ -144,6 +144,9 @@ pub(crate) struct Producer {
     closing: Option<Instant>,
     closed: bool,
     wall: Option<(Instant, i64)>,
+    /// The last `now` a record's timestamp was taken at and that timestamp: the records of
+    /// one batch send share their `now`, so the clock arithmetic runs once for all of them.
+    last_stamp: Option<(Instant, i64)>,
     buffers: Vec<BytesMut>,
     slot_vecs: Vec<Vec<accumulator::Slot>>,
     picks: Vec<(i32, usize, usize)>,
@@ -210,6 +213,7 @@ impl Producer {
             closing: None,
             closed: false,
             wall: None,
+            last_stamp: None,
             buffers: Vec::new(),
             slot_vecs: Vec::new(),
             picks: Vec::new(),
@@ -241,6 +245,7 @@ impl Producer {
     /// Anchors the wall clock: `unix_ms` is the time at `now`.
     pub(crate) fn set_wall_clock(&mut self, now: Instant, unix_ms: i64) {
         self.wall = Some((now, unix_ms));
+        self.last_stamp = None;
     }
 
     fn wall_ms(&self, now: Instant) -> i64 {
