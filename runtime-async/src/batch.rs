@@ -3,11 +3,7 @@
 //!
 //! A batch costs a constant number of allocations whatever its length: one vector of
 //! outcomes (sized from the iterator's hint, so one allocation when the hint is exact), one
-//! one-shot channel, and its entry in the table. The outcome vector is taken only when the
-//! batch's first outcome comes in, and outcomes that come in call order are pushed, not
-//! written over placeholders: while records wait in the core's buffer (a producer ahead of
-//! its broker holds `producer.buffer_memory` of them), their batches hold no vector, so the
-//! memory for outcomes stays a few recently freed vectors instead of one per batch queued. Its records take no slot of their own:
+//! one-shot channel, and its entry in the table. Its records take no slot of their own:
 //! records fed to the core in one go get consecutive produce ids and consecutive places in
 //! the outcome vector, so one [`Run`] (first id, first index, length) stands for all of them,
 //! and an outcome finds its place by arithmetic. The core reports a whole batch of the
@@ -34,13 +30,8 @@ pub(crate) enum Fed {
 
 /// One batch's outcomes while its records are on their way.
 struct Collecting {
-    /// The outcomes of records `0..results.len()`, in call order; a record among them still
-    /// on its way holds a placeholder. Empty (no allocation) until the first outcome.
+    /// An outcome per record, in call order; a record still on its way holds a placeholder.
     results: Vec<Result<RecordMetadata>>,
-    /// Records of the batch so far (the length its outcome will have).
-    len: usize,
-    /// The capacity to take for `results`: the iterator's hint, or `len` if more.
-    hint: usize,
     /// Records whose outcome is not in yet.
     waiting: usize,
     /// Every record was fed: the batch is answered once `waiting` reaches 0.
@@ -146,9 +137,7 @@ impl Batches {
         let key = self.next;
         self.next += 1;
         let batch = Collecting {
-            results: Vec::new(),
-            len: 0,
-            hint,
+            results: Vec::with_capacity(hint),
             waiting: 0,
             sealed: false,
             reply: Some(reply),
@@ -159,7 +148,7 @@ impl Batches {
 
     /// How many records batch `key` holds so far (the index of its next one).
     pub fn fed(&self, key: u64) -> usize {
-        self.open.get(&key).map_or(0, |b| b.len)
+        self.open.get(&key).map_or(0, |b| b.results.len())
     }
 
     /// Record `id`, the next of batch `key` (its index is [`Batches::fed`] plus the records
@@ -176,8 +165,9 @@ impl Batches {
         let Some(b) = self.open.get_mut(&key) else {
             return;
         };
-        // Their places are taken when their outcomes come (`Collecting::put`).
-        b.len += n;
+        // Placeholders, each replaced by its outcome.
+        let len = b.results.len() + n;
+        b.results.resize_with(len, || Err(Error::Shutdown));
         b.waiting += n;
     }
 
@@ -194,9 +184,7 @@ impl Batches {
     /// Adds a record whose outcome is known already (it was refused at once).
     pub fn push_done(&mut self, key: u64, result: Result<RecordMetadata>) {
         if let Some(b) = self.open.get_mut(&key) {
-            let index = b.len;
-            b.len += 1;
-            b.put(index, result);
+            b.results.push(result);
         }
     }
 
@@ -205,8 +193,8 @@ impl Batches {
         let Some(b) = self.open.get_mut(&key) else {
             return;
         };
-        if b.reply.is_some() {
-            b.put(index, result);
+        if let Some(slot) = b.results.get_mut(index) {
+            *slot = result;
         }
         b.waiting -= 1;
         if b.sealed && b.waiting == 0 {
@@ -243,56 +231,19 @@ impl Batches {
     /// next step fails with `Shutdown`).
     pub fn shut_down(&mut self) {
         self.runs = Runs::default();
-        for (_, mut b) in self.open.drain() {
-            if b.sealed
-                && let Some(reply) = b.reply.take()
-            {
-                let _ = reply.send(b.finish());
+        for (_, b) in self.open.drain() {
+            if let (true, Some(reply)) = (b.sealed, b.reply) {
+                let _ = reply.send(b.results);
             }
         }
     }
 
     fn answer(&mut self, key: u64) {
-        if let Some(mut b) = self.open.remove(&key)
-            && let Some(reply) = b.reply.take()
+        if let Some(b) = self.open.remove(&key)
+            && let Some(reply) = b.reply
         {
-            let _ = reply.send(b.finish());
+            let _ = reply.send(b.results);
         }
-    }
-}
-
-impl Collecting {
-    /// Stores the outcome of record `index`: pushed when it is the next in call order (the
-    /// common case: one partition's outcomes come in order), else written at its place, the
-    /// places before it holding placeholders until their outcomes come.
-    #[inline]
-    fn put(&mut self, index: usize, result: Result<RecordMetadata>) {
-        if index >= self.len {
-            return; // not a record of this batch
-        }
-        if self.results.capacity() == 0 {
-            self.results.reserve_exact(self.hint.max(self.len));
-        }
-        match index.cmp(&self.results.len()) {
-            std::cmp::Ordering::Equal => self.results.push(result),
-            std::cmp::Ordering::Less => {
-                if let Some(slot) = self.results.get_mut(index) {
-                    *slot = result;
-                }
-            }
-            std::cmp::Ordering::Greater => {
-                self.results.resize_with(index, || Err(Error::Shutdown));
-                self.results.push(result);
-            }
-        }
-    }
-
-    /// The outcome vector, every record's place filled (records still on their way, at a
-    /// shutdown, read [`Error::Shutdown`]).
-    fn finish(&mut self) -> Vec<Result<RecordMetadata>> {
-        let mut results = std::mem::take(&mut self.results);
-        results.resize_with(self.len, || Err(Error::Shutdown));
-        results
     }
 }
 
@@ -438,50 +389,6 @@ mod tests {
         }
         assert_eq!(b.waiting(), 0);
         assert!(b.runs.runs.is_empty());
-    }
-
-    /// A batch takes its outcome vector only when its first outcome comes in (records
-    /// waiting in the core's buffer hold none), outcomes in call order are pushed, and a
-    /// shutdown answers a sealed batch with every place filled.
-    #[test]
-    fn the_outcome_vector_is_taken_at_the_first_outcome() {
-        let mut b = Batches::default();
-        let (tx, mut rx) = oneshot::channel();
-        let key = b.open(4, tx);
-        for i in 0..4u64 {
-            b.note_waiting(key, 20 + i, i as usize);
-        }
-        b.push_waiting(key, 4);
-        b.seal(key);
-        assert_eq!(b.fed(key), 4);
-        assert_eq!(b.open.get(&key).unwrap().results.capacity(), 0);
-        for id in 20..24 {
-            let (k, i) = b.take_record(id).unwrap();
-            b.complete(k, i, Ok(meta(i as u32)));
-            if id == 20 {
-                let c = b.open.get(&key).unwrap();
-                assert_eq!((c.results.len(), c.results.capacity()), (1, 4));
-            }
-        }
-        let got = rx.try_recv().unwrap().expect("answered");
-        let indexes: Vec<u32> = got.iter().map(|r| r.as_ref().unwrap().index).collect();
-        assert_eq!(indexes, [0, 1, 2, 3]);
-
-        let (tx, mut rx) = oneshot::channel();
-        let key = b.open(3, tx);
-        for i in 0..3u64 {
-            b.note_waiting(key, 30 + i, i as usize);
-        }
-        b.push_waiting(key, 3);
-        b.seal(key);
-        let (k, i) = b.take_record(31).unwrap();
-        b.complete(k, i, Ok(meta(1)));
-        b.shut_down();
-        let got = rx.try_recv().unwrap().expect("answered at shutdown");
-        assert_eq!(got.len(), 3);
-        assert!(matches!(got[0], Err(Error::Shutdown)));
-        assert_eq!(got[1].as_ref().unwrap().index, 1);
-        assert!(matches!(got[2], Err(Error::Shutdown)));
     }
 
     /// An abandoned batch drops out of the table once its last record is in.
