@@ -8,7 +8,7 @@ use std::borrow::Borrow;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use stellflow_sansio::TraceIds;
 use tracing::Instrument;
 
@@ -205,6 +205,24 @@ impl<R: Runtime> Producer<R> {
         I: IntoIterator,
         I::Item: Borrow<Record>,
     {
+        self.enqueue_all_within(records, self.client.link.options.max_block)
+            .await
+    }
+
+    /// [`Producer::enqueue_all`] with this call's own bound on the wait for buffer room in
+    /// place of `producer.max_block` (rdkafka's `send(record, queue_timeout)`): code with a
+    /// deadline of its own passes what is left of it, so a full buffer never holds the call
+    /// past the deadline. The records not queued within `max_block` have
+    /// [`Error::BufferFull`] as their outcome; `Duration::ZERO` queues only what fits now.
+    pub async fn enqueue_all_within<I>(
+        &self,
+        records: I,
+        max_block: Duration,
+    ) -> Result<BatchDelivery>
+    where
+        I: IntoIterator,
+        I::Item: Borrow<Record>,
+    {
         /// Records fed to the core per hold of the lock: the driver gets it in between.
         const PER_LOCK: usize = 512;
         let link = &self.client.link;
@@ -241,7 +259,6 @@ impl<R: Runtime> Producer<R> {
                 }
             }
         });
-        let max_block = link.options.max_block;
         let expire = async {
             R::sleep_until(start + max_block).await;
             Ok(false)
@@ -250,7 +267,8 @@ impl<R: Runtime> Producer<R> {
             .instrument(span.clone())
             .await?;
         if !done {
-            fed += link.with(|st, now| st.expire_batch(now, key, held.take(), records))?;
+            fed +=
+                link.with(|st, now| st.expire_batch(now, key, max_block, held.take(), records))?;
         }
         guard.armed = false;
         span.record("records", fed);

@@ -24,7 +24,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Waker};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use stellflow_sansio::{
     AdminError, AdminOutcome, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
     ConsumerEvent, DeliveryError, DisconnectReason, Event, FetchedBlob, FlushId, Position,
@@ -400,20 +400,20 @@ impl State {
         step
     }
 
-    /// Ends batch `key`'s wait for buffer space at `max_block`: `held` and the rest of
-    /// `records` fail with [`Error::BufferFull`], and the lane moves on. Returns how many
-    /// records failed so.
+    /// Ends batch `key`'s wait for buffer space at `max_block` (the call's bound): `held` and
+    /// the rest of `records` fail with [`Error::BufferFull`], and the lane moves on. Returns
+    /// how many records failed so.
     pub fn expire_batch<I>(
         &mut self,
         now: Instant,
         key: u64,
+        max_block: Duration,
         held: Option<I::Item>,
         records: I,
     ) -> usize
     where
         I: Iterator,
     {
-        let max_block = self.options.max_block;
         let mut failed = 0;
         for _ in held.into_iter().chain(records) {
             failed += 1;

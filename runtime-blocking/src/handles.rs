@@ -229,6 +229,23 @@ impl Producer {
         block_on(self.inner.enqueue_all(records))
     }
 
+    /// [`Producer::enqueue_all`] with this call's own bound on the wait for buffer room in
+    /// place of `producer.max_block` (rdkafka's `send(record, queue_timeout)`): code with a
+    /// deadline of its own passes what is left of it, so a full buffer never blocks the call
+    /// past the deadline. The records not queued within `max_block` have
+    /// [`crate::Error::BufferFull`] as their outcome.
+    pub fn enqueue_all_within<I>(
+        &self,
+        records: I,
+        max_block: std::time::Duration,
+    ) -> Result<BatchDelivery>
+    where
+        I: IntoIterator,
+        I::Item: std::borrow::Borrow<Record>,
+    {
+        block_on(self.inner.enqueue_all_within(records, max_block))
+    }
+
     /// Queues `record` if that needs no wait and gives it back (`Ok(Err(record))`) when the
     /// lane is full; never blocks (see [`Producer::enqueue`]).
     pub fn try_enqueue(&self, record: Record) -> Result<std::result::Result<Delivery, Record>> {

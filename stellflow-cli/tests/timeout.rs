@@ -194,9 +194,49 @@ fn a_produce_blocked_on_a_full_buffer_ends_within_the_timeout() {
     // without the cap it is 30 s.
     assert!(took < Duration::from_secs(5), "took {took:?}: {text}");
     assert!(
-        text.contains("record(s) not produced to full")
-            && text.contains("--timeout 2s reached")
-            && text.contains("not delivered within --timeout 2s"),
+        text.contains("record(s) not produced to full") && text.contains("--timeout 2s reached"),
+        "{text}"
+    );
+}
+
+/// Issue 27: a broker frozen before the command starts (a listener that accepts and never
+/// answers, as a SIGSTOPped broker does) ends `produce --timeout` within the timeout plus a
+/// second, non-zero, and the message says that no record was produced and why.
+#[test]
+fn a_produce_to_a_frozen_broker_says_nothing_was_produced() {
+    let frozen = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = frozen.local_addr().unwrap().to_string();
+    // Accepted connections are kept open and never read from.
+    let held = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in frozen.incoming().take(8) {
+            held.push(conn);
+        }
+    });
+    let start = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stellflow"))
+        .args(["--bootstrap", &addr, "--timeout", "2", "produce", "cold"])
+        .env_remove("STELLFLOW_BOOTSTRAP")
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let _ = stdin.write_all(b"one\ntwo\n");
+    let text: Vec<String> = BufReader::new(child.stderr.take().unwrap())
+        .lines()
+        .map(Result::unwrap)
+        .collect();
+    let status = child.wait().unwrap();
+    let took = start.elapsed();
+    let text = text.join("\n");
+    drop(stdin);
+    drop(held);
+    assert_eq!(status.code(), Some(1), "{text}");
+    assert!(took < Duration::from_secs(4), "took {took:?}: {text}");
+    assert!(
+        text.contains("0 record(s) produced to cold (the input was not read)"),
         "{text}"
     );
 }

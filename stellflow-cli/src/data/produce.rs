@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Instant;
-use stellflow_blocking::{BatchDelivery, Delivery, Error, Producer, Record};
+use stellflow_blocking::{BatchDelivery, Delivery, Error, Record};
 
 /// Records sent with one `enqueue_all` at most; a batch is also sent as soon as the input has
 /// no more lines buffered (so lines typed or trickling in go out at once).
@@ -190,8 +190,6 @@ pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
     // Given explicitly, --timeout ends the run: reading stops, and what has no outcome by
     // then counts as not produced.
     let mut timed_out = false;
-    // Records of an `enqueue_all` that was still waiting for buffer room at the deadline.
-    let mut blocked = 0u64;
     loop {
         let next = match env.deadline {
             Some(d) => match lines.recv_timeout(d.saturating_duration_since(Instant::now())) {
@@ -218,15 +216,16 @@ pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
                     })
                     .collect();
                 sent += n as u64;
-                match enqueue_within(&producer, records, env.deadline) {
-                    Some(Ok(d)) => queue.push_back((d, n)),
-                    Some(Err(e)) => (0..n).for_each(|_| failed.add(&e)),
-                    None => {
-                        // Still waiting for buffer room at the deadline: not produced.
-                        timed_out = true;
-                        blocked = n as u64;
-                        break;
-                    }
+                // With a deadline, the wait for buffer room is capped by what is left of it
+                // (records not queued by then fail with BufferFull and are counted below).
+                let queued = match env.deadline {
+                    Some(d) => producer
+                        .enqueue_all_within(records, d.saturating_duration_since(Instant::now())),
+                    None => producer.enqueue_all(records),
+                };
+                match queued {
+                    Ok(d) => queue.push_back((d, n)),
+                    Err(e) => (0..n).for_each(|_| failed.add(&e)),
                 }
                 reap_batches(&mut queue, false, &mut failed);
             }
@@ -251,7 +250,7 @@ pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
             reap_batches(&mut queue, false, &mut failed);
-            let late = queue.iter().map(|(_, n)| *n as u64).sum::<u64>() + blocked;
+            let late = queue.iter().map(|(_, n)| *n as u64).sum::<u64>();
             if late > 0 {
                 timed_out = true;
                 failed.count += late;
@@ -295,35 +294,6 @@ pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
         a.topic
     );
     Ok(())
-}
-
-/// Queues `records` with one `enqueue_all`, which waits for buffer room up to
-/// `producer.max_block` (30 s or more here): with a `deadline` the wait is capped by what is
-/// left until it — the call runs on a thread of its own, and `None` means it was still
-/// waiting at the deadline (its records count as not produced; the process ends without
-/// waiting for it). Without a deadline the call is made here.
-fn enqueue_within(
-    producer: &Producer,
-    records: Vec<Record>,
-    deadline: Option<Instant>,
-) -> Option<Result<BatchDelivery, Error>> {
-    let Some(deadline) = deadline else {
-        return Some(producer.enqueue_all(records));
-    };
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let producer = producer.clone();
-    let spawned = std::thread::Builder::new()
-        .name("produce-enqueue".into())
-        .spawn(move || {
-            let _ = tx.send(producer.enqueue_all(records));
-        });
-    if let Err(e) = spawned {
-        return Some(Err(Error::Spawn(format!(
-            "cannot start the enqueue thread: {e}"
-        ))));
-    }
-    rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        .ok()
 }
 
 /// One input line as a record (split into key and value at `--key-separator`).
