@@ -441,6 +441,17 @@ fn fill(f: &mut Fleet, partitions: i32, blobs: usize) -> usize {
     partitions as usize * blobs
 }
 
+/// Four partitions of 5 blobs each; member `a` (auto-commit off, with a rebalance listener
+/// when `listening`) delivers all of them alone, then member `b` joins. `(fleet, a, b)`.
+fn second_member_joins_one_that_commits_itself(listening: bool) -> (Fleet, usize, usize) {
+    let mut f = Fleet::new(4);
+    let blobs = fill(&mut f, 4, 5);
+    let a = f.join(listening, |c| c.consumer.enable_auto_commit = false);
+    assert!(f.run_until(Duration::from_secs(20), |f| f.deliveries().len() == blobs));
+    let b = f.join(false, |_| {});
+    (f, a, b)
+}
+
 #[test]
 fn three_members_converge_on_disjoint_partitions_and_deliver_each_blob_once() {
     let mut f = Fleet::new(6);
@@ -624,13 +635,9 @@ fn close_releases_the_partitions_at_once() {
 
 #[test]
 fn the_listener_runs_before_the_revocation_and_bounds_an_application_that_never_answers() {
-    let mut f = Fleet::new(4);
-    let blobs = fill(&mut f, 4, 5);
     // The application commits for itself (auto-commit off): what it commits in the listener
     // is what the next owner starts from.
-    let a = f.join(true, |c| c.consumer.enable_auto_commit = false);
-    assert!(f.run_until(Duration::from_secs(20), |f| f.deliveries().len() == blobs));
-    let b = f.join(false, |_| {});
+    let (mut f, a, b) = second_member_joins_one_that_commits_itself(true);
     assert!(f.run_until(Duration::from_secs(10), |f| {
         f.first_event(a, |e| matches!(e, ConsumerEvent::PartitionsRevoking { .. }))
             .is_some()
@@ -856,11 +863,7 @@ fn a_member_closed_and_paused_past_its_session_commits_nothing_on_its_return() {
 /// order).
 #[test]
 fn a_release_waits_for_the_commits_of_the_partition_made_before_it() {
-    let mut f = Fleet::new(4);
-    let blobs = fill(&mut f, 4, 5);
-    let a = f.join(false, |c| c.consumer.enable_auto_commit = false);
-    assert!(f.run_until(Duration::from_secs(20), |f| f.deliveries().len() == blobs));
-    let b = f.join(false, |_| {});
+    let (mut f, a, b) = second_member_joins_one_that_commits_itself(false);
     // The application commits eagerly: two commits after every step (the second waits for
     // the first), until its partitions move.
     let mut issued: Vec<(u64, stellflow_sansio::CommitId)> = Vec::new();
