@@ -452,6 +452,18 @@ fn second_member_joins_one_that_commits_itself(listening: bool) -> (Fleet, usize
     (f, a, b)
 }
 
+/// Two members settle on two of four partitions each, then 5 blobs per partition are
+/// produced and delivered for a second. `(fleet, a, b)`.
+fn two_members_share_four_partitions_and_deliver() -> (Fleet, usize, usize) {
+    let mut f = Fleet::new(4);
+    let a = f.join(false, |_| {});
+    let b = f.join(false, |_| {});
+    assert!(f.run_until(Duration::from_secs(30), |f| f.settled(4, &[2, 2])));
+    fill(&mut f, 4, 5);
+    f.advance(Duration::from_secs(1));
+    (f, a, b)
+}
+
 #[test]
 fn three_members_converge_on_disjoint_partitions_and_deliver_each_blob_once() {
     let mut f = Fleet::new(6);
@@ -562,12 +574,7 @@ fn a_dead_members_partitions_are_taken_over_within_the_session_and_two_heartbeat
 
 #[test]
 fn a_member_paused_past_its_session_loses_its_partitions_and_commits_nothing_for_them() {
-    let mut f = Fleet::new(4);
-    let a = f.join(false, |_| {});
-    let b = f.join(false, |_| {});
-    assert!(f.run_until(Duration::from_secs(30), |f| f.settled(4, &[2, 2])));
-    fill(&mut f, 4, 5);
-    f.advance(Duration::from_secs(1));
+    let (mut f, a, b) = two_members_share_four_partitions_and_deliver();
     let b_parts = f.assignment(b);
     let old_id = f.members[b]
         .client
@@ -797,12 +804,7 @@ fn assign_while_registered_frees_the_slot_at_once() {
 /// is withdrawn.
 #[test]
 fn a_member_closed_and_paused_past_its_session_commits_nothing_on_its_return() {
-    let mut f = Fleet::new(4);
-    let a = f.join(false, |_| {});
-    let b = f.join(false, |_| {});
-    assert!(f.run_until(Duration::from_secs(30), |f| f.settled(4, &[2, 2])));
-    fill(&mut f, 4, 5);
-    f.advance(Duration::from_secs(1));
+    let (mut f, a, b) = two_members_share_four_partitions_and_deliver();
     let b_parts = f.assignment(b);
     assert_eq!(b_parts.len(), 2);
     // The application commits, then closes, and the process stops (SIGSTOP) before the
