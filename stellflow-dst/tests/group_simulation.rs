@@ -347,3 +347,29 @@ fn seed_1000784_member_closed_while_isolated_commits_nothing_after_its_lease() {
          e=1670:isolate:0,7532;e=2894:join:;e=4300:crash:1;e=4309:close:4",
     );
 }
+
+/// Was a bug (group seed 3001548, `group-commit-monotonic`: t0-4 from (6, 0) back to
+/// (3, 0)): a commit written just before the member was cut off from the coordinator was
+/// still unanswered when its lease lapsed (so it could not be withdrawn); it then failed
+/// with its connection, and its retry went out on the new connection with the position of
+/// a partition another member owned by then. Fixed: a group member's retry carries only the
+/// partitions it still owns.
+#[test]
+fn seed_3001548_a_commit_retried_after_a_lapsed_lease_leaves_out_what_was_lost() {
+    assert_group_passes(
+        "seed=3001548;b=2;p=5;m=3;session=3000;hb=1000;lat=772;jit=2909;split=0;records=152;\
+         keyed=100;safety=18862;commit=223263872;e=2016:isolate:7,2461;e=5731:join:;\
+         e=11378:join:;e=18304:pause:4,2998",
+    );
+}
+
+/// The same bug (group seed 3002219, `group-commit-monotonic`: t0-1 from (44, 0) back to
+/// (38, 0)), after an isolation of 2.9 s with a 3 s session.
+#[test]
+fn seed_3002219_a_retry_after_an_isolation_commits_nothing_lost() {
+    assert_group_passes(
+        "seed=3002219;b=2;p=2;m=2;session=3000;hb=1000;lat=1427;jit=1445;split=0;records=127;\
+         keyed=0;safety=14391;commit=3553574410;e=525:delay:87,1730;e=1457:delay:83,1114;\
+         e=5929:pause:2,2648;e=6362:join:;e=7394:join:;e=10077:isolate:2,2916;e=12363:join:",
+    );
+}

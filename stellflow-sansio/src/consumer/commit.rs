@@ -339,6 +339,19 @@ impl Consumer {
             req.kind,
             CommitKind::Sync | CommitKind::Close | CommitKind::Revocation
         ) && now < req.deadline;
+        let mut req = req;
+        if retry && !self.group.subscription.is_empty() {
+            // A group member re-sends only what it still owns: the partitions it lost while
+            // the commit was unanswered (a lapsed lease) may be another member's by now (DST
+            // group seed 3001548: the retry after the reconnect moved the group back).
+            let first = req.positions.first().map(|(tp, _)| tp.clone());
+            req.positions.retain(|(tp, _)| self.parts.contains_key(tp));
+            if req.is_empty() {
+                let tp = first.unwrap_or_else(|| TopicPartition::new("", 0));
+                self.finish_commit(req, Err(ConsumerError::NotAssigned(tp)), ctx);
+                return;
+            }
+        }
         if retry {
             // Older than everything queued: it goes first.
             self.group.pending.push_front(req);
