@@ -319,3 +319,57 @@ fn seed_1278_member_back_from_isolation_rejoins_as_a_new_member() {
          e=23863:join:;e=26339:close:4",
     );
 }
+
+/// Was a bug (group seed 1000223, `group-commit-monotonic`: t0-1 from (8, 0) back to
+/// (6, 0)): a member cut off from the coordinator was closed while its close commit waited
+/// for the coordinator; its lease lapsed meanwhile (a closing member's lease went
+/// unchecked), the others took its partitions over and committed further, and on its return
+/// its close commit wrote the old positions. Fixed: a lapsed lease ends a close without
+/// committing (the core test
+/// `a_member_closed_and_paused_past_its_session_commits_nothing_on_its_return`).
+#[test]
+fn seed_1000223_member_closed_while_cut_off_commits_nothing_on_its_return() {
+    assert_group_passes(
+        "seed=1000223;b=2;p=5;m=4;session=3000;hb=500;lat=816;jit=2166;split=50;records=48;\
+         keyed=50;safety=20613;commit=2272078571;e=662:close:5;e=3701:isolate:4,3224;\
+         e=5660:close:7;e=9511:close:2;e=9607:join:;e=9914:join:;e=15748:crash:6",
+    );
+}
+
+/// Was the same bug (group seed 1000784, `group-commit-monotonic`: t0-4 from (6, 0) back
+/// to (0, 0)): closed 2.6 s into a 7.5 s isolation, the member reached the coordinator
+/// again after its lease and its session, and its queued close commit went out first.
+#[test]
+fn seed_1000784_member_closed_while_isolated_commits_nothing_after_its_lease() {
+    assert_group_passes(
+        "seed=1000784;b=1;p=6;m=3;session=6000;hb=1500;lat=1304;jit=491;split=50;records=51;\
+         keyed=50;safety=14042;commit=1004328465;e=106:delay:154,1269;e=989:join:;\
+         e=1670:isolate:0,7532;e=2894:join:;e=4300:crash:1;e=4309:close:4",
+    );
+}
+
+/// Was a bug (group seed 3001548, `group-commit-monotonic`: t0-4 from (6, 0) back to
+/// (3, 0)): a commit written just before the member was cut off from the coordinator was
+/// still unanswered when its lease lapsed (so it could not be withdrawn); it then failed
+/// with its connection, and its retry went out on the new connection with the position of
+/// a partition another member owned by then. Fixed: a group member's retry carries only the
+/// partitions it still owns.
+#[test]
+fn seed_3001548_a_commit_retried_after_a_lapsed_lease_leaves_out_what_was_lost() {
+    assert_group_passes(
+        "seed=3001548;b=2;p=5;m=3;session=3000;hb=1000;lat=772;jit=2909;split=0;records=152;\
+         keyed=100;safety=18862;commit=223263872;e=2016:isolate:7,2461;e=5731:join:;\
+         e=11378:join:;e=18304:pause:4,2998",
+    );
+}
+
+/// The same bug (group seed 3002219, `group-commit-monotonic`: t0-1 from (44, 0) back to
+/// (38, 0)), after an isolation of 2.9 s with a 3 s session.
+#[test]
+fn seed_3002219_a_retry_after_an_isolation_commits_nothing_lost() {
+    assert_group_passes(
+        "seed=3002219;b=2;p=2;m=2;session=3000;hb=1000;lat=1427;jit=1445;split=0;records=127;\
+         keyed=0;safety=14391;commit=3553574410;e=525:delay:87,1730;e=1457:delay:83,1114;\
+         e=5929:pause:2,2648;e=6362:join:;e=7394:join:;e=10077:isolate:2,2916;e=12363:join:",
+    );
+}

@@ -408,6 +408,21 @@ impl Fleet {
         }
     }
 
+    /// The offset the group's offset store holds for `tp` (−1 when nothing is committed), as
+    /// another client would read it.
+    fn stored_offset(&mut self, tp: &TopicPartition) -> i64 {
+        let r = self.raw(&OffsetFetchRequest {
+            group_id: Some("g".into()),
+            topics: vec![OffsetFetchTopic {
+                topic: Some((&*tp.topic).into()),
+                partitions: vec![OffsetFetchPartition {
+                    partition: tp.partition,
+                }],
+            }],
+        });
+        r.topics[0].partitions[0].offset
+    }
+
     fn first_event(&self, i: usize, f: impl Fn(&ConsumerEvent) -> bool) -> Option<(u64, Instant)> {
         self.members[i]
             .events
@@ -424,6 +439,29 @@ fn fill(f: &mut Fleet, partitions: i32, blobs: usize) -> usize {
         }
     }
     partitions as usize * blobs
+}
+
+/// Four partitions of 5 blobs each; member `a` (auto-commit off, with a rebalance listener
+/// when `listening`) delivers all of them alone, then member `b` joins. `(fleet, a, b)`.
+fn second_member_joins_one_that_commits_itself(listening: bool) -> (Fleet, usize, usize) {
+    let mut f = Fleet::new(4);
+    let blobs = fill(&mut f, 4, 5);
+    let a = f.join(listening, |c| c.consumer.enable_auto_commit = false);
+    assert!(f.run_until(Duration::from_secs(20), |f| f.deliveries().len() == blobs));
+    let b = f.join(false, |_| {});
+    (f, a, b)
+}
+
+/// Two members settle on two of four partitions each, then 5 blobs per partition are
+/// produced and delivered for a second. `(fleet, a, b)`.
+fn two_members_share_four_partitions_and_deliver() -> (Fleet, usize, usize) {
+    let mut f = Fleet::new(4);
+    let a = f.join(false, |_| {});
+    let b = f.join(false, |_| {});
+    assert!(f.run_until(Duration::from_secs(30), |f| f.settled(4, &[2, 2])));
+    fill(&mut f, 4, 5);
+    f.advance(Duration::from_secs(1));
+    (f, a, b)
 }
 
 #[test]
@@ -536,12 +574,7 @@ fn a_dead_members_partitions_are_taken_over_within_the_session_and_two_heartbeat
 
 #[test]
 fn a_member_paused_past_its_session_loses_its_partitions_and_commits_nothing_for_them() {
-    let mut f = Fleet::new(4);
-    let a = f.join(false, |_| {});
-    let b = f.join(false, |_| {});
-    assert!(f.run_until(Duration::from_secs(30), |f| f.settled(4, &[2, 2])));
-    fill(&mut f, 4, 5);
-    f.advance(Duration::from_secs(1));
+    let (mut f, a, b) = two_members_share_four_partitions_and_deliver();
     let b_parts = f.assignment(b);
     let old_id = f.members[b]
         .client
@@ -609,13 +642,9 @@ fn close_releases_the_partitions_at_once() {
 
 #[test]
 fn the_listener_runs_before_the_revocation_and_bounds_an_application_that_never_answers() {
-    let mut f = Fleet::new(4);
-    let blobs = fill(&mut f, 4, 5);
     // The application commits for itself (auto-commit off): what it commits in the listener
     // is what the next owner starts from.
-    let a = f.join(true, |c| c.consumer.enable_auto_commit = false);
-    assert!(f.run_until(Duration::from_secs(20), |f| f.deliveries().len() == blobs));
-    let b = f.join(false, |_| {});
+    let (mut f, a, b) = second_member_joins_one_that_commits_itself(true);
     assert!(f.run_until(Duration::from_secs(10), |f| {
         f.first_event(a, |e| matches!(e, ConsumerEvent::PartitionsRevoking { .. }))
             .is_some()
@@ -764,5 +793,127 @@ fn assign_while_registered_frees_the_slot_at_once() {
     // No record delivered twice: a committed what it gave up before freeing the slot.
     for ((tp, off), who) in f.deliveries() {
         assert_eq!(who.len(), 3, "{tp}@{off} delivered by {who:?}");
+    }
+}
+
+/// Was a bug (DST group seeds 1000223 and 1000784, `group-commit-monotonic`): a member closed
+/// while it could not reach the coordinator kept its close commit queued past its lease, and
+/// when it reached the coordinator again it wrote its stale positions over the commits of
+/// the member that had taken its partitions over. A lapsed lease now ends a close too: the
+/// close finishes without committing, and a commit the member made but had not written yet
+/// is withdrawn.
+#[test]
+fn a_member_closed_and_paused_past_its_session_commits_nothing_on_its_return() {
+    let (mut f, a, b) = two_members_share_four_partitions_and_deliver();
+    let b_parts = f.assignment(b);
+    assert_eq!(b_parts.len(), 2);
+    // The application commits, then closes, and the process stops (SIGSTOP) before the
+    // driver wrote anything: the commit waits in the client, the close commit behind it.
+    let now = f.now;
+    f.members[b].client.commit(now).unwrap();
+    f.members[b].client.close_consumer(now);
+    f.pause(b);
+    // a takes b's partitions over once b's session is over, delivers and commits more.
+    assert!(f.run_until(Duration::from_secs(30), |f| f.assignment(a).len() == 4));
+    fill(&mut f, 4, 5);
+    f.advance(Duration::from_secs(5));
+    let a_commits: Vec<(TopicPartition, i64)> = b_parts
+        .iter()
+        .map(|tp| (tp.clone(), f.stored_offset(tp)))
+        .collect();
+    for (tp, off) in &a_commits {
+        assert_eq!(*off, 10, "a committed {tp} after delivering all of it");
+    }
+    let events_before = f.members[b].events.len();
+    f.resume(b);
+    f.advance(Duration::from_secs(2));
+    for (tp, off) in &a_commits {
+        assert_eq!(
+            f.stored_offset(tp),
+            *off,
+            "{tp}: b wrote over a's commit on its return"
+        );
+    }
+    let after: Vec<&ConsumerEvent> = f.members[b].events[events_before..]
+        .iter()
+        .map(|(_, _, e)| e)
+        .collect();
+    assert!(
+        after
+            .iter()
+            .any(|e| matches!(e, ConsumerEvent::PartitionsLost(p)
+            if p.iter().cloned().collect::<BTreeSet<_>>() == b_parts)),
+        "{after:?}"
+    );
+    assert!(
+        after.iter().any(|e| matches!(e, ConsumerEvent::Closed)),
+        "the close finished: {after:?}"
+    );
+    assert!(
+        !after.iter().any(
+            |e| matches!(e, ConsumerEvent::CommitCompleted { result: Ok(p), .. }
+            if p.iter().any(|(tp, _)| b_parts.contains(tp)))
+        ),
+        "b committed a partition it had lost: {after:?}"
+    );
+}
+
+/// A partition is released only once every commit of it made before the release finished: a
+/// commit still queued or unanswered when the release went out could land after the new
+/// owner started and overwrite its commits (a zombie commit; the server checks no
+/// membership on OffsetCommit, and may execute two requests of one connection in either
+/// order).
+#[test]
+fn a_release_waits_for_the_commits_of_the_partition_made_before_it() {
+    let (mut f, a, b) = second_member_joins_one_that_commits_itself(false);
+    // The application commits eagerly: two commits after every step (the second waits for
+    // the first), until its partitions move.
+    let mut issued: Vec<(u64, stellflow_sansio::CommitId)> = Vec::new();
+    let deadline = f.now + Duration::from_secs(20);
+    while f.now < deadline && !f.settled(4, &[2, 2]) {
+        let now = f.now;
+        for _ in 0..2 {
+            let id = f.members[a].client.commit(now).unwrap();
+            issued.push((f.seq, id));
+        }
+        f.tick(Duration::from_millis(100));
+    }
+    assert!(f.settled(4, &[2, 2]), "no handover");
+    let moved = f.assignment(b);
+    let events = &f.members[a].events;
+    let (revoking, revoked) = {
+        let at = |pred: &dyn Fn(&ConsumerEvent) -> bool| {
+            events
+                .iter()
+                .find(|(_, _, e)| pred(e))
+                .map(|(s, _, _)| *s)
+                .expect("a revoked the moved partitions")
+        };
+        (
+            at(&|e| {
+                matches!(e, ConsumerEvent::PartitionsRevoking { partitions, .. }
+                if partitions.iter().any(|tp| moved.contains(tp)))
+            }),
+            at(&|e| {
+                matches!(e, ConsumerEvent::PartitionsRevoked(p)
+                if p.iter().any(|tp| moved.contains(tp)))
+            }),
+        )
+    };
+    let completed: BTreeMap<stellflow_sansio::CommitId, u64> = events
+        .iter()
+        .filter_map(|(s, _, e)| match e {
+            ConsumerEvent::CommitCompleted { id, .. } => Some((*id, *s)),
+            _ => None,
+        })
+        .collect();
+    let before: Vec<_> = issued.iter().filter(|(s, _)| *s < revoking).collect();
+    assert!(!before.is_empty());
+    for (_, id) in before {
+        let done = completed.get(id).copied();
+        assert!(
+            done.is_some_and(|d| d < revoked),
+            "commit {id:?} (made before the revocation) finished at {done:?}, after the release at {revoked}"
+        );
     }
 }

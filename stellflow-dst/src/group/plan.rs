@@ -212,23 +212,10 @@ impl GroupPlan {
 
     /// The plan as one line that [`GroupPlan::parse`] reads back (`STELLFLOW_GROUP_PLAN`).
     pub fn to_code(&self) -> String {
-        let s = &self.scenario;
-        let mut out = format!(
-            "seed={};b={};p={};m={};session={};hb={};lat={};jit={};split={};records={};keyed={};safety={};commit={}",
-            self.seed,
-            s.brokers,
-            s.partitions,
-            s.members,
-            s.session_ms,
-            s.heartbeat_ms,
-            s.latency_us,
-            s.jitter_us,
-            s.split_pct,
-            s.records,
-            s.keyed_pct,
-            s.safety_ms,
-            s.commit_bits
-        );
+        let mut out = format!("seed={}", self.seed);
+        for k in &KNOBS {
+            out.push_str(&format!(";{}={}", k.key, (k.get)(&self.scenario)));
+        }
         for e in &self.events {
             let (name, args) = e.event.encode();
             let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
@@ -262,50 +249,106 @@ impl GroupPlan {
                 plan.seed = value.parse().ok()?;
                 continue;
             }
-            let v: u32 = value.parse().ok()?;
-            let s = &mut plan.scenario;
-            match key {
-                "b" => s.brokers = v.clamp(1, 9),
-                "p" => s.partitions = v.clamp(1, 64),
-                "m" => s.members = v.clamp(1, MAX_MEMBERS as u32),
-                "session" => s.session_ms = v.max(100),
-                "hb" => s.heartbeat_ms = v.max(10),
-                "lat" => s.latency_us = v,
-                "jit" => s.jitter_us = v,
-                "split" => s.split_pct = v,
-                "records" => s.records = v,
-                "keyed" => s.keyed_pct = v,
-                "safety" => s.safety_ms = v,
-                "commit" => s.commit_bits = v,
-                _ => return None,
-            }
+            let knob = KNOBS.iter().find(|k| k.key == key)?;
+            (knob.set)(&mut plan.scenario, value.parse().ok()?);
         }
         plan.events.sort_by_key(|e| e.at_ms);
         Some(plan)
     }
 }
 
+/// One number of a [`GroupScenario`]: its key in the plan code, how it is read and set
+/// (with the bounds a replayed plan is held to), and how the readable plan says it.
+struct Knob {
+    key: &'static str,
+    get: fn(&GroupScenario) -> u32,
+    set: fn(&mut GroupScenario, u32),
+    say: fn(u32) -> String,
+}
+
+/// Every number of a scenario, in the order the code and the readable plan give them.
+const KNOBS: [Knob; 12] = [
+    Knob {
+        key: "b",
+        get: |s| s.brokers,
+        set: |s, v| s.brokers = v.clamp(1, 9),
+        say: |v| format!("{v} broker(s)"),
+    },
+    Knob {
+        key: "p",
+        get: |s| s.partitions,
+        set: |s, v| s.partitions = v.clamp(1, 64),
+        say: |v| format!("t0 with {v} partition(s)"),
+    },
+    Knob {
+        key: "m",
+        get: |s| s.members,
+        set: |s, v| s.members = v.clamp(1, MAX_MEMBERS as u32),
+        say: |v| format!("{v} member(s) at the start"),
+    },
+    Knob {
+        key: "session",
+        get: |s| s.session_ms,
+        set: |s, v| s.session_ms = v.max(100),
+        say: |v| format!("session {v} ms"),
+    },
+    Knob {
+        key: "hb",
+        get: |s| s.heartbeat_ms,
+        set: |s, v| s.heartbeat_ms = v.max(10),
+        say: |v| format!("heartbeat {v} ms"),
+    },
+    Knob {
+        key: "lat",
+        get: |s| s.latency_us,
+        set: |s, v| s.latency_us = v,
+        say: |v| format!("latency {v} us"),
+    },
+    Knob {
+        key: "jit",
+        get: |s| s.jitter_us,
+        set: |s, v| s.jitter_us = v,
+        say: |v| format!("jitter {v} us"),
+    },
+    Knob {
+        key: "split",
+        get: |s| s.split_pct,
+        set: |s, v| s.split_pct = v,
+        say: |v| format!("split {v}%"),
+    },
+    Knob {
+        key: "records",
+        get: |s| s.records,
+        set: |s, v| s.records = v,
+        say: |v| format!("{v} records"),
+    },
+    Knob {
+        key: "keyed",
+        get: |s| s.keyed_pct,
+        set: |s, v| s.keyed_pct = v,
+        say: |v| format!("{v}% keyed"),
+    },
+    Knob {
+        key: "safety",
+        get: |s| s.safety_ms,
+        set: |s, v| s.safety_ms = v,
+        say: |v| format!("safety {v} ms"),
+    },
+    Knob {
+        key: "commit",
+        get: |s| s.commit_bits,
+        set: |s, v| s.commit_bits = v,
+        say: |v| format!("commit bits {v:#x}"),
+    },
+];
+
 impl fmt::Display for GroupPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = &self.scenario;
-        writeln!(
-            f,
-            "group seed {}: {} broker(s), t0 with {} partition(s), {} member(s) at the start, session {} ms, \
-             heartbeat {} ms, latency {} us + jitter {} us, split {}%, {} records ({}% keyed), safety {} ms, commit bits {:#x}",
-            self.seed,
-            s.brokers,
-            s.partitions,
-            s.members,
-            s.session_ms,
-            s.heartbeat_ms,
-            s.latency_us,
-            s.jitter_us,
-            s.split_pct,
-            s.records,
-            s.keyed_pct,
-            s.safety_ms,
-            s.commit_bits
-        )?;
+        let knobs: Vec<String> = KNOBS
+            .iter()
+            .map(|k| (k.say)((k.get)(&self.scenario)))
+            .collect();
+        writeln!(f, "group seed {}: {}", self.seed, knobs.join(", "))?;
         for e in &self.events {
             writeln!(f, "  at {:>6} ms: {:?}", e.at_ms, e.event)?;
         }
@@ -323,5 +366,25 @@ mod tests {
             let plan = GroupPlan::from_seed(seed);
             assert_eq!(GroupPlan::parse(&plan.to_code()), Some(plan));
         }
+    }
+
+    #[test]
+    fn a_replayed_plan_is_held_to_the_bounds_and_unknown_keys_are_refused() {
+        let plan = GroupPlan::parse("seed=3;b=0;p=999;m=77;session=1;hb=0;commit=5").unwrap();
+        let s = plan.scenario;
+        assert_eq!(
+            (
+                s.brokers,
+                s.partitions,
+                s.members,
+                s.session_ms,
+                s.heartbeat_ms
+            ),
+            (1, 64, MAX_MEMBERS as u32, 100, 10)
+        );
+        assert_eq!(s.commit_bits, 5);
+        assert!(plan.to_string().contains("commit bits 0x5"));
+        assert_eq!(GroupPlan::parse("seed=3;nope=1"), None);
+        assert_eq!(GroupPlan::parse("seed=3;b=x"), None);
     }
 }

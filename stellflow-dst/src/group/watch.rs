@@ -23,8 +23,14 @@
 //!
 //! * `group-no-loss`: every record before `C` was delivered by some member (`C` never moves
 //!   past a record nobody delivered);
-//! * `group-commit-monotonic`: `C` never moves backwards (a stale member committing an old
-//!   position would make the next owner redeliver more than the handover allows).
+//! * `group-commit-monotonic`: `C` never moves backwards. This is stricter than the issue's
+//!   no-loss invariant (a commit that goes back is no loss when the records after it are
+//!   delivered again, which `group-no-loss` and `group-delivers-all` check); it stands for
+//!   the redelivery bound instead. The members here commit only positions they reached, in
+//!   order, and a partition's next owner starts at the last commit, so `C` goes back only
+//!   when a member commits a partition it no longer owns — a zombie commit (the server
+//!   checks no membership on OffsetCommit) — and the owner after it would then redeliver
+//!   more than the records delivered after the old owner's last commit.
 //!
 //! Once membership has been stable for the convergence bound ([`GroupWatch::bound`]: the
 //! session timeout plus [`CONVERGENCE_HEARTBEATS`] heartbeat intervals after the last join,
@@ -431,39 +437,35 @@ impl GroupWatch {
         }
     }
 
-    /// The end check: every record below the high watermark was delivered by some member.
-    pub fn check_all_delivered(&mut self, world: &mut World) {
+    /// The first partition with a record below its high watermark that no member delivered:
+    /// the partition, that record, and the high watermark.
+    fn first_undelivered(&mut self, world: &World) -> Option<(usize, Pos, i64)> {
         self.advance_frontiers(world);
-        for (p, w) in self.parts.iter().enumerate() {
+        self.parts.iter().enumerate().find_map(|(p, w)| {
             let hw = world
                 .cluster()
                 .broker(w.leader)
                 .and_then(|b| b.high_watermark(&(Some(TOPIC.to_owned()), p as i32)))
                 .unwrap_or(0);
-            if w.frontier.0 < hw {
-                world.report(
-                    "group-delivers-all",
-                    format!(
-                        "t0-{p}: record {:?} (below the high watermark {hw}) was never delivered",
-                        w.frontier
-                    ),
-                );
-                return;
-            }
+            (w.frontier.0 < hw).then_some((p, w.frontier, hw))
+        })
+    }
+
+    /// The end check: every record below the high watermark was delivered by some member.
+    pub fn check_all_delivered(&mut self, world: &mut World) {
+        if let Some((p, record, hw)) = self.first_undelivered(world) {
+            world.report(
+                "group-delivers-all",
+                format!(
+                    "t0-{p}: record {record:?} (below the high watermark {hw}) was never delivered"
+                ),
+            );
         }
     }
 
     /// Whether every record below each partition's high watermark was delivered.
     pub fn all_delivered(&mut self, world: &World) -> bool {
-        self.advance_frontiers(world);
-        self.parts.iter().enumerate().all(|(p, w)| {
-            let hw = world
-                .cluster()
-                .broker(w.leader)
-                .and_then(|b| b.high_watermark(&(Some(TOPIC.to_owned()), p as i32)))
-                .unwrap_or(0);
-            w.frontier.0 >= hw
-        })
+        self.first_undelivered(world).is_none()
     }
 
     /// Whether `m` holds a stale view at `at` (see [`GroupWatch::stale`]).

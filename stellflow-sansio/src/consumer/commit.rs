@@ -12,7 +12,7 @@ use crate::error::RequestError;
 use crate::net::Origin;
 use crate::request::{RequestOptions, Target};
 use bytes::Bytes;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::time::Instant;
 use stellflow_proto::messages::{
     OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitTopic,
@@ -44,8 +44,13 @@ impl CommitReq {
     }
 
     /// Leaves out the positions of `lost` partitions (another member may own them now).
-    pub(super) fn drop_partitions(&mut self, lost: &std::collections::BTreeSet<&TopicPartition>) {
+    pub(super) fn drop_partitions(&mut self, lost: &BTreeSet<&TopicPartition>) {
         self.positions.retain(|(tp, _)| !lost.contains(tp));
+    }
+
+    /// Whether it commits a position of one of `partitions`.
+    pub(super) fn covers(&self, partitions: &[TopicPartition]) -> bool {
+        self.positions.iter().any(|(tp, _)| partitions.contains(tp))
     }
 }
 
@@ -185,7 +190,6 @@ impl Consumer {
             ctx.net.counters.offset_commits += 1;
         }
         let close = req.kind == CommitKind::Close;
-        let revocation = req.kind == CommitKind::Revocation;
         let id = req.id;
         ctx.emit(ConsumerEvent::CommitCompleted {
             id: req.id,
@@ -195,9 +199,57 @@ impl Consumer {
         if close {
             self.finish_close(ctx);
         }
-        if revocation {
-            // A group handover waits for this commit before it releases the partitions.
-            self.revocation_committed(id, ctx);
+        // A group handover waits for this commit (its own, or the last one of the partitions
+        // it releases) before it releases them.
+        self.revocation_committed(id, ctx);
+    }
+
+    /// The last commit not finished yet (queued or in flight) with a position of one of
+    /// `partitions`: commits finish in the order they were made, so once it has, none of
+    /// theirs is left.
+    pub(super) fn last_commit_covering(&self, partitions: &[TopicPartition]) -> Option<CommitId> {
+        let g = &self.group;
+        (g.pending.iter().chain(g.in_flight.values()))
+            .filter(|c| c.covers(partitions))
+            .map(|c| c.id)
+            .max()
+    }
+
+    /// Leaves the positions of `lost` partitions out of every commit not sent yet — queued,
+    /// or in flight with none of its bytes written (withdrawn from the connection, then
+    /// queued first again): another member may own them by now. A commit left with nothing
+    /// fails with [`ConsumerError::NotAssigned`]. Commits already written are left alone.
+    pub(super) fn drop_unsent_commits(&mut self, lost: &[TopicPartition], ctx: &mut Ctx<'_>) {
+        if lost.is_empty() {
+            return;
+        }
+        let unsent: Vec<u64> = (self.group.in_flight.iter())
+            .filter(|(_, c)| c.covers(lost))
+            .map(|(seq, _)| *seq)
+            .collect();
+        for seq in unsent {
+            if ctx.net.cancel_unsent(seq)
+                && let Some(c) = self.group.in_flight.remove(&seq)
+            {
+                // It was made before everything queued: it stays first.
+                self.group.pending.push_front(c);
+            }
+        }
+        let lost_set: BTreeSet<&TopicPartition> = lost.iter().collect();
+        let mut emptied = Vec::new();
+        for c in self.group.pending.iter_mut() {
+            c.drop_partitions(&lost_set);
+            if c.is_empty() {
+                emptied.push(c.id());
+            }
+        }
+        let (dropped, keep): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut self.group.pending)
+            .into_iter()
+            .partition(|c| emptied.contains(&c.id()));
+        self.group.pending = keep;
+        for c in dropped {
+            let tp = lost[0].clone();
+            self.finish_commit(c, Err(ConsumerError::NotAssigned(tp)), ctx);
         }
     }
 
@@ -287,6 +339,19 @@ impl Consumer {
             req.kind,
             CommitKind::Sync | CommitKind::Close | CommitKind::Revocation
         ) && now < req.deadline;
+        let mut req = req;
+        if retry && !self.group.subscription.is_empty() {
+            // A group member re-sends only what it still owns: the partitions it lost while
+            // the commit was unanswered (a lapsed lease) may be another member's by now (DST
+            // group seed 3001548: the retry after the reconnect moved the group back).
+            let first = req.positions.first().map(|(tp, _)| tp.clone());
+            req.positions.retain(|(tp, _)| self.parts.contains_key(tp));
+            if req.is_empty() {
+                let tp = first.unwrap_or_else(|| TopicPartition::new("", 0));
+                self.finish_commit(req, Err(ConsumerError::NotAssigned(tp)), ctx);
+                return;
+            }
+        }
         if retry {
             // Older than everything queued: it goes first.
             self.group.pending.push_front(req);

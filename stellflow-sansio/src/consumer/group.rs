@@ -231,7 +231,7 @@ impl Group {
         }
         // A queued commit (waiting for a coordinator) fails at its deadline.
         d.extend(self.pending.iter().map(|c| Some(c.deadline)));
-        d.push(self.reg.deadline(closing));
+        d.push(self.reg.deadline(closing, last_now));
         d.into_iter().flatten().filter(|t| *t > last_now).min()
     }
 }

@@ -70,6 +70,7 @@ struct Revocation {
     /// The listener's answer is waited for until then.
     deadline: Instant,
     answered: bool,
+    /// The commit whose end releases the partitions: its own, or the last earlier one of them.
     commit: Option<CommitId>,
 }
 
@@ -154,25 +155,29 @@ impl Membership {
         self.dirty = true;
     }
 
-    /// The earliest instant the membership needs a pass at.
-    pub(crate) fn deadline(&self, closing: bool) -> Option<Instant> {
+    /// The earliest instant after `last_now` the membership needs a pass at. Each instant is
+    /// weighed on its own: a round overdue while the coordinator is unknown must not hide the
+    /// end of the lease, which matters while closing too (a close commit still queued when
+    /// the lease ends is dropped).
+    pub(crate) fn deadline(&self, closing: bool, last_now: Instant) -> Option<Instant> {
+        let mut d: Vec<Instant> = Vec::new();
         if let Leave::Wanted { deadline } = self.leave {
-            return Some(deadline);
+            d.push(deadline);
         }
-        if !self.active || closing || self.parting_since.is_some() {
-            return None;
+        if self.active {
+            d.extend(self.lease_until);
         }
-        let mut d: Vec<Instant> = self
-            .revocations
-            .values()
-            .filter(|r| !r.answered)
-            .map(|r| r.deadline)
-            .collect();
-        d.extend(self.lease_until);
-        if self.in_flight.is_none() {
-            d.extend(self.next_round);
+        if self.active && !closing && self.parting_since.is_none() {
+            d.extend(
+                (self.revocations.values())
+                    .filter(|r| !r.answered)
+                    .map(|r| r.deadline),
+            );
+            if self.in_flight.is_none() {
+                d.extend(self.next_round);
+            }
         }
-        d.into_iter().min()
+        d.into_iter().filter(|t| *t > last_now).min()
     }
 
     fn lease_valid(&self, now: Instant) -> bool {
@@ -189,11 +194,12 @@ pub(crate) fn lease_margin(session: Duration, heartbeat: Duration) -> Duration {
 impl Consumer {
     /// Whether registry membership is on and this member's lease has lapsed while it holds or
     /// claims partitions or has a slot: a member that holds nothing forgets its slot too, for
-    /// the others may have freed it and given it to a newcomer (DST finding F4).
+    /// the others may have freed it and given it to a newcomer (DST finding F4). A closing
+    /// member too: its close commit may still wait for the coordinator (DST group seeds
+    /// 1000223, 1000784: closed while cut off, it committed stale positions on its return).
     pub(crate) fn lease_lapsed(&self, now: Instant) -> bool {
         let m = &self.group.reg;
         m.active
-            && !self.closing
             && !m.lease_valid(now)
             && (!self.parts.is_empty() || !m.claims.is_empty() || m.slot.is_some())
             && m.lease_until.is_some()
@@ -203,25 +209,7 @@ impl Consumer {
     /// commits not sent yet lose them too. The partitions dropped.
     fn drop_uncommitted(&mut self, ctx: &mut Ctx<'_>) -> Vec<TopicPartition> {
         let lost: Vec<TopicPartition> = self.parts.keys().cloned().collect();
-        let lost_set: BTreeSet<&TopicPartition> = lost.iter().collect();
-        let mut emptied = Vec::new();
-        for c in self.group.pending.iter_mut() {
-            c.drop_partitions(&lost_set);
-            if c.is_empty() {
-                emptied.push(c.id());
-            }
-        }
-        let (dropped, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.group.pending)
-            .into_iter()
-            .partition(|c| emptied.contains(&c.id()));
-        self.group.pending = keep.into();
-        for c in dropped {
-            let tp = lost
-                .first()
-                .cloned()
-                .unwrap_or_else(|| TopicPartition::new("", 0));
-            self.finish_commit(c, Err(super::ConsumerError::NotAssigned(tp)), ctx);
-        }
+        self.drop_unsent_commits(&lost, ctx);
         self.set_assignment(&[]);
         lost
     }
@@ -252,6 +240,18 @@ impl Consumer {
         // Commits not sent yet must not write positions another member may own by now.
         let lost = self.drop_uncommitted(ctx);
         let listening = self.group.reg.listening;
+        if self.closing {
+            // A closing member finishes its close at once: nothing committed, its slot left
+            // to the others (they count it gone, and may have given the slot to another).
+            self.group.reg = Membership::new();
+            self.group.reg.listening = listening;
+            self.group.reg.leave = Leave::Done;
+            if !lost.is_empty() {
+                ctx.emit(ConsumerEvent::PartitionsLost(lost));
+            }
+            self.finish_close(ctx);
+            return;
+        }
         let mut view = std::mem::take(&mut self.group.reg.view);
         // The old registration is this member's own and holds nothing any more: the next
         // read frees its slot, so that nobody waits a session timeout for it.
@@ -862,7 +862,17 @@ impl Consumer {
             Vec::new()
         };
         if positions.is_empty() {
-            self.finish_revocation(id, ctx);
+            // Nothing more to commit, but a commit of the partitions made earlier (by the
+            // application, or an auto-commit) may still be on its way: released before it
+            // lands, it would overwrite the new owner's commits (a zombie commit).
+            match self.last_commit_covering(&partitions) {
+                Some(commit) => {
+                    if let Some(r) = self.group.reg.revocations.get_mut(&id) {
+                        r.commit = Some(commit);
+                    }
+                }
+                None => self.finish_revocation(id, ctx),
+            }
         } else {
             let commit = self.start_commit(now, positions, CommitKind::Revocation, ctx);
             if let Some(r) = self.group.reg.revocations.get_mut(&id) {
@@ -871,12 +881,14 @@ impl Consumer {
         }
     }
 
-    /// A revocation's commit finished (landed or failed for good): release its partitions.
+    /// A commit finished (landed or failed for good): the revocations that waited for it (their
+    /// own commit, or the last earlier commit of their partitions) release their partitions.
     pub(crate) fn revocation_committed(&mut self, commit: CommitId, ctx: &mut Ctx<'_>) {
-        let id = (self.group.reg.revocations.iter())
-            .find(|(_, r)| r.commit == Some(commit))
-            .map(|(id, _)| *id);
-        if let Some(id) = id {
+        let ids: Vec<RevocationId> = (self.group.reg.revocations.iter())
+            .filter(|(_, r)| r.commit == Some(commit))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
             self.finish_revocation(id, ctx);
         }
     }
@@ -885,6 +897,9 @@ impl Consumer {
         let Some(r) = self.group.reg.revocations.remove(&id) else {
             return;
         };
+        // Commits made after the revocation's own and still queued lose these partitions:
+        // once released, another member may start them.
+        self.drop_unsent_commits(&r.partitions, ctx);
         let keep: Vec<TopicPartition> = (self.parts.keys())
             .filter(|tp| !r.partitions.contains(tp))
             .cloned()
