@@ -96,6 +96,8 @@ struct Slot {
     run: Run,
     /// Brokers this client is cut off from ([`World::isolate_client`]).
     isolated: BTreeSet<i32>,
+    /// The `Output::Timeout` the client's last drain ended with.
+    deadline: Option<Instant>,
 }
 
 /// Whether a client runs: a paused one is not driven at all (no timers, no input, no output,
@@ -265,6 +267,7 @@ impl World {
             wakeups: 0,
             run: Run::Running,
             isolated: BTreeSet::new(),
+            deadline: None,
         });
         let id = ClientId(self.clients.len() - 1);
         self.settle();
