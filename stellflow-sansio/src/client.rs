@@ -257,19 +257,19 @@ impl Client {
     }
 
     /// A connection the driver should open; report back with the returned id.
-    pub fn poll_connect(&mut self) -> Option<ConnectRequest> {
+    fn poll_connect(&mut self) -> Option<ConnectRequest> {
         self.net.poll_connect()
     }
 
     /// A connection the driver should close at once (the core gave up on its stream; the
     /// matching [`Event::ConnectionError`] says why). Do not report it back as disconnected.
-    pub fn poll_close(&mut self) -> Option<ConnId> {
+    fn poll_close(&mut self) -> Option<ConnId> {
         self.net.poll_close()
     }
 
     /// Appends the bytes to send on one connection to `buf` and returns that connection, after
     /// running the pass (`process`).
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut BytesMut) -> Option<ConnId> {
+    fn poll_transmit(&mut self, now: Instant, buf: &mut BytesMut) -> Option<ConnId> {
         let span = self.obs.span.clone();
         let _entered = span.enter();
         self.last_now = now;
@@ -279,7 +279,7 @@ impl Client {
     }
 
     /// The earliest instant at which [`Client::handle_timeout`] must be called.
-    pub fn poll_timeout(&mut self) -> Option<Instant> {
+    fn poll_timeout(&mut self) -> Option<Instant> {
         let net = [self.net.poll_timeout(), self.producer.poll_timeout()]
             .into_iter()
             .flatten()
@@ -295,7 +295,7 @@ impl Client {
     }
 
     /// The next outcome: connection changes, metadata updates, admin and raw results.
-    pub fn poll_event(&mut self) -> Option<Event> {
+    fn poll_event(&mut self) -> Option<Event> {
         let event = loop {
             let event = (self.events.pop_front()).or_else(|| self.producer.poll_event())?;
             match &event {

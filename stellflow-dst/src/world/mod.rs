@@ -178,7 +178,7 @@ enum Undo {
 /// commands through [`World::client`] (passing [`World::now`]) and read their outcomes with
 /// [`World::poll_event`]. Inject faults with [`World::apply`], end them with [`World::heal`].
 /// Checked continuously: ApiVersions first on every connection, negotiated versions, the
-/// in-flight limit, unique correlation ids, `poll_timeout` never in the past after
+/// in-flight limit, unique correlation ids, the drain's `Timeout` never in the past after
 /// `handle_timeout`, and that virtual time keeps moving (no livelock).
 #[derive(Debug)]
 pub struct World {
