@@ -230,7 +230,8 @@ impl Client {
     /// [`Output::Transmit`] appends one connection's bytes to `buf`. One round gives every
     /// connect, then every close, then every transmit (each of which runs the client's pass,
     /// which can create outputs of every kind), then every event; a round that gave anything
-    /// is followed by another, so `Timeout` means a whole round gave nothing.
+    /// (or took an event the client acts on itself) is followed by another, so `Timeout`
+    /// means a whole round gave nothing.
     #[must_use = "an output is work for the driver; drain until Output::Timeout"]
     pub fn poll_output(&mut self, now: Instant, buf: &mut BytesMut) -> Output {
         loop {
@@ -241,7 +242,7 @@ impl Client {
                 DrainStep::Event => self.poll_event().map(Output::Event),
             };
             if let Some(output) = output {
-                self.drain.gave = true;
+                self.drain.moved = true;
                 return output;
             }
             self.drain.step = match self.drain.step {
@@ -250,7 +251,7 @@ impl Client {
                 DrainStep::Transmit => DrainStep::Event,
                 DrainStep::Event => DrainStep::Connect,
             };
-            if self.drain.step == DrainStep::Connect && !std::mem::take(&mut self.drain.gave) {
+            if self.drain.step == DrainStep::Connect && !std::mem::take(&mut self.drain.moved) {
                 return Output::Timeout(self.poll_timeout());
             }
         }
@@ -274,7 +275,11 @@ impl Client {
         let _entered = span.enter();
         self.last_now = now;
         let r = self.net.poll_transmit(now, buf);
-        self.process(now);
+        if self.process(now) && r.is_none() {
+            // The pass made something new (bytes to send, a connection to open, an event):
+            // the drain needs another round.
+            self.drain.moved = true;
+        }
         r
     }
 
@@ -299,7 +304,10 @@ impl Client {
         let event = loop {
             let event = (self.events.pop_front()).or_else(|| self.producer.poll_event())?;
             match &event {
-                Event::Admin { id, result } if self.producer_takes_admin(*id, result) => {}
+                Event::Admin { id, result } if self.producer_takes_admin(*id, result) => {
+                    // The producer acts on it (a metadata round): the drain needs another round.
+                    self.drain.moved = true;
+                }
                 _ => break event,
             }
         };
@@ -430,10 +438,11 @@ impl Client {
     // ---- internals -------------------------------------------------------------------------
 
     /// Runs everything that became possible after an input: dispatches completions, forwards
-    /// router events, starts a due metadata round.
-    pub(crate) fn process(&mut self, now: Instant) {
+    /// router events, starts a due metadata round. Returns whether anything happened.
+    pub(crate) fn process(&mut self, now: Instant) -> bool {
         let span = self.obs.span.clone();
         let _entered = span.enter();
+        let mut any = false;
         loop {
             let mut progressed = false;
             while let Some(c) = self.net.poll_completion() {
@@ -453,6 +462,7 @@ impl Client {
             }
             progressed |= self.producer_drive(now);
             progressed |= self.consumer_drive(now);
+            any |= progressed;
             if !progressed {
                 break;
             }
@@ -470,6 +480,7 @@ impl Client {
                 .metrics
                 .publish(&self.net.counters, buffered, lags.into_iter());
         }
+        any
     }
 
     fn dispatch(&mut self, now: Instant, c: Completion) {

@@ -36,14 +36,14 @@ pub enum Output {
 }
 
 /// Where a drain is: the order outputs come in (connects, closes, transmits, events) and
-/// whether this round gave anything (then another round follows before the timeout).
+/// whether this round moved anything (then another round follows before the timeout).
 #[derive(Debug, Default)]
 pub(crate) struct DrainCursor {
     /// The kind of output asked for next.
     pub(crate) step: DrainStep,
-    /// Whether the round under way has given an output (a round that gives none ends the
-    /// drain).
-    pub(crate) gave: bool,
+    /// Whether the round under way has given an output, or taken an event the client acts on
+    /// itself (a round that does neither ends the drain).
+    pub(crate) moved: bool,
 }
 
 /// The kinds of output, in the order one round of a drain gives them.

@@ -22,6 +22,9 @@ pub struct World {
     pub to_client: HashMap<stellflow_sim::ConnId, ConnId>,
     /// The `Timeout` the client's last drain ended with.
     pub deadline: Option<Instant>,
+    /// Checks every drain's end: right after its `Timeout`, another `poll_output` finds
+    /// nothing and gives the same instant.
+    pub check_drain_end: bool,
     buf: BytesMut,
 }
 
@@ -49,6 +52,7 @@ impl World {
             to_sim: HashMap::new(),
             to_client: HashMap::new(),
             deadline: None,
+            check_drain_end: false,
             buf: BytesMut::with_capacity(64 * 1024),
         };
         w.step();
@@ -88,6 +92,14 @@ impl World {
                 }
             };
             self.deadline = deadline;
+            if self.check_drain_end {
+                let again = self.client.poll_output(now, &mut self.buf);
+                assert!(
+                    matches!(again, Output::Timeout(t) if t == deadline),
+                    "the drain ended with Timeout({deadline:?}) but then gave {again:?} {:?}",
+                    &self.buf[..self.buf.len().min(12)]
+                );
+            }
             while let Some((sc, bytes)) = self.sim.poll_transmit() {
                 progress = true;
                 if let Some(c) = self.to_client.get(&sc) {
