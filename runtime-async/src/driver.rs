@@ -131,7 +131,7 @@ impl<R: Runtime> Driver<R> {
                 let shared = self.shared.clone();
                 let mut st = shared.lock();
                 let now = Instant::now();
-                if st.client.poll_timeout().is_some_and(|t| t <= now) {
+                if st.core_deadline.is_some_and(|t| t <= now) {
                     st.client.handle_timeout(now);
                 }
                 st.retry_parked(now);
@@ -412,7 +412,8 @@ mod tests {
         let now = Instant::now();
         let mut st = link.shared.lock();
         st.client.handle_timeout(now);
-        let id = st.client.poll_connect().expect("a bootstrap connect").conn;
+        st.drain(now);
+        let id = st.connects.pop().expect("a bootstrap connect").conn;
         let sock = Arc::new(Sock::<Fake>(socket(0, 64 * 1024, false)));
         st.conns.insert(
             id,

@@ -27,7 +27,7 @@ use std::task::{Context, Waker};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use stellflow_sansio::{
     AdminError, AdminOutcome, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
-    ConsumerEvent, DeliveryError, DisconnectReason, Event, FetchedBlob, FlushId, Position,
+    ConsumerEvent, DeliveryError, DisconnectReason, Event, FetchedBlob, FlushId, Output, Position,
     ProduceError, ProduceId, ProducedBatch, RecordMetadata, RequestId, RevocationId,
     TopicPartition, TraceIds,
 };
@@ -214,6 +214,10 @@ pub(crate) struct State {
     pub replan: bool,
     /// The deadline the driver sleeps on.
     pub sleeping_until: Option<Instant>,
+    /// The core's deadline: the `Timeout` the last drain ended with (before the first
+    /// drain, the instant the client was made, so that the driver's first pass fires its
+    /// timers).
+    pub core_deadline: Option<Instant>,
     /// The driver has stopped: every command fails with [`Error::Shutdown`].
     pub closed: bool,
 }
@@ -571,27 +575,25 @@ impl State {
         self.events.push_back(e);
     }
 
-    /// The drain rule: take every output of the core until a whole pass yields nothing.
+    /// The drain (the contract is on [`Client`]): every output of the core until its
+    /// `Timeout`, kept as the core's deadline.
     pub fn drain(&mut self, now: Instant) {
-        loop {
-            let mut progress = false;
-            while let Some(req) = self.client.poll_connect() {
-                (progress, self.replan) = (true, true);
-                self.connects.push(req);
+        self.core_deadline = loop {
+            self.out.clear();
+            match self.client.poll_output(now, &mut self.out) {
+                Output::Connect(req) => {
+                    self.replan = true;
+                    self.connects.push(req);
+                }
+                Output::Close(id) => {
+                    self.replan = true;
+                    self.conns.remove(&id);
+                }
+                Output::Transmit(id) => self.transmit(id, now),
+                Output::Event(e) => self.on_event(e),
+                Output::Timeout(t) => break t,
             }
-            while let Some(id) = self.client.poll_close() {
-                (progress, self.replan) = (true, true);
-                self.conns.remove(&id);
-            }
-            progress |= self.transmit(now);
-            while let Some(e) = self.client.poll_event() {
-                progress = true;
-                self.on_event(e);
-            }
-            if !progress {
-                return;
-            }
-        }
+        };
     }
 
     /// Drains after a handle's command; whether the driver must wake to re-plan.
@@ -620,33 +622,22 @@ impl State {
                 Parked::Record(p) => Some(p.deadline),
                 Parked::Job(_) | Parked::Batch(_) => None,
             });
-        [self.client.poll_timeout(), parked]
-            .into_iter()
-            .flatten()
-            .min()
+        [self.core_deadline, parked].into_iter().flatten().min()
     }
 
-    /// Writes what the core has to send, straight from the reused buffer.
-    fn transmit(&mut self, now: Instant) -> bool {
-        let mut any = false;
-        loop {
-            self.out.clear();
-            let Some(id) = self.client.poll_transmit(now, &mut self.out) else {
-                return any;
-            };
-            any = true;
-            let Some(c) = self.conns.get_mut(&id) else {
-                continue;
-            };
-            if !c.pending.is_empty() {
-                c.pending.extend_from_slice(&self.out);
-                continue;
-            }
-            match write_some(&*c.sock, &mut self.out) {
-                Ok(()) if self.out.is_empty() => {}
-                Ok(()) => (c.pending, self.replan) = (self.out.split(), true),
-                Err(e) => self.lost(id, now, DisconnectReason::io(&e)),
-            }
+    /// Writes the bytes the core appended for `id`, straight from the reused buffer.
+    fn transmit(&mut self, id: ConnId, now: Instant) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if !c.pending.is_empty() {
+            c.pending.extend_from_slice(&self.out);
+            return;
+        }
+        match write_some(&*c.sock, &mut self.out) {
+            Ok(()) if self.out.is_empty() => {}
+            Ok(()) => (c.pending, self.replan) = (self.out.split(), true),
+            Err(e) => self.lost(id, now, DisconnectReason::io(&e)),
         }
     }
 
@@ -808,6 +799,7 @@ impl Link {
             connects: Vec::new(),
             replan: false,
             sleeping_until: None,
+            core_deadline: Some(now),
             closed: false,
         };
         let shared = Arc::new(Shared(Mutex::new(state)));

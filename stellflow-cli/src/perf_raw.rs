@@ -32,8 +32,8 @@ use stellflow_sansio::stellflow_proto::record::{
 };
 use stellflow_sansio::stellflow_proto::{ApiKey, ErrorCode, Reader, StrBytes, Wire};
 use stellflow_sansio::{
-    Client, ClientConfig, ConnId, ConnectRequest, DisconnectReason, Event, IoFailure, RawResponse,
-    RequestId, RequestOptions, Target,
+    Client, ClientConfig, ConnId, ConnectRequest, DisconnectReason, Event, IoFailure, Output,
+    RawResponse, RequestId, RequestOptions, Target,
 };
 
 /// Frames larger than this are handed to the core unread (it rejects them: the client's
@@ -85,6 +85,8 @@ struct Driver {
     /// Raw answers not yet taken.
     answers: VecDeque<(RequestId, Result<RawResponse, String>)>,
     timeout: Duration,
+    /// The `Timeout` the last drain ended with: when the core must be woken.
+    deadline: Option<Instant>,
 }
 
 impl Driver {
@@ -102,8 +104,10 @@ impl Driver {
             rx,
             answers: VecDeque::new(),
             timeout,
+            deadline: None,
         };
         d.client.refresh_metadata(Instant::now());
+        d.drain();
         let start = Instant::now();
         while d.client.metadata().brokers.is_empty() {
             if start.elapsed() > timeout {
@@ -168,10 +172,7 @@ impl Driver {
     /// Waits for one message (or the core's next deadline, or `max`), applies it, drains.
     fn step(&mut self, max: Duration) -> CliResult {
         let now = Instant::now();
-        let wait = self
-            .client
-            .poll_timeout()
-            .map_or(max, |t| t.saturating_duration_since(now).min(max));
+        let wait = (self.deadline).map_or(max, |t| t.saturating_duration_since(now).min(max));
         match self.rx.recv_timeout(wait) {
             Ok(msg) => {
                 self.apply(msg);
@@ -205,44 +206,36 @@ impl Driver {
         }
     }
 
-    /// The drain rule: every output of the core until a pass yields nothing.
+    /// The drain (see `Client::poll_output`): every output of the core until its `Timeout`,
+    /// which is kept as the next deadline.
     fn drain(&mut self) {
-        loop {
-            let now = Instant::now();
-            let mut progress = false;
-            while let Some(req) = self.client.poll_connect() {
-                progress = true;
-                self.open(req);
-            }
-            while let Some(conn) = self.client.poll_close() {
-                progress = true;
-                if let Some(s) = self.conns.remove(&conn) {
-                    let _ = s.shutdown(Shutdown::Both);
+        self.deadline = loop {
+            match self.client.poll_output(Instant::now(), &mut self.out) {
+                Output::Connect(req) => self.open(req),
+                Output::Close(conn) => {
+                    if let Some(s) = self.conns.remove(&conn) {
+                        let _ = s.shutdown(Shutdown::Both);
+                    }
                 }
-            }
-            while let Some(conn) = self.client.poll_transmit(now, &mut self.out) {
-                progress = true;
-                let bytes = self.out.split();
-                // The reader thread keeps reading while this write blocks.
-                let failed = match self.conns.get_mut(&conn) {
-                    Some(s) => s.write_all(&bytes).err(),
-                    None => None,
-                };
-                if let Some(e) = failed {
-                    self.apply(Msg::Down(conn, DisconnectReason::io(&e)));
+                Output::Transmit(conn) => {
+                    let bytes = self.out.split();
+                    // The reader thread keeps reading while this write blocks.
+                    let failed = match self.conns.get_mut(&conn) {
+                        Some(s) => s.write_all(&bytes).err(),
+                        None => None,
+                    };
+                    if let Some(e) = failed {
+                        self.apply(Msg::Down(conn, DisconnectReason::io(&e)));
+                    }
                 }
-            }
-            while let Some(event) = self.client.poll_event() {
-                progress = true;
-                if let Event::Response { id, result } = event {
+                Output::Event(Event::Response { id, result }) => {
                     self.answers
                         .push_back((id, result.map_err(|e| e.to_string())));
                 }
+                Output::Event(_) => {}
+                Output::Timeout(t) => break t,
             }
-            if !progress {
-                break;
-            }
-        }
+        };
     }
 
     /// Connects on a thread of its own, which then reads the socket.

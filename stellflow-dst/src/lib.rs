@@ -48,7 +48,7 @@
 //! Checked by the world on every step: nothing but ApiVersions on a connection before its
 //! answer arrived; later requests within the advertised version ranges; at most
 //! `max_in_flight_per_connection` requests in flight; correlation ids unique in flight;
-//! clients write only to connected sockets; `poll_timeout` never at or before `now` right after
+//! clients write only to connected sockets; the drain's `Timeout` never before `now` right after
 //! `handle_timeout(now)`; virtual time keeps advancing and every instant drains (no livelock).
 //! Checked by the built-in workload: every command gets exactly one outcome, within its
 //! deadline; acknowledged offsets grow per partition; one offset never acknowledges two blobs;

@@ -23,7 +23,8 @@ use stellflow_proto::messages::{
 use stellflow_proto::record::{BatchBuilder, BatchParams, Compression, Envelope};
 use stellflow_proto::wire::Wire;
 use stellflow_sansio::{
-    Client, ClientConfig, DisconnectReason, Hooks, OffsetReset, Position, SeekTo, TopicPartition,
+    Client, ClientConfig, DisconnectReason, Hooks, OffsetReset, Output, Position, SeekTo,
+    TopicPartition,
 };
 use stellflow_sim::{ClusterConfig, LogConfig, SimCluster};
 
@@ -150,34 +151,35 @@ fn run_with(envelope: Envelope, label: &str, take: Take, hooks: Hooks) -> f64 {
             assigned = true;
         }
         let mut progress = false;
-        while let Some(cr) = client.poll_connect() {
-            progress = true;
-            match sim.connect_addr(&cr.address.to_string(), now) {
-                Ok(sc) => {
-                    links.insert(cr.conn, sc);
-                    rev.insert(sc, cr.conn);
-                    client.handle_connected(cr.conn, now);
-                }
-                Err(e) => client.handle_disconnected(
-                    cr.conn,
-                    now,
-                    DisconnectReason::ConnectFailed(stellflow_sansio::IoFailure::new(
-                        std::io::ErrorKind::ConnectionRefused,
-                        e.to_string(),
-                    )),
-                ),
-            }
-        }
-        loop {
+        let wake_at = loop {
             buf.clear();
-            let Some(c) = client.poll_transmit(now, &mut buf) else {
-                break;
-            };
-            progress = true;
-            if let Some(sc) = links.get(&c) {
-                sim.handle_input(*sc, now, &mut buf);
+            let output = client.poll_output(now, &mut buf);
+            progress |= !matches!(output, Output::Timeout(_));
+            match output {
+                Output::Connect(cr) => match sim.connect_addr(&cr.address.to_string(), now) {
+                    Ok(sc) => {
+                        links.insert(cr.conn, sc);
+                        rev.insert(sc, cr.conn);
+                        client.handle_connected(cr.conn, now);
+                    }
+                    Err(e) => client.handle_disconnected(
+                        cr.conn,
+                        now,
+                        DisconnectReason::ConnectFailed(stellflow_sansio::IoFailure::new(
+                            std::io::ErrorKind::ConnectionRefused,
+                            e.to_string(),
+                        )),
+                    ),
+                },
+                Output::Transmit(c) => {
+                    if let Some(sc) = links.get(&c) {
+                        sim.handle_input(*sc, now, &mut buf);
+                    }
+                }
+                Output::Close(_) | Output::Event(_) => {}
+                Output::Timeout(t) => break t,
             }
-        }
+        };
         while let Some((sc, bytes)) = sim.poll_transmit() {
             progress = true;
             let Some(c) = rev.get(&sc).copied() else {
@@ -210,9 +212,6 @@ fn run_with(envelope: Envelope, label: &str, take: Take, hooks: Hooks) -> f64 {
             timed += spent;
             round_time += spent;
         }
-        while client.poll_event().is_some() {
-            progress = true;
-        }
         if in_round >= per_round {
             round += 1;
             round_rates.push(in_round as f64 / round_time.as_secs_f64());
@@ -226,10 +225,7 @@ fn run_with(envelope: Envelope, label: &str, take: Take, hooks: Hooks) -> f64 {
             continue;
         }
         if !progress {
-            now = client
-                .poll_timeout()
-                .unwrap_or(now + Duration::from_millis(1))
-                .max(now);
+            now = wake_at.unwrap_or(now + Duration::from_millis(1)).max(now);
             client.handle_timeout(now);
         }
     }

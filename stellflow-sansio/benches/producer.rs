@@ -35,7 +35,7 @@ use stellflow_proto::messages::{
     ProducePartitionResponse, ProduceRequest, ProduceResponse, ProduceTopicResponse,
 };
 use stellflow_proto::{ApiKey, ErrorCode, Reader, Wire};
-use stellflow_sansio::{Client, ClientConfig, ConnId, Event};
+use stellflow_sansio::{Client, ClientConfig, ConnId, Event, Output};
 use stellflow_sansio::{ProduceError, ProducerRecord};
 use stellflow_sim::SimCluster;
 
@@ -64,24 +64,26 @@ impl Driver {
     fn pump(&mut self) {
         loop {
             let mut progress = false;
-            while let Some(cr) = self.client.poll_connect() {
-                progress = true;
-                let sc = self
-                    .sim
-                    .connect_addr(&cr.address.to_string(), self.now)
-                    .unwrap();
-                self.links.insert(cr.conn, sc);
-                self.back.insert(sc, cr.conn);
-                self.client.handle_connected(cr.conn, self.now);
-            }
-            loop {
+            let wake_at = loop {
                 self.tx.clear();
-                let Some(conn) = self.client.poll_transmit(self.now, &mut self.tx) else {
-                    break;
-                };
-                progress = true;
-                self.route(conn);
-            }
+                let output = self.client.poll_output(self.now, &mut self.tx);
+                progress |= !matches!(output, Output::Timeout(_));
+                match output {
+                    Output::Connect(cr) => {
+                        let sc = self
+                            .sim
+                            .connect_addr(&cr.address.to_string(), self.now)
+                            .unwrap();
+                        self.links.insert(cr.conn, sc);
+                        self.back.insert(sc, cr.conn);
+                        self.client.handle_connected(cr.conn, self.now);
+                    }
+                    Output::Transmit(conn) => self.route(conn),
+                    Output::Event(e) => self.on_event(e),
+                    Output::Close(_) => {}
+                    Output::Timeout(t) => break t,
+                }
+            };
             while let Some((sc, bytes)) = self.sim.poll_transmit() {
                 progress = true;
                 let conn = self.back[&sc];
@@ -89,24 +91,24 @@ impl Driver {
                 self.rx.extend_from_slice(&bytes);
                 self.client.handle_input(conn, self.now, &mut self.rx);
             }
-            while let Some(e) = self.client.poll_event() {
-                progress = true;
-                match e {
-                    Event::Produced { result: Ok(_), .. } => self.delivered += 1,
-                    Event::Produced { result: Err(_), .. } => self.failed += 1,
-                    Event::ProducedBatch(b) => match b.result() {
-                        Ok(_) => self.delivered += b.len() as u64,
-                        Err(_) => self.failed += b.len() as u64,
-                    },
-                    Event::Flushed { .. } => self.flushed = true,
-                    _ => {}
-                }
-            }
             if !progress {
-                // Adapters ask for the next deadline after every drain.
-                std::hint::black_box(self.client.poll_timeout());
+                std::hint::black_box(wake_at);
                 return;
             }
+        }
+    }
+
+    /// Counts a produce outcome.
+    fn on_event(&mut self, e: Event) {
+        match e {
+            Event::Produced { result: Ok(_), .. } => self.delivered += 1,
+            Event::Produced { result: Err(_), .. } => self.failed += 1,
+            Event::ProducedBatch(b) => match b.result() {
+                Ok(_) => self.delivered += b.len() as u64,
+                Err(_) => self.failed += b.len() as u64,
+            },
+            Event::Flushed { .. } => self.flushed = true,
+            _ => {}
         }
     }
 

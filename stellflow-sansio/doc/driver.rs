@@ -1,7 +1,7 @@
 use bytes::BytesMut;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use stellflow_sansio::{Client, ClientConfig, DisconnectReason, Event, Target};
+use stellflow_sansio::{Client, ClientConfig, DisconnectReason, Event, Output, Target};
 use stellflow_sim::SimCluster;
 
 fn main() {
@@ -16,12 +16,11 @@ fn main() {
         if asked.is_none() && !client.metadata().brokers.is_empty() {
             asked = Some(client.describe_cluster(now, Target::Any).unwrap());
         }
-        // Drain every output until a whole pass yields nothing.
-        loop {
-            let mut progress = false;
-            while let Some(req) = client.poll_connect() {
-                progress = true;
-                match broker.connect_addr(&req.address.to_string(), now) {
+        // The drain: every output of the client until it says when to wake.
+        let wake_at = loop {
+            buf.clear();
+            match client.poll_output(now, &mut buf) {
+                Output::Connect(req) => match broker.connect_addr(&req.address.to_string(), now) {
                     Ok(sim_conn) => {
                         links.insert(req.conn, sim_conn);
                         client.handle_connected(req.conn, now);
@@ -29,36 +28,33 @@ fn main() {
                     Err(e) => client.handle_disconnected(
                         req.conn, now,
                         DisconnectReason::connect_failed(&std::io::Error::other(e.to_string()))),
+                },
+                Output::Close(conn) => {
+                    if let Some(s) = links.remove(&conn) { broker.disconnect(s); }
                 }
-            }
-            while let Some(conn) = client.poll_close() {
-                progress = true;
-                if let Some(s) = links.remove(&conn) { broker.disconnect(s); }
-            }
-            while let Some(conn) = client.poll_transmit(now, &mut buf) {
-                progress = true;
-                broker.handle_input(links[&conn], now, &mut buf); // "the network"
-                buf.clear();
-            }
-            while let Some((sim_conn, bytes)) = broker.poll_transmit() {
-                progress = true;
-                let conn = *links.iter().find(|(_, s)| **s == sim_conn).unwrap().0;
-                client.handle_input(conn, now, &mut BytesMut::from(&bytes[..]));
-            }
-            while let Some(event) = client.poll_event() {
-                progress = true;
-                if let Event::Admin { id, result: Ok(outcome) } = event {
+                Output::Transmit(conn) => broker.handle_input(links[&conn], now, &mut buf), // "the network"
+                Output::Event(Event::Admin { id, result: Ok(outcome) }) => {
                     assert_eq!(Some(id), asked.map(|a| a.id()));
                     let c = outcome.take(asked.unwrap()).unwrap();
                     assert_eq!(c.broker_count, 1);
                     break 'run;
                 }
+                Output::Event(_) => {}
+                Output::Timeout(at) => break at,
             }
-            if !progress { break; }
+        };
+        // The broker's answers are inputs: hand them in, then drain again.
+        let mut answered = false;
+        while let Some((sim_conn, bytes)) = broker.poll_transmit() {
+            answered = true;
+            let conn = *links.iter().find(|(_, s)| **s == sim_conn).unwrap().0;
+            client.handle_input(conn, now, &mut BytesMut::from(&bytes[..]));
         }
-        // Sleep until the next deadline (virtual time here), then fire timers.
-        now = client.poll_timeout().unwrap_or(now + Duration::from_millis(10)).max(now);
-        client.handle_timeout(now);
+        if !answered {
+            // Sleep until the next deadline (virtual time here), then fire timers.
+            now = wake_at.unwrap_or(now + Duration::from_millis(10)).max(now);
+            client.handle_timeout(now);
+        }
     }
     assert!(asked.is_some());
 }

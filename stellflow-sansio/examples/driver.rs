@@ -1,8 +1,8 @@
 //! A complete minimal driver for the sans-IO core on blocking `std::net` sockets.
 //!
-//! It follows the drain rule from the crate docs: after every input or command, drain
-//! `poll_connect`, `poll_close`, `poll_transmit` and `poll_event` until a whole pass yields
-//! nothing, then wait for socket readiness, a new command or `poll_timeout()`.
+//! It follows the contract written on `Client`: after every input or command, drain
+//! `poll_output` until `Output::Timeout`, then wait for socket readiness, a new command or
+//! the instant that `Timeout` gave.
 //!
 //! Run it against the loopback simulated broker (default) or a real one:
 //!
@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use stellflow_sansio::{Client, ClientConfig, ConnId, DisconnectReason, Event, Target};
+use stellflow_sansio::{Client, ClientConfig, ConnId, DisconnectReason, Event, Output, Target};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = match std::env::args().nth(1) {
@@ -47,12 +47,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             pending = Some(client.describe_cluster(now, Target::Any)?);
         }
 
-        // Drain every output until a whole pass yields nothing.
-        loop {
-            let mut progress = false;
-            while let Some(req) = client.poll_connect() {
-                progress = true;
-                match TcpStream::connect(req.address.to_string()) {
+        // The drain: every output of the client until it says when to wake.
+        let wake_at = loop {
+            out.clear();
+            match client.poll_output(Instant::now(), &mut out) {
+                Output::Connect(req) => match TcpStream::connect(req.address.to_string()) {
                     Ok(s) => {
                         s.set_nonblocking(true)?;
                         s.set_nodelay(true)?;
@@ -64,51 +63,44 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         Instant::now(),
                         DisconnectReason::connect_failed(&e),
                     ),
+                },
+                Output::Close(conn) => {
+                    sockets.remove(&conn);
                 }
-            }
-            while let Some(conn) = client.poll_close() {
-                progress = true;
-                sockets.remove(&conn);
-            }
-            loop {
-                out.clear();
-                let Some(conn) = client.poll_transmit(Instant::now(), &mut out) else {
-                    break;
-                };
-                progress = true;
-                if let Some(s) = sockets.get_mut(&conn) {
-                    // A blocking write of the whole buffer keeps the example short.
-                    s.set_nonblocking(false)?;
-                    let r = s.write_all(&out);
-                    s.set_nonblocking(true)?;
-                    if let Err(e) = r {
-                        sockets.remove(&conn);
-                        client.handle_disconnected(conn, Instant::now(), DisconnectReason::io(&e));
-                    }
-                }
-            }
-            while let Some(event) = client.poll_event() {
-                progress = true;
-                match event {
-                    Event::Admin { id, result } if pending.is_some_and(|p| p.id() == id) => {
-                        let asked = pending.ok_or("no command pending")?;
-                        match result.map(|outcome| outcome.take(asked)) {
-                            Ok(Ok(c)) => println!(
-                                "cluster {:?}: {} broker(s), {} topic(s) as seen by {}",
-                                c.cluster_id, c.broker_count, c.topic_count, c.address
-                            ),
-                            other => println!("describe_cluster: {other:?}"),
+                Output::Transmit(conn) => {
+                    if let Some(s) = sockets.get_mut(&conn) {
+                        // A blocking write of the whole buffer keeps the example short.
+                        s.set_nonblocking(false)?;
+                        let r = s.write_all(&out);
+                        s.set_nonblocking(true)?;
+                        if let Err(e) = r {
+                            sockets.remove(&conn);
+                            client.handle_disconnected(
+                                conn,
+                                Instant::now(),
+                                DisconnectReason::io(&e),
+                            );
                         }
-                        client.close(Instant::now());
-                        return Ok(());
                     }
-                    other => println!("event: {other:?}"),
                 }
+                Output::Event(Event::Admin { id, result })
+                    if pending.is_some_and(|p| p.id() == id) =>
+                {
+                    let asked = pending.ok_or("no command pending")?;
+                    match result.map(|outcome| outcome.take(asked)) {
+                        Ok(Ok(c)) => println!(
+                            "cluster {:?}: {} broker(s), {} topic(s) as seen by {}",
+                            c.cluster_id, c.broker_count, c.topic_count, c.address
+                        ),
+                        other => println!("describe_cluster: {other:?}"),
+                    }
+                    client.close(Instant::now());
+                    return Ok(());
+                }
+                Output::Event(other) => println!("event: {other:?}"),
+                Output::Timeout(at) => break at,
             }
-            if !progress {
-                break;
-            }
-        }
+        };
 
         // Wait: poll each socket briefly (a real driver uses epoll/kqueue or an async runtime),
         // and fire timers when due.
@@ -135,7 +127,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
-        if let Some(at) = client.poll_timeout()
+        if let Some(at) = wake_at
             && at <= Instant::now()
         {
             client.handle_timeout(Instant::now());

@@ -9,6 +9,7 @@ use crate::event::{DisconnectReason, Event};
 use crate::metadata::{BrokerView, ClusterMetadata, MetadataCache};
 use crate::metrics::Counters;
 use crate::net::{Completion, ConnectRequest, Net, Origin};
+use crate::output::{DrainCursor, DrainStep, Output};
 use crate::refresh::Refresher;
 use crate::request::{ConnId, RawResponse, RequestId, RequestOptions, Target};
 use crate::rng::Rng;
@@ -18,7 +19,61 @@ use std::time::Instant;
 use stellflow_proto::messages::{MetadataRequest, MetadataResponse, RequestBody};
 use stellflow_proto::{ApiKey, Reader, Wire};
 
-/// The sans-IO Stellflow client. See the [crate docs](crate) for the contract and a driver.
+/// The sans-IO Stellflow client: a state machine that takes bytes, time and commands in and
+/// gives connections to open, bytes to send, deadlines and events out. The crate docs hold a
+/// complete driver ([crate docs](crate)).
+///
+/// # The driver contract
+///
+/// This is the one place the contract is written; everything else points here.
+///
+/// The methods come in four groups:
+///
+/// 1. **Inputs** (the driver reports what happened): [`Client::handle_connected`],
+///    [`Client::handle_input`] (takes every byte out of the buffer; [`Client::input_wanted`]
+///    says how much of the current frame is still missing), [`Client::handle_disconnected`],
+///    [`Client::handle_timeout`] (calling it early or twice is harmless).
+/// 2. **Commands** (the application asks): [`Client::produce`], [`Client::flush`],
+///    [`Client::subscribe`] and [`Client::assign`], [`Client::seek`], [`Client::commit_async`],
+///    admin calls ([`Client::admin`] and its shortcuts), raw [`Client::request`],
+///    [`Client::refresh_metadata`], [`Client::close`]. A command that cannot work returns an
+///    error at once; everything else ends in exactly one event.
+/// 3. **The driver's output**, one door: [`Client::poll_output`] → [`Output`].
+/// 4. **Records**, the application's door: [`Client::poll_record`], [`Client::poll_records`],
+///    [`Client::lease_records`] with [`Client::redeem_lease`], and [`Client::poll_blob`].
+///
+/// **The order.** After every input or command, call [`Client::poll_output`] until it returns
+/// [`Output::Timeout`], acting on each output: open the connection of [`Output::Connect`] and
+/// report back, drop the socket of [`Output::Close`], write the bytes that
+/// [`Output::Transmit`] appended to your buffer to its connection, hand
+/// [`Output::Event`] to the application. `poll_output` keeps the order of one round
+/// (connects, closes, transmits, events) and repeats rounds until a whole round gives
+/// nothing: the drain ends with `Timeout` and never earlier. Then take records (taking them
+/// frees fetch buffer space; a consumer whose records are not taken stops fetching once its
+/// buffer is full), and when you took any, drain again. Then sleep until socket readiness, a
+/// new command, or the instant of `Timeout`; call [`Client::handle_timeout`] once it has
+/// passed. Inputs may come in any order and at any time; a [`ConnId`] the core no longer
+/// knows (an old socket) is ignored.
+///
+/// ```
+/// # use std::time::Instant;
+/// # use bytes::BytesMut;
+/// # use stellflow_sansio::{Client, ClientConfig, Output};
+/// # let now = Instant::now();
+/// # let mut client = Client::new(ClientConfig::new("broker-1:9092").unwrap(), now, 1).unwrap();
+/// let mut buf = BytesMut::new();
+/// let next_wake = loop {
+///     buf.clear();
+///     match client.poll_output(now, &mut buf) {
+///         Output::Connect(request) => { /* open a socket to request.address */ }
+///         Output::Close(conn) => { /* drop that socket */ }
+///         Output::Transmit(conn) => { /* write buf to conn's socket */ }
+///         Output::Event(event) => { /* hand it to the application */ }
+///         Output::Timeout(at) => break at,
+///     }
+/// };
+/// # let _ = next_wake;
+/// ```
 #[derive(Debug)]
 pub struct Client {
     pub(crate) net: Net,
@@ -41,13 +96,15 @@ pub struct Client {
     pub(crate) trace: Option<crate::trace::TraceIds>,
     /// The hooks of the configuration (called by the producer, the consumer and here).
     pub(crate) hooks: crate::hooks::Hooks,
+    /// Where the driver's drain is ([`Client::poll_output`]).
+    drain: DrainCursor,
 }
 
 impl Client {
     /// A client for `config`. `now` is the current time; `seed` drives every random choice
     /// (backoff jitter, the default client id), so a run replays exactly from its seed.
     ///
-    /// Nothing happens until the driver polls: the first [`Client::poll_connect`] asks for the
+    /// Nothing happens until the driver polls: the first [`Client::poll_output`] asks for the
     /// bootstrap connections that fetch metadata.
     pub fn new(config: ClientConfig, now: Instant, seed: u64) -> Result<Self, ConfigError> {
         config.validate()?;
@@ -94,6 +151,7 @@ impl Client {
             health: crate::health::HealthReport::new(config.unreachable_timeout),
             trace: None,
             hooks: config.hooks.clone(),
+            drain: DrainCursor::default(),
         };
         c.obs.span = tracing::info_span!("stellflow", client_id = %c.client_id);
         c.process(now);
@@ -117,7 +175,7 @@ impl Client {
 
     // ---- inputs ----------------------------------------------------------------------------
 
-    /// The driver established the connection `conn` asked for by [`Client::poll_connect`].
+    /// The driver established the connection `conn` asked for by [`Output::Connect`].
     pub fn handle_connected(&mut self, conn: ConnId, now: Instant) {
         let span = self.obs.span.clone();
         let _entered = span.enter();
@@ -166,30 +224,67 @@ impl Client {
 
     // ---- outputs ---------------------------------------------------------------------------
 
+    /// The one driver door: the next thing to do, or [`Output::Timeout`] when nothing is left.
+    ///
+    /// Call it in a loop after every input or command until it returns `Timeout`; each
+    /// [`Output::Transmit`] appends one connection's bytes to `buf`. One round gives every
+    /// connect, then every close, then every transmit (each of which runs the client's pass,
+    /// which can create outputs of every kind), then every event; a round that gave anything
+    /// (or took an event the client acts on itself) is followed by another, so `Timeout`
+    /// means a whole round gave nothing.
+    #[must_use = "an output is work for the driver; drain until Output::Timeout"]
+    pub fn poll_output(&mut self, now: Instant, buf: &mut BytesMut) -> Output {
+        loop {
+            let output = match self.drain.step {
+                DrainStep::Connect => self.poll_connect().map(Output::Connect),
+                DrainStep::Close => self.poll_close().map(Output::Close),
+                DrainStep::Transmit => self.poll_transmit(now, buf).map(Output::Transmit),
+                DrainStep::Event => self.poll_event().map(Output::Event),
+            };
+            if let Some(output) = output {
+                self.drain.moved = true;
+                return output;
+            }
+            self.drain.step = match self.drain.step {
+                DrainStep::Connect => DrainStep::Close,
+                DrainStep::Close => DrainStep::Transmit,
+                DrainStep::Transmit => DrainStep::Event,
+                DrainStep::Event => DrainStep::Connect,
+            };
+            if self.drain.step == DrainStep::Connect && !std::mem::take(&mut self.drain.moved) {
+                return Output::Timeout(self.poll_timeout());
+            }
+        }
+    }
+
     /// A connection the driver should open; report back with the returned id.
-    pub fn poll_connect(&mut self) -> Option<ConnectRequest> {
+    fn poll_connect(&mut self) -> Option<ConnectRequest> {
         self.net.poll_connect()
     }
 
     /// A connection the driver should close at once (the core gave up on its stream; the
     /// matching [`Event::ConnectionError`] says why). Do not report it back as disconnected.
-    pub fn poll_close(&mut self) -> Option<ConnId> {
+    fn poll_close(&mut self) -> Option<ConnId> {
         self.net.poll_close()
     }
 
-    /// Appends the bytes to send on one connection to `buf` and returns that connection; call
-    /// again until `None` (one call per connection with data).
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut BytesMut) -> Option<ConnId> {
+    /// Appends the bytes to send on one connection to `buf` and returns that connection, after
+    /// running the pass (`process`).
+    fn poll_transmit(&mut self, now: Instant, buf: &mut BytesMut) -> Option<ConnId> {
         let span = self.obs.span.clone();
         let _entered = span.enter();
         self.last_now = now;
         let r = self.net.poll_transmit(now, buf);
-        self.process(now);
+        if self.process(now) && r.is_none() {
+            // The pass made something new (bytes to send, a connection to open, an event):
+            // the drain needs another round.
+            self.drain.moved = true;
+        }
         r
     }
 
     /// The earliest instant at which [`Client::handle_timeout`] must be called.
-    pub fn poll_timeout(&mut self) -> Option<Instant> {
+    fn poll_timeout(&mut self) -> Option<Instant> {
         let net = [self.net.poll_timeout(), self.producer.poll_timeout()]
             .into_iter()
             .flatten()
@@ -205,11 +300,14 @@ impl Client {
     }
 
     /// The next outcome: connection changes, metadata updates, admin and raw results.
-    pub fn poll_event(&mut self) -> Option<Event> {
+    fn poll_event(&mut self) -> Option<Event> {
         let event = loop {
             let event = (self.events.pop_front()).or_else(|| self.producer.poll_event())?;
             match &event {
-                Event::Admin { id, result } if self.producer_takes_admin(*id, result) => {}
+                Event::Admin { id, result } if self.producer_takes_admin(*id, result) => {
+                    // The producer acts on it (a metadata round): the drain needs another round.
+                    self.drain.moved = true;
+                }
                 _ => break event,
             }
         };
@@ -326,7 +424,7 @@ impl Client {
     }
 
     /// Closes the client: every pending request and command fails with
-    /// [`RequestError::Closed`] and every connection comes out of [`Client::poll_close`].
+    /// [`RequestError::Closed`] and every connection comes out as [`Output::Close`].
     pub fn close(&mut self, now: Instant) {
         self.last_now = now;
         self.closed = true;
@@ -340,10 +438,11 @@ impl Client {
     // ---- internals -------------------------------------------------------------------------
 
     /// Runs everything that became possible after an input: dispatches completions, forwards
-    /// router events, starts a due metadata round.
-    pub(crate) fn process(&mut self, now: Instant) {
+    /// router events, starts a due metadata round. Returns whether anything happened.
+    pub(crate) fn process(&mut self, now: Instant) -> bool {
         let span = self.obs.span.clone();
         let _entered = span.enter();
+        let mut any = false;
         loop {
             let mut progressed = false;
             while let Some(c) = self.net.poll_completion() {
@@ -363,6 +462,7 @@ impl Client {
             }
             progressed |= self.producer_drive(now);
             progressed |= self.consumer_drive(now);
+            any |= progressed;
             if !progressed {
                 break;
             }
@@ -380,6 +480,7 @@ impl Client {
                 .metrics
                 .publish(&self.net.counters, buffered, lags.into_iter());
         }
+        any
     }
 
     fn dispatch(&mut self, now: Instant, c: Completion) {

@@ -258,7 +258,7 @@ impl RequestError {
 }
 
 /// Why the client closed a connection on its own (a driver of the core sees the id in
-/// `poll_close`). The client reconnects on demand with backoff.
+/// [`crate::Output::Close`]). The client reconnects on demand with backoff.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectionError {

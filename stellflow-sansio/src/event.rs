@@ -1,4 +1,4 @@
-//! Events: everything the core reports to its driver and users, from [`crate::Client::poll_event`].
+//! Events: everything the core reports to its driver and users, as [`crate::Output::Event`].
 
 use crate::admin::AdminOutcome;
 use crate::config::BrokerAddress;
@@ -16,7 +16,7 @@ pub enum DisconnectReason {
     PeerClosed,
     /// A read or write failed.
     Io(IoFailure),
-    /// The core closed it (see [`crate::Client::poll_close`]).
+    /// The core closed it (see [`crate::Output::Close`]).
     Core(ConnectionError),
 }
 
@@ -106,7 +106,7 @@ pub enum Event {
         retry_in: Duration,
     },
     /// The core closed a connection because the stream broke (e.g. an oversize frame). The
-    /// driver must drop the socket: its id also comes out of [`crate::Client::poll_close`].
+    /// driver must drop the socket: its id also comes out as [`crate::Output::Close`].
     ConnectionError {
         /// The connection.
         conn: ConnId,

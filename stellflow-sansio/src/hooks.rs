@@ -124,7 +124,7 @@ pub trait ProducerHook: Send + Sync + 'static {
     fn on_send(&self, _record: &SentRecord<'_>) {}
 
     /// Exactly once per accepted record, when its outcome is handed out (as the core's
-    /// `Event::Produced` leaves `poll_event`; in the adapters, before the record's `send` or
+    /// `Event::Produced` leaves `poll_output`; in the adapters, before the record's `send` or
     /// `Delivery` completes): its metadata, or the error the application gets.
     fn on_acknowledgement(&self, _ack: &Acknowledgement<'_>) {}
 }
@@ -143,7 +143,7 @@ pub trait ConsumerHook: Send + Sync + 'static {
     fn on_consume_blob(&self, _blob: &FetchedBlob, _records: u64) {}
 
     /// Exactly once per commit, when its outcome is handed out (as the
-    /// [`crate::ConsumerEvent::CommitCompleted`] leaves the core's `poll_event`).
+    /// [`crate::ConsumerEvent::CommitCompleted`] leaves the core's `poll_output`).
     fn on_commit(&self, _commit: &CommitOutcome<'_>) {}
 }
 
@@ -250,7 +250,7 @@ impl ProducerHook for TracePropagation {
     }
 }
 
-/// Calls the hooks an outcome leaving [`crate::Client::poll_event`] concerns: delivery
+/// Calls the hooks an outcome leaving [`crate::Client::poll_output`] concerns: delivery
 /// outcomes and commit outcomes (each event leaves once, so each is seen once).
 pub(crate) fn on_event(hooks: &Hooks, event: &crate::Event) {
     match event {

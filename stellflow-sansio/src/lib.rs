@@ -14,25 +14,9 @@
 //!
 //! # The contract
 //!
-//! | inputs | outputs |
-//! | --- | --- |
-//! | [`Client::handle_connected`]`(conn, now)` | [`Client::poll_connect`] → [`ConnectRequest`]: open a socket, report back |
-//! | [`Client::handle_input`]`(conn, now, &mut BytesMut)` | [`Client::poll_close`] → [`ConnId`]: drop that socket |
-//! | [`Client::handle_disconnected`]`(conn, now, reason)` | [`Client::poll_transmit`]`(now, &mut BytesMut)` → [`ConnId`]: bytes appended to your buffer go to that connection |
-//! | [`Client::handle_timeout`]`(now)` (spurious calls are no-ops) | [`Client::poll_timeout`] → `Instant`: the only scheduling hint |
-//! | commands: admin ops ([`Client::admin`] and its shortcuts), raw [`Client::request`], [`Client::refresh_metadata`], [`Client::close`] | [`Client::poll_event`] → [`Event`]: admin results, raw responses, connections, metadata |
-//!
-//! **The drain rule** (from str0m/quinn): after every input or command, call `poll_connect`,
-//! `poll_close`, `poll_transmit` (until it returns `None`), `poll_event` (until `None`) and,
-//! when consuming, [`Client::poll_record`] (until `None`), and repeat that pass until a whole
-//! pass yields nothing. Taking records frees fetch buffer space (a consumer that stops calling
-//! `poll_record` stops fetching once its buffer is full). Then sleep until the earliest of: socket
-//! readiness, a new command, or `poll_timeout()`; call `handle_timeout(now)` when that instant
-//! has passed. Inputs may come in any order and at any time; a `ConnId` the core no longer
-//! knows (an old socket) is ignored.
-//!
-//! `handle_input` takes every byte out of the buffer you pass (it keeps an incomplete frame
-//! itself), so one read buffer can serve every connection.
+//! Written once, on [`Client`] ("The driver contract"): inputs (`handle_*`), commands, one
+//! driver door ([`Client::poll_output`] → [`Output`], drained until [`Output::Timeout`]) and
+//! the application's record door ([`Client::poll_record`] and its siblings).
 //!
 //! Records can also be taken in three steps, so that the decoding (the costliest part of
 //! consuming small records) runs without `&mut Client`, e.g. outside a lock that guards it:
@@ -101,6 +85,7 @@ mod metrics;
 mod negotiate;
 mod net;
 mod observe;
+mod output;
 mod producer;
 mod refresh;
 mod request;
@@ -132,6 +117,7 @@ pub use hooks::{
 pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo, TopicInfo};
 pub use metrics::{ApiCounters, Counters, DurationHistogram};
 pub use net::ConnectRequest;
+pub use output::Output;
 pub use producer::{
     Acks, BatchFormat, DeliveryError, FlushId, IntoRecordBytes, KeyedPartitioner,
     KeylessPartitioner, Partitioner, ProduceError, ProduceId, ProducedBatch, ProducerConfig,

@@ -12,12 +12,12 @@ mod consumer_support;
 
 use alloc_counter::counted;
 use bytes::{Bytes, BytesMut};
-use common::World;
+use common::{World, next_transmit};
 use consumer_support::{Kind, blob, consumer_config, produce, values};
 use std::time::Duration;
 use stellflow_proto::ApiKey;
 use stellflow_proto::messages::{HealthCheckRequest, RequestBody};
-use stellflow_sansio::{Event, Position, RequestOptions, SeekTo, Target, TopicPartition};
+use stellflow_sansio::{Event, Output, Position, RequestOptions, SeekTo, Target, TopicPartition};
 
 #[global_allocator]
 static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
@@ -43,20 +43,27 @@ fn round_trip(w: &mut World, out: &mut BytesMut, body: &Bytes, raw: bool) -> usi
         }
     });
     out.clear();
-    let conn = counted(&mut n, || w.client.poll_transmit(now, out)).expect("a request");
-    assert!(counted(&mut n, || w.client.poll_transmit(now, out)).is_none());
+    let conn = counted(&mut n, || next_transmit(&mut w.client, now, out));
+    let end = counted(&mut n, || w.client.poll_output(now, out));
+    assert!(matches!(end, Output::Timeout(_)), "{end:?}");
     let sc = w.to_sim[&conn];
     w.sim.handle_input(sc, now, out);
     let (_, frame) = w.sim.poll_transmit().expect("an answer");
     let mut input = BytesMut::from(&frame[..]);
     counted(&mut n, || w.client.handle_input(conn, now, &mut input));
-    let ev = counted(&mut n, || w.client.poll_event()).expect("an event");
-    assert!(matches!(
-        ev,
-        Event::Response { result: Ok(_), .. } | Event::Admin { result: Ok(_), .. }
-    ));
+    let ev = counted(&mut n, || w.client.poll_output(now, out));
+    assert!(
+        matches!(
+            ev,
+            Output::Event(
+                Event::Response { result: Ok(_), .. } | Event::Admin { result: Ok(_), .. }
+            )
+        ),
+        "{ev:?}"
+    );
     counted(&mut n, || drop(ev));
-    counted(&mut n, || w.client.poll_timeout());
+    let end = counted(&mut n, || w.client.poll_output(now, out));
+    assert!(matches!(end, Output::Timeout(_)), "{end:?}");
     n
 }
 

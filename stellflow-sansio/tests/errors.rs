@@ -158,7 +158,7 @@ fn a_connection_closed_mid_frame_says_how_far_the_frame_came() {
     );
     // Move the request by hand and deliver only part of the answer.
     let mut out = BytesMut::new();
-    let conn = w.client.poll_transmit(w.now, &mut out).expect("a request");
+    let conn = common::next_transmit(&mut w.client, w.now, &mut out);
     let sc = w.to_sim[&conn];
     w.sim.handle_input(sc, w.now, &mut out);
     let (_, frame) = w.sim.poll_transmit().expect("an answer");

@@ -18,7 +18,7 @@ use stellflow_proto::record::{BatchBuilder, BatchParams, Envelope};
 use stellflow_proto::wire::Wire;
 use stellflow_sansio::{
     Client, ClientConfig, CommitKind, ConnId, ConsumerEvent, DisconnectReason, Event, OffsetReset,
-    Position, REGISTRY_TOPIC, TopicPartition,
+    Output, Position, REGISTRY_TOPIC, TopicPartition,
 };
 use stellflow_sim::{ClusterConfig, SimCluster};
 
@@ -37,6 +37,8 @@ struct Member {
     events: Vec<(u64, Instant, ConsumerEvent)>,
     /// (sequence, instant, partition, offset) of every delivered record.
     records: Vec<(u64, Instant, TopicPartition, i64)>,
+    /// The `Timeout` the member's last drain ended with.
+    deadline: Option<Instant>,
 }
 
 struct Fleet {
@@ -93,6 +95,7 @@ impl Fleet {
             inbox: Vec::new(),
             events: Vec::new(),
             records: Vec::new(),
+            deadline: None,
         });
         self.step();
         self.members.len() - 1
@@ -196,46 +199,50 @@ impl Fleet {
                     continue;
                 }
                 let m = &mut self.members[i];
-                while let Some(cr) = m.client.poll_connect() {
-                    progress = true;
-                    match self.sim.connect_addr(&cr.address.to_string(), now) {
-                        Ok(sc) => {
-                            m.to_sim.insert(cr.conn, sc);
-                            self.to_client.insert(sc, (i, cr.conn));
-                            m.client.handle_connected(cr.conn, now);
-                        }
-                        Err(e) => m.client.handle_disconnected(
-                            cr.conn,
-                            now,
-                            DisconnectReason::ConnectFailed(stellflow_sansio::IoFailure::new(
-                                std::io::ErrorKind::ConnectionRefused,
-                                e.to_string(),
-                            )),
-                        ),
-                    }
-                }
-                while let Some(c) = m.client.poll_close() {
-                    progress = true;
-                    if let Some(sc) = m.to_sim.remove(&c) {
-                        self.to_client.remove(&sc);
-                        self.sim.disconnect(sc);
-                    }
-                }
                 let mut buf = BytesMut::new();
-                while let Some(c) = m.client.poll_transmit(now, &mut buf) {
-                    progress = true;
-                    if let Some(sc) = m.to_sim.get(&c) {
-                        self.sim.handle_input(*sc, now, &mut buf);
-                    }
+                m.deadline = loop {
                     buf.clear();
-                }
-                while let Some(e) = m.client.poll_event() {
-                    progress = true;
-                    if let Event::Consumer(c) = e {
-                        self.seq += 1;
-                        m.events.push((self.seq, now, c));
+                    let output = m.client.poll_output(now, &mut buf);
+                    progress |= !matches!(output, Output::Timeout(_));
+                    match output {
+                        Output::Connect(cr) => {
+                            match self.sim.connect_addr(&cr.address.to_string(), now) {
+                                Ok(sc) => {
+                                    m.to_sim.insert(cr.conn, sc);
+                                    self.to_client.insert(sc, (i, cr.conn));
+                                    m.client.handle_connected(cr.conn, now);
+                                }
+                                Err(e) => m.client.handle_disconnected(
+                                    cr.conn,
+                                    now,
+                                    DisconnectReason::ConnectFailed(
+                                        stellflow_sansio::IoFailure::new(
+                                            std::io::ErrorKind::ConnectionRefused,
+                                            e.to_string(),
+                                        ),
+                                    ),
+                                ),
+                            }
+                        }
+                        Output::Close(c) => {
+                            if let Some(sc) = m.to_sim.remove(&c) {
+                                self.to_client.remove(&sc);
+                                self.sim.disconnect(sc);
+                            }
+                        }
+                        Output::Transmit(c) => {
+                            if let Some(sc) = m.to_sim.get(&c) {
+                                self.sim.handle_input(*sc, now, &mut buf);
+                            }
+                        }
+                        Output::Event(Event::Consumer(c)) => {
+                            self.seq += 1;
+                            m.events.push((self.seq, now, c));
+                        }
+                        Output::Event(_) => {}
+                        Output::Timeout(t) => break t,
                     }
-                }
+                };
                 while let Some(r) = m.client.poll_record() {
                     progress = true;
                     self.seq += 1;
@@ -275,11 +282,13 @@ impl Fleet {
     }
 
     fn tick(&mut self, max: Duration) {
+        // A command since the last drain may have moved a member's deadline.
+        self.step();
         let limit = self.now + max;
         let mut next = self.sim.poll_timeout();
         for i in 0..self.members.len() {
             if self.running(i) {
-                let t = self.members[i].client.poll_timeout();
+                let t = self.members[i].deadline;
                 next = match (next, t) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),

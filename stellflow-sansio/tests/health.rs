@@ -6,6 +6,7 @@ mod common;
 mod consumer_support;
 
 use bytes::BytesMut;
+use common::{drain_by_hand, next_transmit};
 use consumer_support::*;
 use std::time::{Duration, Instant};
 use stellflow_sansio::{
@@ -120,14 +121,18 @@ fn first_answer(answer: impl FnOnce(i32) -> Vec<u8>) -> (Client, Vec<Event>, Ins
     cfg.consumer.group_id = None;
     let mut c = Client::new(cfg, now, 1).unwrap();
     c.assign(now, &[TopicPartition::new("t", 0)]).unwrap();
-    let conn = c.poll_connect().expect("a connection").conn;
+    let conn = drain_by_hand(&mut c, now)
+        .connects
+        .first()
+        .expect("a connection")
+        .conn;
     c.handle_connected(conn, now);
     let mut out = BytesMut::new();
-    assert_eq!(c.poll_transmit(now, &mut out), Some(conn));
+    assert_eq!(next_transmit(&mut c, now, &mut out), conn);
     let correlation = i32::from_be_bytes(out[10..14].try_into().unwrap());
     let mut input = BytesMut::from(&answer(correlation)[..]);
     c.handle_input(conn, now, &mut input);
-    let events = std::iter::from_fn(|| c.poll_event()).collect();
+    let events = drain_by_hand(&mut c, now).events;
     (c, events, now)
 }
 
@@ -160,17 +165,21 @@ fn assert_not_stellflow(c: &mut Client, events: &[Event], now: Instant, says: &s
     assert!(e.to_string().contains("not a Stellflow broker"), "{e}");
     // The next attempts stay at the cap.
     let mut last = now;
+    let mut next = drain_by_hand(c, now).timeout;
     for _ in 0..3 {
-        let Some(t) = c.poll_timeout() else { break };
+        let Some(t) = next else { break };
         last = t;
         c.handle_timeout(t);
-        if let Some(cr) = c.poll_connect() {
+        let d = drain_by_hand(c, t);
+        next = d.timeout;
+        if let Some(cr) = d.connects.first() {
             c.handle_connected(cr.conn, t);
-            let mut out = BytesMut::new();
-            c.poll_transmit(t, &mut out);
+            drain_by_hand(c, t);
             let mut http = BytesMut::from(&b"HTTP/1.0 400 Bad request\r\n\r\n"[..]);
             c.handle_input(cr.conn, t, &mut http);
-            while let Some(e) = c.poll_event() {
+            let d = drain_by_hand(c, t);
+            next = d.timeout;
+            for e in d.events {
                 if let Event::Disconnected { retry_in, .. } = e {
                     assert!(retry_in >= Duration::from_millis(800), "{retry_in:?}");
                 }
@@ -218,15 +227,19 @@ fn a_refused_connection_is_degraded_not_not_stellflow() {
     let mut cfg = ClientConfig::new("127.0.0.1:19299").unwrap();
     cfg.unreachable_timeout = Duration::from_secs(3);
     let mut c = Client::new(cfg, now, 1).unwrap();
-    let conn = c.poll_connect().unwrap().conn;
+    let conn = drain_by_hand(&mut c, now).connects.first().unwrap().conn;
     c.handle_disconnected(conn, now, refused());
     assert_eq!(c.cluster_health().state, HealthState::Degraded);
     let mut t = now;
+    let mut next = drain_by_hand(&mut c, now).timeout;
     while t < now + Duration::from_secs(4) {
-        t = c.poll_timeout().unwrap();
+        t = next.unwrap();
         c.handle_timeout(t);
-        if let Some(cr) = c.poll_connect() {
+        let d = drain_by_hand(&mut c, t);
+        next = d.timeout;
+        if let Some(cr) = d.connects.first() {
             c.handle_disconnected(cr.conn, t, refused());
+            next = drain_by_hand(&mut c, t).timeout;
         }
         if matches!(c.cluster_health().state, HealthState::Unreachable { .. }) {
             break;
@@ -250,15 +263,18 @@ fn a_peer_silent_on_api_versions_is_given_up_after_the_setup_timeout() {
     let now = Instant::now();
     let cfg = ClientConfig::new("127.0.0.1:19299").unwrap();
     let mut c = Client::new(cfg, now, 1).unwrap();
-    let conn = c.poll_connect().unwrap().conn;
+    let conn = drain_by_hand(&mut c, now).connects.first().unwrap().conn;
     c.handle_connected(conn, now);
-    let mut out = BytesMut::new();
-    assert_eq!(c.poll_transmit(now, &mut out), Some(conn));
+    let d = drain_by_hand(&mut c, now);
+    assert_eq!(d.sent.first().map(|s| s.0), Some(conn));
+    let mut next = d.timeout;
     let (t, error) = loop {
-        let t = c.poll_timeout().unwrap();
+        let t = next.unwrap();
         assert!(t <= now + Duration::from_secs(3), "{:?}", t - now);
         c.handle_timeout(t);
-        if let Some(e) = std::iter::from_fn(|| c.poll_event()).find_map(|e| match e {
+        let d = drain_by_hand(&mut c, t);
+        next = d.timeout;
+        if let Some(e) = d.events.into_iter().find_map(|e| match e {
             Event::ConnectionError { error, .. } => Some(error),
             _ => None,
         }) {

@@ -14,7 +14,7 @@ use bytes::{Bytes, BytesMut};
 use common::World;
 use stellflow_proto::ApiKey;
 use stellflow_proto::messages::{FetchPartition, FetchRequest, FetchTopic, RequestBody};
-use stellflow_sansio::{ConnId, Event, RequestOptions, Target};
+use stellflow_sansio::{ConnId, Event, Output, RequestOptions, Target};
 
 #[global_allocator]
 static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
@@ -54,7 +54,7 @@ fn fetch_answer(w: &mut World) -> (ConnId, Bytes) {
         &RequestOptions::default(),
     );
     let mut out = BytesMut::new();
-    let conn = w.client.poll_transmit(now, &mut out).expect("a request");
+    let conn = common::next_transmit(&mut w.client, now, &mut out);
     let sc = w.to_sim[&conn];
     w.sim.handle_input(sc, now, &mut out);
     let (_, frame) = w.sim.poll_transmit().expect("an answer");
@@ -64,8 +64,9 @@ fn fetch_answer(w: &mut World) -> (ConnId, Bytes) {
 
 fn response_body(w: &mut World) -> Bytes {
     loop {
-        match w.client.poll_event().expect("the response") {
-            Event::Response { result, .. } => return result.unwrap().body.unwrap(),
+        match w.client.poll_output(w.now, &mut BytesMut::new()) {
+            Output::Event(Event::Response { result, .. }) => return result.unwrap().body.unwrap(),
+            Output::Timeout(_) => panic!("no response"),
             _ => continue,
         }
     }

@@ -495,7 +495,7 @@ fn bytes_split_at_every_boundary_are_reassembled() {
     w.bootstrap();
     let id = w.client.describe_cluster(w.now, Target::Any).unwrap();
     let mut out = BytesMut::new();
-    let conn = w.client.poll_transmit(w.now, &mut out).expect("request");
+    let conn = common::next_transmit(&mut w.client, w.now, &mut out);
     let sc = w.sim.connect_addr("broker-1:9092", w.now).unwrap();
     w.sim.handle_input(sc, w.now, &mut out);
     let (_, bytes) = w.sim.poll_transmit().expect("answer");

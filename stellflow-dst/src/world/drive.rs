@@ -3,7 +3,7 @@
 //! the per-step invariants checked on the way.
 
 use super::*;
-use stellflow_sansio::HealthState;
+use stellflow_sansio::{HealthState, Output};
 
 impl World {
     /// The earliest instant anything in the world has work.
@@ -16,7 +16,7 @@ impl World {
         };
         for s in &mut self.clients {
             if s.run == Run::Running {
-                consider(s.client.poll_timeout());
+                consider(s.deadline);
             }
         }
         consider(self.cluster.poll_timeout());
@@ -56,15 +56,13 @@ impl World {
                     .iter_mut()
                     .enumerate()
                     .filter(|(_, s)| s.run == Run::Running)
-                    .filter_map(|(i, s)| {
-                        s.client.poll_timeout().filter(|d| *d <= target).map(|_| i)
-                    })
+                    .filter_map(|(i, s)| s.deadline.filter(|d| *d <= target).map(|_| i))
                     .collect();
                 let cluster_due = self.cluster.poll_timeout().is_some_and(|d| d <= target);
                 self.report(
                     "time-advances",
                     format!(
-                        "{MAX_STUCK_STEPS} steps without the clock moving; clients whose poll_timeout stays due: {due:?}; cluster due: {cluster_due}"
+                        "{MAX_STUCK_STEPS} steps without the clock moving; clients whose drain timeout stays due: {due:?}; cluster due: {cluster_due}"
                     ),
                 );
             }
@@ -85,7 +83,7 @@ impl World {
         }
         let mut woken = Vec::new();
         for (i, slot) in self.clients.iter_mut().enumerate() {
-            if slot.run == Run::Running && slot.client.poll_timeout().is_some_and(|d| d <= now) {
+            if slot.run == Run::Running && slot.deadline.is_some_and(|d| d <= now) {
                 slot.client.handle_timeout(now);
                 self.stats.wakeups += 1;
                 slot.wakeups += 1;
@@ -99,14 +97,14 @@ impl World {
         // the `time-advances` check.)
         for i in woken {
             if let Some(slot) = self.clients.get_mut(i)
-                && let Some(d) = slot.client.poll_timeout()
+                && let Some(d) = slot.deadline
                 && d < now
             {
                 let past = now - d;
                 self.report(
                     "poll-timeout-not-in-past",
                     format!(
-                        "client {i}: poll_timeout {past:?} before now after handle_timeout(now) and a full drain"
+                        "client {i}: drain timeout {past:?} before now after handle_timeout(now) and a full drain"
                     ),
                 );
             }
@@ -171,94 +169,96 @@ impl World {
         let Some(slot) = self.clients.get_mut(i) else {
             return false;
         };
-        while let Some(cr) = slot.client.poll_connect() {
-            progress = true;
-            let address = cr.address.to_string();
-            self.trace.record(b'C', m, address.as_bytes());
-            note!(
-                self.log,
-                now - self.epoch,
-                "client {i} conn {}: connect to {address}",
-                cr.conn.0
-            );
-            let at = now + self.net.latency;
-            self.connects.push(PendingConnect {
-                at,
-                client: i,
-                conn: cr.conn,
-                address,
-            });
-        }
-        while let Some(c) = slot.client.poll_close() {
-            progress = true;
-            self.trace.record(b'X', m, &c.0.to_le_bytes());
-            note!(
-                self.log,
-                now - self.epoch,
-                "client {i} conn {}: closed by the client",
-                c.0
-            );
-            self.connects.retain(|p| !(p.client == i && p.conn == c));
-            if let Some(link) = self.links.remove(&(i, c.0))
-                && let Some(sim) = link.sim
-            {
-                self.by_sim.remove(&sim);
-                self.cluster.disconnect(sim);
-            }
-        }
-        loop {
+        slot.deadline = loop {
             self.buf.clear();
-            let Some(c) = slot.client.poll_transmit(now, &mut self.buf) else {
-                break;
-            };
-            progress = true;
-            self.trace.record(b'U', m, &self.buf);
-            let timeouts = slot.client.counters().timeouts;
-            let Some(link) = self.links.get_mut(&(i, c.0)) else {
-                self.violations.push(Violation {
-                    at: now - self.epoch,
-                    invariant: "transmit-on-open-connection",
-                    detail: format!(
-                        "client {i} wrote {} bytes to {c:?}, which is not connected",
-                        self.buf.len()
-                    ),
-                });
-                continue;
-            };
-            let before = link.obs.requests;
-            if let Err((invariant, detail)) =
-                link.obs
-                    .on_request_bytes(&self.buf, now - self.epoch, timeouts, slot.max_in_flight)
-            {
-                self.violations.push(Violation {
-                    at: now - self.epoch,
-                    invariant,
-                    detail: format!("client {i} {c:?}: {detail}"),
-                });
+            let output = slot.client.poll_output(now, &mut self.buf);
+            progress |= !matches!(output, Output::Timeout(_));
+            match output {
+                Output::Connect(cr) => {
+                    let address = cr.address.to_string();
+                    self.trace.record(b'C', m, address.as_bytes());
+                    note!(
+                        self.log,
+                        now - self.epoch,
+                        "client {i} conn {}: connect to {address}",
+                        cr.conn.0
+                    );
+                    let at = now + self.net.latency;
+                    self.connects.push(PendingConnect {
+                        at,
+                        client: i,
+                        conn: cr.conn,
+                        address,
+                    });
+                }
+                Output::Close(c) => {
+                    self.trace.record(b'X', m, &c.0.to_le_bytes());
+                    note!(
+                        self.log,
+                        now - self.epoch,
+                        "client {i} conn {}: closed by the client",
+                        c.0
+                    );
+                    self.connects.retain(|p| !(p.client == i && p.conn == c));
+                    if let Some(link) = self.links.remove(&(i, c.0))
+                        && let Some(sim) = link.sim
+                    {
+                        self.by_sim.remove(&sim);
+                        self.cluster.disconnect(sim);
+                    }
+                }
+                Output::Transmit(c) => {
+                    self.trace.record(b'U', m, &self.buf);
+                    let timeouts = slot.client.counters().timeouts;
+                    let Some(link) = self.links.get_mut(&(i, c.0)) else {
+                        self.violations.push(Violation {
+                            at: now - self.epoch,
+                            invariant: "transmit-on-open-connection",
+                            detail: format!(
+                                "client {i} wrote {} bytes to {c:?}, which is not connected",
+                                self.buf.len()
+                            ),
+                        });
+                        continue;
+                    };
+                    let before = link.obs.requests;
+                    if let Err((invariant, detail)) = link.obs.on_request_bytes(
+                        &self.buf,
+                        now - self.epoch,
+                        timeouts,
+                        slot.max_in_flight,
+                    ) {
+                        self.violations.push(Violation {
+                            at: now - self.epoch,
+                            invariant,
+                            detail: format!("client {i} {c:?}: {detail}"),
+                        });
+                    }
+                    self.stats.requests += link.obs.requests - before;
+                    slot.requests += link.obs.requests - before;
+                    let at = now - self.epoch;
+                    slot.tapped
+                        .extend(link.obs.tapped.drain(..).map(|b| (at, b)));
+                    for f in link.obs.frames.drain(..) {
+                        note!(self.log, at, "client {i} conn {}: {f}", c.0);
+                    }
+                    if !link.half_open {
+                        link.up.push(&mut self.rng, &self.net, now, &self.buf);
+                    } else if !link.black_hole && !link.rst {
+                        link.rst = true;
+                        link.down
+                            .push_fin(&mut self.rng, &self.net, now + self.net.latency);
+                    }
+                }
+                Output::Event(e) => {
+                    self.trace
+                        .record(b'E', m, trace_text(i, &e, self.epoch).as_bytes());
+                    note!(self.log, now - self.epoch, "client {i} event {e:?}");
+                    slot.events.push_back(e);
+                }
+                Output::Timeout(t) => break t,
             }
-            self.stats.requests += link.obs.requests - before;
-            slot.requests += link.obs.requests - before;
-            let at = now - self.epoch;
-            slot.tapped
-                .extend(link.obs.tapped.drain(..).map(|b| (at, b)));
-            for f in link.obs.frames.drain(..) {
-                note!(self.log, at, "client {i} conn {}: {f}", c.0);
-            }
-            if !link.half_open {
-                link.up.push(&mut self.rng, &self.net, now, &self.buf);
-            } else if !link.black_hole && !link.rst {
-                link.rst = true;
-                link.down
-                    .push_fin(&mut self.rng, &self.net, now + self.net.latency);
-            }
-        }
-        while let Some(e) = slot.client.poll_event() {
-            progress = true;
-            self.trace
-                .record(b'E', m, trace_text(i, &e, self.epoch).as_bytes());
-            note!(self.log, now - self.epoch, "client {i} event {e:?}");
-            slot.events.push_back(e);
-        }
+        };
         let mut deliver = |slot: &mut Slot, r: ConsumerRecord| {
             progress = true;
             let pos = format!("{i}:{}:{}:{}", r.partition, r.offset, r.index);

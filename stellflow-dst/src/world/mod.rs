@@ -104,6 +104,8 @@ struct Slot {
     /// (`reconnect_backoff_max` less the jitter): how far apart reconnects to a peer that is
     /// not a Stellflow broker must be.
     reconnect_cap_min: Duration,
+    /// The `Output::Timeout` the client's last drain ended with.
+    deadline: Option<Instant>,
 }
 
 /// Whether a client runs: a paused one is not driven at all (no timers, no input, no output,
@@ -188,7 +190,7 @@ enum Undo {
 /// commands through [`World::client`] (passing [`World::now`]) and read their outcomes with
 /// [`World::poll_event`]. Inject faults with [`World::apply`], end them with [`World::heal`].
 /// Checked continuously: ApiVersions first on every connection, negotiated versions, the
-/// in-flight limit, unique correlation ids, `poll_timeout` never in the past after
+/// in-flight limit, unique correlation ids, the drain's `Timeout` never in the past after
 /// `handle_timeout`, and that virtual time keeps moving (no livelock).
 #[derive(Debug)]
 pub struct World {
@@ -293,6 +295,7 @@ impl World {
             run: Run::Running,
             isolated: BTreeSet::new(),
             reconnect_cap_min,
+            deadline: None,
         });
         let id = ClientId(self.clients.len() - 1);
         self.settle();

@@ -439,7 +439,7 @@ impl Client {
         sent
     }
 
-    /// The consumer's earliest deadline, for [`Client::poll_timeout`].
+    /// The consumer's earliest deadline, for the drain's [`crate::Output::Timeout`].
     pub(crate) fn consumer_deadline(&self) -> Option<Instant> {
         let c = &self.consumer;
         if self.closed || !c.active() {

@@ -10,13 +10,11 @@
 //! # Delivery
 //!
 //! Records are pulled with [`crate::Client::poll_record`] (one at a time, no allocation) — not
-//! through [`crate::Client::poll_event`], which carries the consumer's notifications as
+//! through [`crate::Output::Event`], which carries the consumer's notifications as
 //! [`crate::Event::Consumer`]. Fetched blobs wait undecoded in a queue bounded by
 //! [`ConsumerConfig::max_buffered_bytes`]; each record is decoded when it is polled, and its
-//! key, value and headers are slices of the fetched response (never copied). Add
-//! `poll_record` to the drain rule: after draining, take records until `None`; taking them
-//! frees buffer space, and the next [`crate::Client::poll_timeout`] then asks for an
-//! immediate `handle_timeout` so that fetching resumes.
+//! key, value and headers are slices of the fetched response (never copied). When drivers
+//! take records, and why taking them matters for fetching: the contract on [`crate::Client`].
 //!
 //! [`crate::Client::poll_blob`] is the other way to take them: a whole fetched blob
 //! ([`FetchedBlob`]) whose records decode as the caller iterates it, with no

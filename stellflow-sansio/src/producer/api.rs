@@ -52,15 +52,20 @@ impl Client {
     ///
     /// ```
     /// use std::time::Instant;
-    /// use stellflow_sansio::{Client, ClientConfig, Event};
+    /// use stellflow_sansio::{Client, ClientConfig, Event, Output};
     /// let now = Instant::now();
     /// let mut client = Client::new(ClientConfig::new("broker-1:9092").unwrap(), now, 1).unwrap();
     /// client.set_batch_outcomes(true);
-    /// while let Some(event) = client.poll_event() {
-    ///     if let Event::ProducedBatch(batch) = event {
-    ///         for (id, outcome) in batch.outcomes() {
-    ///             # let _ = (id, outcome);
+    /// let mut buf = bytes::BytesMut::new();
+    /// loop {
+    ///     match client.poll_output(now, &mut buf) {
+    ///         Output::Event(Event::ProducedBatch(batch)) => {
+    ///             for (id, outcome) in batch.outcomes() {
+    ///                 # let _ = (id, outcome);
+    ///             }
     ///         }
+    ///         Output::Timeout(_) => break,
+    ///         _ => { /* connections, bytes and other events: see `Client::poll_output` */ }
     ///     }
     /// }
     /// ```

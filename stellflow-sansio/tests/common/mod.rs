@@ -6,7 +6,8 @@ use bytes::BytesMut;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use stellflow_sansio::{
-    AdminError, AdminId, AdminOutput, Client, ClientConfig, ConnId, DisconnectReason, Event,
+    AdminError, AdminId, AdminOutput, Client, ClientConfig, ConnId, ConnectRequest,
+    DisconnectReason, Event, Output,
 };
 use stellflow_sim::{ClusterConfig, SimCluster};
 
@@ -19,6 +20,11 @@ pub struct World {
     pub attempts: Vec<(Instant, String)>,
     pub to_sim: HashMap<ConnId, stellflow_sim::ConnId>,
     pub to_client: HashMap<stellflow_sim::ConnId, ConnId>,
+    /// The `Timeout` the client's last drain ended with.
+    pub deadline: Option<Instant>,
+    /// Checks every drain's end: right after its `Timeout`, another `poll_output` finds
+    /// nothing and gives the same instant.
+    pub check_drain_end: bool,
     buf: BytesMut,
 }
 
@@ -45,6 +51,8 @@ impl World {
             attempts: Vec::new(),
             to_sim: HashMap::new(),
             to_client: HashMap::new(),
+            deadline: None,
+            check_drain_end: false,
             buf: BytesMut::with_capacity(64 * 1024),
         };
         w.step();
@@ -56,41 +64,41 @@ impl World {
         let now = self.now;
         for _ in 0..100_000 {
             let mut progress = false;
-            while let Some(cr) = self.client.poll_connect() {
-                progress = true;
-                self.attempts.push((now, cr.address.to_string()));
-                match self.sim.connect_addr(&cr.address.to_string(), now) {
-                    Ok(sc) => {
-                        self.to_sim.insert(cr.conn, sc);
-                        self.to_client.insert(sc, cr.conn);
-                        self.client.handle_connected(cr.conn, now);
-                    }
-                    Err(e) => self.client.handle_disconnected(
-                        cr.conn,
-                        now,
-                        DisconnectReason::ConnectFailed(stellflow_sansio::IoFailure::new(
-                            std::io::ErrorKind::ConnectionRefused,
-                            e.to_string(),
-                        )),
-                    ),
-                }
-            }
-            while let Some(c) = self.client.poll_close() {
-                progress = true;
-                if let Some(sc) = self.to_sim.remove(&c) {
-                    self.to_client.remove(&sc);
-                    self.sim.disconnect(sc);
-                }
-            }
-            loop {
+            let deadline = loop {
                 self.buf.clear();
-                let Some(c) = self.client.poll_transmit(now, &mut self.buf) else {
-                    break;
-                };
-                progress = true;
-                if let Some(sc) = self.to_sim.get(&c) {
-                    self.sim.handle_input(*sc, now, &mut self.buf);
+                match self.client.poll_output(now, &mut self.buf) {
+                    Output::Connect(cr) => {
+                        progress = true;
+                        self.connect(cr);
+                    }
+                    Output::Close(c) => {
+                        progress = true;
+                        if let Some(sc) = self.to_sim.remove(&c) {
+                            self.to_client.remove(&sc);
+                            self.sim.disconnect(sc);
+                        }
+                    }
+                    Output::Transmit(c) => {
+                        progress = true;
+                        if let Some(sc) = self.to_sim.get(&c) {
+                            self.sim.handle_input(*sc, now, &mut self.buf);
+                        }
+                    }
+                    Output::Event(e) => {
+                        progress = true;
+                        self.events.push(e);
+                    }
+                    Output::Timeout(t) => break t,
                 }
+            };
+            self.deadline = deadline;
+            if self.check_drain_end {
+                let again = self.client.poll_output(now, &mut self.buf);
+                assert!(
+                    matches!(again, Output::Timeout(t) if t == deadline),
+                    "the drain ended with Timeout({deadline:?}) but then gave {again:?} {:?}",
+                    &self.buf[..self.buf.len().min(12)]
+                );
             }
             while let Some((sc, bytes)) = self.sim.poll_transmit() {
                 progress = true;
@@ -108,10 +116,6 @@ impl World {
                         .handle_disconnected(c, now, DisconnectReason::PeerClosed);
                 }
             }
-            while let Some(e) = self.client.poll_event() {
-                progress = true;
-                self.events.push(e);
-            }
             if !progress {
                 return;
             }
@@ -119,10 +123,38 @@ impl World {
         panic!("world did not settle");
     }
 
+    /// Opens the connection the client asked for on the simulated cluster and reports back.
+    fn connect(&mut self, cr: ConnectRequest) {
+        let now = self.now;
+        self.attempts.push((now, cr.address.to_string()));
+        match self.sim.connect_addr(&cr.address.to_string(), now) {
+            Ok(sc) => {
+                self.to_sim.insert(cr.conn, sc);
+                self.to_client.insert(sc, cr.conn);
+                self.client.handle_connected(cr.conn, now);
+            }
+            Err(e) => self.client.handle_disconnected(
+                cr.conn,
+                now,
+                DisconnectReason::ConnectFailed(stellflow_sansio::IoFailure::new(
+                    std::io::ErrorKind::ConnectionRefused,
+                    e.to_string(),
+                )),
+            ),
+        }
+    }
+
+    /// The client's next deadline: drains first (a command since the last drain may have
+    /// moved it), then the `Timeout` the drain ended with.
+    pub fn client_deadline(&mut self) -> Option<Instant> {
+        self.step();
+        self.deadline
+    }
+
     /// Advances the clock to the next deadline of either side (at most `max` ahead).
     pub fn tick(&mut self, max: Duration) {
         let limit = self.now + max;
-        let next = [self.client.poll_timeout(), self.sim.poll_timeout()]
+        let next = [self.client_deadline(), self.sim.poll_timeout()]
             .into_iter()
             .flatten()
             .min()
@@ -194,5 +226,43 @@ impl World {
             .partition(|e| f(e));
         self.events = keep;
         hit
+    }
+}
+
+/// One drain of a client driven by hand (no world), its outputs sorted by kind.
+#[derive(Debug, Default)]
+pub struct Drained {
+    pub connects: Vec<ConnectRequest>,
+    pub closes: Vec<ConnId>,
+    /// Each transmit with the bytes it appended.
+    pub sent: Vec<(ConnId, BytesMut)>,
+    pub events: Vec<Event>,
+    /// The `Timeout` that ended the drain.
+    pub timeout: Option<Instant>,
+}
+
+/// Drains `client` at `now` until its `Output::Timeout`.
+pub fn drain_by_hand(client: &mut Client, now: Instant) -> Drained {
+    let mut d = Drained::default();
+    let mut buf = BytesMut::new();
+    loop {
+        match client.poll_output(now, &mut buf) {
+            Output::Connect(cr) => d.connects.push(cr),
+            Output::Close(c) => d.closes.push(c),
+            Output::Transmit(c) => d.sent.push((c, buf.split())),
+            Output::Event(e) => d.events.push(e),
+            Output::Timeout(t) => {
+                d.timeout = t;
+                return d;
+            }
+        }
+    }
+}
+
+/// The next output of `client`, which must be a transmit (its bytes appended to `buf`).
+pub fn next_transmit(client: &mut Client, now: Instant, buf: &mut BytesMut) -> ConnId {
+    match client.poll_output(now, buf) {
+        Output::Transmit(c) => c,
+        other => panic!("expected a transmit, got {other:?}"),
     }
 }

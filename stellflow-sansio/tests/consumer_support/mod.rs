@@ -315,10 +315,8 @@ pub fn advance_checked(w: &mut World, d: Duration) {
             stuck += 1;
             assert!(
                 stuck < 1000,
-                "poll_timeout keeps returning {:?} (now) without progress",
-                w.client
-                    .poll_timeout()
-                    .map(|t| t.saturating_duration_since(w.now))
+                "the drain's timeout keeps returning {:?} (now) without progress",
+                w.deadline.map(|t| t.saturating_duration_since(w.now))
             );
         } else {
             stuck = 0;
