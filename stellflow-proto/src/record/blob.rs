@@ -315,7 +315,7 @@ impl Iterator for BlobRecords {
     type Item = Result<BlobRecord, BatchError>;
 
     /// The next record: straight from the current batch when it has one (inlined, the
-    /// per-record path), else through [`BlobRecords::next_from_next_batch`].
+    /// per-record path), else through `next_from_next_batch`.
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if !self.done
