@@ -257,8 +257,8 @@ impl RequestError {
     }
 }
 
-/// Why the client closed a connection on its own (a driver of the core sees the id in
-/// [`crate::Output::Close`]). The client reconnects on demand with backoff.
+/// Why the client closed a connection on its own. The client reconnects on demand with
+/// backoff.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectionError {
