@@ -80,11 +80,6 @@ impl Pipe {
         self.queue.push_back((at, Segment::Fin));
     }
 
-    /// When the last segment queued so far arrives.
-    pub(crate) fn last_arrival(&self) -> Instant {
-        self.last
-    }
-
     /// When the next segment arrives.
     pub(crate) fn next_at(&self) -> Option<Instant> {
         self.queue.front().map(|(at, _)| *at)

@@ -383,8 +383,13 @@ impl World {
                         key.1
                     );
                 }
+                let impostor = link.impostor.is_some();
+                let n = self.buf.len();
                 if let Some(slot) = self.clients.get_mut(key.0) {
                     slot.client.handle_input(ConnId(key.1), now, &mut self.buf);
+                }
+                if impostor {
+                    self.impostor_delivered(key, n);
                 }
             }
             if fin {

@@ -36,7 +36,12 @@ pub(super) struct ImpostorConn {
     broker: i32,
     address: String,
     garbage: Garbage,
-    /// When the garbage answer's last byte reaches the client (virtual time since the start).
+    /// Bytes of the garbage answer sent and not yet handed to the client.
+    answer_pending: usize,
+    /// When the client was handed the garbage answer's last byte (virtual time since the
+    /// start). Counted at the hand-over, not predicted when the answer is sent: a link fault
+    /// or a close after the send can keep the bytes from ever reaching the client, and then
+    /// there is nothing the client could report.
     answer_arrives: Option<Duration>,
     /// Whether the report check concluded for this connection.
     checked: bool,
@@ -121,6 +126,7 @@ impl World {
                 broker,
                 address: address.to_owned(),
                 garbage,
+                answer_pending: 0,
                 answer_arrives: None,
                 checked: false,
                 connected_at,
@@ -144,12 +150,22 @@ impl World {
             return;
         };
         link.down.push(&mut self.rng, &self.net, now, &answer);
-        let arrives = link
-            .down
-            .last_arrival()
-            .saturating_duration_since(self.epoch);
         if let Some(c) = self.impostor_conns.get_mut(&key) {
-            c.answer_arrives = Some(arrives);
+            c.answer_pending += answer.len();
+        }
+    }
+
+    /// `n` bytes from the impostor end of `key` were handed to its client: once the whole
+    /// garbage answer is in, the report bound starts.
+    pub(super) fn impostor_delivered(&mut self, key: (usize, u64), n: usize) {
+        let at = self.elapsed();
+        if let Some(c) = self.impostor_conns.get_mut(&key)
+            && c.answer_pending > 0
+        {
+            c.answer_pending = c.answer_pending.saturating_sub(n);
+            if c.answer_pending == 0 && c.answer_arrives.is_none() {
+                c.answer_arrives = Some(at);
+            }
         }
     }
 

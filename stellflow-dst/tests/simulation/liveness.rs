@@ -98,3 +98,18 @@ fn seed_27001667_an_outage_changing_cause_stays_one_outage() {
         "seed=27001667;b=1;c=1;p=1;rf=1;rt=2500;mif=4;lat=484;jit=2261;split=0;ops=1;safety=6864;wl=3844359651;f=2303:impostor:1,1,5540;f=6863:gone:1",
     );
 }
+
+/// The report bound starts when the client is handed the whole garbage answer, not when the
+/// answer was sent: a half-open link right after the impostor answered kept the bytes from
+/// the client (seed 41001402, shrunk), and a client that had given up on the connection before
+/// the answer came never read it (seed 41000008, shrunk). The old check predicted the arrival
+/// at the send and reported a missing "not a Stellflow broker" the client could not have made.
+#[test]
+fn seeds_41001402_and_41000008_garbage_never_handed_over_needs_no_report() {
+    run_twice(
+        "seed=41001402;b=2;c=2;p=3;rf=1;rt=1500;mif=1;lat=1541;jit=4133;split=80;ops=12;safety=7005;wl=180851456;f=2410:halfopen:0;f=5126:crash:2,3555;f=5862:impostor:1,0,1793;f=6759:halfopen:1",
+    );
+    run_twice(
+        "seed=41000008;b=3;c=2;p=1;rf=2;rt=4000;mif=64;lat=1918;jit=4861;split=20;ops=9;safety=14172;wl=2694646954;f=2278:crash:1,560;f=10434:impostor:2,1,5062",
+    );
+}
