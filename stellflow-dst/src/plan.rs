@@ -209,6 +209,16 @@ pub enum Garbage {
 }
 
 impl Garbage {
+    /// How many bytes of an answer of `len` bytes a client needs before it can tell the
+    /// answer is garbage: the frame length (4) for an absurd one, else the whole frame (a
+    /// client matches a frame to its request once the frame is in).
+    pub(crate) fn telling_len(self, len: usize) -> usize {
+        match self {
+            Garbage::AbsurdLength => len.min(4),
+            Garbage::WrongCorrelation | Garbage::UndecodableBody => len,
+        }
+    }
+
     /// Every kind, in code order (the plan's text form writes the index).
     pub const ALL: [Garbage; 3] = [
         Garbage::AbsurdLength,

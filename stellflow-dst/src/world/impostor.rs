@@ -36,9 +36,10 @@ pub(super) struct ImpostorConn {
     broker: i32,
     address: String,
     garbage: Garbage,
-    /// Bytes of the garbage answer sent and not yet handed to the client.
+    /// Bytes of the garbage answer the client must still be handed before it can tell the
+    /// answer is garbage ([`Garbage::telling_len`]).
     answer_pending: usize,
-    /// When the client was handed the garbage answer's last byte (virtual time since the
+    /// When the client was handed enough of the garbage answer to tell (virtual time since the
     /// start). Counted at the hand-over, not predicted when the answer is sent: a link fault
     /// or a close after the send can keep the bytes from ever reaching the client, and then
     /// there is nothing the client could report.
@@ -151,12 +152,12 @@ impl World {
         };
         link.down.push(&mut self.rng, &self.net, now, &answer);
         if let Some(c) = self.impostor_conns.get_mut(&key) {
-            c.answer_pending += answer.len();
+            c.answer_pending = c.garbage.telling_len(answer.len());
         }
     }
 
-    /// `n` bytes from the impostor end of `key` were handed to its client: once the whole
-    /// garbage answer is in, the report bound starts.
+    /// `n` bytes from the impostor end of `key` were handed to its client: once enough of the
+    /// garbage answer is in to tell it is garbage, the report bound starts.
     pub(super) fn impostor_delivered(&mut self, key: (usize, u64), n: usize) {
         let at = self.elapsed();
         if let Some(c) = self.impostor_conns.get_mut(&key)
