@@ -1,8 +1,9 @@
 //! Impostors: a peer on a broker's address that is not a Stellflow broker
 //! ([`FaultAction::Impostor`]). It answers the first request of every connection with garbage
 //! (see [`Garbage`]), and the world checks, from outside the client, that the client reports it
-//! as "not a Stellflow broker" for that address within [`NOT_STELLFLOW_BOUND`] of the answer's
-//! arrival (`not-stellflow-reported`), and that its reconnects to that address wait the
+//! as "not a Stellflow broker" for that address within [`NOT_STELLFLOW_BOUND`] of being handed
+//! enough of the answer to tell (`not-stellflow-reported`), and that its reconnects to that
+//! address wait the
 //! reconnect cap (`not-stellflow-backoff`): from its first report to the impostor's leaving,
 //! a client may connect to the address at most once per `reconnect_backoff_max` less the
 //! jitter, plus one.
@@ -11,9 +12,9 @@ use super::*;
 use bytes::BufMut;
 use stellflow_sansio::ConnectionError;
 
-/// How long after the garbage answer fully arrived the client may take to report the peer as
-/// not a Stellflow broker. The decision needs nothing but the bytes (no timer), so the bound
-/// is one drain; a millisecond leaves room for the step that delivers it.
+/// How long after it was handed enough of the garbage answer to tell the client may take to
+/// report the peer as not a Stellflow broker. The decision needs nothing but the bytes (no
+/// timer), so the bound is one drain; a millisecond leaves room for the step that delivers it.
 pub const NOT_STELLFLOW_BOUND: Duration = Duration::from_millis(1);
 
 /// What an HTTP server answers a request it cannot read: as a frame length, `HTTP` is
