@@ -322,33 +322,7 @@ fn run(plan: &FaultPlan, keep_log: bool) -> (RunReport, Vec<String>) {
     if world.violations().is_empty() {
         idle_phase(&mut world, &mut loads, &plan.scenario, healed_at);
     }
-    if world.violations().is_empty() {
-        check_ledger(&mut world, &loads.ledger);
-        if let Some(p) = &loads.producer {
-            // The server forgets its de-duplication state on a restart or a leader move, and
-            // never records a batch it answered with 7 (acks=-1 replication timeout, PROTOCOL.md
-            // §3.3.2): if that answer is lost, the retry is appended again by design.
-            p.check_logs(&mut world, state_lost(plan));
-        }
-        if let Some(c) = &loads.consumer {
-            c.check_values(&mut world, loads.producer.as_ref());
-        }
-    }
-    let log = world.take_log();
-    let report = RunReport {
-        trace_hash: world.trace_hash(),
-        violations: world.violations().to_vec(),
-        stats: world.stats(),
-        commands: loads.completed(),
-        elapsed: world.elapsed(),
-        linger_bound_checks: loads
-            .producer
-            .as_ref()
-            .map_or(0, |p| p.linger_bound_checks()),
-        resume: resume.summary(),
-        outage: Vec::new(),
-    };
-    (report, log)
+    end_checks_and_report(plan, world, &loads, resume.summary(), Vec::new())
 }
 
 /// Whether the server may have forgotten its de-duplication state: on a restart or a leader
@@ -418,6 +392,18 @@ fn finish_outage(
                 .max(Duration::from_millis(1));
         world.step(limit);
     }
+    end_checks_and_report(plan, world, &loads, Vec::new(), outage.summary())
+}
+
+/// The end of every run: when nothing was violated on the way, the ledger, the producer's
+/// logs and the consumer's values are checked; then the report and the readable log.
+fn end_checks_and_report(
+    plan: &FaultPlan,
+    mut world: World,
+    loads: &Loads,
+    resume: Vec<(&'static str, Duration, Duration)>,
+    outage: Vec<(&'static str, Option<Duration>, Option<Duration>)>,
+) -> (RunReport, Vec<String>) {
     if world.violations().is_empty() {
         check_ledger(&mut world, &loads.ledger);
         if let Some(p) = &loads.producer {
@@ -438,8 +424,8 @@ fn finish_outage(
             .producer
             .as_ref()
             .map_or(0, |p| p.linger_bound_checks()),
-        resume: Vec::new(),
-        outage: outage.summary(),
+        resume,
+        outage,
     };
     (report, log)
 }
