@@ -2,6 +2,8 @@
 //! within its timeout: against an unknown topic, an unreachable or silent broker, and bad
 //! arguments.
 
+mod common;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -154,14 +156,7 @@ fn silent_broker_fails_within_the_timeout() {
 
 #[test]
 fn bad_arguments_fail_at_once() {
-    let server = stellflow_sim::serve("127.0.0.1:0").unwrap();
-    let addr = server.local_addr().to_string();
-    let admin =
-        stellflow_blocking::Admin::connect(stellflow_blocking::ClientConfig::new(&addr).unwrap())
-            .unwrap();
-    admin
-        .create_topic("one", 1, stellflow_blocking::Target::Any)
-        .unwrap();
+    let (_server, addr) = common::sim_with_topic("one");
     let cases: &[(&[&str], i32, &str)] = &[
         (&["api-versions", "--broker", "7"], 1, "unknown broker id 7"),
         (

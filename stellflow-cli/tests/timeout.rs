@@ -1,20 +1,15 @@
 //! `--timeout` bounds a command end to end, delivery included, and a produce that waits on a
 //! leaderless partition says so on stderr at once (issue 15).
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 #[test]
 fn produce_to_a_leaderless_partition_says_why_at_once_and_ends_within_the_timeout() {
-    let server = stellflow_sim::serve("127.0.0.1:0").unwrap();
-    let addr = server.local_addr().to_string();
-    let admin =
-        stellflow_blocking::Admin::connect(stellflow_blocking::ClientConfig::new(&addr).unwrap())
-            .unwrap();
-    admin
-        .create_topic("led", 1, stellflow_blocking::Target::Any)
-        .unwrap();
+    let (server, addr) = common::sim_with_topic("led");
     // Restarted on its data: leader 0, Produce refused until leadership is re-asserted.
     server
         .with_cluster(|c, now| c.restart(1, now))
@@ -73,14 +68,7 @@ fn produce_to_a_leaderless_partition_says_why_at_once_and_ends_within_the_timeou
 /// forever.
 #[test]
 fn an_explicit_timeout_bounds_a_long_healthy_produce() {
-    let server = stellflow_sim::serve("127.0.0.1:0").unwrap();
-    let addr = server.local_addr().to_string();
-    let admin =
-        stellflow_blocking::Admin::connect(stellflow_blocking::ClientConfig::new(&addr).unwrap())
-            .unwrap();
-    admin
-        .create_topic("endless", 1, stellflow_blocking::Target::Any)
-        .unwrap();
+    let (_server, addr) = common::sim_with_topic("endless");
     let start = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_stellflow"))
         .args(["--bootstrap", &addr, "--timeout", "2", "produce", "endless"])
@@ -132,14 +120,7 @@ fn an_explicit_timeout_bounds_a_long_healthy_produce() {
 /// counting every record it read and did not produce.
 #[test]
 fn a_produce_blocked_on_a_full_buffer_ends_within_the_timeout() {
-    let server = stellflow_sim::serve("127.0.0.1:0").unwrap();
-    let addr = server.local_addr().to_string();
-    let admin =
-        stellflow_blocking::Admin::connect(stellflow_blocking::ClientConfig::new(&addr).unwrap())
-            .unwrap();
-    admin
-        .create_topic("full", 1, stellflow_blocking::Target::Any)
-        .unwrap();
+    let (server, addr) = common::sim_with_topic("full");
     server
         .with_cluster(|c, _| {
             c.inject_fault(stellflow_sim::FaultRule::random(
