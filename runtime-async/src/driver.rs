@@ -47,6 +47,9 @@ impl<R: Runtime> Transmit for Sock<R> {
     fn hand_over(&self, buf: &mut BytesMut) -> Option<io::Result<()>> {
         R::hand_over(&self.0, buf)
     }
+    fn set_abort_on_close(&self) -> io::Result<()> {
+        R::set_abort_on_close(&self.0)
+    }
 }
 
 /// A socket's reading side, the driver's own.

@@ -60,6 +60,9 @@ impl Runtime for Fake {
         socket.lock().unwrap().written += buf.len();
         Ok(buf.len())
     }
+    fn set_abort_on_close(_: &Mutex<Held>) -> io::Result<()> {
+        Ok(())
+    }
     fn poll_readable(_: &Mutex<Held>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
     }

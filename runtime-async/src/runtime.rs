@@ -101,6 +101,12 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// Writes what the socket takes now from `buf` (`WouldBlock` when nothing).
     fn try_write(socket: &Self::Socket, buf: &[u8]) -> io::Result<usize>;
 
+    /// Makes the socket's close a reset: `SO_LINGER` set to zero, so that when the driver
+    /// drops it the host sends an RST and discards the bytes the broker has not received
+    /// instead of delivering them later (the core's `CloseMode::Abort`). Bytes the runtime
+    /// itself still queues for the socket must be discarded too.
+    fn set_abort_on_close(socket: &Self::Socket) -> io::Result<()>;
+
     /// Ready when the socket may be readable (registers `cx` otherwise).
     fn poll_readable(socket: &Self::Socket, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
 

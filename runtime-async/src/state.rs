@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Waker};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use stellflow_sansio::{
-    AdminError, AdminOutcome, Client, ClientConfig, CommitId, ConnId, ConnectRequest,
+    AdminError, AdminOutcome, Client, ClientConfig, CloseMode, CommitId, ConnId, ConnectRequest,
     ConsumerEvent, DeliveryError, DisconnectReason, Event, FetchedBlob, FlushId, Output, Position,
     ProduceError, ProduceId, ProducedBatch, RecordMetadata, RequestId, RevocationId,
     TopicPartition, TraceIds,
@@ -136,6 +136,7 @@ pub(crate) struct Pending {
 pub(crate) trait Transmit: Send + Sync {
     fn try_write(&self, buf: &[u8]) -> std::io::Result<usize>;
     fn hand_over(&self, buf: &mut BytesMut) -> Option<std::io::Result<()>>;
+    fn set_abort_on_close(&self) -> std::io::Result<()>;
 }
 
 pub(crate) struct Conn {
@@ -585,9 +586,14 @@ impl State {
                     self.replan = true;
                     self.connects.push(req);
                 }
-                Output::Close(id) => {
+                Output::Close(close) => {
                     self.replan = true;
-                    self.conns.remove(&id);
+                    if let Some(conn) = self.conns.remove(&close.conn)
+                        && close.mode == CloseMode::Abort
+                        && let Err(e) = conn.sock.set_abort_on_close()
+                    {
+                        tracing::warn!(conn = close.conn.0, "cannot reset the connection: {e}");
+                    }
                 }
                 Output::Transmit(id) => self.transmit(id, now),
                 Output::Event(e) => self.on_event(e),

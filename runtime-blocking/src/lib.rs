@@ -157,6 +157,10 @@ impl Runtime for Blocking {
         socket.try_write(buf)
     }
 
+    fn set_abort_on_close(socket: &net::Socket) -> io::Result<()> {
+        socket.set_abort_on_close()
+    }
+
     fn poll_readable(socket: &net::Socket, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         socket.poll_readable(cx)
     }

@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::io::{self, BufReader, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
@@ -41,6 +42,8 @@ pub struct Socket {
     stream: TcpStream,
     inbox: Arc<Mutex<Inbox>>,
     writer: Sender<Bytes>,
+    /// The close is a reset: the writer thread writes nothing more it was handed.
+    aborted: Arc<AtomicBool>,
 }
 
 fn lock(inbox: &Mutex<Inbox>) -> MutexGuard<'_, Inbox> {
@@ -59,6 +62,13 @@ impl Socket {
             Some(Ok(())) => Ok(BytesMut::new()),
             Some(Err((kind, msg))) => Err(io::Error::new(*kind, msg.clone())),
         }
+    }
+
+    /// Makes the close a reset (`SO_LINGER` zero): the writer thread drops what it still
+    /// holds, and the host discards what the broker has not received.
+    pub fn set_abort_on_close(&self) -> io::Result<()> {
+        self.aborted.store(true, Ordering::SeqCst);
+        socket2::SockRef::from(&self.stream).set_linger(Some(Duration::ZERO))
     }
 
     /// Hands all of `bytes` to the writer thread.
@@ -109,9 +119,16 @@ impl Socket {
 }
 
 impl Drop for Socket {
-    /// Closing the stream ends both threads.
+    /// Closing the stream ends both threads. An aborted one only stops reading (a shutdown
+    /// of the writing side would send a FIN behind the unsent bytes): its last handle, closed
+    /// when the threads end, resets it.
     fn drop(&mut self) {
-        let _ = self.stream.shutdown(Shutdown::Both);
+        let how = if self.aborted.load(Ordering::SeqCst) {
+            Shutdown::Read
+        } else {
+            Shutdown::Both
+        };
+        let _ = self.stream.shutdown(how);
     }
 }
 
@@ -156,10 +173,15 @@ fn open(
                 stream.set_nodelay(true)?;
                 let (reader, mut out) = (stream.try_clone()?, stream.try_clone()?);
                 let (writer, queue) = channel::<Bytes>();
+                let aborted = Arc::new(AtomicBool::new(false));
+                let stop = aborted.clone();
                 std::thread::Builder::new()
                     .name(format!("stellflow-write-{address}"))
                     .spawn(move || {
                         while let Ok(bytes) = queue.recv() {
+                            if stop.load(Ordering::SeqCst) {
+                                return;
+                            }
                             if out.write_all(&bytes).is_err() {
                                 // The reader sees the failure and reports it.
                                 let _ = out.shutdown(Shutdown::Both);
@@ -172,6 +194,7 @@ fn open(
                         stream,
                         inbox,
                         writer,
+                        aborted,
                     },
                     reader,
                 ));

@@ -183,6 +183,10 @@ impl stellflow_async::Runtime for Smol {
         socket.get_ref().write(buf)
     }
 
+    fn set_abort_on_close(socket: &Async<TcpStream>) -> io::Result<()> {
+        socket2::SockRef::from(socket.get_ref()).set_linger(Some(Duration::ZERO))
+    }
+
     fn poll_readable(socket: &Async<TcpStream>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         socket.poll_readable(cx)
     }

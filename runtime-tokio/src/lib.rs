@@ -209,6 +209,10 @@ impl stellflow_async::Runtime for Tokio {
         socket.try_write(buf)
     }
 
+    fn set_abort_on_close(socket: &TcpStream) -> io::Result<()> {
+        socket.set_zero_linger()
+    }
+
     fn poll_readable(socket: &TcpStream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         socket.poll_read_ready(cx)
     }

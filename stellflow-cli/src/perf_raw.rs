@@ -212,8 +212,8 @@ impl Driver {
         self.deadline = loop {
             match self.client.poll_output(Instant::now(), &mut self.out) {
                 Output::Connect(req) => self.open(req),
-                Output::Close(conn) => {
-                    if let Some(s) = self.conns.remove(&conn) {
+                Output::Close(close) => {
+                    if let Some(s) = self.conns.remove(&close.conn) {
                         let _ = s.shutdown(Shutdown::Both);
                     }
                 }

@@ -373,3 +373,33 @@ fn seed_3002219_a_retry_after_an_isolation_commits_nothing_lost() {
          e=5929:pause:2,2648;e=6362:join:;e=7394:join:;e=10077:isolate:2,2916;e=12363:join:",
     );
 }
+
+/// Was a bug (group seed 3003298, `group-commit-monotonic`: t0-1 from (18, 0) back to
+/// (5, 0); shrunk): cut off from the coordinator, the member wrote a commit at 2.8 s and was
+/// paused at 3.51 s (SIGSTOP), before its lease lapsed; the network held the commit until the
+/// isolation ended at 6.07 s, after another member had taken the partition over and
+/// committed. Fixed: a write unanswered for the lease margin (0.5 s) is withdrawn while the
+/// member still runs: the core aborts the coordinator connection (`CloseMode::Abort`), and
+/// the bytes its host had not delivered are discarded.
+#[test]
+fn seed_3003298_a_commit_held_across_a_pause_is_withdrawn_at_the_margin() {
+    assert_group_passes(
+        "seed=3003298;b=1;p=5;m=2;session=3000;hb=500;lat=464;jit=994;split=50;records=1;\
+         keyed=50;safety=7536;commit=1948713837;e=425:join:;e=2191:isolate:7,3882;\
+         e=3512:pause:7,7061",
+    );
+}
+
+/// The same bug (group seed 3011227, `group-commit-monotonic`: t0-1 from (7, 0) back to
+/// (3, 0); shrunk): cut off at 2.9 s, the member wrote an auto-commit at 3.0 s and was paused
+/// at 4.49 s, before its lease lapsed; the held commit landed when the isolation ended at
+/// 8.08 s, after the new owner's. Fixed the same way: withdrawn at 3.67 s (the margin is
+/// 666 ms), while the member still ran.
+#[test]
+fn seed_3011227_a_commit_unanswered_at_the_lapse_is_withdrawn() {
+    assert_group_passes(
+        "seed=3011227;b=2;p=2;m=4;session=4000;hb=666;lat=1382;jit=850;split=0;records=20;\
+         keyed=100;safety=11727;commit=1869666347;e=1849:crash:2;e=2908:isolate:5,5170;\
+         e=4494:pause:2,9257",
+    );
+}

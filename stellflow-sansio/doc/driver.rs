@@ -29,8 +29,8 @@ fn main() {
                         req.conn, now,
                         DisconnectReason::connect_failed(&std::io::Error::other(e.to_string()))),
                 },
-                Output::Close(conn) => {
-                    if let Some(s) = links.remove(&conn) { broker.disconnect(s); }
+                Output::Close(close) => {
+                    if let Some(s) = links.remove(&close.conn) { broker.disconnect(s); }
                 }
                 Output::Transmit(conn) => broker.handle_input(links[&conn], now, &mut buf), // "the network"
                 Output::Event(Event::Admin { id, result: Ok(outcome) }) => {

@@ -64,8 +64,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         DisconnectReason::connect_failed(&e),
                     ),
                 },
-                Output::Close(conn) => {
-                    sockets.remove(&conn);
+                Output::Close(close) => {
+                    // std cannot set SO_LINGER; a driver that honours CloseMode::Abort sets it
+                    // to zero first (socket2's SockRef::set_linger), as the adapters do.
+                    sockets.remove(&close.conn);
                 }
                 Output::Transmit(conn) => {
                     if let Some(s) = sockets.get_mut(&conn) {

@@ -9,7 +9,7 @@ use crate::event::{DisconnectReason, Event};
 use crate::metadata::{BrokerView, ClusterMetadata, MetadataCache};
 use crate::metrics::Counters;
 use crate::net::{Completion, ConnectRequest, Net, Origin};
-use crate::output::{DrainCursor, DrainStep, Output};
+use crate::output::{CloseRequest, DrainCursor, DrainStep, Output};
 use crate::refresh::Refresher;
 use crate::request::{ConnId, RawResponse, RequestId, RequestOptions, Target};
 use crate::rng::Rng;
@@ -44,7 +44,8 @@ use stellflow_proto::{ApiKey, Reader, Wire};
 ///
 /// **The order.** After every input or command, call [`Client::poll_output`] until it returns
 /// [`Output::Timeout`], acting on each output: open the connection of [`Output::Connect`] and
-/// report back, drop the socket of [`Output::Close`], write the bytes that
+/// report back, drop the socket of [`Output::Close`] (resetting it first when its mode is
+/// [`CloseMode::Abort`](crate::CloseMode::Abort)), write the bytes that
 /// [`Output::Transmit`] appended to your buffer to its connection, hand
 /// [`Output::Event`] to the application. `poll_output` keeps the order of one round
 /// (connects, closes, transmits, events) and repeats rounds until a whole round gives
@@ -66,7 +67,7 @@ use stellflow_proto::{ApiKey, Reader, Wire};
 ///     buf.clear();
 ///     match client.poll_output(now, &mut buf) {
 ///         Output::Connect(request) => { /* open a socket to request.address */ }
-///         Output::Close(conn) => { /* drop that socket */ }
+///         Output::Close(close) => { /* drop close.conn's socket (reset it on CloseMode::Abort) */ }
 ///         Output::Transmit(conn) => { /* write buf to conn's socket */ }
 ///         Output::Event(event) => { /* hand it to the application */ }
 ///         Output::Timeout(at) => break at,
@@ -264,7 +265,7 @@ impl Client {
 
     /// A connection the driver should close at once (the core gave up on its stream; the
     /// matching [`Event::ConnectionError`] says why). Do not report it back as disconnected.
-    fn poll_close(&mut self) -> Option<ConnId> {
+    fn poll_close(&mut self) -> Option<CloseRequest> {
         self.net.poll_close()
     }
 
@@ -431,6 +432,17 @@ impl Client {
         // The producer first: it asks the router which of its requests were written.
         self.producer
             .abort(crate::producer::DeliveryError::Closed, &self.net);
+        // A group member's writes still unanswered must not land after it is gone (a close
+        // at the end of a lapsed lease): their connection is reset, the others close.
+        if let Some(coordinator) = self.consumer.coordinator_with_unanswered_writes() {
+            self.net.abort_address(
+                now,
+                &coordinator,
+                crate::error::ConnectionError::WritesWithdrawn {
+                    reason: "the client closed before they were answered",
+                },
+            );
+        }
         self.net.close_all(now);
         self.process(now);
     }

@@ -294,6 +294,15 @@ pub enum ConnectionError {
         /// The timeouts in a row.
         timeouts: u32,
     },
+    /// A group member withdrew the writes still unanswered on its coordinator connection
+    /// (its lease lapsed, or a commit or registry write stayed unanswered past the lease
+    /// margin): the connection is reset ([`crate::CloseMode::Abort`]) so that none of them
+    /// lands later, after another member took its partitions over, and a fresh one is opened.
+    #[error("unanswered writes withdrawn ({reason}); the connection is reset")]
+    WritesWithdrawn {
+        /// Why the writes could no longer be trusted to land in time.
+        reason: &'static str,
+    },
 }
 
 impl ConnectionError {

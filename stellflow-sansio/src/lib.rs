@@ -117,7 +117,7 @@ pub use hooks::{
 pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo, TopicInfo};
 pub use metrics::{ApiCounters, Counters, DurationHistogram};
 pub use net::ConnectRequest;
-pub use output::Output;
+pub use output::{CloseMode, CloseRequest, Output};
 pub use producer::{
     Acks, BatchFormat, DeliveryError, FlushId, IntoRecordBytes, KeyedPartitioner,
     KeylessPartitioner, Partitioner, ProduceError, ProduceId, ProducedBatch, ProducerConfig,

@@ -7,6 +7,35 @@ use crate::net::ConnectRequest;
 use crate::request::ConnId;
 use std::time::Instant;
 
+/// A connection the driver must close, from [`Output::Close`]: which one and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CloseRequest {
+    /// The connection to close. Do not report it back as disconnected.
+    pub conn: ConnId,
+    /// How to close it: drop the socket, or reset it so that unsent bytes are discarded.
+    pub mode: CloseMode,
+}
+
+/// How the driver closes a connection of [`Output::Close`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CloseMode {
+    /// An ordinary close (drop the socket): bytes already written may still reach the broker.
+    /// Used by `Client::close` for connections with nothing the core needs withdrawn.
+    Graceful,
+    /// A reset that discards what the peer has not received: set `SO_LINGER` to zero before
+    /// dropping the socket (tokio's `TcpStream::set_linger(Some(Duration::ZERO))`, socket2's
+    /// `SockRef::set_linger`), so the host sends an RST and never retransmits bytes the broker
+    /// has not acknowledged. The core asks for it whenever it gives up on a stream (its
+    /// requests fail and are retried on a fresh connection, so a late copy could only
+    /// duplicate them) and when a write it sent must not land late: a group member's commit
+    /// or registry write left unanswered when its lease lapsed, past the lease margin, or at
+    /// `Client::close` (ARCHITECTURE.md decision 19). A driver that cannot reset closes
+    /// gracefully: it loses that guarantee (a commit can then land after a new owner's and
+    /// move the group's position back), nothing else.
+    Abort,
+}
+
 /// One thing the driver must do, from [`Client::poll_output`](crate::Client::poll_output).
 ///
 /// Call `poll_output` again after acting on each one; [`Output::Timeout`] ends the drain.
@@ -17,9 +46,10 @@ pub enum Output {
     /// [`Client::handle_connected`](crate::Client::handle_connected) or
     /// [`Client::handle_disconnected`](crate::Client::handle_disconnected) for `request.conn`.
     Connect(ConnectRequest),
-    /// Close this connection at once (the core gave up on its stream; the matching
-    /// [`Event::ConnectionError`] says why). Do not report it back as disconnected.
-    Close(ConnId),
+    /// Close `request.conn` at once, as `request.mode` says (the core gave up on its stream;
+    /// the matching [`Event::ConnectionError`] says why). Do not report it back as
+    /// disconnected. A [`CloseMode::Abort`] must reset the socket, not just drop it.
+    Close(CloseRequest),
     /// The bytes appended to the caller's buffer during this call go to this connection.
     ///
     /// One `Transmit` is one connection's bytes: a driver that writes per connection clears

@@ -225,7 +225,7 @@ impl Fleet {
                             }
                         }
                         Output::Close(c) => {
-                            if let Some(sc) = m.to_sim.remove(&c) {
+                            if let Some(sc) = m.to_sim.remove(&c.conn) {
                                 self.to_client.remove(&sc);
                                 self.sim.disconnect(sc);
                             }

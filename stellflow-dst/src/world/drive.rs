@@ -3,7 +3,7 @@
 //! the per-step invariants checked on the way.
 
 use super::*;
-use stellflow_sansio::{HealthState, Output};
+use stellflow_sansio::{CloseMode, HealthState, Output};
 
 impl World {
     /// The earliest instant anything in the world has work.
@@ -20,6 +20,11 @@ impl World {
             }
         }
         consider(self.cluster.poll_timeout());
+        for l in &self.closing {
+            if !self.cut(l.client, l.broker) {
+                consider(l.up.next_at());
+            }
+        }
         for ((client, _), l) in &self.links {
             if !self.cut(*client, l.broker) {
                 consider(l.up.next_at());
@@ -191,20 +196,36 @@ impl World {
                         address,
                     });
                 }
-                Output::Close(c) => {
-                    self.trace.record(b'X', m, &c.0.to_le_bytes());
+                Output::Close(close) => {
+                    let c = close.conn;
+                    let abort = close.mode == CloseMode::Abort;
+                    let tag = if abort { b'A' } else { b'X' };
+                    self.trace.record(tag, m, &c.0.to_le_bytes());
                     note!(
                         self.log,
                         now - self.epoch,
-                        "client {i} conn {}: closed by the client",
-                        c.0
+                        "client {i} conn {}: {} by the client",
+                        c.0,
+                        if abort { "reset (abort)" } else { "closed" }
                     );
                     self.connects.retain(|p| !(p.client == i && p.conn == c));
                     if let Some(link) = self.links.remove(&(i, c.0))
                         && let Some(sim) = link.sim
                     {
                         self.by_sim.remove(&sim);
-                        self.cluster.disconnect(sim);
+                        if !abort && !link.half_open && link.up.pending() > 0 {
+                            // A graceful close: the host still delivers what was sent.
+                            self.closing.push(ClosingLink {
+                                client: i,
+                                broker: link.broker,
+                                sim,
+                                up: link.up,
+                            });
+                        } else {
+                            // An abort (or nothing left to deliver): the bytes the broker
+                            // has not received are discarded with the connection.
+                            self.cluster.disconnect(sim);
+                        }
                     }
                 }
                 Output::Transmit(c) => {
@@ -308,6 +329,7 @@ impl World {
         closed.sort();
         for sc in closed {
             progress = true;
+            self.closing.retain(|l| l.sim != sc);
             self.cluster.disconnect(sc);
             self.stats.broker_closes += 1;
             if let Some(key) = self.by_sim.remove(&sc)
@@ -325,6 +347,34 @@ impl World {
         let now = self.now;
         let m = self.micros();
         let mut progress = false;
+        // Gracefully closed connections: their last bytes, then the close.
+        let mut k = 0;
+        while k < self.closing.len() {
+            let Some(l) = self.closing.get(k) else {
+                break;
+            };
+            if self.cut(l.client, l.broker) {
+                k += 1;
+                continue;
+            }
+            let Some(l) = self.closing.get_mut(k) else {
+                break;
+            };
+            self.buf.clear();
+            l.up.take_due(now, &mut self.buf);
+            if !self.buf.is_empty() {
+                progress = true;
+                self.cluster.handle_input(l.sim, now, &mut self.buf);
+            }
+            if l.up.pending() == 0 {
+                progress = true;
+                let sim = l.sim;
+                self.closing.remove(k);
+                self.cluster.disconnect(sim);
+            } else {
+                k += 1;
+            }
+        }
         let keys: Vec<(usize, u64)> = self.links.keys().copied().collect();
         for key in keys {
             let runs = self.runs(key.0);

@@ -37,6 +37,14 @@ impl World {
                 self.cluster.disconnect(sim);
             }
         }
+        // Its gracefully closed sockets are reset by its host too.
+        let (gone, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.closing)
+            .into_iter()
+            .partition(|l| l.client == id.0);
+        self.closing = keep;
+        for l in gone {
+            self.cluster.disconnect(l.sim);
+        }
         self.connects.retain(|c| c.client != id.0);
         self.settle();
     }

@@ -155,6 +155,18 @@ struct Link {
     impostor: Option<ImpostorLink>,
 }
 
+/// A connection the client closed gracefully with bytes still on their way to the broker:
+/// they keep arriving (a closed socket's host still delivers what it had sent), then the
+/// broker sees the close. Answers to it are dropped. An abortive close (`CloseMode::Abort`)
+/// never becomes one: its bytes are discarded at once.
+#[derive(Debug)]
+struct ClosingLink {
+    client: usize,
+    broker: i32,
+    sim: SimConnId,
+    up: Pipe,
+}
+
 #[derive(Debug)]
 struct PendingConnect {
     at: Instant,
@@ -201,6 +213,8 @@ pub struct World {
     cluster: SimCluster,
     clients: Vec<Slot>,
     links: BTreeMap<(usize, u64), Link>,
+    /// Gracefully closed connections still delivering their last bytes ([`ClosingLink`]).
+    closing: Vec<ClosingLink>,
     by_sim: BTreeMap<SimConnId, (usize, u64)>,
     connects: Vec<PendingConnect>,
     partitioned: BTreeSet<i32>,
@@ -247,6 +261,7 @@ impl World {
             cluster,
             clients: Vec::new(),
             links: BTreeMap::new(),
+            closing: Vec::new(),
             by_sim: BTreeMap::new(),
             connects: Vec::new(),
             partitioned: BTreeSet::new(),

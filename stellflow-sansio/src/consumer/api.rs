@@ -460,6 +460,8 @@ impl Client {
                 d = Some(d.map_or(t, |x: Instant| x.min(t)));
             }
         };
+        // A write unanswered for the lease margin is withdrawn then (see `drive_group`).
+        take(c.withdraw_deadline());
         for p in c.parts.values() {
             match p.start {
                 Start::Ready

@@ -28,6 +28,8 @@ pub struct CommitReq {
     positions: Vec<(TopicPartition, Position)>,
     started: Instant,
     pub(super) deadline: Instant,
+    /// When its OffsetCommit was handed to the connection (`None` while queued).
+    pub(super) sent: Option<Instant>,
     /// The trace context of the call that asked for it (its OffsetCommit carries it).
     trace: Option<RequestOptions>,
 }
@@ -118,6 +120,7 @@ impl Consumer {
             positions,
             started: now,
             deadline: now + self.config.rebalance_timeout,
+            sent: None,
             trace: trace.map(|t| RequestOptions {
                 trace: Some(t.into()),
                 timeout: None,
@@ -172,6 +175,8 @@ impl Consumer {
             Origin::Consumer(Op::Commit(req.id.0)),
             req.trace.as_ref().unwrap_or(&RequestOptions::default()),
         );
+        let mut req = req;
+        req.sent = Some(now);
         self.group.in_flight.insert(seq, req);
     }
 

@@ -250,6 +250,16 @@ impl Consumer {
         if self.lease_lapsed(now) {
             self.lose_membership(now, "this member's lease lapsed on its own clock", ctx);
         }
+        // A write unanswered for the lease margin is withdrawn while the member still runs:
+        // if this process stops before its lease would lapse (SIGSTOP while cut off), the
+        // host must not deliver it later, after another member took the partitions over.
+        if self.withdraw_deadline().is_some_and(|t| t <= now) {
+            self.withdraw_unanswered_writes(
+                now,
+                "a write stayed unanswered past the lease margin",
+                ctx,
+            );
+        }
         self.expire_pending_commits(now, ctx);
         let mut sent = self.auto_commit(now, ctx);
         // The session expires on its own clock, whether or not the coordinator is known.

@@ -183,6 +183,14 @@ impl Membership {
     fn lease_valid(&self, now: Instant) -> bool {
         self.lease_until.is_some_and(|t| now < t)
     }
+
+    /// When the registry write on its way was sent, if one is.
+    fn write_sent(&self) -> Option<Instant> {
+        match &self.in_flight {
+            Some((_, InFlight::Write { sent, .. })) => Some(*sent),
+            _ => None,
+        }
+    }
 }
 
 /// How much earlier than the others' judgment a member stops: also the longest a write may
@@ -205,9 +213,66 @@ impl Consumer {
             && m.lease_until.is_some()
     }
 
+    /// When the oldest write still unanswered on the coordinator connection (a commit or a
+    /// registry write) was sent, while registry membership is on.
+    pub(crate) fn oldest_unanswered_write(&self) -> Option<Instant> {
+        if !self.group.reg.active {
+            return None;
+        }
+        (self.group.in_flight.values())
+            .filter_map(|c| c.sent)
+            .chain(self.group.reg.write_sent())
+            .min()
+    }
+
+    /// The coordinator, when a write is unanswered on its connection (see
+    /// [`Consumer::oldest_unanswered_write`]).
+    pub(crate) fn coordinator_with_unanswered_writes(
+        &self,
+    ) -> Option<crate::config::BrokerAddress> {
+        self.oldest_unanswered_write()?;
+        self.group.coordinator.clone()
+    }
+
+    /// The instant a write unanswered since [`Consumer::oldest_unanswered_write`] is
+    /// withdrawn: the lease margin after its sending.
+    pub(crate) fn withdraw_deadline(&self) -> Option<Instant> {
+        let margin = lease_margin(self.config.session_timeout, self.config.heartbeat_interval);
+        self.oldest_unanswered_write().map(|t| t + margin)
+    }
+
+    /// Withdraws the writes still unanswered on the coordinator connection by aborting it
+    /// (decision 19, (d)): the driver resets the socket, so that bytes of a commit or
+    /// registry write the coordinator has not received are discarded by this host and never
+    /// land after another member took the partitions over. Their requests fail as
+    /// disconnected (a commit is retried only for partitions still owned); a fresh connection
+    /// is opened. Nothing happens when no write is on its way.
+    pub(crate) fn withdraw_unanswered_writes(
+        &mut self,
+        now: Instant,
+        reason: &'static str,
+        ctx: &mut Ctx<'_>,
+    ) {
+        if self.oldest_unanswered_write().is_none() {
+            return;
+        }
+        let Some(coordinator) = self.group.coordinator.clone() else {
+            return;
+        };
+        if ctx.net.abort_address(
+            now,
+            &coordinator,
+            crate::error::ConnectionError::WritesWithdrawn { reason },
+        ) {
+            tracing::info!(%coordinator, "coordinator connection reset: {reason}");
+        }
+    }
+
     /// Drops every partition without committing it (another member may own them by now):
-    /// commits not sent yet lose them too. The partitions dropped.
-    fn drop_uncommitted(&mut self, ctx: &mut Ctx<'_>) -> Vec<TopicPartition> {
+    /// commits not sent yet lose them too, and writes on their way are withdrawn (the
+    /// coordinator connection is reset). The partitions dropped.
+    fn drop_uncommitted(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> Vec<TopicPartition> {
+        self.withdraw_unanswered_writes(now, "the member dropped its partitions", ctx);
         let lost: Vec<TopicPartition> = self.parts.keys().cloned().collect();
         self.drop_unsent_commits(&lost, ctx);
         self.set_assignment(&[]);
@@ -219,8 +284,8 @@ impl Consumer {
     /// drops them without committing, withdraws its claims and registers in another slot,
     /// keeping its member id (the others who saw it take the new registration, whose counter
     /// is higher, as its own).
-    fn lose_slot(&mut self, ctx: &mut Ctx<'_>) {
-        let lost = self.drop_uncommitted(ctx);
+    fn lose_slot(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        let lost = self.drop_uncommitted(now, ctx);
         let m = &mut self.group.reg;
         m.slot = None;
         m.owned = false;
@@ -238,7 +303,7 @@ impl Consumer {
     /// every partition without committing it and joins again as a new member.
     pub(crate) fn lose_membership(&mut self, now: Instant, reason: &str, ctx: &mut Ctx<'_>) {
         // Commits not sent yet must not write positions another member may own by now.
-        let lost = self.drop_uncommitted(ctx);
+        let lost = self.drop_uncommitted(now, ctx);
         let listening = self.group.reg.listening;
         if self.closing {
             // A closing member finishes its close at once: nothing committed, its slot left
@@ -658,7 +723,7 @@ impl Consumer {
             }
         }
         if overwritten {
-            self.lose_slot(ctx);
+            self.lose_slot(now, ctx);
         }
         let m = &mut self.group.reg;
         m.frees = m.view.to_free(&me);

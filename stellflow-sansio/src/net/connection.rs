@@ -3,6 +3,7 @@
 //! broker is unreachable.
 
 use super::*;
+use crate::output::{CloseMode, CloseRequest};
 
 impl Net {
     pub(super) fn ensure_connection(&mut self, now: Instant, slot: usize) {
@@ -57,13 +58,41 @@ impl Net {
         }
     }
 
+    /// Gives up on `slot`'s stream: an abort, for nothing still unsent on it should reach the
+    /// broker later (its requests fail now and are retried on a fresh connection; a late copy
+    /// could only duplicate them, or land a group member's commit after a new owner's).
     pub(super) fn close_with_error(&mut self, now: Instant, slot: usize, error: ConnectionError) {
+        self.close_slot(now, slot, error, CloseMode::Abort);
+    }
+
+    /// Aborts the connection to `address`, if one is open or opening: the driver resets it
+    /// ([`CloseMode::Abort`]: bytes the broker has not received are discarded, never
+    /// retransmitted), the requests in flight on it fail as disconnected and a fresh
+    /// connection is opened (with the usual backoff) for what still needs one. Whether there
+    /// was a connection to abort.
+    pub fn abort_address(
+        &mut self,
+        now: Instant,
+        address: &BrokerAddress,
+        error: ConnectionError,
+    ) -> bool {
+        let Some(&slot) = self.by_address.get(address) else {
+            return false;
+        };
+        if self.slots.get(slot).and_then(|s| s.state.conn()).is_none() {
+            return false;
+        }
+        self.close_slot(now, slot, error, CloseMode::Abort);
+        true
+    }
+
+    fn close_slot(&mut self, now: Instant, slot: usize, error: ConnectionError, mode: CloseMode) {
         let Some(s) = self.slots.get(slot) else {
             return;
         };
         if let Some(conn) = s.state.conn() {
-            tracing::warn!(broker = %s.address, conn = conn.0, "closing the connection: {error}");
-            self.closes.push_back(conn);
+            tracing::warn!(broker = %s.address, conn = conn.0, ?mode, "closing the connection: {error}");
+            self.closes.push_back(CloseRequest { conn, mode });
             self.events.push_back(Event::ConnectionError {
                 conn,
                 address: s.address.clone(),
@@ -164,8 +193,11 @@ impl Net {
     pub fn close_all(&mut self, now: Instant) {
         for slot in 0..self.slots.len() {
             if let Some(s) = self.slots.get_mut(slot) {
-                if let Some(c) = s.state.conn() {
-                    self.closes.push_back(c);
+                if let Some(conn) = s.state.conn() {
+                    self.closes.push_back(CloseRequest {
+                        conn,
+                        mode: CloseMode::Graceful,
+                    });
                 }
                 if s.state.is_open() {
                     self.counters.connections = self.counters.connections.saturating_sub(1);

@@ -162,7 +162,7 @@ pub struct Net {
     live: HashMap<u64, Loc>,
     timers: TimerQueue<Timer>,
     connects: VecDeque<ConnectRequest>,
-    closes: VecDeque<ConnId>,
+    closes: VecDeque<crate::output::CloseRequest>,
     completions: VecDeque<Completion>,
     events: VecDeque<Event>,
     header: RequestHeader,
@@ -468,7 +468,7 @@ impl Net {
     }
 
     /// Next connection the driver should close.
-    pub fn poll_close(&mut self) -> Option<ConnId> {
+    pub fn poll_close(&mut self) -> Option<crate::output::CloseRequest> {
         self.closes.pop_front()
     }
 

@@ -71,9 +71,9 @@ impl World {
                         progress = true;
                         self.connect(cr);
                     }
-                    Output::Close(c) => {
+                    Output::Close(close) => {
                         progress = true;
-                        if let Some(sc) = self.to_sim.remove(&c) {
+                        if let Some(sc) = self.to_sim.remove(&close.conn) {
                             self.to_client.remove(&sc);
                             self.sim.disconnect(sc);
                         }
@@ -248,7 +248,7 @@ pub fn drain_by_hand(client: &mut Client, now: Instant) -> Drained {
     loop {
         match client.poll_output(now, &mut buf) {
             Output::Connect(cr) => d.connects.push(cr),
-            Output::Close(c) => d.closes.push(c),
+            Output::Close(c) => d.closes.push(c.conn),
             Output::Transmit(c) => d.sent.push((c, buf.split())),
             Output::Event(e) => d.events.push(e),
             Output::Timeout(t) => {
