@@ -12,6 +12,7 @@ use crate::config::BrokerAddress;
 use crate::error::{AdminError, RequestError};
 use crate::metadata::{LeaderlessReason, ViewPartition};
 use crate::net::{Completion, Net, Origin, Reply};
+use crate::refresh::Urgency;
 use crate::request::{RequestOptions, Target};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -173,7 +174,7 @@ impl Client {
         // A topic created or deleted changes what the metadata must route: refresh now
         // so that the next produce, fetch or admin call sees it.
         if result.is_ok() && matches!(kind, Single::CreateTopic | Single::DeleteTopic) {
-            self.refresher.request(true);
+            self.refresher.request(Urgency::Now);
         }
         self.emit(id, result);
         Next::Ended
@@ -227,7 +228,7 @@ impl Client {
             }
         }
         if refresh {
-            self.refresher.request(false);
+            self.refresher.request(Urgency::AfterBackoff);
         }
     }
 
