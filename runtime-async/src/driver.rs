@@ -106,11 +106,25 @@ pub(crate) struct Driver<R: Runtime> {
     connecting: Vec<(ConnId, Connecting<R::Socket>)>,
 }
 
+/// What woke the driver.
 enum Wake<S> {
+    /// A handle's message, or `false` when every handle is gone.
     Handles(bool),
+    /// A connection attempt ended.
     Connected(ConnId, io::Result<S>),
-    Io(ConnId, bool),
+    /// A socket is ready.
+    Io(ConnId, Ready),
+    /// The deadline passed.
     Timer,
+}
+
+/// What a ready socket is ready for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ready {
+    /// Bytes to read (or its end).
+    Read,
+    /// Room for the bytes pending for it.
+    Write,
 }
 
 impl<R: Runtime> Driver<R> {
@@ -130,94 +144,124 @@ impl<R: Runtime> Driver<R> {
         let mut handles = true;
         let mut closing: Option<Instant> = None;
         loop {
-            let (deadline, writes) = {
-                let shared = self.shared.clone();
-                let mut st = shared.lock();
-                let now = Instant::now();
-                if st.core_deadline.is_some_and(|t| t <= now) {
-                    st.client.handle_timeout(now);
-                }
-                st.retry_parked(now);
+            // 1. Under the lock: let the core act on the time, send what it has, start the
+            //    connections it asks for and see what to wait on; the run ends here once the
+            //    graceful close is over.
+            let Some((deadline, writes)) = self.plan(handles, &mut closing) else {
+                return;
+            };
+            // 2. Outside the lock: wait for the first of a handle's message, a socket ready,
+            //    a connection made, or the deadline.
+            let woke = self.wait(handles, deadline, writes).await;
+            // 3. Take what woke the driver in.
+            self.on_wake(woke, &mut handles);
+        }
+    }
+
+    /// One planning pass under the lock: what to wait for (the deadline, the connections
+    /// with bytes to write), or `None` once the client is closed and shut down.
+    fn plan(
+        &mut self,
+        handles: bool,
+        closing: &mut Option<Instant>,
+    ) -> Option<(Instant, Vec<ConnId>)> {
+        let shared = self.shared.clone();
+        let mut st = shared.lock();
+        let now = Instant::now();
+        if st.core_deadline.is_some_and(|t| t <= now) {
+            st.client.handle_timeout(now);
+        }
+        st.retry_parked(now);
+        st.drain(now);
+        if (!handles || st.stop) && st.lane_empty() {
+            let end = *closing.get_or_insert(now + st.options.close_timeout);
+            if st.closing(now) || now >= end {
+                st.client.close(now);
                 st.drain(now);
-                if (!handles || st.stop) && st.lane_empty() {
-                    let end = *closing.get_or_insert(now + st.options.close_timeout);
-                    if st.closing(now) || now >= end {
-                        st.client.close(now);
-                        st.drain(now);
-                        st.shut_down();
-                        return;
-                    }
-                    st.drain(now);
-                }
-                st.wake_waiters();
-                for req in std::mem::take(&mut st.connects) {
-                    let limit = st.options.connect_timeout;
-                    self.connecting
-                        .push((req.conn, Box::pin(R::connect(req.address, limit))));
-                }
-                self.socks.retain(|id, _| st.conns.contains_key(id));
-                let writes: Vec<ConnId> = (st.conns.iter())
-                    .filter_map(|(id, c)| (!c.pending.is_empty()).then_some(*id))
-                    .collect();
-                let deadline = [st.deadline(), closing].into_iter().flatten().min();
-                let deadline = deadline.unwrap_or_else(|| now + Duration::from_secs(3600));
-                st.sleeping_until = Some(deadline);
-                st.replan = false;
-                (deadline, writes)
-            };
-            let woke = {
-                let (wake, socks, connecting) = (&self.wake, &self.socks, &mut self.connecting);
-                let handles = async move {
-                    match handles {
-                        true => Wake::Handles(wake.recv().await.is_ok()),
-                        false => future::pending().await,
-                    }
-                };
-                let connected = future::poll_fn(|cx| {
-                    for i in 0..connecting.len() {
-                        if let Poll::Ready(r) = connecting[i].1.as_mut().poll(cx) {
-                            return Poll::Ready(Wake::Connected(connecting.swap_remove(i).0, r));
-                        }
-                    }
-                    Poll::Pending
-                });
-                let io = async move {
-                    let (id, write) = io_ready::<R>(socks, &writes).await;
-                    Wake::Io(id, write)
-                };
-                let timer = async move {
-                    R::sleep_until(deadline).await;
-                    Wake::Timer
-                };
-                future::race(future::race(handles, io), future::or(connected, timer)).await
-            };
-            let now = Instant::now();
-            match woke {
-                Wake::Handles(open) => handles = open,
-                Wake::Connected(id, Ok(stream)) => {
-                    let sock = Arc::new(Sock::<R>(stream));
-                    self.socks.insert(id, Reader::new(sock.clone()));
-                    let mut st = self.shared.lock();
-                    st.conns.insert(
-                        id,
-                        Conn {
-                            sock,
-                            pending: BytesMut::new(),
-                        },
-                    );
-                    st.client.handle_connected(id, now);
-                }
-                Wake::Connected(id, Err(e)) => {
-                    let reason = DisconnectReason::connect_failed(&e);
-                    self.shared
-                        .lock()
-                        .client
-                        .handle_disconnected(id, now, reason);
-                }
-                Wake::Timer => {}
-                Wake::Io(id, true) => self.shared.lock().write_pending(id, now),
-                Wake::Io(id, false) => self.read(id, now),
+                st.shut_down();
+                return None;
             }
+            st.drain(now);
+        }
+        st.wake_waiters();
+        for req in std::mem::take(&mut st.connects) {
+            let limit = st.options.connect_timeout;
+            self.connecting
+                .push((req.conn, Box::pin(R::connect(req.address, limit))));
+        }
+        self.socks.retain(|id, _| st.conns.contains_key(id));
+        let writes: Vec<ConnId> = (st.conns.iter())
+            .filter_map(|(id, c)| (!c.pending.is_empty()).then_some(*id))
+            .collect();
+        let deadline = [st.deadline(), *closing].into_iter().flatten().min();
+        let deadline = deadline.unwrap_or_else(|| now + Duration::from_secs(3600));
+        st.sleeping_until = Some(deadline);
+        st.replan = false;
+        Some((deadline, writes))
+    }
+
+    /// Waits for the first of a handle's message (while `handles`), a socket ready (to write,
+    /// for those in `writes`), a connection attempt ended, or `deadline`.
+    async fn wait(
+        &mut self,
+        handles: bool,
+        deadline: Instant,
+        writes: Vec<ConnId>,
+    ) -> Wake<R::Socket> {
+        let (wake, socks, connecting) = (&self.wake, &self.socks, &mut self.connecting);
+        let handles = async move {
+            match handles {
+                true => Wake::Handles(wake.recv().await.is_ok()),
+                false => future::pending().await,
+            }
+        };
+        let connected = future::poll_fn(|cx| {
+            for i in 0..connecting.len() {
+                if let Poll::Ready(r) = connecting[i].1.as_mut().poll(cx) {
+                    return Poll::Ready(Wake::Connected(connecting.swap_remove(i).0, r));
+                }
+            }
+            Poll::Pending
+        });
+        let io = async move {
+            let (id, ready) = io_ready::<R>(socks, &writes).await;
+            Wake::Io(id, ready)
+        };
+        let timer = async move {
+            R::sleep_until(deadline).await;
+            Wake::Timer
+        };
+        future::race(future::race(handles, io), future::or(connected, timer)).await
+    }
+
+    /// Takes in what woke the driver; a handles' channel closed clears `handles`.
+    fn on_wake(&mut self, woke: Wake<R::Socket>, handles: &mut bool) {
+        let now = Instant::now();
+        match woke {
+            Wake::Handles(open) => *handles = open,
+            Wake::Connected(id, Ok(stream)) => {
+                let sock = Arc::new(Sock::<R>(stream));
+                self.socks.insert(id, Reader::new(sock.clone()));
+                let mut st = self.shared.lock();
+                st.conns.insert(
+                    id,
+                    Conn {
+                        sock,
+                        pending: BytesMut::new(),
+                    },
+                );
+                st.client.handle_connected(id, now);
+            }
+            Wake::Connected(id, Err(e)) => {
+                let reason = DisconnectReason::connect_failed(&e);
+                self.shared
+                    .lock()
+                    .client
+                    .handle_disconnected(id, now, reason);
+            }
+            Wake::Timer => {}
+            Wake::Io(id, Ready::Write) => self.shared.lock().write_pending(id, now),
+            Wake::Io(id, Ready::Read) => self.read(id, now),
         }
     }
 
@@ -236,113 +280,31 @@ impl<R: Runtime> Driver<R> {
         let Some(r) = self.socks.get_mut(&id) else {
             return;
         };
+        let shared = &*self.shared;
         let mut budget = READ_BUDGET;
         let gone = loop {
-            if let Some(read) = R::take_read(&r.sock.0) {
-                match read {
-                    Ok(chunk) if chunk.is_empty() => break Some(DisconnectReason::PeerClosed),
-                    Ok(mut chunk) => {
-                        let n = chunk.len();
-                        let mut st = self.shared.lock();
-                        if !st.conns.contains_key(&id) {
-                            return;
-                        }
-                        hand_in(&mut st, id, now, &mut chunk);
-                        budget = budget.saturating_sub(n);
-                        if budget == 0 {
-                            break None;
-                        }
-                        continue;
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
-                    Err(e) => break Some(DisconnectReason::io(&e)),
-                }
-            }
-            if let Some((vec, total)) = &mut r.frame {
-                match R::try_read_vec(&r.sock.0, vec, *total - vec.len()) {
-                    Ok(0) => break Some(DisconnectReason::PeerClosed),
-                    Ok(n) => {
-                        budget = budget.saturating_sub(n);
-                        if let Some((vec, _)) = r.frame.take_if(|(v, t)| v.len() == *t) {
-                            let mut chunk = r.buffers.frame(vec);
-                            let mut st = self.shared.lock();
-                            if !st.conns.contains_key(&id) {
-                                return;
-                            }
-                            r.want = hand_in(&mut st, id, now, &mut chunk);
-                        }
-                        if budget == 0 {
-                            break None;
-                        }
-                        continue;
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
-                    Err(e) => break Some(DisconnectReason::io(&e)),
-                }
-            }
-            let at_boundary = r.want == 0;
-            let limit = match r.want {
-                0 if r.buf.capacity() < FRAME_ROOM => {
-                    // Not zeroed: the runtime reads into the spare room (or zeroes only what
-                    // one read may fill, right before it).
-                    r.renew(READ_BUF);
-                    READ_MIN
-                }
-                0 => READ_MIN,
-                want if r.buf.capacity() < want => {
-                    r.renew(READ_BUF.max(want));
-                    want
-                }
-                want => want,
-            };
-            let room = limit.min(r.buf.capacity());
-            match R::try_read_buf(&r.sock.0, &mut r.buf, room) {
-                Ok(0) => break Some(DisconnectReason::PeerClosed),
-                Ok(n) => {
-                    // The bytes read are the front of `buf`; zeroed room may follow them.
-                    let mut chunk = r.buf.split_to(n);
-                    if R::READS_INTO_VEC && at_boundary {
-                        // A large frame that only begins here is read on into a vector of
-                        // its own (no zeroing); the whole frames before it go to the core.
-                        let (whole, partial) = whole_frames(&chunk);
-                        if let Some(total) =
-                            partial.filter(|t| (VEC_FRAME_MIN..=VEC_FRAME_MAX).contains(t))
-                        {
-                            let head = chunk.split_off(whole);
-                            let mut vec = r.buffers.take_vec(total);
-                            vec.extend_from_slice(&head);
-                            r.frame = Some((vec, total));
-                        }
-                    }
+            // 1. One read, by the first of three ways that applies: bytes the runtime read
+            //    for us already; else the large frame being read into its own vector; else
+            //    a read into the connection's buffer.
+            let step = r
+                .take_ready(shared, id, now)
+                .or_else(|| r.read_frame_vec(shared, id, now))
+                .unwrap_or_else(|| r.read_into_buf(shared, id, now));
+            // 2. Read on until the socket is empty, it ends, or the pass's byte budget is
+            //    spent (so one busy connection does not starve the others).
+            match step {
+                ReadStep::Read(n) => {
                     budget = budget.saturating_sub(n);
-                    // Mid-frame, a busy lock (a handle decoding records) does not stop the
-                    // reading: the bytes are held, joined in place, until the lock is free.
-                    let mid_frame = r.frame.is_none() && n < r.want;
-                    let st = if mid_frame {
-                        self.shared.try_lock()
-                    } else {
-                        Some(self.shared.lock())
-                    };
-                    r.held.unsplit(chunk);
-                    let Some(mut st) = st else {
-                        r.want -= n;
-                        if budget == 0 {
-                            break None;
-                        }
-                        continue;
-                    };
-                    if !st.conns.contains_key(&id) {
-                        return;
-                    }
-                    r.want = hand_in(&mut st, id, now, &mut r.held);
                     if budget == 0 {
                         break None;
                     }
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
-                Err(e) => break Some(DisconnectReason::io(&e)),
+                ReadStep::Stop(gone) => break gone,
+                ReadStep::Dropped => return,
             }
         };
+        // 3. Bytes held while the lock was busy go to the core now, and a socket that ended
+        //    ends its connection.
         if r.held.is_empty() && gone.is_none() {
             return;
         }
@@ -353,6 +315,127 @@ impl<R: Runtime> Driver<R> {
         if let Some(reason) = gone {
             st.lost(id, now, reason);
         }
+    }
+}
+
+/// What one read of [`Driver::read`] came to.
+enum ReadStep {
+    /// This many bytes were read (handed to the core, or held): read on.
+    Read(usize),
+    /// Stop reading: the socket is empty (`None`) or it ended (why).
+    Stop(Option<DisconnectReason>),
+    /// The core dropped the connection meanwhile: nothing more to do.
+    Dropped,
+}
+
+impl ReadStep {
+    /// The step for a failed read: an empty socket, or the end of the connection.
+    fn failed(e: &io::Error) -> Self {
+        match e.kind() {
+            ErrorKind::WouldBlock => ReadStep::Stop(None),
+            _ => ReadStep::Stop(Some(DisconnectReason::io(e))),
+        }
+    }
+}
+
+impl<R: Runtime> Reader<R> {
+    /// Bytes the runtime read for us already (a completion-based runtime), handed to the
+    /// core; `None` when it holds none.
+    fn take_ready(&mut self, shared: &Shared, id: ConnId, now: Instant) -> Option<ReadStep> {
+        Some(match R::take_read(&self.sock.0)? {
+            Ok(chunk) if chunk.is_empty() => ReadStep::Stop(Some(DisconnectReason::PeerClosed)),
+            Ok(mut chunk) => {
+                let n = chunk.len();
+                let mut st = shared.lock();
+                if !st.conns.contains_key(&id) {
+                    return Some(ReadStep::Dropped);
+                }
+                hand_in(&mut st, id, now, &mut chunk);
+                ReadStep::Read(n)
+            }
+            Err(e) => ReadStep::failed(&e),
+        })
+    }
+
+    /// A read on into the large frame's own vector, handed to the core whole once complete;
+    /// `None` when no such frame is being read.
+    fn read_frame_vec(&mut self, shared: &Shared, id: ConnId, now: Instant) -> Option<ReadStep> {
+        let (vec, total) = self.frame.as_mut()?;
+        Some(
+            match R::try_read_vec(&self.sock.0, vec, *total - vec.len()) {
+                Ok(0) => ReadStep::Stop(Some(DisconnectReason::PeerClosed)),
+                Ok(n) => {
+                    if let Some((vec, _)) = self.frame.take_if(|(v, t)| v.len() == *t) {
+                        let mut chunk = self.buffers.frame(vec);
+                        let mut st = shared.lock();
+                        if !st.conns.contains_key(&id) {
+                            return Some(ReadStep::Dropped);
+                        }
+                        self.want = hand_in(&mut st, id, now, &mut chunk);
+                    }
+                    ReadStep::Read(n)
+                }
+                Err(e) => ReadStep::failed(&e),
+            },
+        )
+    }
+
+    /// A read into the connection's buffer, up to the end of the frame the core is
+    /// receiving (or [`READ_MIN`] at a frame boundary); a large frame that begins in it goes
+    /// on into a vector of its own, and mid-frame bytes are held while the lock is busy.
+    fn read_into_buf(&mut self, shared: &Shared, id: ConnId, now: Instant) -> ReadStep {
+        let at_boundary = self.want == 0;
+        let limit = match self.want {
+            0 if self.buf.capacity() < FRAME_ROOM => {
+                // Not zeroed: the runtime reads into the spare room (or zeroes only what
+                // one read may fill, right before it).
+                self.renew(READ_BUF);
+                READ_MIN
+            }
+            0 => READ_MIN,
+            want if self.buf.capacity() < want => {
+                self.renew(READ_BUF.max(want));
+                want
+            }
+            want => want,
+        };
+        let room = limit.min(self.buf.capacity());
+        let n = match R::try_read_buf(&self.sock.0, &mut self.buf, room) {
+            Ok(0) => return ReadStep::Stop(Some(DisconnectReason::PeerClosed)),
+            Ok(n) => n,
+            Err(e) => return ReadStep::failed(&e),
+        };
+        // The bytes read are the front of `buf`; zeroed room may follow them.
+        let mut chunk = self.buf.split_to(n);
+        if R::READS_INTO_VEC && at_boundary {
+            // A large frame that only begins here is read on into a vector of its own (no
+            // zeroing); the whole frames before it go to the core.
+            let (whole, partial) = whole_frames(&chunk);
+            if let Some(total) = partial.filter(|t| (VEC_FRAME_MIN..=VEC_FRAME_MAX).contains(t)) {
+                let head = chunk.split_off(whole);
+                let mut vec = self.buffers.take_vec(total);
+                vec.extend_from_slice(&head);
+                self.frame = Some((vec, total));
+            }
+        }
+        // Mid-frame, a busy lock (a handle decoding records) does not stop the reading: the
+        // bytes are held, joined in place, until the lock is free.
+        let mid_frame = self.frame.is_none() && n < self.want;
+        let st = if mid_frame {
+            shared.try_lock()
+        } else {
+            Some(shared.lock())
+        };
+        self.held.unsplit(chunk);
+        let Some(mut st) = st else {
+            self.want -= n;
+            return ReadStep::Read(n);
+        };
+        if !st.conns.contains_key(&id) {
+            return ReadStep::Dropped;
+        }
+        self.want = hand_in(&mut st, id, now, &mut self.held);
+        ReadStep::Read(n)
     }
 }
 
@@ -381,14 +464,14 @@ impl<R: Runtime> Drop for Driver<R> {
 async fn io_ready<R: Runtime>(
     socks: &HashMap<ConnId, Reader<R>>,
     writes: &[ConnId],
-) -> (ConnId, bool) {
+) -> (ConnId, Ready) {
     future::poll_fn(|cx| {
         for (id, s) in socks {
             if writes.contains(id) && R::poll_writable(&s.sock.0, cx).is_ready() {
-                return Poll::Ready((*id, true));
+                return Poll::Ready((*id, Ready::Write));
             }
             if R::poll_readable(&s.sock.0, cx).is_ready() {
-                return Poll::Ready((*id, false));
+                return Poll::Ready((*id, Ready::Read));
             }
         }
         Poll::Pending

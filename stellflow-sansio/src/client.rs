@@ -11,6 +11,7 @@ use crate::metrics::Counters;
 use crate::net::{Completion, ConnectRequest, Net, Origin};
 use crate::output::{CloseRequest, DrainCursor, DrainStep, Output};
 use crate::refresh::Refresher;
+use crate::refresh::Urgency;
 use crate::request::{ConnId, RawResponse, RequestId, RequestOptions, Target};
 use crate::rng::Rng;
 use bytes::{Bytes, BytesMut};
@@ -379,7 +380,7 @@ impl Client {
     /// Asks for a metadata refresh round now (at most one runs at a time).
     pub fn refresh_metadata(&mut self, now: Instant) {
         self.last_now = now;
-        self.refresher.request(true);
+        self.refresher.request(Urgency::Now);
         self.process(now);
     }
 
@@ -464,7 +465,7 @@ impl Client {
             while let Some(e) = self.net.poll_event() {
                 progressed = true;
                 if matches!(e, Event::Disconnected { .. }) && !self.closed {
-                    self.refresher.request(false);
+                    self.refresher.request(Urgency::AfterBackoff);
                 }
                 self.events.push_back(e);
             }
@@ -500,7 +501,7 @@ impl Client {
             && e.wants_metadata_refresh()
             && !self.closed
         {
-            self.refresher.request(false);
+            self.refresher.request(Urgency::AfterBackoff);
         }
         match c.origin {
             Origin::Negotiation => {}

@@ -10,6 +10,15 @@ use crate::rng::Rng;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+/// How soon a requested metadata round may start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Urgency {
+    /// After the error backoff: a broker answered that the metadata is stale.
+    AfterBackoff,
+    /// Now, ignoring the error backoff: a user command waits on the round.
+    Now,
+}
+
 /// The refresh schedule (see the module docs).
 #[derive(Debug)]
 pub struct Refresher {
@@ -47,16 +56,16 @@ impl Refresher {
         }
     }
 
-    /// Asks for a round: `urgent` (a user command) ignores the error backoff.
-    pub fn request(&mut self, urgent: bool) {
+    /// Asks for a round: one [`Urgency::Now`] (a user command) ignores the error backoff.
+    pub fn request(&mut self, urgency: Urgency) {
         self.wanted = true;
-        self.urgent |= urgent;
+        self.urgent |= urgency == Urgency::Now;
     }
 
     /// Registers `op` to be woken when the next round that starts from now on ends.
     pub fn wait_next(&mut self, op: u64) {
         self.waiting_next.push(op);
-        self.request(true);
+        self.request(Urgency::Now);
     }
 
     /// Whether a round is in flight.
@@ -190,7 +199,7 @@ mod tests {
         r.start();
         r.add(1);
         r.add(2);
-        r.request(true);
+        r.request(Urgency::Now);
         assert!(!r.due(t0), "at most one round in flight");
         assert_eq!(r.deadline(t0), None);
         let mut rng = Rng::new(1);
@@ -213,7 +222,7 @@ mod tests {
         r.start();
         r.add(1);
         r.answered(t0, 1, false, || true, &mut rng);
-        r.request(false);
+        r.request(Urgency::AfterBackoff);
         assert!(!r.due(t0));
         assert_eq!(r.deadline(t0), Some(t0 + Duration::from_millis(100)));
         assert!(r.due(t0 + Duration::from_millis(100)));
@@ -221,7 +230,7 @@ mod tests {
         r.add(2);
         let t1 = t0 + Duration::from_millis(100);
         r.answered(t1, 2, true, || false, &mut rng);
-        r.request(false);
+        r.request(Urgency::AfterBackoff);
         assert_eq!(r.deadline(t1), Some(t1 + Duration::from_millis(200)));
         // A healthy round resets the backoff; then only max age is pending.
         r.start();

@@ -12,171 +12,61 @@ use crate::config::BrokerAddress;
 use crate::error::{AdminError, RequestError};
 use crate::metadata::{LeaderlessReason, ViewPartition};
 use crate::net::{Completion, Net, Origin, Reply};
+use crate::refresh::Urgency;
 use crate::request::{RequestOptions, Target};
 use std::collections::BTreeMap;
 use std::time::Instant;
 use stellflow_proto::messages::{
     AlterPartitionRequest, ApiVersionsResponse, ClusterStatusResponse, DecommissionBrokerResponse,
-    FindCoordinatorResponse, ListOffsetsResponse, MetadataResponse, OffsetFetchPartition,
-    OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic, RequestBody, TopicAdminResponse,
+    FindCoordinatorResponse, ListOffsetsPartitionResponse, ListOffsetsResponse, MetadataResponse,
+    OffsetFetchPartition, OffsetFetchRequest, OffsetFetchResponse, OffsetFetchTopic, RequestBody,
+    TopicAdminResponse,
 };
 use stellflow_proto::{ApiKey, ErrorCode, Reader, Wire};
 
+/// What an admin command does after one of its answers is taken in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// Finished (its outcome emitted, or its error): it is not put back.
+    Ended,
+    /// Still waiting for answers: put back, and finished once its last answer is in.
+    Waiting,
+}
+
 impl Client {
+    /// Takes one answer to admin command `id` in.
     pub(crate) fn on_admin_completion(&mut self, now: Instant, id: u64, c: Completion) {
+        // 1. Find the command: an answer to one already finished is dropped.
         let Some(mut op) = self.ops.remove(&id) else {
             return;
         };
-        match &mut op {
+        // 2. Take the answer in, by the command's kind. A one-request command emits its
+        //    outcome; a multi-request one records the answer and may send its next requests.
+        let next = match &mut op {
             AdminOp::Committed {
                 group,
                 partitions,
                 fetching,
                 opts,
             } => {
-                let result = c
-                    .result
-                    .map_err(AdminError::Request)
-                    .and_then(|reply| body_of(&self.net, c.api_key, &reply));
-                let body = match result {
-                    Ok(b) => b,
-                    Err(e) => return self.emit(id, Err(e)),
-                };
-                if !*fetching {
-                    let coordinator = FindCoordinatorResponse::decode(&mut Reader::new(body))
-                        .map_err(|error| decode_error(ApiKey::FIND_COORDINATOR, error))
-                        .and_then(|r| coordinator_address(c.api_key, r));
-                    match coordinator {
-                        Ok(address) => {
-                            let body =
-                                RequestBody::OffsetFetch(offset_fetch_body(group, partitions));
-                            let o = opts.clone();
-                            self.send(now, id, Target::Address(address), body, &o);
-                            *fetching = true;
-                            self.ops.insert(id, op);
-                        }
-                        Err(e) => self.emit(id, Err(e)),
-                    }
-                    return;
+                if *fetching {
+                    self.committed_offsets_answer(id, c, partitions)
+                } else {
+                    let next =
+                        self.committed_coordinator_answer(now, id, c, group, partitions, opts);
+                    *fetching = next == Next::Waiting;
+                    next
                 }
-                let result = OffsetFetchResponse::decode(&mut Reader::new(body))
-                    .map_err(|error| decode_error(ApiKey::OFFSET_FETCH, error))
-                    .map(|r| committed_offsets(std::mem::take(partitions), r));
-                return self.emit(id, result.map(Outcome::Committed));
             }
-            AdminOp::Single(kind) => {
-                let result = c.result.map_err(AdminError::Request).and_then(|reply| {
-                    let body = body_of(&self.net, c.api_key, &reply)?;
-                    self.single_result(kind, &reply, body)
-                });
-                if let (Ok(Outcome::TopicAdmin(r)), Single::AlterPartition(t, p)) =
-                    (&result, &*kind)
-                    && r.is_ok()
-                {
-                    let a = r.address.clone();
-                    self.metadata.patch_partition(&a, t, p.clone());
-                }
-                // A topic created or deleted changes what the metadata must route: refresh now
-                // so that the next produce, fetch or admin call sees it.
-                if result.is_ok() && matches!(kind, Single::CreateTopic | Single::DeleteTopic) {
-                    self.refresher.request(true);
-                }
-                self.emit(id, result);
-                return;
-            }
+            AdminOp::Single(kind) => self.single_answer(id, c, kind),
             AdminOp::ListOffsets {
                 specs,
                 results,
                 outstanding,
                 ..
             } => {
-                let idx = outstanding.remove(&c.seq).unwrap_or_default();
-                let answered_by = c
-                    .result
-                    .as_ref()
-                    .ok()
-                    .and_then(|r| self.net.address(r.slot).cloned())
-                    .unwrap_or_else(|| BrokerAddress::new("", 0));
-                match c.result.map_err(AdminError::Request).and_then(|reply| {
-                    let b = body_of(&self.net, c.api_key, &reply)?;
-                    ListOffsetsResponse::decode(&mut Reader::new(b)).map_err(|error| {
-                        AdminError::Request(RequestError::Decode {
-                            api_key: c.api_key,
-                            error,
-                        })
-                    })
-                }) {
-                    Err(e) => {
-                        for (i, _, _) in idx {
-                            if let Some(r) = results.get_mut(i) {
-                                *r = Some(Err(e.clone()));
-                            }
-                        }
-                    }
-                    Ok(resp) => {
-                        let mut refresh = false;
-                        for (i, tp, pp) in idx {
-                            let Some((topic, partition, spec)) = specs.get(i) else {
-                                continue;
-                            };
-                            let same =
-                                |p: &&stellflow_proto::messages::ListOffsetsPartitionResponse| {
-                                    p.partition == *partition
-                                };
-                            let found = resp
-                                .topics
-                                .get(tp)
-                                .filter(|t| t.topic.as_deref() == Some(topic.as_str()))
-                                .and_then(|t| t.partitions.get(pp))
-                                .filter(same)
-                                .or_else(|| {
-                                    resp.topics
-                                        .iter()
-                                        .filter(|t| t.topic.as_deref() == Some(topic.as_str()))
-                                        .flat_map(|t| t.partitions.iter())
-                                        .find(same)
-                                });
-                            let r = match found {
-                                None => Err(AdminError::UnknownPartition {
-                                    topic: topic.clone(),
-                                    partition: *partition,
-                                }),
-                                Some(p) if p.error_code.is_ok() => Ok(OffsetInfo {
-                                    offset: p.offset,
-                                    timestamp: p.timestamp,
-                                    leader_epoch: p.leader_epoch,
-                                    no_match: false,
-                                }),
-                                Some(p)
-                                    if p.error_code == ErrorCode::OFFSET_OUT_OF_RANGE
-                                        && matches!(spec, OffsetSpec::Timestamp(_)) =>
-                                {
-                                    Ok(OffsetInfo {
-                                        offset: p.offset,
-                                        timestamp: p.timestamp,
-                                        leader_epoch: p.leader_epoch,
-                                        no_match: true,
-                                    })
-                                }
-                                Some(p) => {
-                                    refresh |= p.error_code.class()
-                                        == stellflow_proto::ErrorClass::RefreshMetadataAndRetry;
-                                    Err(AdminError::Request(RequestError::Broker {
-                                        api_key: ApiKey::LIST_OFFSETS,
-                                        code: p.error_code,
-                                        address: answered_by.clone(),
-                                    }))
-                                }
-                            };
-                            if let Some(slot) = results.get_mut(i) {
-                                *slot = Some(r);
-                            }
-                        }
-                        if refresh {
-                            self.refresher.request(false);
-                        }
-                    }
-                }
+                self.list_offsets_answer(c, specs, results, outstanding);
+                Next::Waiting
             }
             AdminOp::Reassert {
                 broker_id,
@@ -184,124 +74,297 @@ impl Client {
                 results,
                 outstanding,
                 address,
-            } => {
-                if *asking == Some(c.seq) {
-                    *asking = None;
-                    match c.result {
-                        Err(e) => {
-                            self.emit(id, Err(AdminError::Request(e)));
-                            return;
-                        }
-                        Ok(reply) => {
-                            let parsed = body_of(&self.net, c.api_key, &reply).and_then(|b| {
-                                MetadataResponse::decode(&mut Reader::new(b)).map_err(|error| {
-                                    AdminError::Request(RequestError::Decode {
-                                        api_key: c.api_key,
-                                        error,
-                                    })
-                                })
-                            });
-                            let resp = match parsed {
-                                Ok(r) => r,
-                                Err(e) => {
-                                    self.emit(id, Err(e));
-                                    return;
-                                }
-                            };
-                            let Some(addr) = self.net.address(reply.slot).cloned() else {
-                                self.emit(id, Err(AdminError::InvalidArgument("unknown broker")));
-                                return;
-                            };
-                            self.apply_metadata(now, addr.clone(), &resp, c.seq);
-                            *address = Some(addr.clone());
-                            let todo: Vec<(String, ViewPartition)> = self
-                                .metadata
-                                .view(&addr)
-                                .map(|v| {
-                                    v.topics
-                                        .iter()
-                                        .flat_map(|(t, ps)| ps.iter().map(move |p| (t, p)))
-                                        .filter(|(_, p)| {
-                                            p.leader_id != *broker_id
-                                                && !v.brokers.iter().any(|b| b.id == p.leader_id)
-                                        })
-                                        .map(|(t, p)| (t.clone(), p.clone()))
-                                        .collect()
-                                })
-                                .unwrap_or_default();
-                            for (topic, p) in todo {
-                                let body = RequestBody::AlterPartition(AlterPartitionRequest {
-                                    topic: Some(topic.as_str().into()),
-                                    partition_count: -1,
-                                    partition: p.partition,
-                                    leader_id: *broker_id,
-                                    leader_epoch: p.leader_epoch,
-                                    replica_nodes: vec![*broker_id],
-                                    isr_nodes: vec![*broker_id],
-                                });
-                                let seq = self.net.submit(
-                                    now,
-                                    Target::Address(addr.clone()),
-                                    body,
-                                    None,
-                                    Origin::Admin(id),
-                                    &RequestOptions::default(),
-                                );
-                                outstanding.insert(seq, results.len());
-                                results.push(ReassertedPartition {
-                                    topic,
-                                    partition: p.partition,
-                                    leader_epoch: p.leader_epoch,
-                                    result: Err(AdminError::Request(RequestError::Closed)),
-                                });
-                            }
-                        }
-                    }
-                } else if let Some(i) = outstanding.remove(&c.seq) {
-                    let r = c.result.map_err(AdminError::Request).and_then(|reply| {
-                        let b = body_of(&self.net, c.api_key, &reply)?;
-                        let resp =
-                            TopicAdminResponse::decode(&mut Reader::new(b)).map_err(|error| {
-                                AdminError::Request(RequestError::Decode {
-                                    api_key: c.api_key,
-                                    error,
-                                })
-                            })?;
-                        match resp.partitions.iter().find(|p| p.error_code.is_err()) {
-                            Some(p) => Err(AdminError::Request(RequestError::Broker {
-                                api_key: c.api_key,
-                                code: p.error_code,
-                                address: address
-                                    .clone()
-                                    .unwrap_or_else(|| BrokerAddress::new("", 0)),
-                            })),
-                            None => Ok(()),
-                        }
-                    });
-                    if let Some(entry) = results.get_mut(i) {
-                        if r.is_ok()
-                            && let Some(a) = address.as_ref()
-                        {
-                            self.metadata.patch_partition(
-                                a,
-                                &entry.topic,
-                                ViewPartition {
-                                    partition: entry.partition,
-                                    leader_id: *broker_id,
-                                    leader_epoch: entry.leader_epoch,
-                                    replicas: vec![*broker_id],
-                                    isr: vec![*broker_id],
-                                },
-                            );
-                        }
-                        entry.result = r;
+            } if *asking == Some(c.seq) => {
+                *asking = None;
+                match self.reassert_view_answer(now, id, c) {
+                    None => Next::Ended,
+                    Some(addr) => {
+                        *address = Some(addr.clone());
+                        self.reassert_send_moves(now, id, *broker_id, &addr, results, outstanding);
+                        Next::Waiting
                     }
                 }
             }
-            AdminOp::DescribeTopics(_) => {}
+            AdminOp::Reassert {
+                broker_id,
+                results,
+                outstanding,
+                address,
+                ..
+            } => {
+                let address = address.as_ref();
+                self.reassert_move_answer(c, *broker_id, results, outstanding, address);
+                Next::Waiting
+            }
+            AdminOp::DescribeTopics(_) => Next::Waiting,
+        };
+        // 3. A command still waiting goes back, and emits its outcome if that was its last
+        //    answer.
+        if next == Next::Waiting {
+            self.ops.insert(id, op);
+            self.finish_if_done(id);
         }
-        self.ops.insert(id, op);
-        self.finish_if_done(id);
+    }
+
+    /// The coordinator found for a committed-offsets query: sends it the OffsetFetch.
+    fn committed_coordinator_answer(
+        &mut self,
+        now: Instant,
+        id: u64,
+        c: Completion,
+        group: &str,
+        partitions: &[(String, i32)],
+        opts: &RequestOptions,
+    ) -> Next {
+        let coordinator = c
+            .result
+            .map_err(AdminError::Request)
+            .and_then(|reply| body_of(&self.net, c.api_key, &reply))
+            .and_then(|body| {
+                FindCoordinatorResponse::decode(&mut Reader::new(body))
+                    .map_err(|error| decode_error(ApiKey::FIND_COORDINATOR, error))
+            })
+            .and_then(|r| coordinator_address(c.api_key, r));
+        match coordinator {
+            Ok(address) => {
+                let body = RequestBody::OffsetFetch(offset_fetch_body(group, partitions));
+                self.send(now, id, Target::Address(address), body, opts);
+                Next::Waiting
+            }
+            Err(e) => {
+                self.emit(id, Err(e));
+                Next::Ended
+            }
+        }
+    }
+
+    /// The coordinator's committed offsets: the query's outcome.
+    fn committed_offsets_answer(
+        &mut self,
+        id: u64,
+        c: Completion,
+        partitions: &mut Vec<(String, i32)>,
+    ) -> Next {
+        let result = c
+            .result
+            .map_err(AdminError::Request)
+            .and_then(|reply| body_of(&self.net, c.api_key, &reply))
+            .and_then(|body| {
+                OffsetFetchResponse::decode(&mut Reader::new(body))
+                    .map_err(|error| decode_error(ApiKey::OFFSET_FETCH, error))
+            })
+            .map(|r| committed_offsets(std::mem::take(partitions), r));
+        self.emit(id, result.map(Outcome::Committed));
+        Next::Ended
+    }
+
+    /// The answer to a one-request command: its outcome, and what it changes in the
+    /// metadata (a partition moved; a topic created or deleted).
+    fn single_answer(&mut self, id: u64, c: Completion, kind: &Single) -> Next {
+        let result = c.result.map_err(AdminError::Request).and_then(|reply| {
+            let body = body_of(&self.net, c.api_key, &reply)?;
+            self.single_result(kind, &reply, body)
+        });
+        if let (Ok(Outcome::TopicAdmin(r)), Single::AlterPartition(t, p)) = (&result, kind)
+            && r.is_ok()
+        {
+            let a = r.address.clone();
+            self.metadata.patch_partition(&a, t, p.clone());
+        }
+        // A topic created or deleted changes what the metadata must route: refresh now
+        // so that the next produce, fetch or admin call sees it.
+        if result.is_ok() && matches!(kind, Single::CreateTopic | Single::DeleteTopic) {
+            self.refresher.request(Urgency::Now);
+        }
+        self.emit(id, result);
+        Next::Ended
+    }
+
+    /// One ListOffsets answer: the result of every partition it carries, matched by topic
+    /// and partition; an answer asking for fresh metadata asks the refresher.
+    fn list_offsets_answer(
+        &mut self,
+        c: Completion,
+        specs: &[(String, i32, OffsetSpec)],
+        results: &mut [Option<Result<OffsetInfo, AdminError>>],
+        outstanding: &mut BTreeMap<u64, Vec<(usize, usize, usize)>>,
+    ) {
+        let idx = outstanding.remove(&c.seq).unwrap_or_default();
+        let answered_by = c
+            .result
+            .as_ref()
+            .ok()
+            .and_then(|r| self.net.address(r.slot).cloned())
+            .unwrap_or_else(|| BrokerAddress::new("", 0));
+        let decoded = c.result.map_err(AdminError::Request).and_then(|reply| {
+            let b = body_of(&self.net, c.api_key, &reply)?;
+            ListOffsetsResponse::decode(&mut Reader::new(b))
+                .map_err(|error| decode_error(c.api_key, error))
+        });
+        let resp = match decoded {
+            Ok(resp) => resp,
+            Err(e) => {
+                for (i, _, _) in idx {
+                    if let Some(r) = results.get_mut(i) {
+                        *r = Some(Err(e.clone()));
+                    }
+                }
+                return;
+            }
+        };
+        let mut refresh = false;
+        for (i, tp, pp) in idx {
+            let Some(spec) = specs.get(i) else {
+                continue;
+            };
+            let r = listed_offset(&resp, (tp, pp), spec, &answered_by);
+            refresh |= matches!(
+                &r,
+                Err(AdminError::Request(RequestError::Broker { code, .. }))
+                    if code.class() == stellflow_proto::ErrorClass::RefreshMetadataAndRetry
+            );
+            if let Some(slot) = results.get_mut(i) {
+                *slot = Some(r);
+            }
+        }
+        if refresh {
+            self.refresher.request(Urgency::AfterBackoff);
+        }
+    }
+
+    /// The broker's view of the cluster for a re-assertion: applied to the metadata; its
+    /// address, or `None` when the command failed (its error emitted).
+    fn reassert_view_answer(
+        &mut self,
+        now: Instant,
+        id: u64,
+        c: Completion,
+    ) -> Option<BrokerAddress> {
+        let reply = match c.result {
+            Ok(reply) => reply,
+            Err(e) => {
+                self.emit(id, Err(AdminError::Request(e)));
+                return None;
+            }
+        };
+        let parsed = body_of(&self.net, c.api_key, &reply).and_then(|b| {
+            MetadataResponse::decode(&mut Reader::new(b))
+                .map_err(|error| decode_error(c.api_key, error))
+        });
+        let resp = match parsed {
+            Ok(r) => r,
+            Err(e) => {
+                self.emit(id, Err(e));
+                return None;
+            }
+        };
+        let Some(addr) = self.net.address(reply.slot).cloned() else {
+            self.emit(id, Err(AdminError::InvalidArgument("unknown broker")));
+            return None;
+        };
+        self.apply_metadata(now, addr.clone(), &resp, c.seq);
+        Some(addr)
+    }
+
+    /// Sends one AlterPartition per partition whose leader in `addr`'s view is neither
+    /// `broker_id` nor a live broker, naming `broker_id` its leader.
+    fn reassert_send_moves(
+        &mut self,
+        now: Instant,
+        id: u64,
+        broker_id: i32,
+        addr: &BrokerAddress,
+        results: &mut Vec<ReassertedPartition>,
+        outstanding: &mut BTreeMap<u64, usize>,
+    ) {
+        let todo: Vec<(String, ViewPartition)> = self
+            .metadata
+            .view(addr)
+            .map(|v| {
+                v.topics
+                    .iter()
+                    .flat_map(|(t, ps)| ps.iter().map(move |p| (t, p)))
+                    .filter(|(_, p)| {
+                        p.leader_id != broker_id && !v.brokers.iter().any(|b| b.id == p.leader_id)
+                    })
+                    .map(|(t, p)| (t.clone(), p.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (topic, p) in todo {
+            let body = RequestBody::AlterPartition(AlterPartitionRequest {
+                topic: Some(topic.as_str().into()),
+                partition_count: -1,
+                partition: p.partition,
+                leader_id: broker_id,
+                leader_epoch: p.leader_epoch,
+                replica_nodes: vec![broker_id],
+                isr_nodes: vec![broker_id],
+            });
+            let seq = self.net.submit(
+                now,
+                Target::Address(addr.clone()),
+                body,
+                None,
+                Origin::Admin(id),
+                &RequestOptions::default(),
+            );
+            outstanding.insert(seq, results.len());
+            results.push(ReassertedPartition {
+                topic,
+                partition: p.partition,
+                leader_epoch: p.leader_epoch,
+                result: Err(AdminError::Request(RequestError::Closed)),
+            });
+        }
+    }
+
+    /// One AlterPartition answer of a re-assertion: its partition's result, and the
+    /// metadata patched when the move took.
+    fn reassert_move_answer(
+        &mut self,
+        c: Completion,
+        broker_id: i32,
+        results: &mut [ReassertedPartition],
+        outstanding: &mut BTreeMap<u64, usize>,
+        address: Option<&BrokerAddress>,
+    ) {
+        let Some(i) = outstanding.remove(&c.seq) else {
+            return;
+        };
+        let r = c.result.map_err(AdminError::Request).and_then(|reply| {
+            let b = body_of(&self.net, c.api_key, &reply)?;
+            let resp = TopicAdminResponse::decode(&mut Reader::new(b))
+                .map_err(|error| decode_error(c.api_key, error))?;
+            match resp.partitions.iter().find(|p| p.error_code.is_err()) {
+                Some(p) => Err(AdminError::Request(RequestError::Broker {
+                    api_key: c.api_key,
+                    code: p.error_code,
+                    address: address
+                        .cloned()
+                        .unwrap_or_else(|| BrokerAddress::new("", 0)),
+                })),
+                None => Ok(()),
+            }
+        });
+        if let Some(entry) = results.get_mut(i) {
+            if r.is_ok()
+                && let Some(a) = address
+            {
+                self.metadata.patch_partition(
+                    a,
+                    &entry.topic,
+                    ViewPartition {
+                        partition: entry.partition,
+                        leader_id: broker_id,
+                        leader_epoch: entry.leader_epoch,
+                        replicas: vec![broker_id],
+                        isr: vec![broker_id],
+                    },
+                );
+            }
+            entry.result = r;
+        }
     }
 
     fn single_result(
@@ -393,6 +456,58 @@ impl Client {
                 })
             }
         })
+    }
+}
+
+/// The result for partition `spec` in a ListOffsets answer: looked up at its position
+/// `(topic, partition)` in the request first, else by name.
+fn listed_offset(
+    resp: &ListOffsetsResponse,
+    (tp, pp): (usize, usize),
+    (topic, partition, spec): &(String, i32, OffsetSpec),
+    answered_by: &BrokerAddress,
+) -> Result<OffsetInfo, AdminError> {
+    let same = |p: &&ListOffsetsPartitionResponse| p.partition == *partition;
+    let found = resp
+        .topics
+        .get(tp)
+        .filter(|t| t.topic.as_deref() == Some(topic.as_str()))
+        .and_then(|t| t.partitions.get(pp))
+        .filter(same)
+        .or_else(|| {
+            resp.topics
+                .iter()
+                .filter(|t| t.topic.as_deref() == Some(topic.as_str()))
+                .flat_map(|t| t.partitions.iter())
+                .find(same)
+        });
+    match found {
+        None => Err(AdminError::UnknownPartition {
+            topic: topic.clone(),
+            partition: *partition,
+        }),
+        Some(p) if p.error_code.is_ok() => Ok(OffsetInfo {
+            offset: p.offset,
+            timestamp: p.timestamp,
+            leader_epoch: p.leader_epoch,
+            no_match: false,
+        }),
+        Some(p)
+            if p.error_code == ErrorCode::OFFSET_OUT_OF_RANGE
+                && matches!(spec, OffsetSpec::Timestamp(_)) =>
+        {
+            Ok(OffsetInfo {
+                offset: p.offset,
+                timestamp: p.timestamp,
+                leader_epoch: p.leader_epoch,
+                no_match: true,
+            })
+        }
+        Some(p) => Err(AdminError::Request(RequestError::Broker {
+            api_key: ApiKey::LIST_OFFSETS,
+            code: p.error_code,
+            address: answered_by.clone(),
+        })),
     }
 }
 

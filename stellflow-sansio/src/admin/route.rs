@@ -9,6 +9,7 @@ use crate::client::Client;
 use crate::error::{AdminError, RequestError};
 use crate::event::Event;
 use crate::net::Origin;
+use crate::refresh::Urgency;
 use crate::request::{RequestId, RequestOptions, Target};
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -201,7 +202,7 @@ impl Client {
             }
             Some(AdminOp::Reassert { results, .. }) => {
                 if !results.is_empty() {
-                    self.refresher.request(true);
+                    self.refresher.request(Urgency::Now);
                 }
                 self.emit(id, Ok(Outcome::Reasserted(results)));
             }

@@ -7,6 +7,7 @@ use super::{
 };
 use crate::client::Client;
 use crate::net::Completion;
+use crate::refresh::Urgency;
 use crate::topic::validate_topic_name;
 use std::time::Instant;
 
@@ -127,7 +128,7 @@ impl Client {
         g.reg.listening = listening;
         g.reg.resubscribed();
         if g.member == super::group::Member::Idle {
-            self.refresher.request(false);
+            self.refresher.request(Urgency::AfterBackoff);
         }
         self.process(now);
         Ok(())

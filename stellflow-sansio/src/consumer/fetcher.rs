@@ -8,6 +8,7 @@ use super::positions::{HeldAnswer, PartState, ReadyBlob, Start};
 use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, TopicPartition};
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
+use crate::refresh::Urgency;
 use crate::request::Target;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -123,7 +124,7 @@ impl Consumer {
             }
         }
         if refresh {
-            ctx.refresher.request(false);
+            ctx.refresher.request(Urgency::AfterBackoff);
         }
         let mut sent = false;
         for (broker, tps) in by_broker {
@@ -393,7 +394,7 @@ impl Consumer {
             }
             if e.error_code != ErrorCode::NONE {
                 if e.error_code.class() == ErrorClass::RefreshMetadataAndRetry {
-                    ctx.refresher.request(false);
+                    ctx.refresher.request(Urgency::AfterBackoff);
                 } else {
                     ctx.emit(ConsumerEvent::FetchError {
                         partition: tp.clone(),

@@ -26,6 +26,7 @@ use crate::backoff::Backoff;
 use crate::config::BrokerAddress;
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
+use crate::refresh::Urgency;
 use crate::request::{RequestOptions, Target};
 use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
@@ -435,7 +436,7 @@ impl Consumer {
             }
         }
         if missing {
-            ctx.refresher.request(false);
+            ctx.refresher.request(Urgency::AfterBackoff);
         }
         out
     }

@@ -6,6 +6,7 @@ use super::positions::Start;
 use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, TopicPartition};
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
+use crate::refresh::Urgency;
 use crate::request::{RequestOptions, Target};
 use crate::trace::TraceIds;
 use std::collections::BTreeMap;
@@ -206,7 +207,7 @@ impl Consumer {
             }
         }
         if refresh {
-            ctx.refresher.request(false);
+            ctx.refresher.request(Urgency::AfterBackoff);
         }
         for (leader, list) in by_leader {
             // One request, one context: the first seek's that has one (as a Produce does).
@@ -379,7 +380,7 @@ impl Consumer {
                     if let Some((_, code)) = other
                         && code.class() == ErrorClass::RefreshMetadataAndRetry
                     {
-                        ctx.refresher.request(false);
+                        ctx.refresher.request(Urgency::AfterBackoff);
                     }
                     p.start = policy.retry();
                     p.retry_at = Some(now + self.config.fetch_backoff_max);

@@ -169,7 +169,7 @@ impl Net {
             }
             let mut req = req;
             req.renegotiated = true;
-            return self.enqueue(now, slot, req, true);
+            return self.enqueue(now, slot, req, QueueEnd::Front);
         }
         let reply = Reply {
             header,

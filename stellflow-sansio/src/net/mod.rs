@@ -192,6 +192,15 @@ fn nstr(s: &Option<String>) -> NString {
     s.as_deref().map(StrBytes::from)
 }
 
+/// Which end of a slot's queue a request joins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum QueueEnd {
+    /// First: a request sent again (after a renegotiation) keeps its turn.
+    Front,
+    /// Last: a new request, or one that waited for its broker.
+    Back,
+}
+
 impl Net {
     /// A router for `config`, with `client_id` already resolved and its own jitter source.
     pub fn new(config: &ClientConfig, client_id: &str, rng: Rng) -> Self {
@@ -298,7 +307,7 @@ impl Net {
             hit.into()
         };
         for r in waiting {
-            self.enqueue(now, slot, r, false);
+            self.enqueue(now, slot, r, QueueEnd::Back);
         }
     }
 
@@ -338,7 +347,7 @@ impl Net {
         };
         self.timers.schedule(deadline, Timer::Request(seq));
         match self.resolve(now, &target) {
-            Some(slot) => self.enqueue(now, slot, req, false),
+            Some(slot) => self.enqueue(now, slot, req, QueueEnd::Back),
             None => {
                 self.live.insert(seq, Loc::Parked);
                 self.parked.push_back(req);
@@ -443,15 +452,15 @@ impl Net {
         }
     }
 
-    fn enqueue(&mut self, now: Instant, slot: usize, req: Req, front: bool) {
+    /// Queues `req` on `slot`, at `end` of its queue, and connects the slot if it must.
+    fn enqueue(&mut self, now: Instant, slot: usize, req: Req, end: QueueEnd) {
         let Some(s) = self.slots.get_mut(slot) else {
             return;
         };
         self.live.insert(req.seq, Loc::Queued(slot));
-        if front {
-            s.queue.push_front(req);
-        } else {
-            s.queue.push_back(req);
+        match end {
+            QueueEnd::Front => s.queue.push_front(req),
+            QueueEnd::Back => s.queue.push_back(req),
         }
         self.ensure_connection(now, slot);
     }

@@ -36,6 +36,17 @@ pub(crate) struct Slot {
     pub timestamp: i64,
 }
 
+/// A record's content as `Producer::append` writes it into a batch.
+pub(crate) struct Appended<'a, H> {
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    pub headers: &'a [H],
+    /// Its size, as counted against the batch and the buffer.
+    pub size: usize,
+    /// The trace of the produce call, carried by the batch it opens.
+    pub trace: Option<&'a TraceIds>,
+}
+
 /// One batch: open (a builder) or closed (a finished blob).
 #[derive(Debug)]
 pub(crate) struct Batch {
@@ -391,17 +402,14 @@ impl Producer {
         }
         let p = self.choose_partition(ti, rec.partition, rec.key, size)?;
         let id = self.alloc_id();
-        self.append(
-            now,
-            ti,
-            p,
-            Slot { id, timestamp },
-            rec.key,
-            rec.value,
-            rec.headers,
+        let appended = Appended {
+            key: rec.key,
+            value: rec.value,
+            headers: rec.headers,
             size,
             trace,
-        );
+        };
+        self.append(now, ti, p, Slot { id, timestamp }, appended);
         Ok((ProduceId(id), Some(p)))
     }
 
@@ -451,17 +459,14 @@ impl Producer {
             id: r.id,
             timestamp: r.timestamp,
         };
-        self.append(
-            now,
-            r.topic,
-            p,
-            slot,
+        let appended = Appended {
             key,
-            r.value.as_deref(),
-            &r.headers,
-            r.size,
-            r.trace.as_ref(),
-        );
+            value: r.value.as_deref(),
+            headers: &r.headers,
+            size: r.size,
+            trace: r.trace.as_ref(),
+        };
+        self.append(now, r.topic, p, slot, appended);
     }
 
     /// Chooses the partition of a record whose topic's partition count is known.
@@ -536,19 +541,21 @@ impl Producer {
     }
 
     /// Appends one record to partition `p`'s open batch, opening or closing batches as needed.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn append<H: HeaderRef>(
         &mut self,
         now: Instant,
         ti: usize,
         p: i32,
         slot: Slot,
-        key: Option<&[u8]>,
-        value: Option<&[u8]>,
-        headers: &[H],
-        size: usize,
-        trace: Option<&TraceIds>,
+        rec: Appended<'_, H>,
     ) {
+        let Appended {
+            key,
+            value,
+            headers,
+            size,
+            trace,
+        } = rec;
         let batch_size = self.cfg.batch_size;
         let pi = usize::try_from(p).unwrap_or(0);
         // Close the open batch if the record does not fit.

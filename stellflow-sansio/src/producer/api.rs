@@ -3,6 +3,7 @@
 
 use super::{FlushId, Partitioner, ProduceError, ProduceId, ProducerRecord};
 use crate::client::Client;
+use crate::refresh::Urgency;
 use std::time::{Duration, Instant};
 
 impl Client {
@@ -116,7 +117,7 @@ impl Client {
         let sent = self.producer.process(now, &mut self.net, &self.metadata);
         self.producer_after_metadata(now);
         if self.producer.take_refresh_wish() && !self.closed {
-            self.refresher.request(false);
+            self.refresher.request(Urgency::AfterBackoff);
         }
         sent
     }

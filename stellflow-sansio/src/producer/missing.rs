@@ -8,6 +8,7 @@ use crate::admin::AdminOutcome;
 use crate::client::Client;
 use crate::error::AdminError;
 use crate::metadata::MetadataCache;
+use crate::refresh::Urgency;
 use crate::request::{RequestId, Target};
 use std::sync::Arc;
 use std::time::Instant;
@@ -119,7 +120,7 @@ impl Client {
             Ok(_) => tracing::debug!("missing topic created"),
             Err(e) => tracing::warn!("cannot create the missing topic: {e}"),
         }
-        self.refresher.request(true);
+        self.refresher.request(Urgency::Now);
         true
     }
 }
