@@ -3,7 +3,7 @@
 
 use super::BatchError;
 use super::srfb::{SrfbBatch, SrfbHeader, is_srfb};
-use super::v1::{Record, V1Batch, V1BatchHeader, V1Batches, V1Records};
+use super::v1::{RawRecord, Record, V1Batch, V1BatchHeader, V1Batches, V1Records};
 use bytes::Bytes;
 
 /// The format of a stored blob, sniffed from its first bytes.
@@ -236,6 +236,13 @@ impl BlobRecords {
     #[cold]
     #[inline(never)]
     fn fail(&mut self, e: BatchError) -> Option<Result<BlobRecord, BatchError>> {
+        self.fail_with(e)
+    }
+
+    /// Stops the walk at `e` (wrapped as an SRFB content error inside an envelope).
+    #[cold]
+    #[inline(never)]
+    fn fail_with<T>(&mut self, e: BatchError) -> Option<Result<T, BatchError>> {
         self.done = true;
         self.failed = true;
         let e = match self.format {
@@ -272,6 +279,16 @@ impl BlobRecords {
     /// [`BlobRecords::next`] stays small enough to inline into its callers.
     #[inline(never)]
     fn next_from_next_batch(&mut self) -> Option<Result<BlobRecord, BatchError>> {
+        let record = self.next_batch_with(V1Records::next)?;
+        Some(record.map(|record| self.yielded(record)))
+    }
+
+    /// The walk of `next_from_next_batch`, reading a record with `read` (owned or raw).
+    #[inline(always)]
+    fn next_batch_with<T>(
+        &mut self,
+        read: impl Fn(&mut V1Records) -> Option<Result<T, BatchError>>,
+    ) -> Option<Result<T, BatchError>> {
         if self.done {
             return None;
         }
@@ -281,14 +298,14 @@ impl BlobRecords {
                     self.srfb_header = Some(*b.header());
                     self.batches = V1Batches::new(b.content().clone());
                 }
-                Err(e) => return self.fail(e),
+                Err(e) => return self.fail_with(e),
             }
         }
         loop {
             if let Some((_, records)) = &mut self.current {
-                match records.next() {
-                    Some(Ok(record)) => return Some(Ok(self.yielded(record))),
-                    Some(Err(e)) => return self.fail(e),
+                match read(records) {
+                    Some(Ok(record)) => return Some(Ok(record)),
+                    Some(Err(e)) => return self.fail_with(e),
                     None => {}
                 }
             }
@@ -301,13 +318,60 @@ impl BlobRecords {
                     self.current = Some((*batch.header(), batch.records()));
                     self.batch_index = self.batch_index.saturating_add(1);
                 }
-                Some(Err(e)) => return self.fail(e),
+                Some(Err(e)) => return self.fail_with(e),
                 None => {
                     self.done = true;
                     return None;
                 }
             }
         }
+    }
+}
+
+impl BlobRecords {
+    /// The next record as byte ranges of [`BlobRecords::current_bytes`], numbered in the
+    /// blob: [`BlobRecords::next`] without building a [`Record`] (no reference count taken),
+    /// for the borrowed views of `record::view`.
+    #[inline]
+    pub(crate) fn next_raw(&mut self) -> Option<Result<(u32, RawRecord), BatchError>> {
+        let raw = if !self.done
+            && let Some((_, records)) = &mut self.current
+        {
+            match records.next_raw() {
+                Some(Ok(r)) => Some(Ok(r)),
+                Some(Err(e)) => return self.fail_with(e),
+                None => None,
+            }
+        } else {
+            None
+        };
+        let raw = match raw {
+            Some(r) => r,
+            None => self.next_raw_from_next_batch()?,
+        };
+        Some(raw.map(|r| {
+            let index = self.next_index;
+            self.next_index = self.next_index.saturating_add(1);
+            (index, r)
+        }))
+    }
+
+    /// `next_from_next_batch` of the raw path; once per batch.
+    #[inline(never)]
+    fn next_raw_from_next_batch(&mut self) -> Option<Result<RawRecord, BatchError>> {
+        self.next_batch_with(V1Records::next_raw)
+    }
+
+    /// The bytes of the batch the last record came from (empty before the first).
+    #[inline]
+    pub(crate) fn current_bytes(&self) -> &[u8] {
+        self.current.as_ref().map_or(&[], |(_, r)| r.bytes())
+    }
+
+    /// The index (in the blob's v1 batches) of the batch the last record came from.
+    #[inline]
+    pub(crate) fn current_batch_index(&self) -> u32 {
+        self.batch_index.saturating_sub(1)
     }
 }
 

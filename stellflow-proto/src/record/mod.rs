@@ -20,6 +20,7 @@ mod cursor;
 mod error;
 pub mod srfb;
 pub mod v1;
+mod view;
 
 pub use blob::{
     BlobBatch, BlobBatches, BlobFormat, BlobRecord, BlobRecords, blob_records,
@@ -29,6 +30,7 @@ pub use builder::{BatchBuilder, BatchParams, Envelope};
 pub use error::BatchError;
 pub use srfb::{Compression, SrfbBatch, SrfbHeader, SrfbParams};
 pub use v1::{Header, HeaderRef, Headers, Record, V1Batch, V1BatchHeader, V1Records, record_size};
+pub use view::{HeaderViews, HeadersView, RecordView};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

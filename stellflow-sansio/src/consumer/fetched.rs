@@ -46,8 +46,8 @@ pub struct FetchedBlob {
     partition: i32,
     offset: i64,
     /// Records below this index were delivered before.
-    skip: u32,
-    records: BlobRecords,
+    pub(super) skip: u32,
+    pub(super) records: BlobRecords,
     /// Records its batches declare, less those delivered before.
     undelivered: u64,
 }

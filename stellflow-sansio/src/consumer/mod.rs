@@ -61,6 +61,7 @@ mod membership;
 mod processed;
 mod registry;
 mod start;
+mod view;
 
 pub use config::{ConsumerConfig, OffsetReset};
 pub use fetched::{BlobRecordsFrom, FetchedBlob};

@@ -198,8 +198,10 @@ impl V1Records {
         Some(Err(e))
     }
 
+    /// The next record as byte ranges of the batch (nothing shared, no reference count
+    /// taken), checked as [`V1Records::next`] checks it; moves past it.
     #[inline]
-    fn read(&mut self) -> Result<Record, BatchError> {
+    fn read_raw(&mut self) -> Result<RawRecord, BatchError> {
         let index = self.index;
         let bytes: &[u8] = &self.bytes;
         let mut c = Cursor::at(bytes, self.pos);
@@ -235,24 +237,90 @@ impl V1Records {
                 detail: "bytes left over after the headers",
             });
         }
-        let headers = if n_headers == 0 {
-            Headers::default()
-        } else {
-            Headers::new(self.bytes.slice(headers_start..end), n_headers)
-        };
-        let record = Record {
+        self.pos = end;
+        self.index += 1;
+        Ok(RawRecord {
             attributes,
             timestamp_delta,
             timestamp: self.base_timestamp.wrapping_add(timestamp_delta),
             offset_delta,
-            key: key.map(|k| self.bytes.slice(k)),
-            value: value.map(|v| self.bytes.slice(v)),
-            headers,
-        };
-        self.pos = end;
-        self.index += 1;
-        Ok(record)
+            key,
+            value,
+            headers: headers_start..end,
+            n_headers,
+        })
     }
+
+    #[inline]
+    fn read(&mut self) -> Result<Record, BatchError> {
+        let raw = self.read_raw()?;
+        let headers = if raw.n_headers == 0 {
+            Headers::default()
+        } else {
+            Headers::new(self.bytes.slice(raw.headers), raw.n_headers)
+        };
+        Ok(Record {
+            attributes: raw.attributes,
+            timestamp_delta: raw.timestamp_delta,
+            timestamp: raw.timestamp,
+            offset_delta: raw.offset_delta,
+            key: raw.key.map(|k| self.bytes.slice(k)),
+            value: raw.value.map(|v| self.bytes.slice(v)),
+            headers,
+        })
+    }
+
+    /// [`V1Records::next`] as byte ranges of [`V1Records::bytes`]: the borrowed-view path.
+    #[inline]
+    pub(crate) fn next_raw(&mut self) -> Option<Result<RawRecord, BatchError>> {
+        if self.done {
+            return None;
+        }
+        if self.index >= self.count {
+            return self.end_of_batch();
+        }
+        match self.read_raw() {
+            Ok(r) => Some(Ok(r)),
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+
+    /// Past the declared records: done, with the trailing-bytes error if bytes are left.
+    #[inline(never)]
+    fn end_of_batch<T>(&mut self) -> Option<Result<T, BatchError>> {
+        self.done = true;
+        let extra = self.bytes.len().saturating_sub(self.pos);
+        if extra != 0 {
+            return Some(Err(BatchError::V1TrailingBytes {
+                extra,
+                count: self.count as i32,
+            }));
+        }
+        None
+    }
+
+    /// The batch's bytes, which [`RawRecord`]'s ranges index.
+    #[inline]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+/// One record of a batch as byte ranges of the batch (see `V1Records::next_raw`).
+#[derive(Debug, Clone)]
+pub(crate) struct RawRecord {
+    pub attributes: i8,
+    pub timestamp_delta: i64,
+    pub timestamp: i64,
+    pub offset_delta: i32,
+    pub key: Option<std::ops::Range<usize>>,
+    pub value: Option<std::ops::Range<usize>>,
+    /// The encoded headers (without their count), and how many.
+    pub headers: std::ops::Range<usize>,
+    pub n_headers: u32,
 }
 
 impl Iterator for V1Records {

@@ -13,6 +13,7 @@ mod header;
 mod headers;
 pub(crate) mod write;
 
+pub(crate) use decode::RawRecord;
 pub use decode::{Record, V1Batch, V1Batches, V1Records};
 pub use fields::{RecordFields, V1BatchFields};
 pub use header::V1BatchHeader;
