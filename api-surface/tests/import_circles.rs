@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 /// Today's circles (issue 31): each is a set of modules; a circle found must lie inside one.
 const RECORDED: &[&[&str]] = &[
     &[
-        "admin", "client", "config", "conn", "consumer", "error", "event", "health", "hooks",
-        "metadata", "metrics", "net", "observe", "output", "producer", "request", "topic", "trace",
+        "admin", "client", "config", "consumer", "event", "health", "hooks", "metrics", "net",
+        "observe", "output", "producer", "trace",
     ],
     &[
         "consumer::commit",
@@ -357,15 +357,25 @@ fn use_trees_expand_and_resolve_relative_to_the_file() {
 #[test]
 fn no_import_circle_grows_beyond_the_recorded_ones() {
     let src = sansio_src();
-    let mut found = circles(&graph(&src, None));
-    found.extend(circles(&graph(&src, Some("consumer"))));
-    assert!(
-        !graph(&src, None).is_empty(),
-        "no modules read from {src:?}"
-    );
+    let top = graph(&src, None);
+    let inner = graph(&src, Some("consumer"));
+    assert!(!top.is_empty(), "no modules read from {src:?}");
+    let mut found = circles(&top);
+    found.extend(circles(&inner));
     let mut grown = Vec::new();
     for c in &found {
         println!("import circle ({} modules): {c:?}", c.len());
+        // The imports inside the circle, to see which to break.
+        for m in c {
+            let to: Vec<&String> = top
+                .get(m)
+                .or_else(|| inner.get(m))
+                .into_iter()
+                .flatten()
+                .filter(|t| c.contains(*t))
+                .collect();
+            println!("  {m} -> {to:?}");
+        }
         let recorded = RECORDED
             .iter()
             .any(|r| c.iter().all(|m| r.contains(&m.as_str())));

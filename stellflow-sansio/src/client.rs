@@ -1,10 +1,12 @@
 //! The [`Client`]: the sans-IO state machine that ties the router, the metadata cache, the
 //! refresh schedule and the admin operations together behind the input/output contract.
 
+use crate::address::BrokerAddress;
 use crate::admin::AdminOp;
 use crate::backoff::Backoff;
-use crate::config::{BrokerAddress, ClientConfig};
-use crate::error::{ConfigError, RequestError};
+use crate::config::ClientConfig;
+use crate::config_error::ConfigError;
+use crate::error::RequestError;
 use crate::event::{DisconnectReason, Event};
 use crate::metadata::{BrokerView, ClusterMetadata, MetadataCache};
 use crate::metrics::Counters;

@@ -12,8 +12,8 @@
 //! Requests queue in the slot while it is not ready; only the ApiVersions request goes out
 //! while negotiating.
 
+use crate::address::BrokerAddress;
 use crate::backoff::Backoff;
-use crate::config::BrokerAddress;
 use crate::inflight::InFlight;
 use crate::negotiate::Versions;
 use crate::request::ConnId;

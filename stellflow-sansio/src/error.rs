@@ -1,6 +1,7 @@
 //! Errors, one enum per layer, each variant saying what the caller can do about it.
 //!
-//! * [`ConfigError`]: the configuration cannot work — fix it;
+//! * [`ConfigError`](crate::ConfigError) (in its own module, below the addresses it names):
+//!   the configuration cannot work — fix it;
 //! * [`InvalidTopicName`]: refused client-side before any request — pick another name;
 //! * [`RequestError`]: one request failed — [`RequestError::is_retriable`] says whether sending it
 //!   again may succeed;
@@ -16,62 +17,10 @@
 //! ([`RequestError::Disconnected`]), the reason a partition has no leader
 //! ([`crate::producer::DeliveryError::Leaderless`]).
 
-use crate::config::BrokerAddress;
+use crate::address::BrokerAddress;
 use crate::metadata::LeaderlessReason;
 use std::time::Duration;
 use stellflow_proto::{ApiKey, DecodeError, ErrorCode};
-
-/// The configuration cannot work. Fix the value named in the message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The bootstrap list names no broker.
-    #[error("the bootstrap list is empty: give at least one host:port")]
-    EmptyBootstrap,
-    /// A bootstrap entry is not `host:port` or `stellflow://host:port`.
-    #[error("invalid broker address {address:?}: {reason}")]
-    InvalidAddress {
-        /// The entry as given.
-        address: String,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// A setting is out of range.
-    #[error("invalid setting {field}: {reason}")]
-    Invalid {
-        /// The configuration field.
-        field: &'static str,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// A Kafka-style key this client does not know ([`crate::ClientConfig::set`]); the
-    /// user guide's Kafka table lists the keys it does.
-    #[error(
-        "unknown configuration key {key:?} (the user guide's Kafka table lists the known keys)"
-    )]
-    UnknownKey {
-        /// The key as given.
-        key: String,
-    },
-    /// A Kafka key that has no equivalent here, and why.
-    #[error("configuration key {key:?} has no equivalent in this client: {reason}")]
-    Unsupported {
-        /// The key.
-        key: String,
-        /// Why, and what to use instead.
-        reason: &'static str,
-    },
-    /// A Kafka-style key with a value it cannot take.
-    #[error("bad value {value:?} for {key}: {reason}")]
-    BadValue {
-        /// The key.
-        key: String,
-        /// The value as given.
-        value: String,
-        /// What the key takes.
-        reason: &'static str,
-    },
-}
 
 /// A topic name the client refuses to send (DESIGN §3.11): the server would use it as a
 /// directory name unchecked. Choose a name of 1–249 characters from `[A-Za-z0-9._-]`.
@@ -313,13 +262,6 @@ impl ConnectionError {
     }
 }
 
-impl ConfigError {
-    /// Never: the configuration must be fixed first.
-    pub fn is_retriable(&self) -> bool {
-        false
-    }
-}
-
 impl InvalidTopicName {
     /// Never: the name must be changed.
     pub fn is_retriable(&self) -> bool {
@@ -368,90 +310,6 @@ impl AdminError {
         match self {
             AdminError::Request(e) => e.is_retriable(),
             AdminError::Leaderless { .. } | AdminError::UnknownPartition { .. } => true,
-            _ => false,
-        }
-    }
-}
-
-impl crate::producer::DeliveryError {
-    /// Whether producing the record again may succeed **without writing it twice**: the one
-    /// retry rule for deliveries (ARCHITECTURE decision 3; the adapters' `Error::is_retriable`
-    /// asks this). False whenever [`Self::outcome_unknown`] is true (the record may already be
-    /// in the log: check the log, or accept a duplicate, before producing it again), and when
-    /// retrying cannot help as it is (fenced, a broker refusal that retrying does not fix, an
-    /// unknown topic — create it first, a closed producer).
-    pub fn is_retriable(&self) -> bool {
-        use crate::producer::DeliveryError as D;
-        if self.outcome_unknown() {
-            return false;
-        }
-        match self {
-            D::Broker { code } => code.is_retriable(),
-            D::Request(e) => e.is_retriable(),
-            D::RetriesExhausted { last, .. } => last.is_retriable(),
-            D::Timeout { .. } | D::Leaderless { .. } => true,
-            D::NotReplicated { .. }
-            | D::MaybeWritten { .. }
-            | D::UnknownTopic { .. }
-            | D::Fenced
-            | D::ProducerIdConflict
-            | D::Encode(_)
-            | D::Closed => false,
-        }
-    }
-
-    /// Whether the record may be in the log although it failed, so that producing it again
-    /// may store it twice — and not producing it again may lose it. The one "outcome
-    /// unknown" predicate of a delivery. True for:
-    ///
-    /// * [`Self::MaybeWritten`]: a request carrying it reached the network and was never
-    ///   answered (timed out, its connection died, a request-level error 1 that may follow
-    ///   a partial write);
-    /// * [`Self::NotReplicated`]: the leader appended it at [`Self::written_offset`] but
-    ///   replication did not catch up within the request's timeout (`acks = -1`, error 7).
-    ///   The server's log holds it, but above the high watermark: a failover before the
-    ///   followers fetch it may truncate it, and a retry appends a second copy (the server
-    ///   does not record the sequence of a batch answered 7, so even idempotence does not
-    ///   de-duplicate it). Whether it stays is not known when the error is reported;
-    /// * a request failure, a timeout or exhausted retries whose last cause is one of these
-    ///   ([`Self::Request`], [`Self::Timeout`], [`Self::RetriesExhausted`]).
-    pub fn outcome_unknown(&self) -> bool {
-        use crate::producer::DeliveryError as D;
-        match self {
-            D::MaybeWritten { .. } | D::NotReplicated { .. } => true,
-            D::Request(e) => e.outcome_unknown(),
-            D::RetriesExhausted { last, .. } => last.outcome_unknown(),
-            D::Timeout {
-                last: Some(last), ..
-            } => last.outcome_unknown(),
-            D::Timeout { last: None, .. }
-            | D::Broker { .. }
-            | D::UnknownTopic { .. }
-            | D::Leaderless { .. }
-            | D::Fenced
-            | D::ProducerIdConflict
-            | D::Encode(_)
-            | D::Closed => false,
-        }
-    }
-}
-
-impl crate::producer::ProduceError {
-    /// Whether calling `produce` again may succeed: only when the buffer was full (wait for
-    /// deliveries first).
-    pub fn is_retriable(&self) -> bool {
-        matches!(self, crate::producer::ProduceError::BufferFull { .. })
-    }
-}
-
-impl crate::consumer::ConsumerError {
-    /// Whether the same command (e.g. a commit) may succeed if repeated.
-    pub fn is_retriable(&self) -> bool {
-        use crate::consumer::ConsumerError as C;
-        match self {
-            C::Request(e) => e.is_retriable(),
-            C::Broker { code, .. } => code.is_retriable(),
-            C::Unreachable(_) => true,
             _ => false,
         }
     }

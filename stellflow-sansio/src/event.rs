@@ -1,7 +1,7 @@
 //! Events: everything the core reports to its driver and users, as [`crate::Output::Event`].
 
+use crate::address::BrokerAddress;
 use crate::admin::AdminOutcome;
-use crate::config::BrokerAddress;
 use crate::error::{AdminError, ConnectionError, RequestError};
 use crate::request::{ConnId, RawResponse, RequestId};
 use std::time::Duration;

@@ -21,8 +21,8 @@
 //! stale address, is listed with its failures but makes the client neither degraded nor
 //! unreachable.
 
+use crate::address::BrokerAddress;
 use crate::client::Client;
-use crate::config::BrokerAddress;
 use crate::event::Event;
 use std::fmt;
 use std::time::{Duration, Instant};

@@ -7,9 +7,10 @@
 //! Adding a key is one line in [`KEYS`]: its name, how its value is written (a [`Codec`]) and
 //! the field(s) it sets (a key may set several fields; it reads back from the first).
 
-use crate::config::{BrokerAddress, ClientConfig, parse_bootstrap};
+use crate::address::{BrokerAddress, parse_bootstrap};
+use crate::config::ClientConfig;
+use crate::config_error::ConfigError;
 use crate::consumer::OffsetReset;
-use crate::error::ConfigError;
 use crate::producer::{Acks, BatchFormat};
 use std::time::Duration;
 use stellflow_proto::record::Compression;

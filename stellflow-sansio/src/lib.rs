@@ -68,10 +68,12 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod address;
 mod admin;
 mod backoff;
 mod client;
 mod config;
+mod config_error;
 mod conn;
 mod consumer;
 mod error;
@@ -95,19 +97,21 @@ mod timers;
 mod topic;
 mod trace;
 
+pub use address::{BrokerAddress, parse_bootstrap};
 pub use admin::{
     AdminCall, AdminId, AdminOutcome, AdminOutput, ApiSupport, BrokerApiVersions, ClusterStatus,
     CommittedOffset, DecommissionResult, ListedOffset, OffsetInfo, OffsetSpec, PartitionOutcome,
     PartitionOverride, ReassertedPartition, TopicAdminResult, TopicDescription,
 };
 pub use client::Client;
-pub use config::{BrokerAddress, ClientConfig, HeaderFields, parse_bootstrap};
+pub use config::{ClientConfig, HeaderFields};
+pub use config_error::ConfigError;
 pub use consumer::{
     BlobRecordsFrom, CommitId, CommitKind, ConsumerConfig, ConsumerError, ConsumerEvent,
     ConsumerRecord, FetchedBlob, IntoTopic, LogStartAction, OffsetReset, Position, REGISTRY_TOPIC,
     RecordLease, RevocationId, SeekTo, TopicPartition,
 };
-pub use error::{AdminError, ConfigError, ConnectionError, InvalidTopicName, RequestError};
+pub use error::{AdminError, ConnectionError, InvalidTopicName, RequestError};
 pub use event::{DisconnectReason, Event, IoFailure};
 pub use health::{BrokerHealth, ClusterHealth, ClusterUnreachable, HealthState};
 pub use hooks::{

@@ -12,7 +12,7 @@
 //! * a leader missing from the merged broker list makes the partition leaderless, with a
 //!   [`LeaderlessReason`] that says why.
 
-use crate::config::BrokerAddress;
+use crate::address::BrokerAddress;
 use std::collections::BTreeMap;
 use std::fmt;
 use stellflow_proto::messages::MetadataResponse;

@@ -1,7 +1,7 @@
 //! Request-side types shared by every command: where a request goes ([`Target`]), its per-request
 //! options ([`RequestOptions`]), its id ([`RequestId`]) and the raw answer ([`RawResponse`]).
 
-use crate::config::BrokerAddress;
+use crate::address::BrokerAddress;
 use bytes::Bytes;
 use std::time::Duration;
 use stellflow_proto::ApiKey;

@@ -381,7 +381,7 @@ impl AdminOutput for Described {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::BrokerAddress;
+    use crate::address::BrokerAddress;
     use stellflow_proto::ErrorCode;
 
     fn status() -> ClusterStatus {

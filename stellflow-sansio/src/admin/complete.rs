@@ -7,8 +7,8 @@ use super::results::{
     OffsetSpec, PartitionOutcome, ReassertedPartition, TopicAdminResult,
 };
 use super::{AdminOp, Single};
+use crate::address::BrokerAddress;
 use crate::client::Client;
-use crate::config::BrokerAddress;
 use crate::error::{AdminError, RequestError};
 use crate::metadata::{LeaderlessReason, ViewPartition};
 use crate::net::{Completion, Net, Origin, Reply};

@@ -34,7 +34,7 @@ pub use results::{
     TopicDescription,
 };
 
-use crate::config::BrokerAddress;
+use crate::address::BrokerAddress;
 use crate::error::AdminError;
 use crate::metadata::ViewPartition;
 use crate::request::RequestOptions;

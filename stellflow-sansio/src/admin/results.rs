@@ -1,6 +1,6 @@
 //! The result types of admin commands: what a caller reads back.
 
-use crate::config::BrokerAddress;
+use crate::address::BrokerAddress;
 use crate::consumer::Position;
 use crate::error::AdminError;
 use crate::metadata::PartitionInfo;

@@ -7,7 +7,7 @@ use super::start::by_topic;
 use super::{
     CommitId, CommitKind, Consumer, ConsumerError, ConsumerEvent, Ctx, Op, TopicPartition,
 };
-use crate::config::BrokerAddress;
+use crate::address::BrokerAddress;
 use crate::error::RequestError;
 use crate::net::Origin;
 use crate::request::{RequestOptions, Target};

@@ -1,7 +1,7 @@
 //! Consumer settings ([`ConsumerConfig`]), part of [`crate::ClientConfig::consumer`].
 
-use crate::config::BrokerAddress;
-use crate::error::ConfigError;
+use crate::address::BrokerAddress;
+use crate::config_error::ConfigError;
 use std::time::Duration;
 
 /// What to do when a partition has no usable position: nothing committed, the position fell

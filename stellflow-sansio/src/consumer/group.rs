@@ -22,8 +22,8 @@ use super::offset_model::Position;
 use super::{
     CommitId, CommitKind, Consumer, ConsumerConfig, ConsumerEvent, Ctx, Op, TopicPartition,
 };
+use crate::address::BrokerAddress;
 use crate::backoff::Backoff;
-use crate::config::BrokerAddress;
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
 use crate::refresh::Urgency;

@@ -19,7 +19,7 @@
 use super::assignor::{MemberInput, assign_topic};
 use super::registry::{FreeReason, REGISTRY_TOPIC, Registration, Slot, View, encode_free};
 use super::{CommitId, CommitKind, Consumer, ConsumerEvent, Ctx, Op, RevocationId, TopicPartition};
-use crate::config::BrokerAddress;
+use crate::address::BrokerAddress;
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
 use crate::request::{RequestOptions, Target};

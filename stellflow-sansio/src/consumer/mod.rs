@@ -463,6 +463,19 @@ pub enum ConsumerError {
     MarkingOff,
 }
 
+impl ConsumerError {
+    /// Whether the same command (e.g. a commit) may succeed if repeated.
+    pub fn is_retriable(&self) -> bool {
+        use ConsumerError as C;
+        match self {
+            C::Request(e) => e.is_retriable(),
+            C::Broker { code, .. } => code.is_retriable(),
+            C::Unreachable(_) => true,
+            _ => false,
+        }
+    }
+}
+
 pub(crate) use positions::Consumer;
 
 /// What consumer code may touch of the client while it runs.

@@ -13,8 +13,9 @@
 //! reassembles frames and matches answers; `transmit` writes requests; `timeouts` expires
 //! requests and gives up silent connections.
 
+use crate::address::BrokerAddress;
 use crate::backoff::Backoff;
-use crate::config::{BrokerAddress, ClientConfig};
+use crate::config::ClientConfig;
 use crate::conn::{ConnState, Slot};
 use crate::error::{ConnectionError, RequestError};
 use crate::event::{DisconnectReason, Event};

@@ -588,7 +588,7 @@ impl Producer {
                     address: net
                         .address(reply.slot)
                         .cloned()
-                        .unwrap_or_else(|| crate::config::BrokerAddress::new("", 0)),
+                        .unwrap_or_else(|| crate::address::BrokerAddress::new("", 0)),
                 }),
             },
             Err(e) => Err(e),

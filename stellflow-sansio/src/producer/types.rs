@@ -332,8 +332,8 @@ impl Default for ProducerConfig {
 
 impl ProducerConfig {
     /// Checks values that cannot work.
-    pub fn validate(&self) -> Result<(), crate::error::ConfigError> {
-        let bad = |field, reason| Err(crate::error::ConfigError::Invalid { field, reason });
+    pub fn validate(&self) -> Result<(), crate::config_error::ConfigError> {
+        let bad = |field, reason| Err(crate::config_error::ConfigError::Invalid { field, reason });
         if self.batch_size == 0 {
             return bad("producer.batch_size", "must be positive");
         }
@@ -559,5 +559,76 @@ impl DeliveryError {
             DeliveryError::NotReplicated { offset, .. } => Some(*offset),
             _ => None,
         }
+    }
+}
+
+impl DeliveryError {
+    /// Whether producing the record again may succeed **without writing it twice**: the one
+    /// retry rule for deliveries (ARCHITECTURE decision 3; the adapters' `Error::is_retriable`
+    /// asks this). False whenever [`Self::outcome_unknown`] is true (the record may already be
+    /// in the log: check the log, or accept a duplicate, before producing it again), and when
+    /// retrying cannot help as it is (fenced, a broker refusal that retrying does not fix, an
+    /// unknown topic — create it first, a closed producer).
+    pub fn is_retriable(&self) -> bool {
+        use DeliveryError as D;
+        if self.outcome_unknown() {
+            return false;
+        }
+        match self {
+            D::Broker { code } => code.is_retriable(),
+            D::Request(e) => e.is_retriable(),
+            D::RetriesExhausted { last, .. } => last.is_retriable(),
+            D::Timeout { .. } | D::Leaderless { .. } => true,
+            D::NotReplicated { .. }
+            | D::MaybeWritten { .. }
+            | D::UnknownTopic { .. }
+            | D::Fenced
+            | D::ProducerIdConflict
+            | D::Encode(_)
+            | D::Closed => false,
+        }
+    }
+
+    /// Whether the record may be in the log although it failed, so that producing it again
+    /// may store it twice — and not producing it again may lose it. The one "outcome
+    /// unknown" predicate of a delivery. True for:
+    ///
+    /// * [`Self::MaybeWritten`]: a request carrying it reached the network and was never
+    ///   answered (timed out, its connection died, a request-level error 1 that may follow
+    ///   a partial write);
+    /// * [`Self::NotReplicated`]: the leader appended it at [`Self::written_offset`] but
+    ///   replication did not catch up within the request's timeout (`acks = -1`, error 7).
+    ///   The server's log holds it, but above the high watermark: a failover before the
+    ///   followers fetch it may truncate it, and a retry appends a second copy (the server
+    ///   does not record the sequence of a batch answered 7, so even idempotence does not
+    ///   de-duplicate it). Whether it stays is not known when the error is reported;
+    /// * a request failure, a timeout or exhausted retries whose last cause is one of these
+    ///   ([`Self::Request`], [`Self::Timeout`], [`Self::RetriesExhausted`]).
+    pub fn outcome_unknown(&self) -> bool {
+        use DeliveryError as D;
+        match self {
+            D::MaybeWritten { .. } | D::NotReplicated { .. } => true,
+            D::Request(e) => e.outcome_unknown(),
+            D::RetriesExhausted { last, .. } => last.outcome_unknown(),
+            D::Timeout {
+                last: Some(last), ..
+            } => last.outcome_unknown(),
+            D::Timeout { last: None, .. }
+            | D::Broker { .. }
+            | D::UnknownTopic { .. }
+            | D::Leaderless { .. }
+            | D::Fenced
+            | D::ProducerIdConflict
+            | D::Encode(_)
+            | D::Closed => false,
+        }
+    }
+}
+
+impl ProduceError {
+    /// Whether calling `produce` again may succeed: only when the buffer was full (wait for
+    /// deliveries first).
+    pub fn is_retriable(&self) -> bool {
+        matches!(self, ProduceError::BufferFull { .. })
     }
 }
