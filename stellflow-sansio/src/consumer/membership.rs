@@ -229,7 +229,7 @@ impl Consumer {
     /// [`Consumer::oldest_unanswered_write`]).
     pub(crate) fn coordinator_with_unanswered_writes(
         &self,
-    ) -> Option<crate::config::BrokerAddress> {
+    ) -> Option<crate::address::BrokerAddress> {
         self.oldest_unanswered_write()?;
         self.group.coordinator.clone()
     }
