@@ -245,7 +245,7 @@ pub enum ConnectionError {
     },
     /// A group member withdrew the writes still unanswered on its coordinator connection
     /// (its lease lapsed, or a commit or registry write stayed unanswered past the lease
-    /// margin): the connection is reset ([`crate::CloseMode::Abort`]) so that none of them
+    /// margin): the connection is reset so that none of them
     /// lands later, after another member took its partitions over, and a fresh one is opened.
     #[error("unanswered writes withdrawn ({reason}); the connection is reset")]
     WritesWithdrawn {
