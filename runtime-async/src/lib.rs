@@ -91,6 +91,9 @@ pub mod prelude {
     /// the error that ends a corrupt blob.
     pub use stellflow_sansio::stellflow_proto::record::{BatchError, BlobRecord};
     pub use stellflow_sansio::stellflow_proto::record::{BlobFormat, Header, Headers};
+    /// What [`FetchedBlob::next_view`] yields: a record borrowed from the blob (key, value and
+    /// headers as slices of it), read without a reference count per record.
+    pub use stellflow_sansio::stellflow_proto::record::{HeaderViews, HeadersView, RecordView};
     pub use stellflow_sansio::stellflow_proto::{ApiKey, ErrorClass, ErrorCode};
     /// A [`Header`]'s key and value: an optional [`StrBytes`] and optional [`bytes::Bytes`].
     pub use stellflow_sansio::stellflow_proto::{NBytes, NString};
