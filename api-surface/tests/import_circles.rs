@@ -11,6 +11,9 @@
 //! `crate::consumer::Consumer`) counts as a use of the module that defines it, and those
 //! `pub use` lines themselves are not counted (they are the re-export plumbing).
 
+mod common;
+use common::rust_files;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -226,21 +229,6 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> 
         }
     }
     t.out
-}
-
-/// Every `.rs` file below `dir`.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// The module graph of `src`: without `inside`, one node per top-level module (its files

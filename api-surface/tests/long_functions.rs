@@ -9,6 +9,9 @@
 //! the line of `fn` to the line of its closing brace. Test code (`#[cfg(test)] mod ..` blocks
 //! and `#[test]` functions) is skipped: a test reads top to bottom as one story.
 
+mod common;
+use common::rust_files;
+
 use std::path::{Path, PathBuf};
 
 /// The longest a function may be without a reason listed below.
@@ -325,21 +328,6 @@ fn functions(file: &str, text: &str) -> Vec<Found> {
         i = name_end;
     }
     out
-}
-
-/// Every `.rs` file below `dir`.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// The functions over [`LIMIT`] in the checked source folders.

@@ -332,15 +332,7 @@ impl Iterator for V1Records {
             return None;
         }
         if self.index >= self.count {
-            self.done = true;
-            let extra = self.bytes.len().saturating_sub(self.pos);
-            if extra != 0 {
-                return Some(Err(BatchError::V1TrailingBytes {
-                    extra,
-                    count: self.count as i32,
-                }));
-            }
-            return None;
+            return self.end_of_batch();
         }
         match self.read() {
             Ok(r) => Some(Ok(r)),
