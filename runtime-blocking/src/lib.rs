@@ -161,6 +161,10 @@ impl Runtime for Blocking {
         socket.set_abort_on_close()
     }
 
+    fn set_unacked_timeout(socket: &net::Socket, timeout: Duration) -> io::Result<()> {
+        socket.set_unacked_timeout(timeout)
+    }
+
     fn poll_readable(socket: &net::Socket, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         socket.poll_readable(cx)
     }
