@@ -87,8 +87,11 @@ fn connections_of(config: ClientConfig) -> (usize, Vec<Option<Duration>>) {
 
 #[test]
 fn a_group_clients_connections_carry_the_lease_margin_as_tcp_user_timeout() {
+    // `STELLFLOW_BROKER=host:port` runs it against a real broker instead of the sim.
     let server = stellflow_sim::serve("127.0.0.1:0").unwrap();
-    let mut config = ClientConfig::new(&server.local_addr().to_string()).unwrap();
+    let broker =
+        std::env::var("STELLFLOW_BROKER").unwrap_or_else(|_| server.local_addr().to_string());
+    let mut config = ClientConfig::new(&broker).unwrap();
     config.consumer.session_timeout = Duration::from_secs(3);
     config.consumer.heartbeat_interval = Duration::from_secs(1);
 
