@@ -38,7 +38,11 @@
 //!   `b"bytes"`, `Vec<u8>`, `Bytes`, ...), `with_key`, `with_optional_key`, `with_partition`.
 //! * **Consume**: `Consumer::assign(&[TopicPartition::new("t", 0)])` (manual assignment,
 //!   recommended on today's server) or `subscribe(&["t"])` (needs `consumer.group_id`);
-//!   then `poll(timeout)`, `recv()`, `poll_blobs(timeout)`.
+//!   then `poll(timeout)`, `recv()`, `poll_blobs(timeout)`. The fastest way to read small
+//!   records is `poll_blobs` with [`FetchedBlob::next_view`]: each record a borrowed
+//!   [`RecordView`] (key, value and headers as slices of the blob), no allocation or
+//!   reference count per record; taking a blob delivers all of it, so commits count as for
+//!   `poll`.
 //!   `seek`, `position`, `committed`, `lag`, `pause`/`resume`, `events()`.
 //! * **Commit**: auto-commit by default (`consumer.enable_auto_commit`, every
 //!   `auto_commit_interval`, before a revocation and on close); `commit_sync`,
