@@ -204,7 +204,7 @@ impl Consumer {
     /// ([`crate::ConnectRequest::unacked_timeout`]): the lease margin for a client with a
     /// group id, on every connection, for the coordinator's connection is the slot of its
     /// address, shared with everything sent to that broker and often opened before
-    /// FindCoordinator named it (decision 19 (d)). `None` without a group.
+    /// FindCoordinator named it (decision 19 (e)). `None` without a group.
     pub(crate) fn unacked_timeout(&self) -> Option<Duration> {
         self.config.group_id.as_ref()?;
         Some(lease_margin(

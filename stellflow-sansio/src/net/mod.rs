@@ -163,7 +163,7 @@ pub struct ConnectRequest {
     /// group's lease margin (`min(heartbeat_interval, session_timeout / 4)`): a commit or
     /// registry write sent at `s` then leaves the host by `s + margin` or never, so it cannot
     /// land after another member took the partition over when the member is paused and cut
-    /// off at once (ARCHITECTURE.md decision 19 (d)). A driver on a system without the option
+    /// off at once (ARCHITECTURE.md decision 19 (e)). A driver on a system without the option
     /// ignores it (and loses that guarantee, nothing else).
     pub unacked_timeout: Option<Duration>,
 }
