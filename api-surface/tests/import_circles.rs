@@ -23,14 +23,6 @@ const RECORDED: &[&[&str]] = &[
         "admin", "client", "config", "consumer", "event", "health", "hooks", "metrics", "net",
         "observe", "output", "producer", "trace",
     ],
-    &[
-        "consumer::commit",
-        "consumer::fetcher",
-        "consumer::group",
-        "consumer::membership",
-        "consumer::positions",
-        "consumer::start",
-    ],
 ];
 
 /// A module path below `crate`, e.g. `["consumer", "group"]`.

@@ -1,6 +1,6 @@
 //! The consumer's commands and outputs on [`Client`], and its hooks into the client's loop.
 
-use super::positions::Start;
+use super::partition::Start;
 use super::{
     CommitId, CommitKind, Consumer, ConsumerError, ConsumerRecord, Ctx, FetchedBlob, Op, Position,
     RecordLease, RevocationId, SeekTo, TopicPartition,
@@ -127,7 +127,7 @@ impl Client {
         g.subscription = topics.iter().map(|t| (*t).to_owned()).collect();
         g.reg.listening = listening;
         g.reg.resubscribed();
-        if g.member == super::group::Member::Idle {
+        if g.member == super::member::Member::Idle {
             self.refresher.request(Urgency::AfterBackoff);
         }
         self.process(now);

@@ -3,7 +3,7 @@
 //! each commit's outcome as a [`ConsumerEvent::CommitCompleted`].
 
 use super::offset_model::{self, Position};
-use super::start::by_topic;
+use super::partition::by_topic;
 use super::{
     CommitId, CommitKind, Consumer, ConsumerError, ConsumerEvent, Ctx, Op, TopicPartition,
 };

@@ -4,7 +4,7 @@
 //! adaptive backoff on empty fetches (the server never waits).
 
 use super::offset_model::{self, EntryVerdict, Position};
-use super::positions::{HeldAnswer, PartState, ReadyBlob, Start};
+use super::partition::{HeldAnswer, LayoutPart, PartState, ReadyBlob, Start};
 use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, TopicPartition};
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
@@ -20,16 +20,6 @@ use stellflow_proto::{ErrorClass, ErrorCode, Reader, Wire};
 
 /// Response-frame bytes reserved for headers and per-entry overhead.
 const FRAME_SLACK: usize = 256 * 1024;
-
-/// One partition's entries in a Fetch request: blobs `first .. first + count`.
-#[derive(Debug, Clone)]
-pub struct LayoutPart {
-    partition: i32,
-    first: i64,
-    count: usize,
-    epoch: u64,
-    pipeline: u64,
-}
 
 /// What a Fetch in flight asked for, in request order.
 #[derive(Debug, Clone)]

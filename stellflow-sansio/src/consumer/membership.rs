@@ -441,12 +441,12 @@ impl Consumer {
         let listening = self.group.reg.listening;
         self.group.reg = Membership::new();
         self.group.reg.listening = listening;
-        self.group.member = super::group::Member::Idle;
+        self.group.member = super::member::Member::Idle;
     }
 
     fn registry_options(&self) -> RequestOptions {
         RequestOptions {
-            timeout: Some(super::group::heartbeat_timeout(&self.config)),
+            timeout: Some(super::member::heartbeat_timeout(&self.config)),
             ..RequestOptions::default()
         }
     }

@@ -2,8 +2,9 @@
 //! long-poll, exact resumable commits (DESIGN §3.1, §3.6, §3.7).
 //!
 //! * [`offset_model`] — the one module that knows how offsets and blobs relate.
-//! * [`positions`] — per-partition state and the delivery queue (lazy, zero-copy decoding);
-//!   `fetched` — a blob handed over whole ([`FetchedBlob`]).
+//! * `partition` — one partition's state (start, position, fetch bookkeeping, its blobs).
+//! * [`positions`] — assignment, seeks, resets, pauses; `delivery` — the delivery queue (lazy,
+//!   zero-copy decoding); `fetched` — a blob handed over whole ([`FetchedBlob`]).
 //! * [`fetcher`] — one Fetch per leader broker, one entry per blob, empty-fetch backoff.
 //! * [`group`] — coordinator, JoinGroup/SyncGroup/Heartbeat, rebalances, commits.
 //!
@@ -55,9 +56,12 @@ pub mod positions;
 mod api;
 mod assignor;
 mod commit;
+mod delivery;
 mod fetched;
 mod lease;
+mod member;
 mod membership;
+mod partition;
 mod processed;
 mod registry;
 mod start;
@@ -70,9 +74,14 @@ pub use offset_model::Position;
 pub use registry::REGISTRY_TOPIC;
 
 use crate::error::RequestError;
+use crate::request::RequestOptions;
 use bytes::Bytes;
+use fetcher::FetchLayout;
+use group::Group;
+use partition::{PartState, ReadyBlob};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use stellflow_proto::ErrorCode;
 use stellflow_proto::record::{BatchError, BlobFormat, Headers};
 
@@ -476,7 +485,85 @@ impl ConsumerError {
     }
 }
 
-pub(crate) use positions::Consumer;
+/// The whole consumer state, owned by the [`crate::Client`]. Its steps add their methods in
+/// their own files, each importing only the plain data below it (`partition.rs`,
+/// `member.rs`, `offset_model.rs`) and never another step's file the other way: assignment
+/// and positions (`positions.rs`), the delivery queue (`delivery.rs`), fetching
+/// (`fetcher.rs`), start positions (`start.rs`), commits (`commit.rs`), the group protocol
+/// (`group.rs`) and the member registry (`membership.rs`).
+#[derive(Debug)]
+pub struct Consumer {
+    pub(crate) config: ConsumerConfig,
+    pub(crate) parts: BTreeMap<TopicPartition, PartState>,
+    pub(crate) ready: VecDeque<ReadyBlob>,
+    pub(crate) buffered: usize,
+    pub(crate) fetch_wake: bool,
+    pub(crate) fetches: HashMap<u64, FetchLayout>,
+    /// Fetch requests in flight per broker.
+    pub(crate) fetching: HashMap<i32, usize>,
+    pub(crate) resets: HashMap<u64, Vec<(TopicPartition, u64, start::Ask)>>,
+    pub(crate) offset_fetches: HashMap<u64, Vec<(TopicPartition, u64)>>,
+    pub(crate) group: Group,
+    pub(crate) next_epoch: u64,
+    /// Counts Fetch requests built, to alternate and rotate partitions of unknown blob size.
+    pub(crate) fetch_turn: usize,
+    pub(crate) max_frame: usize,
+    /// `close_consumer` was called.
+    pub(crate) closing: bool,
+    /// Fully closed: nothing more happens.
+    pub(crate) closed: bool,
+    /// `close_consumer` calls made while a close was under way; each gets its own `Closed`.
+    pub(crate) extra_close_waiters: u32,
+    /// The id the next queued blob gets.
+    pub(crate) next_blob_id: u64,
+    /// What the application marked processed (`consumer/processed.rs`).
+    pub(crate) processed: processed::Processed,
+    /// When `close_consumer` was called.
+    pub(crate) close_started: Option<Instant>,
+    /// The trace context of the latest poll ([`crate::Client::set_fetch_trace`]) and the
+    /// request options carrying it, which Fetch requests are sent with.
+    pub(crate) fetch_trace: Option<crate::trace::TraceIds>,
+    pub(crate) fetch_options: RequestOptions,
+}
+
+impl Consumer {
+    /// A consumer with no assignment.
+    pub fn new(
+        config: ConsumerConfig,
+        bootstrap: Option<crate::BrokerAddress>,
+        max_frame: usize,
+    ) -> Self {
+        let group = Group::new(&config, bootstrap);
+        Consumer {
+            fetch_trace: None,
+            fetch_options: RequestOptions::default(),
+            config,
+            parts: BTreeMap::new(),
+            ready: VecDeque::new(),
+            buffered: 0,
+            fetch_wake: false,
+            fetches: HashMap::new(),
+            fetching: HashMap::new(),
+            resets: HashMap::new(),
+            offset_fetches: HashMap::new(),
+            group,
+            next_epoch: 1,
+            fetch_turn: 0,
+            max_frame,
+            closing: false,
+            closed: false,
+            extra_close_waiters: 0,
+            next_blob_id: 0,
+            processed: Default::default(),
+            close_started: None,
+        }
+    }
+
+    /// Whether the consumer has anything to do.
+    pub fn active(&self) -> bool {
+        !self.closed && (!self.parts.is_empty() || self.group.active())
+    }
+}
 
 /// What consumer code may touch of the client while it runs.
 pub(crate) struct Ctx<'a> {

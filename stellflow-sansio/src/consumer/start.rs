@@ -2,7 +2,7 @@
 //! policy (ListOffsets on the leader), else a stop until the user seeks.
 
 use super::offset_model::{self, Position};
-use super::positions::Start;
+use super::partition::{Start, by_topic};
 use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, TopicPartition};
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
@@ -58,23 +58,6 @@ fn traced(trace: Option<&TraceIds>) -> RequestOptions {
         trace: trace.map(Into::into),
         ..RequestOptions::default()
     }
-}
-
-/// Groups `(topic, partition)` pairs into per-topic lists, keeping first-seen topic order.
-pub(crate) fn by_topic<T>(
-    items: impl IntoIterator<Item = (TopicPartition, T)>,
-) -> Vec<(TopicPartition, Vec<(i32, T)>)> {
-    let mut out: Vec<(TopicPartition, Vec<(i32, T)>)> = Vec::new();
-    for (tp, t) in items {
-        match out.iter_mut().find(|(k, _)| k.topic == tp.topic) {
-            Some((_, v)) => v.push((tp.partition, t)),
-            None => {
-                let p = tp.partition;
-                out.push((tp, vec![(p, t)]));
-            }
-        }
-    }
-    out
 }
 
 impl Consumer {
