@@ -46,31 +46,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "not cut yet",
     ),
     (
-        "stellflow-sansio/src/consumer/fetcher.rs",
-        "send_fetch_round",
-        "not cut yet",
-    ),
-    (
-        "stellflow-sansio/src/consumer/fetcher.rs",
-        "on_fetch",
-        "not cut yet",
-    ),
-    (
-        "stellflow-sansio/src/consumer/fetcher.rs",
-        "apply_entries",
-        "not cut yet",
-    ),
-    (
-        "stellflow-sansio/src/consumer/group.rs",
-        "drive_group",
-        "not cut yet",
-    ),
-    (
-        "stellflow-sansio/src/consumer/group.rs",
-        "on_group",
-        "not cut yet",
-    ),
-    (
         "stellflow-sansio/src/consumer/membership.rs",
         "on_registry",
         "not cut yet",
@@ -78,11 +53,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     (
         "stellflow-sansio/src/consumer/membership.rs",
         "on_registry_read",
-        "not cut yet",
-    ),
-    (
-        "stellflow-sansio/src/consumer/start.rs",
-        "resolve_starts",
         "not cut yet",
     ),
     (

@@ -52,6 +52,9 @@ impl Ask {
     }
 }
 
+/// A partition asked for in a ListOffsets: its epoch, why, and its seek's trace context.
+type Asked = (TopicPartition, u64, Ask, Option<TraceIds>);
+
 /// Request options carrying `trace` (none: the defaults).
 fn traced(trace: Option<&TraceIds>) -> RequestOptions {
     RequestOptions {
@@ -77,9 +80,32 @@ impl Consumer {
         if self.closing || self.closed {
             return false;
         }
-        let mut sent = false;
+        // 1. Partitions with nothing known yet: the committed offset (with a group), else the
+        //    reset policy.
+        let (ask, fetch_trace) = self.choose_starts(now, ctx);
+        // 2. One OffsetFetch on the coordinator for the committed offsets.
+        let mut sent = self.send_offset_fetch(now, ask, fetch_trace, ctx);
+        // 3. The partitions to reset, seek by time or check the end of, by leader.
+        let by_leader = self.resets_by_leader(now, ctx);
+        // 4. One ListOffsets per leader.
+        for (leader, list) in by_leader {
+            self.send_list_offsets(now, leader, list, ctx);
+            sent = true;
+        }
+        sent
+    }
+
+    /// Sets every partition whose start is unknown (and not waiting for a retry) on its way:
+    /// `AwaitCommitted` with a group (once the coordinator is known: it is asked for
+    /// meanwhile), else its reset policy. Returns the partitions to ask the committed offset
+    /// of, with their epoch, and the first seek's trace context among them.
+    fn choose_starts(
+        &mut self,
+        now: Instant,
+        ctx: &mut Ctx<'_>,
+    ) -> (Vec<(TopicPartition, u64)>, Option<TraceIds>) {
         let has_group = self.config.group_id.is_some();
-        let coordinator = self.group.coordinator.clone();
+        let coordinator_known = self.group.coordinator.is_some();
         let mut unknown = Vec::new();
         for (tp, p) in &self.parts {
             if p.start == Start::Unknown && !p.handing_over && p.retry_at.is_none_or(|t| t <= now) {
@@ -90,7 +116,7 @@ impl Consumer {
         let mut fetch_trace = None;
         for tp in unknown {
             let start = if has_group {
-                if coordinator.is_none() {
+                if !coordinator_known {
                     self.group.want_coordinator = true;
                     continue;
                 }
@@ -106,51 +132,70 @@ impl Consumer {
                 }
             }
         }
-        if let (false, Some(addr), Some(group)) =
-            (ask.is_empty(), coordinator, self.config.group_id.clone())
-        {
-            let topics = by_topic(ask.iter().cloned())
-                .into_iter()
-                .map(|(tp, parts)| OffsetFetchTopic {
-                    topic: Some(tp.topic.as_ref().into()),
-                    partitions: parts
-                        .into_iter()
-                        .map(|(partition, _)| OffsetFetchPartition { partition })
-                        .collect(),
+        (ask, fetch_trace)
+    }
+
+    /// One OffsetFetch on the coordinator for the committed offsets of `ask` (partition and
+    /// epoch), carrying `trace`; the answer's order is kept to read it. Whether it was sent.
+    fn send_offset_fetch(
+        &mut self,
+        now: Instant,
+        ask: Vec<(TopicPartition, u64)>,
+        trace: Option<TraceIds>,
+        ctx: &mut Ctx<'_>,
+    ) -> bool {
+        let (false, Some(addr), Some(group)) = (
+            ask.is_empty(),
+            self.group.coordinator.clone(),
+            self.config.group_id.clone(),
+        ) else {
+            return false;
+        };
+        let topics = by_topic(ask.iter().cloned())
+            .into_iter()
+            .map(|(tp, parts)| OffsetFetchTopic {
+                topic: Some(tp.topic.as_ref().into()),
+                partitions: parts
+                    .into_iter()
+                    .map(|(partition, _)| OffsetFetchPartition { partition })
+                    .collect(),
+            })
+            .collect();
+        let body = RequestBody::OffsetFetch(OffsetFetchRequest {
+            group_id: Some(group.as_str().into()),
+            topics,
+        });
+        let seq = ctx.net.submit(
+            now,
+            Target::Address(addr),
+            body,
+            None,
+            Origin::Consumer(Op::OffsetFetch),
+            &traced(trace.as_ref()),
+        );
+        // The answer comes in request order: by topic, then partition.
+        let order = by_topic(ask)
+            .into_iter()
+            .flat_map(|(tp, parts)| {
+                parts.into_iter().map(move |(partition, epoch)| {
+                    (
+                        TopicPartition {
+                            topic: tp.topic.clone(),
+                            partition,
+                        },
+                        epoch,
+                    )
                 })
-                .collect();
-            let body = RequestBody::OffsetFetch(OffsetFetchRequest {
-                group_id: Some(group.as_str().into()),
-                topics,
-            });
-            let seq = ctx.net.submit(
-                now,
-                Target::Address(addr),
-                body,
-                None,
-                Origin::Consumer(Op::OffsetFetch),
-                &traced(fetch_trace.as_ref()),
-            );
-            // The answer comes in request order: by topic, then partition.
-            let order = by_topic(ask)
-                .into_iter()
-                .flat_map(|(tp, parts)| {
-                    parts.into_iter().map(move |(partition, epoch)| {
-                        (
-                            TopicPartition {
-                                topic: tp.topic.clone(),
-                                partition,
-                            },
-                            epoch,
-                        )
-                    })
-                })
-                .collect();
-            self.offset_fetches.insert(seq, order);
-            sent = true;
-        }
-        // Resets through ListOffsets on each leader.
-        type Asked = (TopicPartition, u64, Ask, Option<TraceIds>);
+            })
+            .collect();
+        self.offset_fetches.insert(seq, order);
+        true
+    }
+
+    /// The partitions that need a ListOffsets (a reset, a seek by time, an end check) and are
+    /// not backing off, by leader; each is marked `AwaitReset`. A partition whose leader is
+    /// unknown backs off until the metadata names one (a refresh is asked for).
+    fn resets_by_leader(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> BTreeMap<i32, Vec<Asked>> {
         let mut by_leader: BTreeMap<i32, Vec<Asked>> = BTreeMap::new();
         let cluster = ctx.metadata.cluster();
         let mut refresh = false;
@@ -192,56 +237,63 @@ impl Consumer {
         if refresh {
             ctx.refresher.request(Urgency::AfterBackoff);
         }
-        for (leader, list) in by_leader {
-            // One request, one context: the first seek's that has one (as a Produce does).
-            let trace = list.iter().find_map(|(.., t)| t.clone());
-            let grouped = by_topic(list.into_iter().map(|(tp, e, pol, _)| (tp, (e, pol))));
-            let topics = grouped
-                .iter()
-                .map(|(tp, parts)| ListOffsetsTopic {
-                    topic: Some(tp.topic.as_ref().into()),
-                    partitions: parts
-                        .iter()
-                        .map(|(partition, (_, ask))| ListOffsetsPartition {
-                            partition: *partition,
-                            current_leader_epoch: -1,
-                            timestamp: ask.timestamp(),
-                            max_num_offsets: 1,
-                        })
-                        .collect(),
-                })
-                .collect();
-            let seq = ctx.net.submit(
-                now,
-                Target::Broker(leader),
-                RequestBody::ListOffsets(ListOffsetsRequest {
-                    replica_id: -1,
-                    isolation_level: 0,
-                    topics,
-                }),
-                None,
-                Origin::Consumer(Op::ListOffsets),
-                &traced(trace.as_ref()),
-            );
-            let order = grouped
-                .into_iter()
-                .flat_map(|(tp, parts)| {
-                    parts.into_iter().map(move |(partition, (e, pol))| {
-                        (
-                            TopicPartition {
-                                topic: tp.topic.clone(),
-                                partition,
-                            },
-                            e,
-                            pol,
-                        )
+        by_leader
+    }
+
+    /// One ListOffsets to `leader` for `list`, carrying the first seek's trace context that
+    /// has one (one request, one context, as a Produce does); the answer's order is kept.
+    fn send_list_offsets(
+        &mut self,
+        now: Instant,
+        leader: i32,
+        list: Vec<Asked>,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let trace = list.iter().find_map(|(.., t)| t.clone());
+        let grouped = by_topic(list.into_iter().map(|(tp, e, pol, _)| (tp, (e, pol))));
+        let topics = grouped
+            .iter()
+            .map(|(tp, parts)| ListOffsetsTopic {
+                topic: Some(tp.topic.as_ref().into()),
+                partitions: parts
+                    .iter()
+                    .map(|(partition, (_, ask))| ListOffsetsPartition {
+                        partition: *partition,
+                        current_leader_epoch: -1,
+                        timestamp: ask.timestamp(),
+                        max_num_offsets: 1,
                     })
+                    .collect(),
+            })
+            .collect();
+        let seq = ctx.net.submit(
+            now,
+            Target::Broker(leader),
+            RequestBody::ListOffsets(ListOffsetsRequest {
+                replica_id: -1,
+                isolation_level: 0,
+                topics,
+            }),
+            None,
+            Origin::Consumer(Op::ListOffsets),
+            &traced(trace.as_ref()),
+        );
+        let order = grouped
+            .into_iter()
+            .flat_map(|(tp, parts)| {
+                parts.into_iter().map(move |(partition, (e, pol))| {
+                    (
+                        TopicPartition {
+                            topic: tp.topic.clone(),
+                            partition,
+                        },
+                        e,
+                        pol,
+                    )
                 })
-                .collect();
-            self.resets.insert(seq, order);
-            sent = true;
-        }
-        sent
+            })
+            .collect();
+        self.resets.insert(seq, order);
     }
 
     /// An OffsetFetch answered.
