@@ -1,6 +1,7 @@
 //! The consumer's commands and outputs on [`Client`], and its hooks into the client's loop.
 
 use super::partition::Start;
+use super::positions::Pausing;
 use super::{
     CommitId, CommitKind, Consumer, ConsumerError, ConsumerRecord, Ctx, FetchedBlob, Op, Position,
     RecordLease, RevocationId, SeekTo, TopicPartition,
@@ -12,6 +13,25 @@ use crate::topic::validate_topic_name;
 use std::time::Instant;
 
 /// Hands records on their way to the application to the consumer hooks.
+/// What a subscription does with a revocation: go on at once, or wait for the rebalance
+/// listener ([`Client::revocation_done`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Revocations {
+    /// [`Client::subscribe`]: no listener, revocations go on at once.
+    Immediate,
+    /// [`Client::subscribe_with_listener`]: each revocation waits for the listener.
+    WaitForListener,
+}
+
+/// What a group member's commit does with positions of partitions it does not own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unowned {
+    /// Leaves them out (the positions were read from the assignment, which may have moved).
+    Dropped,
+    /// Refuses the commit with [`ConsumerError::NotAssigned`] (the caller named them).
+    Refused,
+}
+
 #[cold]
 fn consumed(hooks: &crate::hooks::Hooks, records: &[ConsumerRecord]) {
     hooks.consumer.iter().for_each(|h| h.on_consume(records));
@@ -82,7 +102,7 @@ impl Client {
     /// (`docs/groups.md`): balanced, sticky, handed over only after the old owner committed
     /// and released it.
     pub fn subscribe(&mut self, now: Instant, topics: &[&str]) -> Result<(), ConsumerError> {
-        self.subscribe_as(now, topics, false)
+        self.subscribe_as(now, topics, Revocations::Immediate)
     }
 
     /// Like [`Client::subscribe`], with a rebalance listener: every
@@ -97,7 +117,7 @@ impl Client {
         now: Instant,
         topics: &[&str],
     ) -> Result<(), ConsumerError> {
-        self.subscribe_as(now, topics, true)
+        self.subscribe_as(now, topics, Revocations::WaitForListener)
     }
 
     /// Lets the revocation `id` go on ([`super::ConsumerEvent::PartitionsRevoking`]): the
@@ -114,7 +134,7 @@ impl Client {
         &mut self,
         now: Instant,
         topics: &[&str],
-        listening: bool,
+        revocations: Revocations,
     ) -> Result<(), ConsumerError> {
         self.consumer_command(now)?;
         if self.consumer.config.group_id.is_none() {
@@ -125,7 +145,7 @@ impl Client {
         }
         let g = &mut self.consumer.group;
         g.subscription = topics.iter().map(|t| (*t).to_owned()).collect();
-        g.reg.listening = listening;
+        g.reg.listening = revocations == Revocations::WaitForListener;
         g.reg.resubscribed();
         if g.member == super::member::Member::Idle {
             self.refresher.request(Urgency::AfterBackoff);
@@ -187,7 +207,7 @@ impl Client {
         if !self.consumer.parts.contains_key(tp) {
             return Err(ConsumerError::NotAssigned(tp.clone()));
         }
-        self.consumer.set_paused(tp, true);
+        self.consumer.set_paused(tp, Pausing::Pause);
         Ok(())
     }
 
@@ -196,7 +216,7 @@ impl Client {
         if !self.consumer.parts.contains_key(tp) {
             return Err(ConsumerError::NotAssigned(tp.clone()));
         }
-        self.consumer.set_paused(tp, false);
+        self.consumer.set_paused(tp, Pausing::Resume);
         Ok(())
     }
 
@@ -334,13 +354,13 @@ impl Client {
     /// [`super::ConsumerEvent::CommitCompleted`] with the returned id.
     pub fn commit(&mut self, now: Instant) -> Result<CommitId, ConsumerError> {
         let positions = self.consumer.positions_to_commit();
-        self.commit_with(now, positions, CommitKind::Sync, false)
+        self.commit_with(now, positions, CommitKind::Sync, Unowned::Dropped)
     }
 
     /// Like [`Client::commit`], without retries.
     pub fn commit_async(&mut self, now: Instant) -> Result<CommitId, ConsumerError> {
         let positions = self.consumer.positions_to_commit();
-        self.commit_with(now, positions, CommitKind::Async, false)
+        self.commit_with(now, positions, CommitKind::Async, Unowned::Dropped)
     }
 
     /// Commits explicit positions (e.g. [`ConsumerRecord::next_position`] of the last
@@ -350,7 +370,7 @@ impl Client {
         now: Instant,
         positions: Vec<(TopicPartition, Position)>,
     ) -> Result<CommitId, ConsumerError> {
-        self.commit_with(now, positions, CommitKind::Sync, true)
+        self.commit_with(now, positions, CommitKind::Sync, Unowned::Refused)
     }
 
     fn commit_with(
@@ -358,7 +378,7 @@ impl Client {
         now: Instant,
         positions: Vec<(TopicPartition, Position)>,
         kind: CommitKind,
-        explicit: bool,
+        unowned: Unowned,
     ) -> Result<CommitId, ConsumerError> {
         self.consumer_command(now)?;
         if self.consumer.config.group_id.is_none() {
@@ -369,7 +389,7 @@ impl Client {
             // A group member commits only what it owns: another member may own the rest
             // (a partition lost in a pause, or released meanwhile).
             let c = &self.consumer;
-            if explicit {
+            if unowned == Unowned::Refused {
                 if let Some((tp, _)) = positions.iter().find(|(tp, _)| !c.parts.contains_key(tp)) {
                     return Err(ConsumerError::NotAssigned(tp.clone()));
                 }

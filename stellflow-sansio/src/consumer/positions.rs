@@ -4,6 +4,15 @@
 use super::offset_model::Position;
 use super::partition::{PartState, ReadyBlob, Start};
 use super::{Consumer, TopicPartition};
+
+/// Which way [`Consumer::set_paused`] turns a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pausing {
+    /// No fetching, no delivery; buffered blobs are held aside.
+    Pause,
+    /// Fetching and delivery go on, the held blobs first.
+    Resume,
+}
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
@@ -128,7 +137,8 @@ impl Consumer {
     }
 
     /// Pauses or resumes `tp`; its buffered blobs are held aside meanwhile.
-    pub(crate) fn set_paused(&mut self, tp: &TopicPartition, paused: bool) {
+    pub(crate) fn set_paused(&mut self, tp: &TopicPartition, pausing: Pausing) {
+        let paused = pausing == Pausing::Pause;
         let Some(p) = self.parts.get_mut(tp) else {
             return;
         };
