@@ -21,11 +21,14 @@ use stellflow_proto::{ErrorClass, ErrorCode, Reader, Wire};
 /// Response-frame bytes reserved for headers and per-entry overhead.
 const FRAME_SLACK: usize = 256 * 1024;
 
+/// A Fetch request's partitions by topic, in request order.
+type Topics = Vec<(Arc<str>, Vec<LayoutPart>)>;
+
 /// What a Fetch in flight asked for, in request order.
 #[derive(Debug, Clone)]
 pub struct FetchLayout {
     pub(crate) broker: i32,
-    topics: Vec<(Arc<str>, Vec<LayoutPart>)>,
+    topics: Topics,
     /// Blob bytes the request may bring (blob sizes seen times entries).
     estimate: usize,
 }
@@ -339,13 +342,9 @@ impl Consumer {
     /// The entries of one Fetch for `tps` within `budget` bytes, by topic in first-seen
     /// order, and the blob bytes they may bring; each partition asked for counts one more
     /// request in flight and moves its pipeline's end past what is asked.
-    fn lay_out(
-        &mut self,
-        tps: Vec<TopicPartition>,
-        budget: usize,
-    ) -> (Vec<(Arc<str>, Vec<LayoutPart>)>, usize) {
+    fn lay_out(&mut self, tps: Vec<TopicPartition>, budget: usize) -> (Topics, usize) {
         let per = budget / tps.len().max(1);
-        let mut topics: Vec<(Arc<str>, Vec<LayoutPart>)> = Vec::new();
+        let mut topics: Topics = Vec::new();
         let mut estimate = 0usize;
         for tp in tps {
             let Some(p) = self.parts.get_mut(&tp) else {
