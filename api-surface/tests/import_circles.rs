@@ -19,8 +19,24 @@ use std::path::{Path, PathBuf};
 
 /// Today's circles (issue 31): each is a set of modules; a circle found must lie inside one.
 const RECORDED: &[&[&str]] = &[&[
-    "admin", "client", "config", "consumer", "event", "health", "hooks", "metrics", "net",
-    "observe", "output", "producer", "trace",
+    // `consumer_event` and `consumer_record` hold the consumer's contract types, moved down
+    // out of `consumer`; they sit in the circle only through `health` (ConsumerError carries
+    // ClusterUnreachable), which reaches `client`.
+    "admin",
+    "client",
+    "config",
+    "consumer",
+    "consumer_event",
+    "consumer_record",
+    "event",
+    "health",
+    "hooks",
+    "metrics",
+    "net",
+    "observe",
+    "output",
+    "producer",
+    "trace",
 ]];
 
 /// A module path below `crate`, e.g. `["consumer", "group"]`.

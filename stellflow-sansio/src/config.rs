@@ -95,7 +95,7 @@ pub struct ClientConfig {
     /// Producer settings (acks, batching, retries, idempotence, partitioners).
     pub producer: crate::producer::ProducerConfig,
     /// Consumer settings (group, reset policy, commits, fetch sizing).
-    pub consumer: crate::consumer::ConsumerConfig,
+    pub consumer: crate::consumer_config::ConsumerConfig,
     /// Producer and consumer hooks (interceptors), called by the client for every record
     /// sent, outcome, record consumed and commit. None by default.
     pub hooks: crate::hooks::Hooks,
@@ -122,7 +122,7 @@ impl ClientConfig {
             software_name: "stellflow-rs".to_owned(),
             software_version: env!("CARGO_PKG_VERSION").to_owned(),
             producer: crate::producer::ProducerConfig::default(),
-            consumer: crate::consumer::ConsumerConfig::default(),
+            consumer: crate::consumer_config::ConsumerConfig::default(),
             hooks: crate::hooks::Hooks::default(),
         })
     }

@@ -168,5 +168,5 @@ pub enum Event {
     HealthChanged(crate::health::ClusterHealth),
     /// A consumer notification (rebalances, positions, commits, group state). Records
     /// themselves come from [`crate::Client::poll_record`].
-    Consumer(crate::consumer::ConsumerEvent),
+    Consumer(crate::consumer_event::ConsumerEvent),
 }

@@ -586,7 +586,7 @@ fn committed_offsets(
         .map(|(topic, partition)| {
             let result = match by_key.get(&(topic.clone(), partition)) {
                 Some((offset, metadata, code)) if *code == ErrorCode::NONE => Ok(
-                    crate::consumer::offset_model::resume_from(*offset, metadata.as_deref()),
+                    crate::offset_model::resume_from(*offset, metadata.as_deref()),
                 ),
                 Some((_, _, code)) => Err(AdminError::Request(RequestError::Broker {
                     api_key: ApiKey::OFFSET_FETCH,

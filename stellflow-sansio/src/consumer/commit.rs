@@ -2,7 +2,6 @@
 //! back to the front), auto-commit on its timer, queued commits failed at their deadline, and
 //! each commit's outcome as a [`ConsumerEvent::CommitCompleted`].
 
-use super::offset_model::{self, Position};
 use super::partition::by_topic;
 use super::{
     CommitId, CommitKind, Consumer, ConsumerError, ConsumerEvent, Ctx, Op, TopicPartition,
@@ -10,6 +9,7 @@ use super::{
 use crate::address::BrokerAddress;
 use crate::error::RequestError;
 use crate::net::Origin;
+use crate::offset_model::{self, Position};
 use crate::request::{RequestOptions, Target};
 use bytes::Bytes;
 use std::collections::{BTreeSet, VecDeque};

@@ -3,13 +3,13 @@
 //! out ([`Consumer::lease_records`]); taking the last record of a blob moves its partition's
 //! position past it and frees its buffer space.
 
-use super::fetched::FetchedBlob;
 use super::lease::{LeasedBlob, RecordLease, build_record, record_bytes};
-use super::offset_model::{self, Position};
 use super::partition::ReadyBlob;
 use super::{Consumer, ConsumerEvent, ConsumerRecord, TopicPartition};
 use crate::event::Event;
+use crate::fetched_blob::FetchedBlob;
 use crate::metrics::Counters;
+use crate::offset_model::{self, Position};
 use std::collections::VecDeque;
 
 /// Most blobs one [`RecordLease`] lends (when they hold few records each).

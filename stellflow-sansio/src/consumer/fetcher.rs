@@ -3,11 +3,11 @@
 //! the answer fits the frame limit, prefetch bounded by buffered bytes, and client-side
 //! adaptive backoff on empty fetches (the server never waits).
 
-use super::offset_model::{self, EntryVerdict, Position};
 use super::partition::{HeldAnswer, LayoutPart, PartState, ReadyBlob, Start};
 use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, TopicPartition};
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
+use crate::offset_model::{self, EntryVerdict, Position};
 use crate::refresh::Urgency;
 use crate::request::Target;
 use std::collections::BTreeMap;

@@ -19,7 +19,6 @@
 use super::commit::CommitReq;
 use super::member::{Member, heartbeat_timeout};
 use super::membership::{Leave, Membership};
-use super::offset_model::Position;
 use super::{
     CommitId, CommitKind, Consumer, ConsumerConfig, ConsumerEvent, Ctx, Op, TopicPartition,
 };
@@ -27,6 +26,7 @@ use crate::address::BrokerAddress;
 use crate::backoff::Backoff;
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
+use crate::offset_model::Position;
 use crate::refresh::Urgency;
 use crate::request::{RequestOptions, Target};
 use bytes::Bytes;

@@ -4,8 +4,8 @@
 //! Plain data the consumer's steps (`fetcher.rs`, `start.rs`, `delivery.rs`, `positions.rs`)
 //! share; it imports none of them.
 
-use super::offset_model::Position;
 use super::{OffsetReset, TopicPartition};
+use crate::offset_model::Position;
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};

@@ -1,9 +1,9 @@
 //! Assignment and positions: partitions added and removed, seeks, resets, handovers to
 //! another member and pauses, and the position and lag they read.
 
-use super::offset_model::Position;
 use super::partition::{PartState, ReadyBlob, Start};
 use super::{Consumer, TopicPartition};
+use crate::offset_model::Position;
 
 /// Which way [`Consumer::set_paused`] turns a partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,11 +1,11 @@
 //! Start positions: the committed offset (OffsetFetch on the coordinator), else the reset
 //! policy (ListOffsets on the leader), else a stop until the user seeks.
 
-use super::offset_model::{self, Position};
 use super::partition::{Start, by_topic};
 use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, TopicPartition};
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
+use crate::offset_model::{self, Position};
 use crate::refresh::Urgency;
 use crate::request::{RequestOptions, Target};
 use crate::trace::TraceIds;
