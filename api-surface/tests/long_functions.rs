@@ -31,7 +31,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "one flat arm per admin command building its request: a table",
     ),
     (
-        "stellflow-sansio/src/consumer/config.rs",
+        "stellflow-sansio/src/consumer_config.rs",
         "validate",
         "one independent check per field, in field order: a list",
     ),

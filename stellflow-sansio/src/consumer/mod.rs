@@ -112,7 +112,7 @@ pub enum SeekTo {
 
 /// The whole consumer state, owned by the [`crate::Client`]. Its steps add their methods in
 /// their own files, each importing only the plain data below it (`partition.rs`,
-/// `member.rs`, `offset_model.rs`) and never another step's file the other way: assignment
+/// `member.rs`, the crate's contract modules) and never another step's file the other way: assignment
 /// and positions (`positions.rs`), the delivery queue (`delivery.rs`), fetching
 /// (`fetcher.rs`), start positions (`start.rs`), commits (`commit.rs`), the group protocol
 /// (`group.rs`) and the member registry (`membership.rs`).
