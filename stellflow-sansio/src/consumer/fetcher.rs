@@ -10,6 +10,7 @@ use crate::net::{Origin, Reply};
 use crate::offset_model::{self, EntryVerdict, Position};
 use crate::refresh::Urgency;
 use crate::request::Target;
+use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -60,6 +61,19 @@ enum EntriesEnd {
     RestartLatest,
 }
 
+/// An entry of a Fetch answer carried `code`: a stale leader refreshes the metadata, any
+/// other error is said with [`ConsumerEvent::FetchError`].
+fn entry_error(tp: &TopicPartition, code: ErrorCode, ctx: &mut Ctx<'_>) {
+    if code.class() == ErrorClass::RefreshMetadataAndRetry {
+        ctx.refresher.request(Urgency::AfterBackoff);
+    } else {
+        ctx.emit(ConsumerEvent::FetchError {
+            partition: tp.clone(),
+            code,
+        });
+    }
+}
+
 impl PartState {
     /// Reads the entries of one Fetch answer for this partition (`tp`, asked as `lp`), which
     /// start at or below `fetch_next`: the blobs to deliver (moving `fetch_next` past them) and
@@ -80,14 +94,7 @@ impl PartState {
                 break;
             }
             if e.error_code != ErrorCode::NONE {
-                if e.error_code.class() == ErrorClass::RefreshMetadataAndRetry {
-                    ctx.refresher.request(Urgency::AfterBackoff);
-                } else {
-                    ctx.emit(ConsumerEvent::FetchError {
-                        partition: tp.clone(),
-                        code: e.error_code,
-                    });
-                }
+                entry_error(tp, e.error_code, ctx);
                 return (blobs, EntriesEnd::Errored);
             }
             self.high_watermark = Some(e.high_watermark);
@@ -128,27 +135,25 @@ impl PartState {
                 {
                     return (blobs, EntriesEnd::PastEnd);
                 }
-                EntryVerdict::Deliver(offset) => {
-                    let skip = if offset == self.delivered.offset {
-                        self.delivered.index
-                    } else {
-                        0
-                    };
-                    self.saw_blob(records.len());
-                    self.fetch_next = offset_model::next_after(offset);
-                    blobs.push(ReadyBlob::new(
-                        tp.clone(),
-                        offset,
-                        self.epoch,
-                        skip,
-                        records,
-                    ));
-                }
+                EntryVerdict::Deliver(offset) => blobs.push(self.take_blob(tp, offset, records)),
                 EntryVerdict::Duplicate => {}
                 _ => break,
             }
         }
         (blobs, EntriesEnd::Read)
+    }
+
+    /// A blob at `offset` to deliver: `fetch_next` moves past it, and records already
+    /// delivered of it (a mid-blob position) are skipped.
+    fn take_blob(&mut self, tp: &TopicPartition, offset: i64, records: Bytes) -> ReadyBlob {
+        let skip = if offset == self.delivered.offset {
+            self.delivered.index
+        } else {
+            0
+        };
+        self.saw_blob(records.len());
+        self.fetch_next = offset_model::next_after(offset);
+        ReadyBlob::new(tp.clone(), offset, self.epoch, skip, records)
     }
 
     /// The position fell below the log start (retention): says so with
