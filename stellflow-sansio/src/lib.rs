@@ -91,6 +91,7 @@ mod output;
 mod producer;
 mod refresh;
 mod request;
+mod shared;
 // The one seeded generator lives in stellflow-proto, shared with the simulated broker.
 use stellflow_proto::rng;
 mod timers;
