@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 const RECORDED: &[&[&str]] = &[
     &[
         "admin", "client", "config", "consumer", "event", "health", "hooks", "metrics", "net",
-        "observe", "output", "producer", "trace",
+        "observe", "output", "producer", "shared", "trace",
     ],
     &[
         "consumer::commit",
