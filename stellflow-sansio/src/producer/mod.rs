@@ -57,13 +57,12 @@ mod api;
 pub mod idempotence;
 mod missing;
 mod owned;
-pub mod partitioner;
 mod sender;
-mod types;
 
 pub use owned::{IntoRecordBytes, Record};
+pub(crate) use crate::partitioner;
 pub use partitioner::{KeyedPartitioner, KeylessPartitioner, Partitioner, fnv1a32, java_hash};
-pub use types::{
+pub use crate::delivery::{
     Acks, BatchFormat, DeliveryError, FlushId, ProduceError, ProduceId, ProducedBatch,
     ProducerConfig, ProducerRecord, RecordHeader, RecordMetadata,
 };
