@@ -36,6 +36,7 @@ const RECORDED: &[&[&str]] = &[&[
     "observe",
     "output",
     "producer",
+    "shared",
     "trace",
 ]];
 

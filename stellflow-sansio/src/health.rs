@@ -136,7 +136,7 @@ impl Client {
     /// failure. [`Event::HealthChanged`] says when the state changes.
     pub fn cluster_health(&self) -> ClusterHealth {
         ClusterHealth {
-            state: self.health.state,
+            state: self.shared.health.state,
             brokers: self.broker_health(),
         }
     }
@@ -146,17 +146,18 @@ impl Client {
     /// first poll that finds no record, dropped when a broker answers again. Adapters return
     /// it from `poll`/`recv` (and their streams yield it) instead of waiting forever.
     pub fn take_unreachable_error(&mut self) -> Option<ClusterUnreachable> {
-        self.health.consumer_error.take()
+        self.shared.health.consumer_error.take()
     }
 
     fn broker_health(&self) -> Vec<BrokerHealth> {
-        self.net
+        self.shared
+            .net
             .slot_health()
             .enumerate()
             .map(|(slot, (address, broker_id, h))| BrokerHealth {
                 address: address.clone(),
                 broker_id,
-                connected: self.net.slot_ready(slot),
+                connected: self.shared.net.slot_ready(slot),
                 last_answer: h.last_answer,
                 failing_since: h.failing.as_ref().map(|f| f.since),
                 last_cause: h.failing.as_ref().map(|f| f.cause.clone()),
@@ -169,21 +170,23 @@ impl Client {
     fn health_state(&self, now: Instant) -> HealthState {
         let mut any_failing = false;
         let mut all_not_stellflow = true;
-        for (slot, (_, _, h)) in self.net.slot_health().enumerate() {
-            if !self.net.slot_matters(slot) {
+        for (slot, (_, _, h)) in self.shared.net.slot_health().enumerate() {
+            if !self.shared.net.slot_matters(slot) {
                 continue;
             }
             any_failing |= h.failing.is_some();
             all_not_stellflow &= h.failing.as_ref().is_some_and(|f| f.not_stellflow);
         }
-        if let Some(since) = self.net.liveness().silent_since {
+        if let Some(since) = self.shared.net.liveness().silent_since {
             // Once unreachable, the outage lasts until a broker answers (which clears
             // `silent_since`), even if the cause changes on the way: a peer that was not a
             // Stellflow broker gives way to a broker that refuses or never answers (dst seed
             // 27001667: an impostor leaves as the cluster goes away).
-            let ongoing =
-                matches!(self.health.state, HealthState::Unreachable { since: s } if s == since);
-            if ongoing || now >= since + self.health.timeout || (any_failing && all_not_stellflow) {
+            let ongoing = matches!(self.shared.health.state, HealthState::Unreachable { since: s } if s == since);
+            if ongoing
+                || now >= since + self.shared.health.timeout
+                || (any_failing && all_not_stellflow)
+            {
                 return HealthState::Unreachable { since };
             }
         }
@@ -197,29 +200,30 @@ impl Client {
     /// When the health must be looked at again even if nothing happens: the instant a silent
     /// cluster becomes unreachable.
     pub(crate) fn health_deadline(&self) -> Option<Instant> {
-        if self.closed || matches!(self.health.state, HealthState::Unreachable { .. }) {
+        if self.shared.closed || matches!(self.shared.health.state, HealthState::Unreachable { .. })
+        {
             return None;
         }
-        Some(self.net.liveness().silent_since? + self.health.timeout)
+        Some(self.shared.net.liveness().silent_since? + self.shared.health.timeout)
     }
 
     /// Reports a change of state ([`Event::HealthChanged`]); on entering an outage, keeps the
     /// error the consumer's next empty poll returns; on leaving it, drops that error.
     pub(crate) fn update_health(&mut self, now: Instant) {
-        if self.closed {
+        if self.shared.closed {
             return;
         }
         let next = self.health_state(now);
-        if next == self.health.state {
+        if next == self.shared.health.state {
             return;
         }
-        let was_unreachable = matches!(self.health.state, HealthState::Unreachable { .. });
-        self.health.state = next;
+        let was_unreachable = matches!(self.shared.health.state, HealthState::Unreachable { .. });
+        self.shared.health.state = next;
         match next {
             HealthState::Unreachable { since } => {
                 let error = ClusterUnreachable {
                     silent_for: now.saturating_duration_since(since),
-                    timeout: self.health.timeout,
+                    timeout: self.shared.health.timeout,
                     brokers: self
                         .broker_health()
                         .into_iter()
@@ -228,16 +232,16 @@ impl Client {
                 };
                 tracing::error!("{error}");
                 if !was_unreachable && self.consumer.active() {
-                    self.health.consumer_error = Some(error);
+                    self.shared.health.consumer_error = Some(error);
                 }
             }
             _ if was_unreachable => {
                 tracing::info!("a broker answers again: the cluster is reachable");
-                self.health.consumer_error = None;
+                self.shared.health.consumer_error = None;
             }
             _ => {}
         }
         let health = self.cluster_health();
-        self.events.push_back(Event::HealthChanged(health));
+        self.shared.events.push_back(Event::HealthChanged(health));
     }
 }

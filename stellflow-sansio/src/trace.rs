@@ -166,7 +166,7 @@ impl crate::Client {
     /// Producer hooks see it too ([`crate::ProducerHook::add_headers`]): with
     /// [`crate::TracePropagation`] registered, records carry it in a `traceparent` header.
     pub fn set_trace(&mut self, trace: Option<TraceIds>) {
-        self.trace = trace;
+        self.shared.trace = trace;
     }
 
     /// The trace context the Fetch requests sent from now on carry (`None`: none). Fetching
@@ -187,7 +187,7 @@ impl crate::Client {
         &self,
         opts: &crate::RequestOptions,
     ) -> Option<crate::RequestOptions> {
-        match (&opts.trace, &self.trace) {
+        match (&opts.trace, &self.shared.trace) {
             (None, Some(t)) => Some(crate::RequestOptions {
                 trace: Some(TraceContext::from(t)),
                 ..opts.clone()

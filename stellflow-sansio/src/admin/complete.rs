@@ -119,7 +119,7 @@ impl Client {
         let coordinator = c
             .result
             .map_err(AdminError::Request)
-            .and_then(|reply| body_of(&self.net, c.api_key, &reply))
+            .and_then(|reply| body_of(&self.shared.net, c.api_key, &reply))
             .and_then(|body| {
                 FindCoordinatorResponse::decode(&mut Reader::new(body))
                     .map_err(|error| decode_error(ApiKey::FIND_COORDINATOR, error))
@@ -148,7 +148,7 @@ impl Client {
         let result = c
             .result
             .map_err(AdminError::Request)
-            .and_then(|reply| body_of(&self.net, c.api_key, &reply))
+            .and_then(|reply| body_of(&self.shared.net, c.api_key, &reply))
             .and_then(|body| {
                 OffsetFetchResponse::decode(&mut Reader::new(body))
                     .map_err(|error| decode_error(ApiKey::OFFSET_FETCH, error))
@@ -162,19 +162,19 @@ impl Client {
     /// metadata (a partition moved; a topic created or deleted).
     fn single_answer(&mut self, id: u64, c: Completion, kind: &Single) -> Next {
         let result = c.result.map_err(AdminError::Request).and_then(|reply| {
-            let body = body_of(&self.net, c.api_key, &reply)?;
+            let body = body_of(&self.shared.net, c.api_key, &reply)?;
             self.single_result(kind, &reply, body)
         });
         if let (Ok(Outcome::TopicAdmin(r)), Single::AlterPartition(t, p)) = (&result, kind)
             && r.is_ok()
         {
             let a = r.address.clone();
-            self.metadata.patch_partition(&a, t, p.clone());
+            self.shared.metadata.patch_partition(&a, t, p.clone());
         }
         // A topic created or deleted changes what the metadata must route: refresh now
         // so that the next produce, fetch or admin call sees it.
         if result.is_ok() && matches!(kind, Single::CreateTopic | Single::DeleteTopic) {
-            self.refresher.request(Urgency::Now);
+            self.shared.refresher.request(Urgency::Now);
         }
         self.emit(id, result);
         Next::Ended
@@ -194,10 +194,10 @@ impl Client {
             .result
             .as_ref()
             .ok()
-            .and_then(|r| self.net.address(r.slot).cloned())
+            .and_then(|r| self.shared.net.address(r.slot).cloned())
             .unwrap_or_else(|| BrokerAddress::new("", 0));
         let decoded = c.result.map_err(AdminError::Request).and_then(|reply| {
-            let b = body_of(&self.net, c.api_key, &reply)?;
+            let b = body_of(&self.shared.net, c.api_key, &reply)?;
             ListOffsetsResponse::decode(&mut Reader::new(b))
                 .map_err(|error| decode_error(c.api_key, error))
         });
@@ -228,7 +228,7 @@ impl Client {
             }
         }
         if refresh {
-            self.refresher.request(Urgency::AfterBackoff);
+            self.shared.refresher.request(Urgency::AfterBackoff);
         }
     }
 
@@ -247,7 +247,7 @@ impl Client {
                 return None;
             }
         };
-        let parsed = body_of(&self.net, c.api_key, &reply).and_then(|b| {
+        let parsed = body_of(&self.shared.net, c.api_key, &reply).and_then(|b| {
             MetadataResponse::decode(&mut Reader::new(b))
                 .map_err(|error| decode_error(c.api_key, error))
         });
@@ -258,7 +258,7 @@ impl Client {
                 return None;
             }
         };
-        let Some(addr) = self.net.address(reply.slot).cloned() else {
+        let Some(addr) = self.shared.net.address(reply.slot).cloned() else {
             self.emit(id, Err(AdminError::InvalidArgument("unknown broker")));
             return None;
         };
@@ -278,6 +278,7 @@ impl Client {
         outstanding: &mut BTreeMap<u64, usize>,
     ) {
         let todo: Vec<(String, ViewPartition)> = self
+            .shared
             .metadata
             .view(addr)
             .map(|v| {
@@ -301,7 +302,7 @@ impl Client {
                 replica_nodes: vec![broker_id],
                 isr_nodes: vec![broker_id],
             });
-            let seq = self.net.submit(
+            let seq = self.shared.net.submit(
                 now,
                 Target::Address(addr.clone()),
                 body,
@@ -333,7 +334,7 @@ impl Client {
             return;
         };
         let r = c.result.map_err(AdminError::Request).and_then(|reply| {
-            let b = body_of(&self.net, c.api_key, &reply)?;
+            let b = body_of(&self.shared.net, c.api_key, &reply)?;
             let resp = TopicAdminResponse::decode(&mut Reader::new(b))
                 .map_err(|error| decode_error(c.api_key, error))?;
             match resp.partitions.iter().find(|p| p.error_code.is_err()) {
@@ -351,7 +352,7 @@ impl Client {
             if r.is_ok()
                 && let Some(a) = address
             {
-                self.metadata.patch_partition(
+                self.shared.metadata.patch_partition(
                     a,
                     &entry.topic,
                     ViewPartition {
@@ -374,6 +375,7 @@ impl Client {
         body: bytes::Bytes,
     ) -> Result<Outcome, AdminError> {
         let address = self
+            .shared
             .net
             .address(reply.slot)
             .cloned()

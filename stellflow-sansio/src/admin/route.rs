@@ -45,14 +45,14 @@ impl Client {
             if results.get(i).is_none_or(Option::is_some) || routed.contains(&i) {
                 continue;
             }
-            let cluster = self.metadata.cluster();
+            let cluster = self.shared.metadata.cluster();
             let unroutable = match cluster.partition(topic, *partition) {
                 Some(p) => match p.leader() {
                     Ok(leader) => {
                         groups.entry(Target::Broker(leader)).or_default().push(i);
                         continue;
                     }
-                    Err(reason) => match self.metadata.holders(topic, *partition).next() {
+                    Err(reason) => match self.shared.metadata.holders(topic, *partition).next() {
                         Some(a) => {
                             groups
                                 .entry(Target::Address(a.clone()))
@@ -78,7 +78,7 @@ impl Client {
         }
         if wait {
             *waited_for_metadata = true;
-            self.refresher.wait_next(id);
+            self.shared.refresher.wait_next(id);
         }
         for (target, idx) in groups {
             let mut topics: Vec<ListOffsetsTopic> = Vec::new();
@@ -119,6 +119,7 @@ impl Client {
                 topics,
             });
             let seq = self
+                .shared
                 .net
                 .submit(now, target, body, None, Origin::Admin(id), o);
             outstanding.insert(seq, positions);
@@ -132,7 +133,7 @@ impl Client {
         };
         match &mut op {
             AdminOp::DescribeTopics(names) => {
-                let cluster = self.metadata.cluster();
+                let cluster = self.shared.metadata.cluster();
                 let describe = |name: &String| {
                     cluster.topics.get(name).map(|t| TopicDescription {
                         name: name.clone(),
@@ -202,7 +203,7 @@ impl Client {
             }
             Some(AdminOp::Reassert { results, .. }) => {
                 if !results.is_empty() {
-                    self.refresher.request(Urgency::Now);
+                    self.shared.refresher.request(Urgency::Now);
                 }
                 self.emit(id, Ok(Outcome::Reasserted(results)));
             }
@@ -212,7 +213,7 @@ impl Client {
 
     pub(super) fn emit(&mut self, id: u64, result: Result<Outcome, AdminError>) {
         let id = RequestId(id);
-        self.events.push_back(Event::Admin {
+        self.shared.events.push_back(Event::Admin {
             id,
             result: result.map(|value| AdminOutcome::new(id, value)),
         });

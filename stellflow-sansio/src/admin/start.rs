@@ -46,14 +46,14 @@ impl Client {
         request: AdminRequest,
         opts: &RequestOptions,
     ) -> Result<RequestId, AdminError> {
-        self.last_now = now;
+        self.shared.last_now = now;
         validate(&request)?;
-        if self.closed {
+        if self.shared.closed {
             return Err(AdminError::Request(RequestError::Closed));
         }
         let traced = self.traced_options(opts);
         let opts = traced.as_ref().unwrap_or(opts);
-        let id = self.net.alloc_seq();
+        let id = self.shared.net.alloc_seq();
         let op = match request {
             AdminRequest::ApiVersions { target } => {
                 let body = RequestBody::ApiVersions(ApiVersionsRequest {
@@ -85,7 +85,7 @@ impl Client {
                 AdminOp::Single(Single::HealthCheck)
             }
             AdminRequest::DescribeTopics { topics } => {
-                self.refresher.wait_next(id);
+                self.shared.refresher.wait_next(id);
                 AdminOp::DescribeTopics(topics)
             }
             AdminRequest::CreateTopic {
@@ -145,7 +145,7 @@ impl Client {
                     outstanding: BTreeMap::new(),
                     waited_for_metadata: false,
                 };
-                if self.refresher.completed_rounds() == 0 {
+                if self.shared.refresher.completed_rounds() == 0 {
                     // Nothing to route with yet: wait for the first round.
                     if let AdminOp::ListOffsets {
                         waited_for_metadata,
@@ -154,7 +154,7 @@ impl Client {
                     {
                         *waited_for_metadata = true;
                     }
-                    self.refresher.wait_next(id);
+                    self.shared.refresher.wait_next(id);
                     self.ops.insert(id, op);
                     self.process(now);
                     return Ok(RequestId(id));
@@ -176,7 +176,7 @@ impl Client {
                 }
             }
             AdminRequest::ReassertLeadership { broker_id } => {
-                let seq = self.net.submit(
+                let seq = self.shared.net.submit(
                     now,
                     Target::Broker(broker_id),
                     RequestBody::Metadata(MetadataRequest::default()),
@@ -326,7 +326,8 @@ impl Client {
         body: RequestBody,
         o: &RequestOptions,
     ) {
-        self.net
+        self.shared
+            .net
             .submit(now, target, body, None, Origin::Admin(id), o);
     }
 }

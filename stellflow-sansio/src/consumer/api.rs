@@ -9,6 +9,7 @@ use super::{
 use crate::client::Client;
 use crate::net::Completion;
 use crate::refresh::Urgency;
+use crate::shared::Shared;
 use crate::topic::validate_topic_name;
 use std::time::Instant;
 
@@ -41,11 +42,15 @@ impl Client {
     fn consumer_ctx(&mut self) -> (&mut Consumer, Ctx<'_>) {
         let Client {
             consumer,
-            net,
-            metadata,
-            refresher,
-            events,
-            rng,
+            shared:
+                Shared {
+                    net,
+                    metadata,
+                    refresher,
+                    events,
+                    rng,
+                    ..
+                },
             ..
         } = self;
         (
@@ -61,8 +66,8 @@ impl Client {
     }
 
     fn consumer_command(&mut self, now: Instant) -> Result<(), ConsumerError> {
-        self.last_now = now;
-        if self.closed || self.consumer.closing || self.consumer.closed {
+        self.shared.last_now = now;
+        if self.shared.closed || self.consumer.closing || self.consumer.closed {
             return Err(ConsumerError::Closed);
         }
         // A command is the first thing a member back from a pause may do, before the driver
@@ -124,7 +129,7 @@ impl Client {
     /// positions are committed (auto-commit on) and the partitions released. An id that is
     /// unknown or already past (its bound ran out) is ignored.
     pub fn revocation_done(&mut self, now: Instant, id: RevocationId) {
-        self.last_now = now;
+        self.shared.last_now = now;
         let (c, mut ctx) = self.consumer_ctx();
         c.proceed_revocation(now, id, &mut ctx);
         self.process(now);
@@ -148,7 +153,7 @@ impl Client {
         g.reg.listening = revocations == Revocations::WaitForListener;
         g.reg.resubscribed();
         if g.member == super::member::Member::Idle {
-            self.refresher.request(Urgency::AfterBackoff);
+            self.shared.refresher.request(Urgency::AfterBackoff);
         }
         self.process(now);
         Ok(())
@@ -173,7 +178,7 @@ impl Client {
         self.consumer.processed.forget(tp);
         if let Some(p) = self.consumer.parts.get_mut(tp) {
             // The request that resolves the target carries the caller's context.
-            p.seek_trace.clone_from(&self.trace);
+            p.seek_trace.clone_from(&self.shared.trace);
         }
         match to {
             SeekTo::Position(p) => self.consumer.reposition(tp, p),
@@ -242,15 +247,14 @@ impl Client {
     pub fn poll_record(&mut self) -> Option<ConsumerRecord> {
         let Client {
             consumer,
-            events,
-            net,
+            shared: Shared { events, net, .. },
             ..
         } = self;
         let r = consumer.poll_record(events, &mut net.counters);
         if let Some(r) = &r
-            && !self.hooks.consumer.is_empty()
+            && !self.shared.hooks.consumer.is_empty()
         {
-            consumed(&self.hooks, std::slice::from_ref(r));
+            consumed(&self.shared.hooks, std::slice::from_ref(r));
         }
         r
     }
@@ -261,14 +265,13 @@ impl Client {
     pub fn poll_records(&mut self, out: &mut Vec<ConsumerRecord>, max: usize) -> usize {
         let Client {
             consumer,
-            events,
-            net,
+            shared: Shared { events, net, .. },
             ..
         } = self;
         let start = out.len();
         let n = consumer.poll_records(events, &mut net.counters, out, max);
-        if n > 0 && !self.hooks.consumer.is_empty() {
-            consumed(&self.hooks, out.get(start..).unwrap_or_default());
+        if n > 0 && !self.shared.hooks.consumer.is_empty() {
+            consumed(&self.shared.hooks, out.get(start..).unwrap_or_default());
         }
         n
     }
@@ -288,16 +291,15 @@ impl Client {
     pub fn redeem_lease(&mut self, lease: RecordLease) -> Option<Vec<ConsumerRecord>> {
         let Client {
             consumer,
-            events,
-            net,
+            shared: Shared { events, net, .. },
             ..
         } = self;
         let records = consumer.redeem_lease(events, &mut net.counters, lease);
         if let Some(r) = &records
             && !r.is_empty()
-            && !self.hooks.consumer.is_empty()
+            && !self.shared.hooks.consumer.is_empty()
         {
-            consumed(&self.hooks, r);
+            consumed(&self.shared.hooks, r);
         }
         records
     }
@@ -308,11 +310,15 @@ impl Client {
     /// nothing is buffered. Blobs of one partition come in order, and mixing this with
     /// [`Client::poll_record`] is fine (a blob partly taken as records yields the rest).
     pub fn poll_blob(&mut self) -> Option<FetchedBlob> {
-        let Client { consumer, net, .. } = self;
+        let Client {
+            consumer,
+            shared: Shared { net, .. },
+            ..
+        } = self;
         let blob = consumer.poll_blob(&mut net.counters)?;
-        if !self.hooks.consumer.is_empty() {
+        if !self.shared.hooks.consumer.is_empty() {
             let records = blob.undelivered_records();
-            (self.hooks.consumer.iter()).for_each(|h| h.on_consume_blob(&blob, records));
+            (self.shared.hooks.consumer.iter()).for_each(|h| h.on_consume_blob(&blob, records));
         }
         Some(blob)
     }
@@ -397,7 +403,7 @@ impl Client {
                 positions.retain(|(tp, _)| c.parts.contains_key(tp));
             }
         }
-        let trace = self.trace.clone();
+        let trace = self.shared.trace.clone();
         let (c, mut ctx) = self.consumer_ctx();
         let id = c.start_commit_traced(now, positions, kind, trace.as_ref(), &mut ctx);
         self.process(now);
@@ -412,9 +418,10 @@ impl Client {
     /// at once, a call while a close is under way gets one when it finishes (so a driver can
     /// forward each `Closed` to one waiter without tracking earlier calls).
     pub fn close_consumer(&mut self, now: Instant) {
-        self.last_now = now;
+        self.shared.last_now = now;
         if self.consumer.closed {
-            self.events
+            self.shared
+                .events
                 .push_back(crate::Event::Consumer(super::ConsumerEvent::Closed));
             return;
         }
@@ -433,7 +440,7 @@ impl Client {
         let commit = self.consumer.config.enable_auto_commit
             && self.consumer.config.group_id.is_some()
             && !positions.is_empty()
-            && !self.closed;
+            && !self.shared.closed;
         let (c, mut ctx) = self.consumer_ctx();
         if commit {
             c.start_commit(now, positions, CommitKind::Close, &mut ctx);
@@ -448,7 +455,7 @@ impl Client {
         if !self.consumer.active() {
             return false;
         }
-        let closed = self.closed;
+        let closed = self.shared.closed;
         let (c, mut ctx) = self.consumer_ctx();
         if closed {
             c.fail_commits(&mut ctx);
@@ -463,10 +470,10 @@ impl Client {
     /// The consumer's earliest deadline, for the drain's [`crate::Output::Timeout`].
     pub(crate) fn consumer_deadline(&self) -> Option<Instant> {
         let c = &self.consumer;
-        if self.closed || !c.active() {
+        if self.shared.closed || !c.active() {
             return None;
         }
-        let last_now = self.last_now;
+        let last_now = self.shared.last_now;
         if c.fetch_wake && !c.closing && c.buffered < c.config.max_buffered_bytes {
             // Buffer space was freed outside a pass (poll_record, resume): fetch at once.
             return Some(last_now);

@@ -30,13 +30,16 @@ impl Client {
         now: Instant,
         record: &ProducerRecord<'_>,
     ) -> Result<ProduceId, ProduceError> {
-        self.last_now = now;
-        if self.closed {
+        self.shared.last_now = now;
+        if self.shared.closed {
             return Err(ProduceError::Closed);
         }
-        let r = self
-            .producer
-            .produce(now, record, &self.metadata, self.trace.as_ref());
+        let r = self.producer.produce(
+            now,
+            record,
+            &self.shared.metadata,
+            self.shared.trace.as_ref(),
+        );
         if self.producer.needs_attention() {
             self.process(now);
         }
@@ -77,7 +80,7 @@ impl Client {
     /// Sends every batch at once (ignoring linger) and reports [`crate::Event::Flushed`] with
     /// the returned id when every record produced before this call has its outcome.
     pub fn flush(&mut self, now: Instant) -> FlushId {
-        self.last_now = now;
+        self.shared.last_now = now;
         let id = self.producer.flush(now);
         self.process(now);
         id
@@ -88,7 +91,7 @@ impl Client {
     /// fails with [`crate::producer::DeliveryError::Closed`]. Ends with
     /// [`crate::Event::ProducerClosed`]. (The client's [`Client::close`] closes at once.)
     pub fn close_producer(&mut self, now: Instant, timeout: Duration) {
-        self.last_now = now;
+        self.shared.last_now = now;
         self.producer.close(now, timeout);
         self.process(now);
     }
@@ -114,10 +117,12 @@ impl Client {
     /// The producer's part of [`Client::process`]: runs its sender and passes on its wish for a
     /// metadata refresh. Returns whether it submitted requests.
     pub(crate) fn producer_drive(&mut self, now: Instant) -> bool {
-        let sent = self.producer.process(now, &mut self.net, &self.metadata);
+        let sent = self
+            .producer
+            .process(now, &mut self.shared.net, &self.shared.metadata);
         self.producer_after_metadata(now);
-        if self.producer.take_refresh_wish() && !self.closed {
-            self.refresher.request(Urgency::AfterBackoff);
+        if self.producer.take_refresh_wish() && !self.shared.closed {
+            self.shared.refresher.request(Urgency::AfterBackoff);
         }
         sent
     }

@@ -88,11 +88,11 @@ impl Client {
     /// After new metadata: starts the producer's wait for topics every broker confirmed
     /// unknown, and creates them when `producer.create_missing_topics` says so.
     pub(crate) fn producer_after_metadata(&mut self, now: Instant) {
-        if self.producer.confirmed_gen == self.metadata.generation() {
+        if self.producer.confirmed_gen == self.shared.metadata.generation() {
             return;
         }
-        self.producer.confirmed_gen = self.metadata.generation();
-        let topics = self.producer.confirm_unknown(now, &self.metadata);
+        self.producer.confirmed_gen = self.shared.metadata.generation();
+        let topics = self.producer.confirm_unknown(now, &self.shared.metadata);
         let Some(partitions) = self.producer.cfg.create_missing_topics else {
             return;
         };
@@ -120,7 +120,7 @@ impl Client {
             Ok(_) => tracing::debug!("missing topic created"),
             Err(e) => tracing::warn!("cannot create the missing topic: {e}"),
         }
-        self.refresher.request(Urgency::Now);
+        self.shared.refresher.request(Urgency::Now);
         true
     }
 }

@@ -57,16 +57,15 @@ mod api;
 pub mod idempotence;
 mod missing;
 mod owned;
-pub mod partitioner;
 mod sender;
-mod types;
 
-pub use owned::{IntoRecordBytes, Record};
-pub use partitioner::{KeyedPartitioner, KeylessPartitioner, Partitioner, fnv1a32, java_hash};
-pub use types::{
+pub use crate::delivery::{
     Acks, BatchFormat, DeliveryError, FlushId, ProduceError, ProduceId, ProducedBatch,
     ProducerConfig, ProducerRecord, RecordHeader, RecordMetadata,
 };
+pub(crate) use crate::partitioner;
+pub use owned::{IntoRecordBytes, Record};
+pub use partitioner::{KeyedPartitioner, KeylessPartitioner, Partitioner, fnv1a32, java_hash};
 
 use crate::event::Event;
 use crate::metadata::MetadataCache;

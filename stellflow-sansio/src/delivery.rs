@@ -1,7 +1,7 @@
 //! The producer's public types: records, their outcomes, configuration and errors.
 
 use crate::error::{InvalidTopicName, RequestError};
-use crate::producer::partitioner::{KeyedPartitioner, KeylessPartitioner};
+use crate::partitioner::{KeyedPartitioner, KeylessPartitioner};
 use std::sync::Arc;
 use std::time::Duration;
 use stellflow_proto::ErrorCode;
