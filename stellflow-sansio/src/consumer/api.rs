@@ -3,7 +3,7 @@
 use super::partition::Start;
 use super::positions::Pausing;
 use super::{
-    CommitId, CommitKind, Consumer, ConsumerError, ConsumerRecord, Ctx, FetchedBlob, Op, Position,
+    CommitId, CommitKind, Consumer, ConsumerError, ConsumerRecord, FetchedBlob, Op, Position,
     RecordLease, RevocationId, SeekTo, TopicPartition,
 };
 use crate::client::Client;
@@ -39,30 +39,9 @@ fn consumed(hooks: &crate::hooks::Hooks, records: &[ConsumerRecord]) {
 }
 
 impl Client {
-    fn consumer_ctx(&mut self) -> (&mut Consumer, Ctx<'_>) {
-        let Client {
-            consumer,
-            shared:
-                Shared {
-                    net,
-                    metadata,
-                    refresher,
-                    events,
-                    rng,
-                    ..
-                },
-            ..
-        } = self;
-        (
-            consumer,
-            Ctx {
-                net,
-                metadata,
-                refresher,
-                events,
-                rng,
-            },
-        )
+    /// The consumer and the rest of the client's state it may use, borrowed apart.
+    fn consumer_ctx(&mut self) -> (&mut Consumer, &mut Shared) {
+        (&mut self.consumer, &mut self.shared)
     }
 
     fn consumer_command(&mut self, now: Instant) -> Result<(), ConsumerError> {
@@ -72,9 +51,9 @@ impl Client {
         }
         // A command is the first thing a member back from a pause may do, before the driver
         // shows it the time: it learns first that its partitions are no longer its own.
-        let (c, mut ctx) = self.consumer_ctx();
+        let (c, sh) = self.consumer_ctx();
         if c.lease_lapsed(now) {
-            c.lose_membership(now, "this member's lease lapsed on its own clock", &mut ctx);
+            c.lose_membership(now, "this member's lease lapsed on its own clock", sh);
         }
         Ok(())
     }
@@ -95,8 +74,8 @@ impl Client {
         // A registry member frees its slot (after committing what it gives up), so that the
         // others take its partitions at once rather than after its session.
         self.consumer.part_registry(now);
-        let (c, mut ctx) = self.consumer_ctx();
-        c.apply_assignment(now, partitions.to_vec(), &mut ctx);
+        let (c, sh) = self.consumer_ctx();
+        c.apply_assignment(now, partitions.to_vec(), sh);
         self.process(now);
         Ok(())
     }
@@ -130,8 +109,8 @@ impl Client {
     /// unknown or already past (its bound ran out) is ignored.
     pub fn revocation_done(&mut self, now: Instant, id: RevocationId) {
         self.shared.last_now = now;
-        let (c, mut ctx) = self.consumer_ctx();
-        c.proceed_revocation(now, id, &mut ctx);
+        let (c, sh) = self.consumer_ctx();
+        c.proceed_revocation(now, id, sh);
         self.process(now);
     }
 
@@ -404,8 +383,8 @@ impl Client {
             }
         }
         let trace = self.shared.trace.clone();
-        let (c, mut ctx) = self.consumer_ctx();
-        let id = c.start_commit_traced(now, positions, kind, trace.as_ref(), &mut ctx);
+        let (c, sh) = self.consumer_ctx();
+        let id = c.start_commit_traced(now, positions, kind, trace.as_ref(), sh);
         self.process(now);
         Ok(id)
     }
@@ -430,9 +409,9 @@ impl Client {
             return;
         }
         // A member back from a pause closes without committing what it no longer owns.
-        let (c, mut ctx) = self.consumer_ctx();
+        let (c, sh) = self.consumer_ctx();
         if c.lease_lapsed(now) {
-            c.lose_membership(now, "this member's lease lapsed on its own clock", &mut ctx);
+            c.lose_membership(now, "this member's lease lapsed on its own clock", sh);
         }
         self.consumer.closing = true;
         self.consumer.close_started = Some(now);
@@ -441,11 +420,11 @@ impl Client {
             && self.consumer.config.group_id.is_some()
             && !positions.is_empty()
             && !self.shared.closed;
-        let (c, mut ctx) = self.consumer_ctx();
+        let (c, sh) = self.consumer_ctx();
         if commit {
-            c.start_commit(now, positions, CommitKind::Close, &mut ctx);
+            c.start_commit(now, positions, CommitKind::Close, sh);
         } else {
-            c.finish_close(&mut ctx);
+            c.finish_close(sh);
         }
         self.process(now);
     }
@@ -456,14 +435,14 @@ impl Client {
             return false;
         }
         let closed = self.shared.closed;
-        let (c, mut ctx) = self.consumer_ctx();
+        let (c, sh) = self.consumer_ctx();
         if closed {
-            c.fail_commits(&mut ctx);
+            c.fail_commits(sh);
             return false;
         }
-        let mut sent = c.drive_group(now, &mut ctx);
-        sent |= c.resolve_starts(now, &mut ctx);
-        sent |= c.send_fetches(now, &mut ctx);
+        let mut sent = c.drive_group(now, sh);
+        sent |= c.resolve_starts(now, sh);
+        sent |= c.send_fetches(now, sh);
         sent
     }
 
@@ -511,20 +490,18 @@ impl Client {
 
     /// Routes a consumer request's outcome.
     pub(crate) fn on_consumer_completion(&mut self, now: Instant, op: Op, c: Completion) {
-        let (consumer, mut ctx) = self.consumer_ctx();
+        let (consumer, sh) = self.consumer_ctx();
         // A member back from a pause learns first that its partitions are no longer its own,
         // before any answer (a fetch, a commit) is applied to them.
         if consumer.lease_lapsed(now) {
-            consumer.lose_membership(now, "this member's lease lapsed on its own clock", &mut ctx);
+            consumer.lose_membership(now, "this member's lease lapsed on its own clock", sh);
         }
         match op {
-            Op::Fetch => consumer.on_fetch(now, c.seq, c.result, &mut ctx),
-            Op::ListOffsets => consumer.on_list_offsets(now, c.seq, c.result, &mut ctx),
-            Op::OffsetFetch => consumer.on_offset_fetch(now, c.seq, c.result, &mut ctx),
-            Op::RegistryRead | Op::RegistryWrite => {
-                consumer.on_registry(now, c.seq, c.result, &mut ctx)
-            }
-            _ => consumer.on_group(now, op, c.seq, c.result, &mut ctx),
+            Op::Fetch => consumer.on_fetch(now, c.seq, c.result, sh),
+            Op::ListOffsets => consumer.on_list_offsets(now, c.seq, c.result, sh),
+            Op::OffsetFetch => consumer.on_offset_fetch(now, c.seq, c.result, sh),
+            Op::RegistryRead | Op::RegistryWrite => consumer.on_registry(now, c.seq, c.result, sh),
+            _ => consumer.on_group(now, op, c.seq, c.result, sh),
         }
     }
 }

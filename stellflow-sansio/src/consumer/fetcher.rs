@@ -4,12 +4,13 @@
 //! adaptive backoff on empty fetches (the server never waits).
 
 use super::partition::{HeldAnswer, LayoutPart, PartState, ReadyBlob, Start};
-use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, TopicPartition};
+use super::{Consumer, ConsumerEvent, LogStartAction, OffsetReset, Op, TopicPartition, emit};
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
 use crate::offset_model::{self, EntryVerdict, Position};
 use crate::refresh::Urgency;
 use crate::request::Target;
+use crate::shared::Shared;
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -63,14 +64,17 @@ enum EntriesEnd {
 
 /// An entry of a Fetch answer carried `code`: a stale leader refreshes the metadata, any
 /// other error is said with [`ConsumerEvent::FetchError`].
-fn entry_error(tp: &TopicPartition, code: ErrorCode, ctx: &mut Ctx<'_>) {
+fn entry_error(tp: &TopicPartition, code: ErrorCode, sh: &mut Shared) {
     if code.class() == ErrorClass::RefreshMetadataAndRetry {
-        ctx.refresher.request(Urgency::AfterBackoff);
+        sh.refresher.request(Urgency::AfterBackoff);
     } else {
-        ctx.emit(ConsumerEvent::FetchError {
-            partition: tp.clone(),
-            code,
-        });
+        emit(
+            sh,
+            ConsumerEvent::FetchError {
+                partition: tp.clone(),
+                code,
+            },
+        );
     }
 }
 
@@ -86,7 +90,7 @@ impl PartState {
         lp: &LayoutPart,
         entries: Vec<FetchPartitionResponse>,
         policy: OffsetReset,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> (Vec<ReadyBlob>, EntriesEnd) {
         let mut blobs = Vec::new();
         for (i, e) in entries.into_iter().enumerate() {
@@ -94,7 +98,7 @@ impl PartState {
                 break;
             }
             if e.error_code != ErrorCode::NONE {
-                entry_error(tp, e.error_code, ctx);
+                entry_error(tp, e.error_code, sh);
                 return (blobs, EntriesEnd::Errored);
             }
             self.high_watermark = Some(e.high_watermark);
@@ -111,7 +115,7 @@ impl PartState {
             };
             let mut verdict = classify(self);
             if let EntryVerdict::BelowLogStart { log_start } = verdict {
-                match self.below_log_start(tp, log_start, policy, ctx) {
+                match self.below_log_start(tp, log_start, policy, sh) {
                     LogStartAction::MovedToLogStart => verdict = classify(self),
                     LogStartAction::MovedToEnd => return (blobs, EntriesEnd::RestartLatest),
                     _ => {
@@ -164,19 +168,22 @@ impl PartState {
         tp: &TopicPartition,
         log_start: i64,
         policy: OffsetReset,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> LogStartAction {
         let action = match policy {
             OffsetReset::Earliest => LogStartAction::MovedToLogStart,
             OffsetReset::Latest => LogStartAction::MovedToEnd,
             _ => LogStartAction::Stopped,
         };
-        ctx.emit(ConsumerEvent::LogStartMoved {
-            partition: tp.clone(),
-            position: self.fetch_next,
-            log_start,
-            action,
-        });
+        emit(
+            sh,
+            ConsumerEvent::LogStartMoved {
+                partition: tp.clone(),
+                position: self.fetch_next,
+                log_start,
+                action,
+            },
+        );
         if action == LogStartAction::MovedToLogStart {
             if self.delivered.offset == self.fetch_next {
                 self.delivered = Position::blob(log_start);
@@ -219,12 +226,12 @@ impl Consumer {
     /// Sends Fetch requests until every leader broker that leads a fetchable partition has
     /// [`max_fetches_in_flight`](super::ConsumerConfig::max_fetches_in_flight) in flight or the
     /// prefetch bound is reached. Returns whether anything was sent.
-    pub(crate) fn send_fetches(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+    pub(crate) fn send_fetches(&mut self, now: Instant, sh: &mut Shared) -> bool {
         self.fetch_wake = false;
         let mut sent = false;
         // Each round asks every broker once; a streaming partition is in each round's request
         // until its pipeline is full, so this ends within `max_fetches_in_flight` rounds.
-        while self.send_fetch_round(now, ctx) {
+        while self.send_fetch_round(now, sh) {
             sent = true;
         }
         sent
@@ -243,13 +250,13 @@ impl Consumer {
     }
 
     /// One Fetch to every broker with room for one more that leads a fetchable partition.
-    fn send_fetch_round(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+    fn send_fetch_round(&mut self, now: Instant, sh: &mut Shared) -> bool {
         // 1. The bytes this round may ask for: none while closing or with the buffer full.
         let Some(budget) = self.round_budget() else {
             return false;
         };
         // 2. The fetchable partitions, by the leader broker that has room for one more Fetch.
-        let by_broker = self.fetchable_by_leader(now, ctx);
+        let by_broker = self.fetchable_by_leader(now, sh);
         let mut sent = false;
         for (broker, tps) in by_broker {
             // 3. Which of them this request asks for, and how many blobs each.
@@ -260,7 +267,7 @@ impl Consumer {
             }
             // 4. The request, sent; its layout is kept to read the answer.
             let body = self.fetch_request(&topics, budget);
-            let seq = ctx.net.submit(
+            let seq = sh.net.submit(
                 now,
                 Target::Broker(broker),
                 RequestBody::Fetch(body),
@@ -307,12 +314,12 @@ impl Consumer {
     fn fetchable_by_leader(
         &mut self,
         now: Instant,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> BTreeMap<i32, Vec<TopicPartition>> {
         let depth = self.config.max_fetches_in_flight;
         let mut by_broker: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
         let mut refresh = false;
-        let cluster = ctx.metadata.cluster();
+        let cluster = sh.metadata.cluster();
         for (tp, p) in self.parts.iter_mut() {
             // Look the leader up only for a partition that may fetch or waits for a leader.
             if !p.leader_wait && !p.fetchable(now, depth) {
@@ -339,7 +346,7 @@ impl Consumer {
             }
         }
         if refresh {
-            ctx.refresher.request(Urgency::AfterBackoff);
+            sh.refresher.request(Urgency::AfterBackoff);
         }
         by_broker
     }
@@ -436,7 +443,7 @@ impl Consumer {
         now: Instant,
         seq: u64,
         result: Result<Reply, RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         // 1. The request is no longer in flight: its broker has room for another.
         let Some(layout) = self.fetches.remove(&seq) else {
@@ -458,7 +465,7 @@ impl Consumer {
             Err(_) => None,
         };
         let Some(resp) = decoded else {
-            self.on_fetch_failed(now, &layout, &result, ctx);
+            self.on_fetch_failed(now, &layout, &result, sh);
             return;
         };
         // 3. Each partition takes its entries, in the order they were asked for.
@@ -475,7 +482,7 @@ impl Consumer {
                     partition: lp.partition,
                 };
                 let mine: Vec<_> = entries.by_ref().take(lp.count).collect();
-                self.on_part_answer(now, &tp, lp, mine, ctx);
+                self.on_part_answer(now, &tp, lp, mine, sh);
             }
         }
     }
@@ -488,7 +495,7 @@ impl Consumer {
         now: Instant,
         layout: &FetchLayout,
         result: &Result<Reply, RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let too_large = match result {
             Err(RequestError::ResponseTooLarge { size, max, .. }) => Some((*size, *max)),
@@ -512,12 +519,15 @@ impl Consumer {
                     // One blob alone is larger than the client accepts: asking again
                     // would loop. Say so and stop the partition until a seek.
                     Some((size, max)) if single && lp.count == 1 => {
-                        ctx.emit(ConsumerEvent::FetchTooLarge {
-                            partition: tp.clone(),
-                            offset: lp.first,
-                            size,
-                            max,
-                        });
+                        emit(
+                            sh,
+                            ConsumerEvent::FetchTooLarge {
+                                partition: tp.clone(),
+                                offset: lp.first,
+                                size,
+                                max,
+                            },
+                        );
                         self.restart(&tp, Start::Stopped);
                         break;
                     }
@@ -542,7 +552,7 @@ impl Consumer {
         tp: &TopicPartition,
         lp: LayoutPart,
         entries: Vec<FetchPartitionResponse>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let Some(p) = self.parts.get_mut(tp) else {
             return;
@@ -567,7 +577,7 @@ impl Consumer {
         }
         let mut next = Some((lp, entries));
         while let Some((lp, entries)) = next.take() {
-            if !self.apply_entries(now, tp, &lp, entries, ctx) {
+            if !self.apply_entries(now, tp, &lp, entries, sh) {
                 return;
             }
             next = self
@@ -590,7 +600,7 @@ impl Consumer {
         tp: &TopicPartition,
         lp: &LayoutPart,
         entries: Vec<FetchPartitionResponse>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> bool {
         let policy = self.config.auto_offset_reset;
         let backoff = (self.config.fetch_backoff, self.config.fetch_backoff_max);
@@ -598,7 +608,7 @@ impl Consumer {
             return false;
         };
         // 1. The entries in order: the blobs to deliver, and why reading them stopped.
-        let (blobs, end) = p.read_entries(now, tp, lp, entries, policy, ctx);
+        let (blobs, end) = p.read_entries(now, tp, lp, entries, policy, sh);
         // 2. When this partition is fetched next.
         p.schedule_next_fetch(now, end, blobs.is_empty(), backoff);
         // 3. Whether the pipeline goes on: every blob asked for came, nothing went wrong.

@@ -20,7 +20,7 @@ use super::commit::CommitReq;
 use super::member::{Member, heartbeat_timeout};
 use super::membership::{Leave, Membership};
 use super::{
-    CommitId, CommitKind, Consumer, ConsumerConfig, ConsumerEvent, Ctx, Op, TopicPartition,
+    CommitId, CommitKind, Consumer, ConsumerConfig, ConsumerEvent, Op, TopicPartition, emit,
 };
 use crate::address::BrokerAddress;
 use crate::backoff::Backoff;
@@ -29,6 +29,7 @@ use crate::net::{Origin, Reply};
 use crate::offset_model::Position;
 use crate::refresh::Urgency;
 use crate::request::{RequestOptions, Target};
+use crate::shared::Shared;
 use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
@@ -213,16 +214,16 @@ impl Group {
 
 impl Consumer {
     /// Runs the group: coordinator lookup, joins, heartbeats, auto-commit, queued commits.
-    pub(crate) fn drive_group(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+    pub(crate) fn drive_group(&mut self, now: Instant, sh: &mut Shared) -> bool {
         let Some(group_id) = self.config.group_id.clone() else {
             return false;
         };
         // 1. What runs on the member's own clock: lease, withdrawn writes, commit deadlines,
         //    auto-commit, the session.
-        let mut sent = self.drive_group_clocks(now, ctx);
+        let mut sent = self.drive_group_clocks(now, sh);
         // 2. The coordinator, looked up when anything needs it.
         let subscribed = !self.group.subscription.is_empty() && !self.closing;
-        sent |= self.find_coordinator(now, &group_id, subscribed, ctx);
+        sent |= self.find_coordinator(now, &group_id, subscribed, sh);
         let Some(coordinator) = self.group.coordinator.clone() else {
             return sent;
         };
@@ -231,17 +232,17 @@ impl Consumer {
         if self.group.in_flight.is_empty()
             && let Some(c) = self.group.pending.pop_front()
         {
-            self.send_commit(now, &group_id, &coordinator, c, ctx);
+            self.send_commit(now, &group_id, &coordinator, c, sh);
             sent = true;
         }
         // 4. Leaving: on close, or when a manual `assign` replaced the subscription (the
         //    registry slot is freed).
         if self.closing {
-            sent |= self.drive_leave(now, &group_id, &coordinator, ctx);
+            sent |= self.drive_leave(now, &group_id, &coordinator, sh);
             return sent;
         }
         if self.group.reg.active && self.group.subscription.is_empty() {
-            sent |= self.drive_part(now, &group_id, &coordinator, ctx);
+            sent |= self.drive_part(now, &group_id, &coordinator, sh);
             return sent;
         }
         if !subscribed {
@@ -250,29 +251,29 @@ impl Consumer {
         // 5. A SyncGroup lost with its connection is asked again, or the member rejoins.
         if self.group.resync && self.group.member == Member::Syncing {
             self.group.resync = false;
-            if !(self.sync_may_retry(now) && self.send_sync(now, ctx)) {
+            if !(self.sync_may_retry(now) && self.send_sync(now, sh)) {
                 self.rejoin(
                     now,
                     "SyncGroup lost with its connection",
                     Rejoin::Failed,
-                    ctx,
+                    sh,
                 );
             }
             sent = true;
         }
         // 6. JoinGroup when due, Heartbeat when due.
-        sent |= self.send_join(now, &group_id, &coordinator, ctx);
-        sent |= self.send_heartbeat(now, &group_id, &coordinator, ctx);
+        sent |= self.send_join(now, &group_id, &coordinator, sh);
+        sent |= self.send_heartbeat(now, &group_id, &coordinator, sh);
         // 7. The assignment: shared through the member registry, or every partition of the
         //    subscribed topics when the server assigns nothing and there is no registry.
         if self.group.member == Member::Stable && self.group.reg.active {
-            sent |= self.drive_membership(now, &group_id, &coordinator, ctx);
+            sent |= self.drive_membership(now, &group_id, &coordinator, sh);
         } else if self.group.member == Member::Stable && !self.group.server_assignment {
-            let wanted = self.subscribed_partitions(ctx);
+            let wanted = self.subscribed_partitions(sh);
             let differs = wanted.len() != self.parts.len()
                 || wanted.iter().any(|tp| !self.parts.contains_key(tp));
             if differs && !wanted.is_empty() {
-                self.apply_assignment(now, wanted, ctx);
+                self.apply_assignment(now, wanted, sh);
             }
         }
         sent
@@ -282,14 +283,14 @@ impl Consumer {
     /// a lapsed lease loses the membership, writes unanswered past the lease margin are
     /// withdrawn, commits past their deadline fail, auto-commit runs, and a session without a
     /// successful heartbeat rejoins. Returns whether a commit was sent.
-    fn drive_group_clocks(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+    fn drive_group_clocks(&mut self, now: Instant, sh: &mut Shared) -> bool {
         if self.group.next_auto_commit.is_none() {
             self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
         }
         // Before anything commits: a member whose lease lapsed (paused past its session, or
         // cut off from the coordinator) may no longer own its partitions.
         if self.lease_lapsed(now) {
-            self.lose_membership(now, "this member's lease lapsed on its own clock", ctx);
+            self.lose_membership(now, "this member's lease lapsed on its own clock", sh);
         }
         // A write unanswered for the lease margin is withdrawn while the member still runs:
         // if this process stops before its lease would lapse (SIGSTOP while cut off), the
@@ -298,11 +299,11 @@ impl Consumer {
             self.withdraw_unanswered_writes(
                 now,
                 "a write stayed unanswered past the lease margin",
-                ctx,
+                sh,
             );
         }
-        self.expire_pending_commits(now, ctx);
-        let sent = self.auto_commit(now, ctx);
+        self.expire_pending_commits(now, sh);
+        let sent = self.auto_commit(now, sh);
         // The session expires on its own clock, whether or not the coordinator is known.
         if !self.closing
             && self.group.member == Member::Stable
@@ -316,7 +317,7 @@ impl Consumer {
                 now,
                 "no successful heartbeat within the session timeout",
                 Rejoin::Failed,
-                ctx,
+                sh,
             );
         }
         sent
@@ -329,7 +330,7 @@ impl Consumer {
         now: Instant,
         group_id: &str,
         subscribed: bool,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> bool {
         let g = &mut self.group;
         if g.coordinator.is_some()
@@ -340,7 +341,7 @@ impl Consumer {
             return false;
         }
         let target = g.bootstrap.clone().map_or(Target::Any, Target::Address);
-        ctx.net.submit(
+        sh.net.submit(
             now,
             target,
             RequestBody::FindCoordinator(FindCoordinatorRequest {
@@ -351,7 +352,7 @@ impl Consumer {
             Origin::Consumer(Op::FindCoordinator),
             &RequestOptions::default(),
         );
-        ctx.net.counters.group_operations += 1;
+        sh.net.counters.group_operations += 1;
         g.find_in_flight = true;
         true
     }
@@ -363,7 +364,7 @@ impl Consumer {
         now: Instant,
         group_id: &str,
         coordinator: &BrokerAddress,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> bool {
         let g = &mut self.group;
         let join_now = match g.member {
@@ -378,7 +379,7 @@ impl Consumer {
             timeout: Some(self.config.rebalance_timeout),
             ..RequestOptions::default()
         };
-        let seq = ctx.net.submit(
+        let seq = sh.net.submit(
             now,
             Target::Address(coordinator.clone()),
             RequestBody::JoinGroup(JoinGroupRequest {
@@ -391,7 +392,7 @@ impl Consumer {
             Origin::Consumer(Op::Join),
             &rebalance,
         );
-        ctx.net.counters.group_operations += 1;
+        sh.net.counters.group_operations += 1;
         g.join_seq = Some(seq);
         g.joined_at = Some(now);
         g.member = Member::Joining;
@@ -408,10 +409,13 @@ impl Consumer {
                 .is_none_or(|t| t + self.config.thrash_window < now)
         {
             g.thrash_warned = Some(now);
-            ctx.emit(ConsumerEvent::GroupThrashing {
-                rejoins: g.joins.len(),
-                window: self.config.thrash_window,
-            });
+            emit(
+                sh,
+                ConsumerEvent::GroupThrashing {
+                    rejoins: g.joins.len(),
+                    window: self.config.thrash_window,
+                },
+            );
         }
         true
     }
@@ -423,7 +427,7 @@ impl Consumer {
         now: Instant,
         group_id: &str,
         coordinator: &BrokerAddress,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> bool {
         let g = &mut self.group;
         if !(matches!(g.member, Member::Stable | Member::Syncing)
@@ -433,7 +437,7 @@ impl Consumer {
         {
             return false;
         }
-        let seq = ctx.net.submit(
+        let seq = sh.net.submit(
             now,
             Target::Address(coordinator.clone()),
             RequestBody::Heartbeat(HeartbeatRequest {
@@ -448,15 +452,15 @@ impl Consumer {
                 ..RequestOptions::default()
             },
         );
-        ctx.net.counters.group_operations += 1;
+        sh.net.counters.group_operations += 1;
         g.hb_seq = Some(seq);
         g.next_heartbeat = Some(now + self.config.heartbeat_interval);
         true
     }
 
     /// Every partition of the subscribed topics, from metadata.
-    pub(crate) fn subscribed_partitions(&self, ctx: &mut Ctx<'_>) -> Vec<TopicPartition> {
-        let cluster = ctx.metadata.cluster();
+    pub(crate) fn subscribed_partitions(&self, sh: &mut Shared) -> Vec<TopicPartition> {
+        let cluster = sh.metadata.cluster();
         let mut out = Vec::new();
         let mut missing = false;
         for t in &self.group.subscription {
@@ -468,7 +472,7 @@ impl Consumer {
             }
         }
         if missing {
-            ctx.refresher.request(Urgency::AfterBackoff);
+            sh.refresher.request(Urgency::AfterBackoff);
         }
         out
     }
@@ -478,7 +482,7 @@ impl Consumer {
         &mut self,
         now: Instant,
         wanted: Vec<TopicPartition>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let revoking: Vec<TopicPartition> = self
             .parts
@@ -496,27 +500,27 @@ impl Consumer {
                     })
                     .collect();
                 if !positions.is_empty() {
-                    self.start_commit(now, positions, CommitKind::Revocation, ctx);
+                    self.start_commit(now, positions, CommitKind::Revocation, sh);
                 }
             }
-            ctx.emit(ConsumerEvent::PartitionsRevoked(revoking));
+            emit(sh, ConsumerEvent::PartitionsRevoked(revoking));
         }
         let (_, added) = self.set_assignment(&wanted);
         if !added.is_empty() {
-            ctx.emit(ConsumerEvent::PartitionsAssigned(added));
+            emit(sh, ConsumerEvent::PartitionsAssigned(added));
         }
         self.fetch_wake = true;
     }
 
     /// Sends SyncGroup for the current generation and member id to the coordinator; false
     /// when no coordinator is known.
-    fn send_sync(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+    fn send_sync(&mut self, now: Instant, sh: &mut Shared) -> bool {
         let g = &mut self.group;
         let Some(addr) = g.coordinator.clone() else {
             return false;
         };
         let group_id = self.config.group_id.clone().unwrap_or_default();
-        let seq = ctx.net.submit(
+        let seq = sh.net.submit(
             now,
             Target::Address(addr),
             RequestBody::SyncGroup(SyncGroupRequest {
@@ -531,7 +535,7 @@ impl Consumer {
                 ..RequestOptions::default()
             },
         );
-        ctx.net.counters.group_operations += 1;
+        sh.net.counters.group_operations += 1;
         g.sync_seq = Some(seq);
         g.sync_attempts += 1;
         g.member = Member::Syncing;
@@ -551,13 +555,13 @@ impl Consumer {
 
     /// Joins again as a new member (a fresh member id from the coordinator) after the retry
     /// back-off: the registry membership of the old id is over.
-    pub(crate) fn rejoin_as_new_member(&mut self, now: Instant, reason: &str, ctx: &mut Ctx<'_>) {
-        self.rejoin(now, reason, Rejoin::UnknownMember, ctx);
+    pub(crate) fn rejoin_as_new_member(&mut self, now: Instant, reason: &str, sh: &mut Shared) {
+        self.rejoin(now, reason, Rejoin::UnknownMember, sh);
     }
 
     /// Leaves the generation and joins again after a delay: from the membership back-off when
     /// the group asked for it (`cause`), from the retry back-off after a failed exchange.
-    fn rejoin(&mut self, now: Instant, reason: &str, cause: Rejoin, ctx: &mut Ctx<'_>) {
+    fn rejoin(&mut self, now: Instant, reason: &str, cause: Rejoin, sh: &mut Shared) {
         let forget_member = cause == Rejoin::UnknownMember;
         let g = &mut self.group;
         if forget_member {
@@ -572,18 +576,21 @@ impl Consumer {
         g.last_ok = None;
         g.stable_since = None;
         let delay = match cause {
-            Rejoin::Failed => g.retry_backoff.next_delay(ctx.rng),
-            Rejoin::Membership | Rejoin::UnknownMember => g.backoff.next_delay(ctx.rng),
+            Rejoin::Failed => g.retry_backoff.next_delay(&mut sh.rng),
+            Rejoin::Membership | Rejoin::UnknownMember => g.backoff.next_delay(&mut sh.rng),
         };
         g.member = Member::Waiting(now + delay);
-        ctx.emit(ConsumerEvent::GroupRejoining {
-            reason: reason.to_owned(),
-            retry_in: delay,
-        });
+        emit(
+            sh,
+            ConsumerEvent::GroupRejoining {
+                reason: reason.to_owned(),
+                retry_in: delay,
+            },
+        );
     }
 
     /// Marks the consumer closed and says so.
-    pub(crate) fn finish_close(&mut self, ctx: &mut Ctx<'_>) {
+    pub(crate) fn finish_close(&mut self, sh: &mut Shared) {
         // A registry member frees its slot first, so that the others take its partitions
         // over at once (the server has no LeaveGroup).
         if let (true, Leave::No, Some(started)) = (
@@ -601,9 +608,9 @@ impl Consumer {
         }
         if !self.closed {
             self.closed = true;
-            ctx.emit(ConsumerEvent::Closed);
+            emit(sh, ConsumerEvent::Closed);
             for _ in 0..std::mem::take(&mut self.extra_close_waiters) {
-                ctx.emit(ConsumerEvent::Closed);
+                emit(sh, ConsumerEvent::Closed);
             }
         }
     }
@@ -615,16 +622,16 @@ impl Consumer {
         op: Op,
         seq: u64,
         result: Result<Reply, RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let transport = result.as_ref().err().cloned();
         let body = result.ok().and_then(|r| r.body);
         match op {
             Op::FindCoordinator => self.on_find_coordinator(now, body),
-            Op::Join => self.on_join(now, seq, body, transport, ctx),
-            Op::Sync => self.on_sync(now, seq, body, transport, ctx),
-            Op::Heartbeat => self.on_heartbeat(now, seq, body, transport, ctx),
-            Op::Commit(_) => self.on_commit(now, seq, body, transport, ctx),
+            Op::Join => self.on_join(now, seq, body, transport, sh),
+            Op::Sync => self.on_sync(now, seq, body, transport, sh),
+            Op::Heartbeat => self.on_heartbeat(now, seq, body, transport, sh),
+            Op::Commit(_) => self.on_commit(now, seq, body, transport, sh),
             _ => {}
         }
     }
@@ -656,7 +663,7 @@ impl Consumer {
         seq: u64,
         body: Option<Bytes>,
         transport: Option<RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         if self.group.join_seq != Some(seq) {
             return;
@@ -675,19 +682,19 @@ impl Consumer {
                 g.next_heartbeat = Some(now + self.config.heartbeat_interval);
                 g.sync_attempts = 0;
                 g.resync = false;
-                if !self.send_sync(now, ctx) {
-                    self.rejoin(now, "coordinator lost during the join", Rejoin::Failed, ctx);
+                if !self.send_sync(now, sh) {
+                    self.rejoin(now, "coordinator lost during the join", Rejoin::Failed, sh);
                 }
             }
             Some(r) => {
                 let reason = format!("JoinGroup answered {:?}", r.error_code);
-                self.rejoin(now, &reason, Rejoin::answered(r.error_code), ctx);
+                self.rejoin(now, &reason, Rejoin::answered(r.error_code), sh);
             }
             None => {
                 if transport.is_some() {
                     self.group.lost_coordinator(now);
                 }
-                self.rejoin(now, "JoinGroup failed", Rejoin::Failed, ctx);
+                self.rejoin(now, "JoinGroup failed", Rejoin::Failed, sh);
             }
         }
     }
@@ -701,7 +708,7 @@ impl Consumer {
         seq: u64,
         body: Option<Bytes>,
         transport: Option<RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         if self.group.sync_seq != Some(seq) {
             return;
@@ -709,7 +716,7 @@ impl Consumer {
         self.group.sync_seq = None;
         let resp = body.and_then(|b| SyncGroupResponse::decode(&mut Reader::new(b)).ok());
         match resp {
-            Some(r) if r.error_code == ErrorCode::NONE => self.synced(now, &r, ctx),
+            Some(r) if r.error_code == ErrorCode::NONE => self.synced(now, &r, sh),
             // Another member joined between this member's JoinGroup and SyncGroup: the
             // generation moved on, which on this server says nothing about the
             // assignment (there is none). Joining again would fence that member in
@@ -721,17 +728,20 @@ impl Consumer {
                 g.server_assignment = false;
                 g.stable_since = Some(now);
                 let member_id = g.member_id.clone().unwrap_or_default();
-                ctx.emit(ConsumerEvent::GroupJoined {
-                    generation: g.generation,
-                    member_id,
-                    leader: g.is_leader,
-                    server_assignment: false,
-                });
+                emit(
+                    sh,
+                    ConsumerEvent::GroupJoined {
+                        generation: g.generation,
+                        member_id,
+                        leader: g.is_leader,
+                        server_assignment: false,
+                    },
+                );
                 self.group.reg.start();
             }
             Some(r) => {
                 let reason = format!("SyncGroup answered {:?}", r.error_code);
-                self.rejoin(now, &reason, Rejoin::answered(r.error_code), ctx);
+                self.rejoin(now, &reason, Rejoin::answered(r.error_code), sh);
             }
             // A timed-out SyncGroup does not mean the generation is gone: only its
             // answer may have been lost. SyncGroup is a pure check on this server
@@ -747,7 +757,7 @@ impl Consumer {
                 if !timeout {
                     self.group.lost_coordinator(now);
                 }
-                if !(timeout && self.send_sync(now, ctx)) {
+                if !(timeout && self.send_sync(now, sh)) {
                     self.group.resync = true;
                 }
             }
@@ -755,7 +765,7 @@ impl Consumer {
                 if transport.is_some() {
                     self.group.lost_coordinator(now);
                 }
-                self.rejoin(now, "SyncGroup failed", Rejoin::Failed, ctx);
+                self.rejoin(now, "SyncGroup failed", Rejoin::Failed, sh);
             }
         }
     }
@@ -763,7 +773,7 @@ impl Consumer {
     /// A successful SyncGroup: the member is stable and says so with
     /// [`ConsumerEvent::GroupJoined`]; a non-empty assignment from the server is applied, an
     /// empty one (always, on today's server) starts the member registry.
-    fn synced(&mut self, now: Instant, r: &SyncGroupResponse, ctx: &mut Ctx<'_>) {
+    fn synced(&mut self, now: Instant, r: &SyncGroupResponse, sh: &mut Shared) {
         let server: Vec<TopicPartition> = r
             .assignments
             .iter()
@@ -782,18 +792,21 @@ impl Consumer {
         g.stable_since = Some(now);
         g.next_heartbeat = Some(now + self.config.heartbeat_interval);
         let member_id = g.member_id.clone().unwrap_or_default();
-        ctx.emit(ConsumerEvent::GroupJoined {
-            generation: g.generation,
-            member_id,
-            leader: g.is_leader,
-            server_assignment: g.server_assignment,
-        });
+        emit(
+            sh,
+            ConsumerEvent::GroupJoined {
+                generation: g.generation,
+                member_id,
+                leader: g.is_leader,
+                server_assignment: g.server_assignment,
+            },
+        );
         if registry {
             // Today's server: the members share the partitions through the
             // registry in the group's offset store (`membership.rs`).
             self.group.reg.start();
         } else {
-            self.apply_assignment(now, server, ctx);
+            self.apply_assignment(now, server, sh);
         }
     }
 
@@ -805,7 +818,7 @@ impl Consumer {
         seq: u64,
         body: Option<Bytes>,
         transport: Option<RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         if self.group.hb_seq != Some(seq) {
             return;
@@ -827,7 +840,7 @@ impl Consumer {
                     now,
                     "fenced (19): the generation moved",
                     Rejoin::Membership,
-                    ctx,
+                    sh,
                 );
             }
             Some(r) if r.error_code == ErrorCode(1) => {
@@ -835,12 +848,12 @@ impl Consumer {
                     now,
                     "unknown member (1): the session expired",
                     Rejoin::UnknownMember,
-                    ctx,
+                    sh,
                 );
             }
             Some(r) => {
                 let reason = format!("Heartbeat answered {:?}", r.error_code);
-                self.rejoin(now, &reason, Rejoin::Membership, ctx);
+                self.rejoin(now, &reason, Rejoin::Membership, sh);
             }
             // A timed-out heartbeat is not a lost session: only its answer may have
             // been lost (the broker may have counted it). The next heartbeat is due at
@@ -856,7 +869,7 @@ impl Consumer {
                 self.group.next_heartbeat = Some(now);
             }
             None => {
-                self.rejoin(now, "Heartbeat answer undecodable", Rejoin::Failed, ctx);
+                self.rejoin(now, "Heartbeat answer undecodable", Rejoin::Failed, sh);
             }
         }
     }

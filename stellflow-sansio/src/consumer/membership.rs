@@ -18,11 +18,14 @@
 
 use super::assignor::{MemberInput, assign_topic};
 use super::registry::{FreeReason, REGISTRY_TOPIC, Registration, Slot, View, encode_free};
-use super::{CommitId, CommitKind, Consumer, ConsumerEvent, Ctx, Op, RevocationId, TopicPartition};
+use super::{
+    CommitId, CommitKind, Consumer, ConsumerEvent, Op, RevocationId, TopicPartition, emit,
+};
 use crate::address::BrokerAddress;
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
 use crate::request::{RequestOptions, Target};
+use crate::shared::Shared;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 use stellflow_proto::messages::{
@@ -251,7 +254,7 @@ impl Consumer {
         &mut self,
         now: Instant,
         reason: &'static str,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         if self.oldest_unanswered_write().is_none() {
             return;
@@ -259,7 +262,7 @@ impl Consumer {
         let Some(coordinator) = self.group.coordinator.clone() else {
             return;
         };
-        if ctx.net.abort_address(
+        if sh.net.abort_address(
             now,
             &coordinator,
             crate::error::ConnectionError::WritesWithdrawn { reason },
@@ -271,10 +274,10 @@ impl Consumer {
     /// Drops every partition without committing it (another member may own them by now):
     /// commits not sent yet lose them too, and writes on their way are withdrawn (the
     /// coordinator connection is reset). The partitions dropped.
-    fn drop_uncommitted(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> Vec<TopicPartition> {
-        self.withdraw_unanswered_writes(now, "the member dropped its partitions", ctx);
+    fn drop_uncommitted(&mut self, now: Instant, sh: &mut Shared) -> Vec<TopicPartition> {
+        self.withdraw_unanswered_writes(now, "the member dropped its partitions", sh);
         let lost: Vec<TopicPartition> = self.parts.keys().cloned().collect();
-        self.drop_unsent_commits(&lost, ctx);
+        self.drop_unsent_commits(&lost, sh);
         self.set_assignment(&[]);
         lost
     }
@@ -284,8 +287,8 @@ impl Consumer {
     /// drops them without committing, withdraws its claims and registers in another slot,
     /// keeping its member id (the others who saw it take the new registration, whose counter
     /// is higher, as its own).
-    fn lose_slot(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
-        let lost = self.drop_uncommitted(now, ctx);
+    fn lose_slot(&mut self, now: Instant, sh: &mut Shared) {
+        let lost = self.drop_uncommitted(now, sh);
         let m = &mut self.group.reg;
         m.slot = None;
         m.owned = false;
@@ -295,15 +298,15 @@ impl Consumer {
         m.published.clear();
         m.revocations.clear();
         if !lost.is_empty() {
-            ctx.emit(ConsumerEvent::PartitionsLost(lost));
+            emit(sh, ConsumerEvent::PartitionsLost(lost));
         }
     }
 
     /// The member lost its membership (lease lapsed, or another member freed its slot): drops
     /// every partition without committing it and joins again as a new member.
-    pub(crate) fn lose_membership(&mut self, now: Instant, reason: &str, ctx: &mut Ctx<'_>) {
+    pub(crate) fn lose_membership(&mut self, now: Instant, reason: &str, sh: &mut Shared) {
         // Commits not sent yet must not write positions another member may own by now.
-        let lost = self.drop_uncommitted(now, ctx);
+        let lost = self.drop_uncommitted(now, sh);
         let listening = self.group.reg.listening;
         if self.closing {
             // A closing member finishes its close at once: nothing committed, its slot left
@@ -312,9 +315,9 @@ impl Consumer {
             self.group.reg.listening = listening;
             self.group.reg.leave = Leave::Done;
             if !lost.is_empty() {
-                ctx.emit(ConsumerEvent::PartitionsLost(lost));
+                emit(sh, ConsumerEvent::PartitionsLost(lost));
             }
-            self.finish_close(ctx);
+            self.finish_close(sh);
             return;
         }
         let mut view = std::mem::take(&mut self.group.reg.view);
@@ -332,9 +335,9 @@ impl Consumer {
         self.group.reg.view = view;
         self.group.reg.listening = listening;
         if !lost.is_empty() {
-            ctx.emit(ConsumerEvent::PartitionsLost(lost));
+            emit(sh, ConsumerEvent::PartitionsLost(lost));
         }
-        self.rejoin_as_new_member(now, reason, ctx);
+        self.rejoin_as_new_member(now, reason, sh);
     }
 
     /// One membership pass: lease, revocations past their bound, and the next round.
@@ -343,20 +346,20 @@ impl Consumer {
         now: Instant,
         group_id: &str,
         coordinator: &BrokerAddress,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> bool {
         let due: Vec<RevocationId> = (self.group.reg.revocations.iter())
             .filter(|(_, r)| !r.answered && r.deadline <= now)
             .map(|(id, _)| *id)
             .collect();
         for id in due {
-            self.proceed_revocation(now, id, ctx);
+            self.proceed_revocation(now, id, sh);
         }
         let m = &self.group.reg;
         if m.in_flight.is_some() || !(m.dirty || m.next_round.is_none_or(|t| t <= now)) {
             return false;
         }
-        self.send_registry_read(now, group_id, coordinator, AfterRead::Write, ctx);
+        self.send_registry_read(now, group_id, coordinator, AfterRead::Write, sh);
         true
     }
 
@@ -367,24 +370,24 @@ impl Consumer {
         now: Instant,
         group_id: &str,
         coordinator: &BrokerAddress,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> bool {
         let Leave::Wanted { deadline } = self.group.reg.leave else {
             return false;
         };
         if now >= deadline {
             self.group.reg.leave = Leave::Done;
-            self.finish_close(ctx);
+            self.finish_close(sh);
             return false;
         }
         if self.group.reg.in_flight.is_some() {
             return false;
         }
         if self.group.reg.slot.is_none() {
-            self.registry_left(ctx);
+            self.registry_left(sh);
             return false;
         }
-        self.send_registry_read(now, group_id, coordinator, AfterRead::Leave, ctx);
+        self.send_registry_read(now, group_id, coordinator, AfterRead::Leave, sh);
         true
     }
 
@@ -397,7 +400,7 @@ impl Consumer {
         now: Instant,
         group_id: &str,
         coordinator: &BrokerAddress,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> bool {
         let m = &self.group.reg;
         if m.in_flight.is_some() {
@@ -405,13 +408,13 @@ impl Consumer {
         }
         let deadline = m.parting_since.map(|t| t + self.config.rebalance_timeout);
         if m.slot.is_none() || deadline.is_some_and(|d| now >= d) {
-            self.registry_left(ctx);
+            self.registry_left(sh);
             return false;
         }
         if !self.group.pending.is_empty() || !self.group.in_flight.is_empty() {
             return false;
         }
-        self.send_registry_read(now, group_id, coordinator, AfterRead::Leave, ctx);
+        self.send_registry_read(now, group_id, coordinator, AfterRead::Leave, sh);
         true
     }
 
@@ -432,10 +435,10 @@ impl Consumer {
 
     /// The slot is freed (or given up): a closing consumer may finish, one that parted
     /// after `assign` is out of the registry and joins again on a later `subscribe`.
-    fn registry_left(&mut self, ctx: &mut Ctx<'_>) {
+    fn registry_left(&mut self, sh: &mut Shared) {
         if self.closing {
             self.group.reg.leave = Leave::Done;
-            self.finish_close(ctx);
+            self.finish_close(sh);
             return;
         }
         let listening = self.group.reg.listening;
@@ -457,7 +460,7 @@ impl Consumer {
         group_id: &str,
         coordinator: &BrokerAddress,
         after: AfterRead,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let slots = i32::try_from(self.config.max_group_members).unwrap_or(i32::MAX);
         let body = RequestBody::OffsetFetch(OffsetFetchRequest {
@@ -470,7 +473,7 @@ impl Consumer {
             }],
         });
         let options = self.registry_options();
-        let seq = ctx.net.submit(
+        let seq = sh.net.submit(
             now,
             Target::Address(coordinator.clone()),
             body,
@@ -478,7 +481,7 @@ impl Consumer {
             Origin::Consumer(Op::RegistryRead),
             &options,
         );
-        ctx.net.counters.group_operations += 1;
+        sh.net.counters.group_operations += 1;
         self.group.reg.in_flight = Some((seq, InFlight::Read(after)));
     }
 
@@ -500,13 +503,13 @@ impl Consumer {
         group_id: &str,
         coordinator: &BrokerAddress,
         leave: bool,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let counter = self.group.reg.counter + 1;
         let Some(slot) = self.group.reg.slot else {
             // Nothing to free: the close (or the parting) may finish.
             if leave {
-                self.registry_left(ctx);
+                self.registry_left(sh);
             }
             return;
         };
@@ -537,7 +540,7 @@ impl Consumer {
             }],
         });
         let options = self.registry_options();
-        let seq = ctx.net.submit(
+        let seq = sh.net.submit(
             now,
             Target::Address(coordinator.clone()),
             body,
@@ -545,7 +548,7 @@ impl Consumer {
             Origin::Consumer(Op::RegistryWrite),
             &options,
         );
-        ctx.net.counters.group_operations += 1;
+        sh.net.counters.group_operations += 1;
         let m = &mut self.group.reg;
         m.dirty = false;
         m.in_flight = Some((
@@ -566,7 +569,7 @@ impl Consumer {
         now: Instant,
         seq: u64,
         result: Result<Reply, RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let Some((want, _)) = &self.group.reg.in_flight else {
             return;
@@ -609,9 +612,9 @@ impl Consumer {
                 match (mine, self.group.coordinator.clone()) {
                     (true, Some(coordinator)) => {
                         let group_id = self.config.group_id.clone().unwrap_or_default();
-                        self.send_registry_write(now, &group_id, &coordinator, true, ctx);
+                        self.send_registry_write(now, &group_id, &coordinator, true, sh);
                     }
-                    _ => self.registry_left(ctx),
+                    _ => self.registry_left(sh),
                 }
             }
             InFlight::Read(after) => {
@@ -619,7 +622,7 @@ impl Consumer {
                     .and_then(|b| OffsetFetchResponse::decode(&mut Reader::new(b)).ok())
                     .and_then(|r| self.slots_of(r));
                 match slots {
-                    Some(slots) => self.on_registry_read(now, slots, after, ctx),
+                    Some(slots) => self.on_registry_read(now, slots, after, sh),
                     None => self.group.reg.next_round = Some(retry),
                 }
             }
@@ -641,7 +644,7 @@ impl Consumer {
                 if leave {
                     // Answered or not, the close (or parting) goes on: unanswered, the others
                     // count this member gone a session timeout after its last refresh.
-                    self.registry_left(ctx);
+                    self.registry_left(sh);
                     return;
                 }
                 if !ok {
@@ -661,7 +664,7 @@ impl Consumer {
                 // Read at once: it confirms the slot and may start the claims.
                 if let Some(coordinator) = self.group.coordinator.clone() {
                     let group_id = self.config.group_id.clone().unwrap_or_default();
-                    self.send_registry_read(now, &group_id, &coordinator, AfterRead::Confirm, ctx);
+                    self.send_registry_read(now, &group_id, &coordinator, AfterRead::Confirm, sh);
                 } else {
                     self.group.reg.next_round = Some(now);
                 }
@@ -689,7 +692,7 @@ impl Consumer {
         now: Instant,
         slots: Vec<Slot>,
         after: AfterRead,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let session = self.config.session_timeout;
         let me = self.group.member_id().unwrap_or("").replace(' ', "_");
@@ -710,7 +713,7 @@ impl Consumer {
                     }
                 }
                 Some(Slot::Freed { member, .. }) if *member == me => {
-                    self.lose_membership(now, "another member freed this member's slot", ctx);
+                    self.lose_membership(now, "another member freed this member's slot", sh);
                     return;
                 }
                 // Another member wrote the slot this member had registered in (both picked
@@ -723,7 +726,7 @@ impl Consumer {
             }
         }
         if overwritten {
-            self.lose_slot(now, ctx);
+            self.lose_slot(now, sh);
         }
         let m = &mut self.group.reg;
         m.frees = m.view.to_free(&me);
@@ -733,7 +736,7 @@ impl Consumer {
         }
         if live != m.live {
             m.live = live.clone();
-            ctx.emit(ConsumerEvent::GroupMembers(live));
+            emit(sh, ConsumerEvent::GroupMembers(live));
         }
         if m.slot.is_none() {
             let taken: BTreeSet<i32> = m.frees.iter().map(|(s, _)| *s).collect();
@@ -753,13 +756,16 @@ impl Consumer {
                 }
                 None => {
                     m.next_round = Some(now + self.config.heartbeat_interval);
-                    ctx.emit(ConsumerEvent::GroupRejoining {
-                        reason: format!(
-                            "the group's registry is full (consumer.max_group_members = {})",
-                            self.config.max_group_members
-                        ),
-                        retry_in: self.config.heartbeat_interval,
-                    });
+                    emit(
+                        sh,
+                        ConsumerEvent::GroupRejoining {
+                            reason: format!(
+                                "the group's registry is full (consumer.max_group_members = {})",
+                                self.config.max_group_members
+                            ),
+                            retry_in: self.config.heartbeat_interval,
+                        },
+                    );
                     return;
                 }
             }
@@ -771,7 +777,7 @@ impl Consumer {
         let settle = m.registered_at.map(|t| t + interval / 4);
         let settled = settle.is_some_and(|t| now >= t);
         let waiting = if m.confirmed && settled {
-            self.rebalance(now, &me, ctx)
+            self.rebalance(now, &me, sh)
         } else {
             false
         };
@@ -793,16 +799,16 @@ impl Consumer {
             && let Some(coordinator) = self.group.coordinator.clone()
         {
             let group_id = self.config.group_id.clone().unwrap_or_default();
-            self.send_registry_write(now, &group_id, &coordinator, false, ctx);
+            self.send_registry_write(now, &group_id, &coordinator, false, sh);
         }
     }
 
     /// Computes the assignment from the view and acts on it: revokes what goes elsewhere,
     /// withdraws claims, starts confirmed claims, claims what is free. Whether a partition
     /// this member should own is still taken by another.
-    fn rebalance(&mut self, now: Instant, me: &str, ctx: &mut Ctx<'_>) -> bool {
+    fn rebalance(&mut self, now: Instant, me: &str, sh: &mut Shared) -> bool {
         let mut mine: BTreeSet<TopicPartition> = BTreeSet::new();
-        let wanted = self.subscribed_partitions(ctx);
+        let wanted = self.subscribed_partitions(sh);
         {
             let m = &self.group.reg;
             let live: Vec<MemberInput<'_>> = m
@@ -835,7 +841,7 @@ impl Consumer {
             .cloned()
             .collect();
         if !give_up.is_empty() {
-            self.start_revocation(now, give_up, ctx);
+            self.start_revocation(now, give_up, sh);
         }
         let lease = self.group.reg.lease_valid(now);
         let m = &mut self.group.reg;
@@ -870,7 +876,7 @@ impl Consumer {
             all.extend(start.iter().cloned());
             let (_, added) = self.set_assignment(&all);
             if !added.is_empty() {
-                ctx.emit(ConsumerEvent::PartitionsAssigned(added));
+                emit(sh, ConsumerEvent::PartitionsAssigned(added));
             }
             self.fetch_wake = true;
         }
@@ -878,12 +884,7 @@ impl Consumer {
     }
 
     /// Stops the partitions, says so, and waits for the listener (or goes on at once).
-    fn start_revocation(
-        &mut self,
-        now: Instant,
-        partitions: Vec<TopicPartition>,
-        ctx: &mut Ctx<'_>,
-    ) {
+    fn start_revocation(&mut self, now: Instant, partitions: Vec<TopicPartition>, sh: &mut Shared) {
         for tp in &partitions {
             self.stop_for_handover(tp);
         }
@@ -900,14 +901,14 @@ impl Consumer {
                 commit: None,
             },
         );
-        ctx.emit(ConsumerEvent::PartitionsRevoking { id, partitions });
+        emit(sh, ConsumerEvent::PartitionsRevoking { id, partitions });
         if !listening {
-            self.proceed_revocation(now, id, ctx);
+            self.proceed_revocation(now, id, sh);
         }
     }
 
     /// The listener answered (or its bound passed): commit the positions, then release.
-    pub(crate) fn proceed_revocation(&mut self, now: Instant, id: RevocationId, ctx: &mut Ctx<'_>) {
+    pub(crate) fn proceed_revocation(&mut self, now: Instant, id: RevocationId, sh: &mut Shared) {
         let Some(r) = self.group.reg.revocations.get_mut(&id) else {
             return;
         };
@@ -936,10 +937,10 @@ impl Consumer {
                         r.commit = Some(commit);
                     }
                 }
-                None => self.finish_revocation(id, ctx),
+                None => self.finish_revocation(id, sh),
             }
         } else {
-            let commit = self.start_commit(now, positions, CommitKind::Revocation, ctx);
+            let commit = self.start_commit(now, positions, CommitKind::Revocation, sh);
             if let Some(r) = self.group.reg.revocations.get_mut(&id) {
                 r.commit = Some(commit);
             }
@@ -948,29 +949,29 @@ impl Consumer {
 
     /// A commit finished (landed or failed for good): the revocations that waited for it (their
     /// own commit, or the last earlier commit of their partitions) release their partitions.
-    pub(crate) fn revocation_committed(&mut self, commit: CommitId, ctx: &mut Ctx<'_>) {
+    pub(crate) fn revocation_committed(&mut self, commit: CommitId, sh: &mut Shared) {
         let ids: Vec<RevocationId> = (self.group.reg.revocations.iter())
             .filter(|(_, r)| r.commit == Some(commit))
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
-            self.finish_revocation(id, ctx);
+            self.finish_revocation(id, sh);
         }
     }
 
-    fn finish_revocation(&mut self, id: RevocationId, ctx: &mut Ctx<'_>) {
+    fn finish_revocation(&mut self, id: RevocationId, sh: &mut Shared) {
         let Some(r) = self.group.reg.revocations.remove(&id) else {
             return;
         };
         // Commits made after the revocation's own and still queued lose these partitions:
         // once released, another member may start them.
-        self.drop_unsent_commits(&r.partitions, ctx);
+        self.drop_unsent_commits(&r.partitions, sh);
         let keep: Vec<TopicPartition> = (self.parts.keys())
             .filter(|tp| !r.partitions.contains(tp))
             .cloned()
             .collect();
         self.set_assignment(&keep);
-        ctx.emit(ConsumerEvent::PartitionsRevoked(r.partitions));
+        emit(sh, ConsumerEvent::PartitionsRevoked(r.partitions));
         self.group.reg.dirty = true;
     }
 }

@@ -82,6 +82,7 @@ use crate::consumer_record::ConsumerRecord;
 use crate::fetched_blob::FetchedBlob;
 use crate::offset_model::Position;
 use crate::request::RequestOptions;
+use crate::shared::Shared;
 use crate::topic_partition::TopicPartition;
 use fetcher::FetchLayout;
 use group::Group;
@@ -190,19 +191,11 @@ impl Consumer {
     }
 }
 
-/// What consumer code may touch of the client while it runs.
-pub(crate) struct Ctx<'a> {
-    pub net: &'a mut crate::net::Net,
-    pub metadata: &'a crate::metadata::MetadataCache,
-    pub refresher: &'a mut crate::refresh::Refresher,
-    pub events: &'a mut std::collections::VecDeque<crate::event::Event>,
-    pub rng: &'a mut crate::rng::Rng,
-}
-
-impl Ctx<'_> {
-    pub(crate) fn emit(&mut self, e: ConsumerEvent) {
-        self.events.push_back(crate::event::Event::Consumer(e));
-    }
+/// Queues a consumer notification for the driver's drain (as [`crate::Event::Consumer`]).
+/// The consumer's steps take the client's non-feature state as one explicit borrow,
+/// `sh: &mut Shared` (`crate::shared`), and never the client itself.
+pub(crate) fn emit(sh: &mut Shared, e: ConsumerEvent) {
+    sh.events.push_back(crate::event::Event::Consumer(e));
 }
 
 /// What a consumer request is for; carried in [`crate::net::Origin::Consumer`].

@@ -2,12 +2,13 @@
 //! policy (ListOffsets on the leader), else a stop until the user seeks.
 
 use super::partition::{Start, by_topic};
-use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, TopicPartition};
+use super::{Consumer, ConsumerEvent, LogStartAction, OffsetReset, Op, TopicPartition, emit};
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
 use crate::offset_model::{self, Position};
 use crate::refresh::Urgency;
 use crate::request::{RequestOptions, Target};
+use crate::shared::Shared;
 use crate::trace::TraceIds;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -64,32 +65,32 @@ fn traced(trace: Option<&TraceIds>) -> RequestOptions {
 }
 
 impl Consumer {
-    fn policy_start(&self, tp: &TopicPartition, ctx: &mut Ctx<'_>) -> Start {
+    fn policy_start(&self, tp: &TopicPartition, sh: &mut Shared) -> Start {
         match self.config.auto_offset_reset {
             OffsetReset::Earliest => Start::NeedsReset(OffsetReset::Earliest),
             OffsetReset::Latest => Start::NeedsReset(OffsetReset::Latest),
             _ => {
-                ctx.emit(ConsumerEvent::NoPosition(tp.clone()));
+                emit(sh, ConsumerEvent::NoPosition(tp.clone()));
                 Start::Stopped
             }
         }
     }
 
     /// Asks for committed offsets and reset offsets of partitions without a position.
-    pub(crate) fn resolve_starts(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+    pub(crate) fn resolve_starts(&mut self, now: Instant, sh: &mut Shared) -> bool {
         if self.closing || self.closed {
             return false;
         }
         // 1. Partitions with nothing known yet: the committed offset (with a group), else the
         //    reset policy.
-        let (ask, fetch_trace) = self.choose_starts(now, ctx);
+        let (ask, fetch_trace) = self.choose_starts(now, sh);
         // 2. One OffsetFetch on the coordinator for the committed offsets.
-        let mut sent = self.send_offset_fetch(now, ask, fetch_trace, ctx);
+        let mut sent = self.send_offset_fetch(now, ask, fetch_trace, sh);
         // 3. The partitions to reset, seek by time or check the end of, by leader.
-        let by_leader = self.resets_by_leader(now, ctx);
+        let by_leader = self.resets_by_leader(now, sh);
         // 4. One ListOffsets per leader.
         for (leader, list) in by_leader {
-            self.send_list_offsets(now, leader, list, ctx);
+            self.send_list_offsets(now, leader, list, sh);
             sent = true;
         }
         sent
@@ -102,7 +103,7 @@ impl Consumer {
     fn choose_starts(
         &mut self,
         now: Instant,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> (Vec<(TopicPartition, u64)>, Option<TraceIds>) {
         let has_group = self.config.group_id.is_some();
         let coordinator_known = self.group.coordinator.is_some();
@@ -122,7 +123,7 @@ impl Consumer {
                 }
                 Start::AwaitCommitted
             } else {
-                self.policy_start(&tp, ctx)
+                self.policy_start(&tp, sh)
             };
             if let Some(p) = self.parts.get_mut(&tp) {
                 p.start = start;
@@ -142,7 +143,7 @@ impl Consumer {
         now: Instant,
         ask: Vec<(TopicPartition, u64)>,
         trace: Option<TraceIds>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> bool {
         let (false, Some(addr), Some(group)) = (
             ask.is_empty(),
@@ -165,7 +166,7 @@ impl Consumer {
             group_id: Some(group.as_str().into()),
             topics,
         });
-        let seq = ctx.net.submit(
+        let seq = sh.net.submit(
             now,
             Target::Address(addr),
             body,
@@ -195,9 +196,9 @@ impl Consumer {
     /// The partitions that need a ListOffsets (a reset, a seek by time, an end check) and are
     /// not backing off, by leader; each is marked `AwaitReset`. A partition whose leader is
     /// unknown backs off until the metadata names one (a refresh is asked for).
-    fn resets_by_leader(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> BTreeMap<i32, Vec<Asked>> {
+    fn resets_by_leader(&mut self, now: Instant, sh: &mut Shared) -> BTreeMap<i32, Vec<Asked>> {
         let mut by_leader: BTreeMap<i32, Vec<Asked>> = BTreeMap::new();
-        let cluster = ctx.metadata.cluster();
+        let cluster = sh.metadata.cluster();
         let mut refresh = false;
         for (tp, p) in self.parts.iter_mut() {
             let ask = match p.start {
@@ -235,20 +236,14 @@ impl Consumer {
             }
         }
         if refresh {
-            ctx.refresher.request(Urgency::AfterBackoff);
+            sh.refresher.request(Urgency::AfterBackoff);
         }
         by_leader
     }
 
     /// One ListOffsets to `leader` for `list`, carrying the first seek's trace context that
     /// has one (one request, one context, as a Produce does); the answer's order is kept.
-    fn send_list_offsets(
-        &mut self,
-        now: Instant,
-        leader: i32,
-        list: Vec<Asked>,
-        ctx: &mut Ctx<'_>,
-    ) {
+    fn send_list_offsets(&mut self, now: Instant, leader: i32, list: Vec<Asked>, sh: &mut Shared) {
         let trace = list.iter().find_map(|(.., t)| t.clone());
         let grouped = by_topic(list.into_iter().map(|(tp, e, pol, _)| (tp, (e, pol))));
         let topics = grouped
@@ -266,7 +261,7 @@ impl Consumer {
                     .collect(),
             })
             .collect();
-        let seq = ctx.net.submit(
+        let seq = sh.net.submit(
             now,
             Target::Broker(leader),
             RequestBody::ListOffsets(ListOffsetsRequest {
@@ -302,7 +297,7 @@ impl Consumer {
         now: Instant,
         seq: u64,
         result: Result<Reply, RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let Some(order) = self.offset_fetches.remove(&seq) else {
             return;
@@ -340,14 +335,17 @@ impl Consumer {
                             if let Some(p) = self.parts.get_mut(&tp) {
                                 p.committed = Some(pos);
                             }
-                            ctx.emit(ConsumerEvent::PositionResolved {
-                                partition: tp,
-                                position: pos,
-                                committed: true,
-                            });
+                            emit(
+                                sh,
+                                ConsumerEvent::PositionResolved {
+                                    partition: tp,
+                                    position: pos,
+                                    committed: true,
+                                },
+                            );
                         }
                         None => {
-                            let s = self.policy_start(&tp, ctx);
+                            let s = self.policy_start(&tp, sh);
                             if let Some(p) = self.parts.get_mut(&tp) {
                                 p.start = s;
                             }
@@ -370,7 +368,7 @@ impl Consumer {
         now: Instant,
         seq: u64,
         result: Result<Reply, RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let Some(order) = self.resets.remove(&seq) else {
             return;
@@ -399,8 +397,8 @@ impl Consumer {
             }
             match answer {
                 Some((offset, code)) if code == ErrorCode::NONE && offset >= 0 => match policy {
-                    Ask::Reset(_) | Ask::Time(_) => self.resolved(&tp, Position::blob(offset), ctx),
-                    Ask::CheckEnd => self.checked_end(now, &tp, offset, ctx),
+                    Ask::Reset(_) | Ask::Time(_) => self.resolved(&tp, Position::blob(offset), sh),
+                    Ask::CheckEnd => self.checked_end(now, &tp, offset, sh),
                 },
                 // No blob that recent: the server answers OFFSET_OUT_OF_RANGE with the log end
                 // (PROTOCOL.md §3.5), where the seek lands, as Kafka's consumer does.
@@ -409,13 +407,13 @@ impl Consumer {
                         && offset >= 0
                         && matches!(policy, Ask::Time(_)) =>
                 {
-                    self.resolved(&tp, Position::blob(offset), ctx)
+                    self.resolved(&tp, Position::blob(offset), sh)
                 }
                 other => {
                     if let Some((_, code)) = other
                         && code.class() == ErrorClass::RefreshMetadataAndRetry
                     {
-                        ctx.refresher.request(Urgency::AfterBackoff);
+                        sh.refresher.request(Urgency::AfterBackoff);
                     }
                     p.start = policy.retry();
                     p.retry_at = Some(now + self.config.fetch_backoff_max);
@@ -425,19 +423,22 @@ impl Consumer {
     }
 
     /// A reset found its position.
-    fn resolved(&mut self, tp: &TopicPartition, pos: Position, ctx: &mut Ctx<'_>) {
+    fn resolved(&mut self, tp: &TopicPartition, pos: Position, sh: &mut Shared) {
         self.reposition(tp, pos);
-        ctx.emit(ConsumerEvent::PositionResolved {
-            partition: tp.clone(),
-            position: pos,
-            committed: false,
-        });
+        emit(
+            sh,
+            ConsumerEvent::PositionResolved {
+                partition: tp.clone(),
+                position: pos,
+                committed: false,
+            },
+        );
     }
 
     /// ListOffsets LATEST answered `log_end` for a partition in [`Start::CheckEnd`]: a position
     /// past the log end is reported and handled by the reset policy (DESIGN §3.13); one within
     /// it only waits for the high watermark, fetching again after the empty-fetch backoff.
-    fn checked_end(&mut self, now: Instant, tp: &TopicPartition, log_end: i64, ctx: &mut Ctx<'_>) {
+    fn checked_end(&mut self, now: Instant, tp: &TopicPartition, log_end: i64, sh: &mut Shared) {
         let (min_backoff, max_backoff) = (self.config.fetch_backoff, self.config.fetch_backoff_max);
         let policy = self.config.auto_offset_reset;
         let Some(p) = self.parts.get_mut(tp) else {
@@ -459,17 +460,20 @@ impl Consumer {
             OffsetReset::Latest => LogStartAction::MovedToEnd,
             _ => LogStartAction::Stopped,
         };
-        ctx.emit(ConsumerEvent::PositionOutOfRange {
-            partition: tp.clone(),
-            position,
-            log_end,
-            action,
-        });
+        emit(
+            sh,
+            ConsumerEvent::PositionOutOfRange {
+                partition: tp.clone(),
+                position,
+                log_end,
+                action,
+            },
+        );
         match action {
             LogStartAction::MovedToLogStart => {
                 self.restart(tp, Start::NeedsReset(OffsetReset::Earliest));
             }
-            LogStartAction::MovedToEnd => self.resolved(tp, Position::blob(log_end), ctx),
+            LogStartAction::MovedToEnd => self.resolved(tp, Position::blob(log_end), sh),
             _ => {
                 self.restart(tp, Start::Stopped);
             }
