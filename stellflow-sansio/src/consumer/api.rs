@@ -1,63 +1,23 @@
 //! The consumer's commands and outputs on [`Client`], and its hooks into the client's loop.
 
-use super::partition::Start;
+use super::commands::{Close, Revocations, Unowned};
 use super::positions::Pausing;
 use super::{
-    CommitId, CommitKind, Consumer, ConsumerError, ConsumerRecord, FetchedBlob, Op, Position,
-    RecordLease, RevocationId, SeekTo, TopicPartition,
+    CommitId, CommitKind, ConsumerError, ConsumerRecord, FetchedBlob, Op, Position, RecordLease,
+    RevocationId, SeekTo, TopicPartition,
 };
 use crate::client::Client;
 use crate::net::Completion;
-use crate::refresh::Urgency;
 use crate::shared::Shared;
-use crate::topic::validate_topic_name;
 use std::time::Instant;
 
 /// Hands records on their way to the application to the consumer hooks.
-/// What a subscription does with a revocation: go on at once, or wait for the rebalance
-/// listener ([`Client::revocation_done`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Revocations {
-    /// [`Client::subscribe`]: no listener, revocations go on at once.
-    Immediate,
-    /// [`Client::subscribe_with_listener`]: each revocation waits for the listener.
-    WaitForListener,
-}
-
-/// What a group member's commit does with positions of partitions it does not own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Unowned {
-    /// Leaves them out (the positions were read from the assignment, which may have moved).
-    Dropped,
-    /// Refuses the commit with [`ConsumerError::NotAssigned`] (the caller named them).
-    Refused,
-}
-
 #[cold]
 fn consumed(hooks: &crate::hooks::Hooks, records: &[ConsumerRecord]) {
     hooks.consumer.iter().for_each(|h| h.on_consume(records));
 }
 
 impl Client {
-    /// The consumer and the rest of the client's state it may use, borrowed apart.
-    fn consumer_ctx(&mut self) -> (&mut Consumer, &mut Shared) {
-        (&mut self.consumer, &mut self.shared)
-    }
-
-    fn consumer_command(&mut self, now: Instant) -> Result<(), ConsumerError> {
-        self.shared.last_now = now;
-        if self.shared.closed || self.consumer.closing || self.consumer.closed {
-            return Err(ConsumerError::Closed);
-        }
-        // A command is the first thing a member back from a pause may do, before the driver
-        // shows it the time: it learns first that its partitions are no longer its own.
-        let (c, sh) = self.consumer_ctx();
-        if c.lease_lapsed(now) {
-            c.lose_membership(now, "this member's lease lapsed on its own clock", sh);
-        }
-        Ok(())
-    }
-
     /// Consumes exactly `partitions` (manual assignment; replaces any subscription). Each
     /// starts at its committed position when `consumer.group_id` is set, else at the reset
     /// policy. Revoked and assigned partitions are reported as events.
@@ -66,16 +26,8 @@ impl Client {
         now: Instant,
         partitions: &[TopicPartition],
     ) -> Result<(), ConsumerError> {
-        self.consumer_command(now)?;
-        for tp in partitions {
-            validate_topic_name(&tp.topic)?;
-        }
-        self.consumer.group.subscription.clear();
-        // A registry member frees its slot (after committing what it gives up), so that the
-        // others take its partitions at once rather than after its session.
-        self.consumer.part_registry(now);
-        let (c, sh) = self.consumer_ctx();
-        c.apply_assignment(now, partitions.to_vec(), sh);
+        self.shared.last_now = now;
+        self.consumer.assign(now, partitions, &mut self.shared)?;
         self.process(now);
         Ok(())
     }
@@ -109,8 +61,7 @@ impl Client {
     /// unknown or already past (its bound ran out) is ignored.
     pub fn revocation_done(&mut self, now: Instant, id: RevocationId) {
         self.shared.last_now = now;
-        let (c, sh) = self.consumer_ctx();
-        c.proceed_revocation(now, id, sh);
+        self.consumer.revocation_done(now, id, &mut self.shared);
         self.process(now);
     }
 
@@ -120,27 +71,16 @@ impl Client {
         topics: &[&str],
         revocations: Revocations,
     ) -> Result<(), ConsumerError> {
-        self.consumer_command(now)?;
-        if self.consumer.config.group_id.is_none() {
-            return Err(ConsumerError::NoGroup);
-        }
-        for t in topics {
-            validate_topic_name(t)?;
-        }
-        let g = &mut self.consumer.group;
-        g.subscription = topics.iter().map(|t| (*t).to_owned()).collect();
-        g.reg.listening = revocations == Revocations::WaitForListener;
-        g.reg.resubscribed();
-        if g.member == super::member::Member::Idle {
-            self.shared.refresher.request(Urgency::AfterBackoff);
-        }
+        self.shared.last_now = now;
+        self.consumer
+            .subscribe(now, topics, revocations, &mut self.shared)?;
         self.process(now);
         Ok(())
     }
 
     /// The partitions currently assigned.
     pub fn assignment(&self) -> Vec<TopicPartition> {
-        self.consumer.parts.keys().cloned().collect()
+        self.consumer.assignment()
     }
 
     /// Moves `tp` (buffered records are dropped). A [`Position`] may point inside a blob.
@@ -150,26 +90,8 @@ impl Client {
         tp: &TopicPartition,
         to: SeekTo,
     ) -> Result<(), ConsumerError> {
-        self.consumer_command(now)?;
-        if !self.consumer.parts.contains_key(tp) {
-            return Err(ConsumerError::NotAssigned(tp.clone()));
-        }
-        self.consumer.processed.forget(tp);
-        if let Some(p) = self.consumer.parts.get_mut(tp) {
-            // The request that resolves the target carries the caller's context.
-            p.seek_trace.clone_from(&self.shared.trace);
-        }
-        match to {
-            SeekTo::Position(p) => self.consumer.reposition(tp, p),
-            SeekTo::Beginning => self
-                .consumer
-                .restart(tp, Start::NeedsReset(super::OffsetReset::Earliest)),
-            SeekTo::End => self
-                .consumer
-                .restart(tp, Start::NeedsReset(super::OffsetReset::Latest)),
-            SeekTo::Committed => self.consumer.restart(tp, Start::Unknown),
-            SeekTo::Timestamp(ms) => self.consumer.restart(tp, Start::NeedsTime(ms)),
-        }
+        self.shared.last_now = now;
+        self.consumer.seek(now, tp, to, &mut self.shared)?;
         self.process(now);
         Ok(())
     }
@@ -183,25 +105,17 @@ impl Client {
     /// The last committed position of `tp` this consumer knows (read at start or written by
     /// one of its commits).
     pub fn committed(&self, tp: &TopicPartition) -> Option<Position> {
-        self.consumer.parts.get(tp).and_then(|p| p.committed)
+        self.consumer.committed(tp)
     }
 
     /// Stops fetching and delivering `tp`; buffered records are kept for [`Client::resume`].
     pub fn pause(&mut self, tp: &TopicPartition) -> Result<(), ConsumerError> {
-        if !self.consumer.parts.contains_key(tp) {
-            return Err(ConsumerError::NotAssigned(tp.clone()));
-        }
-        self.consumer.set_paused(tp, Pausing::Pause);
-        Ok(())
+        self.consumer.pause(tp, Pausing::Pause)
     }
 
     /// Resumes a paused partition.
     pub fn resume(&mut self, tp: &TopicPartition) -> Result<(), ConsumerError> {
-        if !self.consumer.parts.contains_key(tp) {
-            return Err(ConsumerError::NotAssigned(tp.clone()));
-        }
-        self.consumer.set_paused(tp, Pausing::Resume);
-        Ok(())
+        self.consumer.pause(tp, Pausing::Resume)
     }
 
     /// High watermark − position of `tp`, with the watermark from the latest fetch: the blobs
@@ -212,13 +126,12 @@ impl Client {
 
     /// Fetched bytes waiting for delivery (bounded by `consumer.max_buffered_bytes`).
     pub fn buffered_bytes(&self) -> usize {
-        self.consumer.buffered
+        self.consumer.buffered_bytes()
     }
 
     /// The group member id and generation, once joined.
     pub fn group_member(&self) -> Option<(&str, i32)> {
-        let g = &self.consumer.group;
-        g.member_id().map(|m| (m, g.generation()))
+        self.consumer.group_member()
     }
 
     /// The next record, decoded from fetched bytes without copying its key, value or
@@ -365,26 +278,8 @@ impl Client {
         kind: CommitKind,
         unowned: Unowned,
     ) -> Result<CommitId, ConsumerError> {
-        self.consumer_command(now)?;
-        if self.consumer.config.group_id.is_none() {
-            return Err(ConsumerError::NoGroup);
-        }
-        let mut positions = positions;
-        if !self.consumer.group.subscription.is_empty() {
-            // A group member commits only what it owns: another member may own the rest
-            // (a partition lost in a pause, or released meanwhile).
-            let c = &self.consumer;
-            if unowned == Unowned::Refused {
-                if let Some((tp, _)) = positions.iter().find(|(tp, _)| !c.parts.contains_key(tp)) {
-                    return Err(ConsumerError::NotAssigned(tp.clone()));
-                }
-            } else {
-                positions.retain(|(tp, _)| c.parts.contains_key(tp));
-            }
-        }
-        let trace = self.shared.trace.clone();
-        let (c, sh) = self.consumer_ctx();
-        let id = c.start_commit_traced(now, positions, kind, trace.as_ref(), sh);
+        self.shared.last_now = now;
+        let id = (self.consumer).commit(now, positions, kind, unowned, &mut self.shared)?;
         self.process(now);
         Ok(id)
     }
@@ -398,110 +293,23 @@ impl Client {
     /// forward each `Closed` to one waiter without tracking earlier calls).
     pub fn close_consumer(&mut self, now: Instant) {
         self.shared.last_now = now;
-        if self.consumer.closed {
-            self.shared
-                .events
-                .push_back(crate::Event::Consumer(super::ConsumerEvent::Closed));
-            return;
+        if self.consumer.close(now, &mut self.shared) == Close::Started {
+            self.process(now);
         }
-        if self.consumer.closing {
-            self.consumer.extra_close_waiters += 1;
-            return;
-        }
-        // A member back from a pause closes without committing what it no longer owns.
-        let (c, sh) = self.consumer_ctx();
-        if c.lease_lapsed(now) {
-            c.lose_membership(now, "this member's lease lapsed on its own clock", sh);
-        }
-        self.consumer.closing = true;
-        self.consumer.close_started = Some(now);
-        let positions = self.consumer.uncommitted_positions();
-        let commit = self.consumer.config.enable_auto_commit
-            && self.consumer.config.group_id.is_some()
-            && !positions.is_empty()
-            && !self.shared.closed;
-        let (c, sh) = self.consumer_ctx();
-        if commit {
-            c.start_commit(now, positions, CommitKind::Close, sh);
-        } else {
-            c.finish_close(sh);
-        }
-        self.process(now);
     }
 
     /// One consumer pass inside [`Client::process`]; whether it sent anything.
     pub(crate) fn consumer_drive(&mut self, now: Instant) -> bool {
-        if !self.consumer.active() {
-            return false;
-        }
-        let closed = self.shared.closed;
-        let (c, sh) = self.consumer_ctx();
-        if closed {
-            c.fail_commits(sh);
-            return false;
-        }
-        let mut sent = c.drive_group(now, sh);
-        sent |= c.resolve_starts(now, sh);
-        sent |= c.send_fetches(now, sh);
-        sent
+        self.consumer.drive(now, &mut self.shared)
     }
 
     /// The consumer's earliest deadline, for the drain's [`crate::Output::Timeout`].
     pub(crate) fn consumer_deadline(&self) -> Option<Instant> {
-        let c = &self.consumer;
-        if self.shared.closed || !c.active() {
-            return None;
-        }
-        let last_now = self.shared.last_now;
-        if c.fetch_wake && !c.closing && c.buffered < c.config.max_buffered_bytes {
-            // Buffer space was freed outside a pass (poll_record, resume): fetch at once.
-            return Some(last_now);
-        }
-        let mut d = c
-            .group
-            .deadline(&c.config, c.config.group_id.is_some(), c.closing, last_now);
-        // Past instants were acted on by the pass at `last_now` or wait for another deadline
-        // (see `Group::deadline`); only the fetch wake-up above asks for "now".
-        let mut take = |t: Option<Instant>| {
-            if let Some(t) = t.filter(|t| *t > last_now) {
-                d = Some(d.map_or(t, |x: Instant| x.min(t)));
-            }
-        };
-        // A write unanswered for the lease margin is withdrawn then (see `drive_group`).
-        take(c.withdraw_deadline());
-        for p in c.parts.values() {
-            match p.start {
-                Start::Ready
-                    if !p.paused
-                        && p.in_flight == 0
-                        && !c.closing
-                        && c.buffered < c.config.max_buffered_bytes =>
-                {
-                    take(p.not_before);
-                }
-                Start::Unknown | Start::NeedsReset(_) | Start::NeedsTime(_) | Start::CheckEnd => {
-                    take(p.retry_at)
-                }
-                _ => {}
-            }
-        }
-        d
+        self.consumer.deadline(&self.shared)
     }
 
     /// Routes a consumer request's outcome.
     pub(crate) fn on_consumer_completion(&mut self, now: Instant, op: Op, c: Completion) {
-        let (consumer, sh) = self.consumer_ctx();
-        // A member back from a pause learns first that its partitions are no longer its own,
-        // before any answer (a fetch, a commit) is applied to them.
-        if consumer.lease_lapsed(now) {
-            consumer.lose_membership(now, "this member's lease lapsed on its own clock", sh);
-        }
-        match op {
-            Op::Fetch => consumer.on_fetch(now, c.seq, c.result, sh),
-            Op::ListOffsets => consumer.on_list_offsets(now, c.seq, c.result, sh),
-            Op::OffsetFetch => consumer.on_offset_fetch(now, c.seq, c.result, sh),
-            Op::RegistryRead | Op::RegistryWrite => consumer.on_registry(now, c.seq, c.result, sh),
-            _ => consumer.on_group(now, op, c.seq, c.result, sh),
-        }
+        self.consumer.on_completion(now, op, c, &mut self.shared);
     }
 }

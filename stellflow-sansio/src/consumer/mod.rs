@@ -58,8 +58,10 @@ pub mod positions;
 
 mod api;
 mod assignor;
+mod commands;
 mod commit;
 mod delivery;
+mod drive;
 mod lease;
 mod member;
 mod membership;
