@@ -1,14 +1,15 @@
 //! The consumer's commands and outputs on [`Client`], and its hooks into the client's loop.
 
-use super::commands::{Close, Revocations, Unowned};
-use super::positions::Pausing;
-use super::{
-    CommitId, CommitKind, ConsumerError, ConsumerRecord, FetchedBlob, Op, Position, RecordLease,
-    RevocationId, SeekTo, TopicPartition,
-};
 use crate::client::Client;
+use crate::consumer::positions::Pausing;
+use crate::consumer::{Close, Op, RecordLease, Revocations, SeekTo, Unowned};
+use crate::consumer_event::{CommitId, CommitKind, ConsumerError, RevocationId};
+use crate::consumer_record::ConsumerRecord;
+use crate::fetched_blob::FetchedBlob;
 use crate::net::Completion;
+use crate::offset_model::Position;
 use crate::shared::Shared;
+use crate::topic_partition::TopicPartition;
 use std::time::Instant;
 
 /// Hands records on their way to the application to the consumer hooks.
@@ -42,12 +43,12 @@ impl Client {
     }
 
     /// Like [`Client::subscribe`], with a rebalance listener: every
-    /// [`super::ConsumerEvent::PartitionsRevoking`] waits for [`Client::revocation_done`] (at
+    /// [`crate::ConsumerEvent::PartitionsRevoking`] waits for [`Client::revocation_done`] (at
     /// most `consumer.revocation_timeout`) before the positions are committed and the
     /// partitions go to their new owner. Between the two, the partitions are still this
     /// member's: commit them, flush what the application keeps for them. Kafka's
-    /// `onPartitionsRevoked`; [`super::ConsumerEvent::PartitionsAssigned`] is
-    /// `onPartitionsAssigned`, and [`super::ConsumerEvent::PartitionsLost`] `onPartitionsLost`.
+    /// `onPartitionsRevoked`; [`crate::ConsumerEvent::PartitionsAssigned`] is
+    /// `onPartitionsAssigned`, and [`crate::ConsumerEvent::PartitionsLost`] `onPartitionsLost`.
     pub fn subscribe_with_listener(
         &mut self,
         now: Instant,
@@ -56,7 +57,7 @@ impl Client {
         self.subscribe_as(now, topics, Revocations::WaitForListener)
     }
 
-    /// Lets the revocation `id` go on ([`super::ConsumerEvent::PartitionsRevoking`]): the
+    /// Lets the revocation `id` go on ([`crate::ConsumerEvent::PartitionsRevoking`]): the
     /// positions are committed (auto-commit on) and the partitions released. An id that is
     /// unknown or already past (its bound ran out) is ignored.
     pub fn revocation_done(&mut self, now: Instant, id: RevocationId) {
@@ -249,7 +250,7 @@ impl Client {
     /// mid-blob included, or with `consumer.commit_marked_only` the marked positions (see
     /// [`Client::mark_processed`]) — retrying retriable failures until
     /// `consumer.rebalance_timeout`. The outcome is
-    /// [`super::ConsumerEvent::CommitCompleted`] with the returned id.
+    /// [`crate::ConsumerEvent::CommitCompleted`] with the returned id.
     pub fn commit(&mut self, now: Instant) -> Result<CommitId, ConsumerError> {
         let positions = self.consumer.positions_to_commit();
         self.commit_with(now, positions, CommitKind::Sync, Unowned::Dropped)
@@ -286,7 +287,7 @@ impl Client {
 
     /// Stops consuming: no more fetches or heartbeats; with auto-commit on, the positions are
     /// committed first (there is no LeaveGroup: the member expires after its session).
-    /// [`super::ConsumerEvent::Closed`] follows; then close the client with [`Client::close`].
+    /// [`crate::ConsumerEvent::Closed`] follows; then close the client with [`Client::close`].
     ///
     /// Every call is answered by its own `Closed`: a call after the consumer closed gets one
     /// at once, a call while a close is under way gets one when it finishes (so a driver can

@@ -1,6 +1,8 @@
 //! The [`Client`]: the sans-IO state machine that ties the router, the metadata cache, the
 //! refresh schedule and the admin operations together behind the input/output contract.
 
+mod consume;
+
 use crate::address::BrokerAddress;
 use crate::admin::AdminOp;
 use crate::backoff::Backoff;

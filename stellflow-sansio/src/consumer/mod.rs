@@ -56,7 +56,6 @@ pub mod fetcher;
 pub mod group;
 pub mod positions;
 
-mod api;
 mod assignor;
 mod commands;
 mod commit;
@@ -71,6 +70,7 @@ mod registry;
 mod start;
 mod view;
 
+pub(crate) use commands::{Close, Revocations, Unowned};
 pub use lease::RecordLease;
 pub use registry::REGISTRY_TOPIC;
 
