@@ -747,7 +747,7 @@ impl Consumer {
                 .filter(|(i, s)| s.claimable() && !taken.contains(&(*i as i32)))
                 .map(|(i, _)| i as i32)
                 .collect();
-            let pick = crate::producer::fnv1a32(me.as_bytes()) as usize;
+            let pick = crate::partitioner::fnv1a32(me.as_bytes()) as usize;
             let free = free.get(pick % free.len().max(1)).copied();
             match free {
                 Some(s) => {
