@@ -1,17 +1,28 @@
 //! The consumer: assignment and groups on timers, positions, fetching without server
 //! long-poll, exact resumable commits (DESIGN §3.1, §3.6, §3.7).
 //!
-//! Below it, and importing nothing of it, the contract it shares with the rest of the crate:
-//! [`crate::offset_model`] (the one module that knows how offsets and blobs relate, with
-//! [`Position`]), `topic_partition.rs`, `consumer_record.rs`, `consumer_event.rs` (events and
-//! errors), `consumer_config.rs` and `fetched_blob.rs` (a blob handed over whole,
-//! [`FetchedBlob`]). Inside it:
+//! # Layout
 //!
-//! * `partition` — one partition's state (start, position, fetch bookkeeping, its blobs).
-//! * [`positions`] — assignment, seeks, resets, pauses; `delivery` — the delivery queue (lazy,
-//!   zero-copy decoding).
-//! * [`fetcher`] — one Fetch per leader broker, one entry per blob, empty-fetch backoff.
-//! * [`group`] — coordinator, JoinGroup/SyncGroup/Heartbeat, rebalances, commits.
+//! One way down, no circle (`api-surface/tests/import_circles.rs` checks it):
+//!
+//! * **Above:** the client. Its public consumer methods (`client/consume.rs`) are thin: set
+//!   the clock, call a [`Consumer`] method, run the loop. The consumer never names the client.
+//! * **The consumer** ([`Consumer`], here) and its steps, each an `impl Consumer` in its own
+//!   file taking the client's non-feature state as one explicit borrow (`sh: &mut Shared`):
+//!   `commands` (the client's commands), `drive` (its pass, deadline and answer routing),
+//!   [`positions`] (assignment, seeks, resets, pauses), `delivery` (the delivery queue: lazy,
+//!   zero-copy decoding), [`fetcher`] (one Fetch per leader broker, one entry per blob,
+//!   empty-fetch backoff), `start` (start positions), `processed` (marks), `commit`, [`group`] (coordinator,
+//!   JoinGroup/SyncGroup/Heartbeat, rebalances) and `membership` (the member registry). A step
+//!   calls another through `Consumer`'s methods, never by importing its file.
+//! * **Plain data the steps share**, importing no step: `partition` (one partition's state:
+//!   start, position, fetch bookkeeping, its blobs), `member` (the member's protocol state),
+//!   `registry`, `assignor`, `lease`, `view`.
+//! * **Below the consumer**, importing nothing of it, the contract it shares with the rest of
+//!   the crate: [`crate::offset_model`] (the one module that knows how offsets and blobs
+//!   relate, with [`Position`]), `topic_partition.rs`, `consumer_record.rs`,
+//!   `consumer_event.rs` (events and errors), `consumer_config.rs`, `fetched_blob.rs` (a blob
+//!   handed over whole, [`FetchedBlob`]), and `shared.rs`.
 //!
 //! # Delivery
 //!
