@@ -12,7 +12,8 @@
 
 use crate::consumer::{CommitId, CommitKind, ConsumerError, ConsumerRecord, FetchedBlob};
 use crate::consumer::{Position, TopicPartition};
-use crate::producer::{DeliveryError, ProduceId, ProducerRecord, RecordMetadata};
+use crate::delivery::{DeliveryError, ProduceId, RecordMetadata};
+use crate::producer_record::ProducerRecord;
 use crate::trace::{TRACEPARENT, TRACESTATE, TraceIds};
 use std::sync::Arc;
 

@@ -70,6 +70,8 @@
 
 mod address;
 mod admin;
+mod admin_call;
+mod admin_results;
 mod backoff;
 mod client;
 mod config;
@@ -91,6 +93,8 @@ mod observe;
 mod output;
 mod partitioner;
 mod producer;
+mod producer_config;
+mod producer_record;
 mod refresh;
 mod request;
 mod shared;

@@ -1,13 +1,13 @@
 //! Finishing admin commands: decode each answer into its typed result, take the next step of
 //! multi-request commands (committed offsets, re-asserting leadership), and emit the outcome.
 
-use super::call::Outcome;
-use super::results::{
+use super::{AdminOp, Single};
+use crate::address::BrokerAddress;
+use crate::admin_call::Outcome;
+use crate::admin_results::{
     ApiSupport, BrokerApiVersions, ClusterStatus, CommittedOffset, DecommissionResult, OffsetInfo,
     OffsetSpec, PartitionOutcome, ReassertedPartition, TopicAdminResult,
 };
-use super::{AdminOp, Single};
-use crate::address::BrokerAddress;
 use crate::client::Client;
 use crate::error::{AdminError, RequestError};
 use crate::metadata::{LeaderlessReason, ViewPartition};

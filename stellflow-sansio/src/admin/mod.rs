@@ -10,8 +10,10 @@
 //! anything is sent (DESIGN §3.11).
 //!
 //! The module's parts, one job each:
-//! * `results` — the result types a caller reads;
-//! * `call` — commands ([`AdminCall`]), their ids ([`AdminId`]) and answers ([`AdminOutcome`]);
+//! * `crate::admin_results` (low, beside the other contract types) — the result types a
+//!   caller reads;
+//! * `crate::admin_call` (low) — commands ([`AdminCall`]), their ids ([`AdminId`]) and answers
+//!   ([`AdminOutcome`]), which [`Event::Admin`] carries;
 //! * `start` — validating a command and sending its first request;
 //! * `route` — ListOffsets' per-leader routing and the commands that wait for metadata;
 //! * `complete` — decoding answers and finishing each command.
@@ -20,15 +22,13 @@
 //! [`Client::admin`]: crate::Client::admin
 //! [`Event::Admin`]: crate::Event::Admin
 
-mod call;
 mod complete;
-mod results;
 mod route;
 mod start;
 
-pub(crate) use call::Outcome;
-pub use call::{AdminCall, AdminId, AdminOutcome, AdminOutput, PartitionOverride};
-pub use results::{
+pub(crate) use crate::admin_call::Outcome;
+pub use crate::admin_call::{AdminCall, AdminId, AdminOutcome, AdminOutput, PartitionOverride};
+pub use crate::admin_results::{
     ApiSupport, BrokerApiVersions, ClusterStatus, CommittedOffset, DecommissionResult,
     ListedOffset, OffsetInfo, OffsetSpec, PartitionOutcome, ReassertedPartition, TopicAdminResult,
     TopicDescription,

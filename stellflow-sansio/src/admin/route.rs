@@ -2,9 +2,9 @@
 //! round (DescribeTopics, an unroutable ListOffsets).
 
 use super::AdminOp;
-use super::call::{AdminOutcome, Outcome};
 use super::complete::leaderless;
-use super::results::{ListedOffset, TopicDescription};
+use crate::admin_call::{AdminOutcome, Outcome};
+use crate::admin_results::{ListedOffset, TopicDescription};
 use crate::client::Client;
 use crate::error::{AdminError, RequestError};
 use crate::event::Event;

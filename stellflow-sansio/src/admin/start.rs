@@ -1,12 +1,14 @@
 //! Starting an admin command: validate it, then send its first request (or wait for
 //! metadata).
 
-use super::call::{AdminCall, AdminId, AdminOutput, AdminRequest, Described, PartitionOverride};
-use super::results::{
+use super::{AdminOp, Single};
+use crate::admin_call::{
+    AdminCall, AdminId, AdminOutput, AdminRequest, Described, PartitionOverride,
+};
+use crate::admin_results::{
     BrokerApiVersions, ClusterStatus, CommittedOffset, DecommissionResult, ListedOffset,
     OffsetSpec, ReassertedPartition, TopicAdminResult,
 };
-use super::{AdminOp, Single};
 use crate::client::Client;
 use crate::error::{AdminError, RequestError};
 use crate::metadata::ViewPartition;

@@ -1,7 +1,7 @@
 //! The result types of admin commands: what a caller reads back.
 
+use crate::Position;
 use crate::address::BrokerAddress;
-use crate::consumer::Position;
 use crate::error::AdminError;
 use crate::metadata::PartitionInfo;
 use stellflow_proto::{ApiKey, ErrorCode};
