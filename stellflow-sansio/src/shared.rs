@@ -13,6 +13,7 @@ use crate::metadata::MetadataCache;
 use crate::net::Net;
 use crate::observe::Observe;
 use crate::refresh::Refresher;
+use crate::request::{RequestOptions, TraceContext};
 use crate::rng::Rng;
 use crate::trace::TraceIds;
 use std::collections::VecDeque;
@@ -48,4 +49,18 @@ pub(crate) struct Shared {
     pub(crate) trace: Option<TraceIds>,
     /// The hooks of the configuration (called by the producer, the consumer and the client).
     pub(crate) hooks: Hooks,
+}
+
+impl Shared {
+    /// `opts` with the command's trace context when it names none itself (`None`: use
+    /// `opts` as they are).
+    pub(crate) fn traced_options(&self, opts: &RequestOptions) -> Option<RequestOptions> {
+        match (&opts.trace, &self.trace) {
+            (None, Some(t)) => Some(RequestOptions {
+                trace: Some(TraceContext::from(t)),
+                ..opts.clone()
+            }),
+            _ => None,
+        }
+    }
 }

@@ -53,7 +53,7 @@ impl Client {
         if self.shared.closed {
             return Err(AdminError::Request(RequestError::Closed));
         }
-        let traced = self.traced_options(opts);
+        let traced = self.shared.traced_options(opts);
         let opts = traced.as_ref().unwrap_or(opts);
         let id = self.shared.net.alloc_seq();
         let op = match request {

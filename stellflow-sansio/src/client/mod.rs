@@ -1,6 +1,9 @@
 //! The [`Client`]: the sans-IO state machine that ties the router, the metadata cache, the
 //! refresh schedule and the admin operations together behind the input/output contract.
 
+mod health;
+mod trace;
+
 use crate::address::BrokerAddress;
 use crate::admin::AdminOp;
 use crate::backoff::Backoff;
@@ -408,7 +411,7 @@ impl Client {
             });
             id
         } else {
-            let traced = self.traced_options(opts);
+            let traced = self.shared.traced_options(opts);
             let opts = traced.as_ref().unwrap_or(opts);
             self.shared
                 .net
