@@ -2,6 +2,7 @@
 //! refresh schedule and the admin operations together behind the input/output contract.
 
 mod health;
+mod produce;
 mod trace;
 
 use crate::address::BrokerAddress;

@@ -53,7 +53,6 @@
 //! [`idempotence`] (producer id, sequences, epoch-bump recovery).
 
 mod accumulator;
-mod api;
 mod error;
 pub mod idempotence;
 mod missing;

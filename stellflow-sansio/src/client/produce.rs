@@ -1,8 +1,8 @@
 //! The producer's commands on [`Client`]. The logic lives in the producer modules; these are
 //! thin delegations that keep the drain rule (every command runs what became possible).
 
-use super::{FlushId, Partitioner, ProduceError, ProduceId, ProducerRecord};
-use crate::client::Client;
+use super::Client;
+use crate::producer::{FlushId, Partitioner, ProduceError, ProduceId, ProducerRecord};
 use crate::refresh::Urgency;
 use std::time::{Duration, Instant};
 
