@@ -76,7 +76,6 @@ mod backoff;
 mod client;
 mod config;
 mod config_error;
-mod conn;
 mod consumer;
 mod delivery;
 mod error;

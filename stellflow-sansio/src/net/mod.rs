@@ -16,7 +16,7 @@
 use crate::address::BrokerAddress;
 use crate::backoff::Backoff;
 use crate::config::ClientConfig;
-use crate::conn::{ConnState, Slot};
+use slot::{ConnState, Slot};
 use crate::error::{ConnectionError, RequestError};
 use crate::event::{DisconnectReason, Event};
 use crate::metrics::Counters;
@@ -36,6 +36,7 @@ use stellflow_proto::{ApiKey, ErrorCode, NString, Reader, StrBytes};
 mod connection;
 mod health;
 mod input;
+mod slot;
 mod timeouts;
 mod transmit;
 
