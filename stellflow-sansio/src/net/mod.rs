@@ -16,7 +16,6 @@
 use crate::address::BrokerAddress;
 use crate::backoff::Backoff;
 use crate::config::ClientConfig;
-use slot::{ConnState, Slot};
 use crate::error::{ConnectionError, RequestError};
 use crate::event::{DisconnectReason, Event};
 use crate::metrics::Counters;
@@ -25,6 +24,7 @@ use crate::request::{ConnId, RequestOptions, Target};
 use crate::rng::Rng;
 use crate::timers::TimerQueue;
 use bytes::{Bytes, BytesMut};
+use slot::{ConnState, Slot};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 use stellflow_proto::frame::{self, FrameError};
@@ -61,7 +61,25 @@ pub enum Origin {
     /// The producer (Produce and InitProducerId).
     Producer,
     /// The consumer (fetches, offsets, group, commits).
+    // TODO(consumer): carry an `OwnerTag` here (the consumer converting its `Op` to and from
+    // it), so the router names no feature type.
     Consumer(crate::consumer::Op),
+}
+
+/// What a feature's request is for, in the feature's own numbering and opaque to the router:
+/// the feature makes one from its own note when it submits a request and reads it back from
+/// the request's [`Completion`] (the consumer's steps, for instance). The router only carries
+/// it, so it imports no feature type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[expect(
+    dead_code,
+    reason = "the consumer's Origin switches to it with its Op conversion (consumer side)"
+)]
+pub struct OwnerTag {
+    /// Which of the feature's steps the request is for.
+    pub kind: u8,
+    /// The command the request belongs to (a commit's id), or 0 when the step has none.
+    pub id: u64,
 }
 
 impl Origin {
