@@ -262,7 +262,7 @@ impl Client {
             self.emit(id, Err(AdminError::InvalidArgument("unknown broker")));
             return None;
         };
-        self.apply_metadata(now, addr.clone(), &resp, c.seq);
+        self.shared.apply_metadata(now, addr.clone(), &resp, c.seq);
         Some(addr)
     }
 

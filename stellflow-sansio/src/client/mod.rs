@@ -12,7 +12,7 @@ use crate::config::ClientConfig;
 use crate::config_error::ConfigError;
 use crate::error::RequestError;
 use crate::event::{DisconnectReason, Event};
-use crate::metadata::{BrokerView, ClusterMetadata, MetadataCache};
+use crate::metadata::{ClusterMetadata, MetadataCache};
 use crate::metrics::Counters;
 use crate::net::{Completion, ConnectRequest, Net, Origin};
 use crate::output::{CloseRequest, DrainCursor, DrainStep, Output};
@@ -24,7 +24,7 @@ use crate::shared::Shared;
 use bytes::{Bytes, BytesMut};
 use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
-use stellflow_proto::messages::{MetadataRequest, MetadataResponse, RequestBody};
+use stellflow_proto::messages::{MetadataResponse, RequestBody};
 use stellflow_proto::{ApiKey, Reader, Wire};
 
 /// The sans-IO Stellflow client: a state machine that takes bytes, time and commands in and
@@ -529,10 +529,6 @@ impl Client {
         }
     }
 
-    fn metadata_request() -> RequestBody {
-        RequestBody::Metadata(MetadataRequest::default())
-    }
-
     fn start_refresh(&mut self, now: Instant) {
         tracing::debug!("metadata refresh");
         self.shared.refresher.start();
@@ -554,20 +550,8 @@ impl Client {
             healthy.into_iter().cloned().collect()
         };
         for a in targets {
-            self.ask_metadata(now, a);
+            self.shared.ask_metadata(now, a);
         }
-    }
-
-    fn ask_metadata(&mut self, now: Instant, address: BrokerAddress) {
-        let seq = self.shared.net.submit(
-            now,
-            Target::Address(address),
-            Self::metadata_request(),
-            None,
-            Origin::Metadata,
-            &RequestOptions::default(),
-        );
-        self.shared.refresher.add(seq);
     }
 
     fn on_metadata(&mut self, now: Instant, c: Completion) {
@@ -578,7 +562,7 @@ impl Client {
             && let Some(address) = self.shared.net.address(reply.slot).cloned()
         {
             ok = true;
-            self.apply_metadata(now, address, &resp, c.seq);
+            self.shared.apply_metadata(now, address, &resp, c.seq);
         }
         let meta = &self.shared.metadata;
         let finished = self.shared.refresher.answered(
@@ -600,39 +584,6 @@ impl Client {
             });
             for op in waiters {
                 self.on_metadata_round(now, op);
-            }
-        }
-    }
-
-    /// Applies one broker's Metadata answer: cache, broker addresses, and (during a round)
-    /// questions to brokers discovered through it.
-    pub(crate) fn apply_metadata(
-        &mut self,
-        now: Instant,
-        address: BrokerAddress,
-        resp: &MetadataResponse,
-        seq: u64,
-    ) {
-        let view = BrokerView::from_response(&address, resp);
-        let known: Vec<BrokerAddress> = self
-            .shared
-            .net
-            .addresses()
-            .map(|(a, _)| a.clone())
-            .collect();
-        self.shared.metadata.apply(address, view);
-        let brokers: Vec<(i32, BrokerAddress)> = self
-            .shared
-            .metadata
-            .cluster()
-            .brokers
-            .values()
-            .map(|b| (b.id, b.address.clone()))
-            .collect();
-        for (id, a) in brokers {
-            self.shared.net.learn_broker(now, id, &a);
-            if !known.contains(&a) && self.shared.refresher.owns(seq) {
-                self.ask_metadata(now, a);
             }
         }
     }
