@@ -189,7 +189,7 @@ pub enum DeliveryError {
     /// CONCURRENT_TRANSACTIONS — e.g. another client got the same id from another broker, or
     /// from this one after a restart; PROTOCOL.md §3.3.2, §3.12). Fatal for this producer:
     /// retrying cannot succeed, every record without an outcome fails with it and `produce`
-    /// returns [`ProduceError::Fenced`]. Use a new client with a distinct `client_id`.
+    /// returns [`ProduceError::Fenced`](crate::ProduceError::Fenced). Use a new client with a distinct `client_id`.
     #[error(
         "the broker bound this producer id to another producer (error 18, CONCURRENT_TRANSACTIONS); fatal for this producer: use a new client with a distinct client_id"
     )]

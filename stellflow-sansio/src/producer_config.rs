@@ -15,7 +15,7 @@ pub enum Acks {
     /// `acks = 1`: the leader appended the blob.
     Leader,
     /// `acks = -1`: the leader appended it and the ISR replicated it within
-    /// [`ProducerConfig::ack_timeout`] — otherwise [`DeliveryError::NotReplicated`].
+    /// [`ProducerConfig::ack_timeout`] — otherwise [`DeliveryError::NotReplicated`](crate::DeliveryError::NotReplicated).
     #[default]
     All,
 }
@@ -69,7 +69,7 @@ pub struct ProducerConfig {
     /// How long a batch waits for more records before it is sent. Default 5 ms.
     pub linger: Duration,
     /// Bytes of records held (waiting, in flight, or being retried); beyond it `produce`
-    /// returns [`ProduceError::BufferFull`] at once. Default 64 MiB.
+    /// returns [`ProduceError::BufferFull`](crate::ProduceError::BufferFull) at once. Default 64 MiB.
     pub buffer_memory: usize,
     /// How long an adapter's `send` / `enqueue` (and a batch send, for the whole call) wait
     /// for buffer space while the producer holds `buffer_memory` bytes, before failing with a
@@ -77,7 +77,7 @@ pub struct ProducerConfig {
     /// never waits, it refuses at once: this bound is how long the runtime adapters wait.)
     pub max_block: Duration,
     /// Largest Produce request (sum of its blobs). A record that cannot fit is refused with
-    /// [`ProduceError::RecordTooLarge`]. Default 16 MiB (the server's frame limit is 64 MiB).
+    /// [`ProduceError::RecordTooLarge`](crate::ProduceError::RecordTooLarge). Default 16 MiB (the server's frame limit is 64 MiB).
     pub max_request_size: usize,
     /// Produce requests in flight per partition. Default 1, which keeps records in order
     /// whatever the server does; more than 1 may reorder records on retries (and is refused
@@ -93,12 +93,12 @@ pub struct ProducerConfig {
     /// Default 1 s.
     pub retry_backoff_max: Duration,
     /// A record that has no outcome this long after `produce` fails with
-    /// [`DeliveryError::Timeout`] (a request already in flight is waited for first). Default
+    /// [`DeliveryError::Timeout`](crate::DeliveryError::Timeout) (a request already in flight is waited for first). Default
     /// 120 s.
     pub delivery_timeout: Duration,
     /// How long a record to a topic no broker knows waits, counted from the first metadata
     /// round in which every broker confirmed it unknown; then it fails with
-    /// [`DeliveryError::UnknownTopic`] (instead of after the delivery timeout). Default 5 s.
+    /// [`DeliveryError::UnknownTopic`](crate::DeliveryError::UnknownTopic) (instead of after the delivery timeout). Default 5 s.
     pub metadata_max_wait: Duration,
     /// Creates a topic no broker knows with this many partitions, as the Go SDK does, when a
     /// record is sent to it (a CreateTopics on any broker once every broker confirmed it

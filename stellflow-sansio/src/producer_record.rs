@@ -5,7 +5,7 @@ pub type RecordHeader<'a> = (&'a str, Option<&'a [u8]>);
 
 /// A record to produce. It borrows its data: `produce` copies it into a batch at once, so the
 /// caller keeps ownership (and can retry with the same record after
-/// [`ProduceError::BufferFull`]).
+/// [`ProduceError::BufferFull`](crate::ProduceError::BufferFull)).
 ///
 /// ```
 /// # use stellflow_sansio::ProducerRecord;

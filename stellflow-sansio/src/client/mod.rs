@@ -1,12 +1,13 @@
 //! The [`Client`]: the sans-IO state machine that ties the router, the metadata cache, the
 //! refresh schedule and the admin operations together behind the input/output contract.
 
+mod admin;
 mod health;
 mod produce;
 mod trace;
 
 use crate::address::BrokerAddress;
-use crate::admin::AdminOp;
+use crate::admin::Admin;
 use crate::backoff::Backoff;
 use crate::config::ClientConfig;
 use crate::config_error::ConfigError;
@@ -22,7 +23,7 @@ use crate::request::{ConnId, RawResponse, RequestId, RequestOptions, Target};
 use crate::rng::Rng;
 use crate::shared::Shared;
 use bytes::{Bytes, BytesMut};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Instant;
 use stellflow_proto::messages::{MetadataResponse, RequestBody};
 use stellflow_proto::{ApiKey, Reader, Wire};
@@ -88,7 +89,8 @@ pub struct Client {
     /// Everything that is no feature's own (router, metadata, events, ...), lent to the
     /// features' methods as one borrow ([`Shared`]).
     pub(crate) shared: Shared,
-    pub(crate) ops: HashMap<u64, AdminOp>,
+    /// The admin feature: the commands running.
+    pub(crate) admin: Admin,
     pub(crate) producer: crate::producer::Producer,
     pub(crate) consumer: crate::consumer::Consumer,
     /// Where the driver's drain is ([`Client::poll_output`]).
@@ -145,7 +147,7 @@ impl Client {
                 trace: None,
                 hooks: config.hooks.clone(),
             },
-            ops: HashMap::new(),
+            admin: Admin::default(),
             producer,
             consumer,
             drain: DrainCursor::default(),
@@ -523,7 +525,7 @@ impl Client {
                     result,
                 });
             }
-            Origin::Admin(op) => self.on_admin_completion(now, op, c),
+            Origin::Admin(op) => (self.admin).on_completion(&mut self.shared, now, op, c),
             Origin::Producer => self.producer.on_completion(now, &mut self.shared.net, c),
             Origin::Consumer(op) => self.on_consumer_completion(now, op, c),
         }
@@ -583,7 +585,7 @@ impl Client {
                 leaderless: m.leaderless().count(),
             });
             for op in waiters {
-                self.on_metadata_round(now, op);
+                (self.admin).on_metadata_round(&mut self.shared, now, op);
             }
         }
     }

@@ -56,7 +56,7 @@ pub enum ProduceError {
     #[error("the producer is closed")]
     Closed,
     /// The broker fenced this producer instance (a newer instance uses the same producer id),
-    /// or bound its producer id to another producer ([`DeliveryError::ProducerIdConflict`]).
+    /// or bound its producer id to another producer ([`DeliveryError::ProducerIdConflict`](crate::DeliveryError::ProducerIdConflict)).
     /// It cannot produce any more: create a new client with a distinct `client_id`.
     #[error("the producer was fenced by the broker: use a new client with a distinct client_id")]
     Fenced,
