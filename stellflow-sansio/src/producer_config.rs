@@ -160,7 +160,7 @@ impl ProducerConfig {
         if self.max_request_size < 1024 {
             return bad("producer.max_request_size", "must be at least 1 KiB");
         }
-        if self.max_request_size > crate::net::MAX_REQUEST_FRAME - 1024 {
+        if self.max_request_size > crate::request::MAX_REQUEST_FRAME - 1024 {
             return bad(
                 "producer.max_request_size",
                 "must leave room for headers below the server's 64 MiB frame limit",

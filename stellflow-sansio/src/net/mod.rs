@@ -40,8 +40,8 @@ mod slot;
 mod timeouts;
 mod transmit;
 
-/// The largest request frame the server accepts, length prefix included (PROTOCOL.md §1.2).
-pub const MAX_REQUEST_FRAME: usize = 67_108_864;
+pub use crate::request::MAX_REQUEST_FRAME;
+pub use connection::{CloseMode, CloseRequest};
 
 /// Request timeouts a request that awaits its late answer (`Net::await_late_answer`) waits
 /// before its connection is closed.
@@ -182,7 +182,7 @@ pub struct Net {
     live: HashMap<u64, Loc>,
     timers: TimerQueue<Timer>,
     connects: VecDeque<ConnectRequest>,
-    closes: VecDeque<crate::output::CloseRequest>,
+    closes: VecDeque<CloseRequest>,
     completions: VecDeque<Completion>,
     events: VecDeque<Event>,
     header: RequestHeader,
@@ -497,7 +497,7 @@ impl Net {
     }
 
     /// Next connection the driver should close.
-    pub fn poll_close(&mut self) -> Option<crate::output::CloseRequest> {
+    pub fn poll_close(&mut self) -> Option<CloseRequest> {
         self.closes.pop_front()
     }
 
