@@ -12,9 +12,10 @@
 
 use crate::consumer_event::{CommitId, CommitKind, ConsumerError};
 use crate::consumer_record::ConsumerRecord;
+use crate::delivery::{DeliveryError, ProduceId, RecordMetadata};
 use crate::fetched_blob::FetchedBlob;
 use crate::offset_model::Position;
-use crate::producer::{DeliveryError, ProduceId, ProducerRecord, RecordMetadata};
+use crate::producer_record::ProducerRecord;
 use crate::topic_partition::TopicPartition;
 use crate::trace::{TRACEPARENT, TRACESTATE, TraceIds};
 use std::sync::Arc;

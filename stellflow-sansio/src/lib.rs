@@ -70,11 +70,12 @@
 
 mod address;
 mod admin;
+mod admin_call;
+mod admin_results;
 mod backoff;
 mod client;
 mod config;
 mod config_error;
-mod conn;
 mod consumer;
 mod consumer_config;
 mod consumer_event;
@@ -96,6 +97,8 @@ mod offset_model;
 mod output;
 mod partitioner;
 mod producer;
+mod producer_config;
+mod producer_record;
 mod refresh;
 mod request;
 mod shared;

@@ -116,7 +116,7 @@ pub struct Counters {
     pub bytes_received: u64,
     /// `stellflow.producer.records` (maintained by the producer).
     pub producer_records: u64,
-    /// Producer records that failed (any [`crate::producer::DeliveryError`] after sending).
+    /// Producer records that failed (any [`crate::DeliveryError`] after sending).
     pub producer_record_errors: u64,
     /// Batches (blobs) the producer sent, retries included.
     pub producer_batches: u64,

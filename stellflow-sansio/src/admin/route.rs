@@ -1,25 +1,25 @@
 //! ListOffsets' routing to partition leaders, and the commands that wait for a metadata
 //! round (DescribeTopics, an unroutable ListOffsets).
 
-use super::AdminOp;
-use super::call::{AdminOutcome, Outcome};
 use super::complete::leaderless;
-use super::results::{ListedOffset, TopicDescription};
-use crate::client::Client;
+use super::{Admin, AdminOp};
+use crate::admin_call::{AdminOutcome, Outcome};
+use crate::admin_results::{ListedOffset, TopicDescription};
 use crate::error::{AdminError, RequestError};
 use crate::event::Event;
 use crate::net::Origin;
 use crate::refresh::Urgency;
 use crate::request::{RequestId, RequestOptions, Target};
+use crate::shared::Shared;
 use std::collections::BTreeMap;
 use std::time::Instant;
 use stellflow_proto::messages::{
     ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic, RequestBody,
 };
 
-impl Client {
+impl Admin {
     pub(super) fn route_list_offsets(
-        &mut self,
+        sh: &mut Shared,
         now: Instant,
         id: u64,
         op: &mut AdminOp,
@@ -45,14 +45,14 @@ impl Client {
             if results.get(i).is_none_or(Option::is_some) || routed.contains(&i) {
                 continue;
             }
-            let cluster = self.shared.metadata.cluster();
+            let cluster = sh.metadata.cluster();
             let unroutable = match cluster.partition(topic, *partition) {
                 Some(p) => match p.leader() {
                     Ok(leader) => {
                         groups.entry(Target::Broker(leader)).or_default().push(i);
                         continue;
                     }
-                    Err(reason) => match self.shared.metadata.holders(topic, *partition).next() {
+                    Err(reason) => match sh.metadata.holders(topic, *partition).next() {
                         Some(a) => {
                             groups
                                 .entry(Target::Address(a.clone()))
@@ -78,7 +78,7 @@ impl Client {
         }
         if wait {
             *waited_for_metadata = true;
-            self.shared.refresher.wait_next(id);
+            sh.refresher.wait_next(id);
         }
         for (target, idx) in groups {
             let mut topics: Vec<ListOffsetsTopic> = Vec::new();
@@ -118,22 +118,19 @@ impl Client {
                 isolation_level: 0,
                 topics,
             });
-            let seq = self
-                .shared
-                .net
-                .submit(now, target, body, None, Origin::Admin(id), o);
+            let seq = sh.net.submit(now, target, body, None, Origin::Admin(id), o);
             outstanding.insert(seq, positions);
         }
     }
 
     /// A metadata round that `op` waited for has ended.
-    pub(crate) fn on_metadata_round(&mut self, now: Instant, id: u64) {
+    pub(crate) fn on_metadata_round(&mut self, sh: &mut Shared, now: Instant, id: u64) {
         let Some(mut op) = self.ops.remove(&id) else {
             return;
         };
         match &mut op {
             AdminOp::DescribeTopics(names) => {
-                let cluster = self.shared.metadata.cluster();
+                let cluster = sh.metadata.cluster();
                 let describe = |name: &String| {
                     cluster.topics.get(name).map(|t| TopicDescription {
                         name: name.clone(),
@@ -154,19 +151,19 @@ impl Client {
                         .collect();
                     (topics, missing)
                 };
-                self.emit(id, Ok(Outcome::Topics(topics, missing)));
+                Self::emit(sh, id, Ok(Outcome::Topics(topics, missing)));
                 return;
             }
             AdminOp::ListOffsets { .. } => {
-                self.route_list_offsets(now, id, &mut op, &RequestOptions::default());
+                Self::route_list_offsets(sh, now, id, &mut op, &RequestOptions::default());
             }
             _ => {}
         }
         self.ops.insert(id, op);
-        self.finish_if_done(id);
+        self.finish_if_done(sh, id);
     }
 
-    pub(super) fn finish_if_done(&mut self, id: u64) {
+    pub(super) fn finish_if_done(&mut self, sh: &mut Shared, id: u64) {
         let done = match self.ops.get(&id) {
             Some(AdminOp::ListOffsets {
                 results,
@@ -199,21 +196,21 @@ impl Client {
                         result: r.unwrap_or(Err(AdminError::Request(RequestError::Closed))),
                     })
                     .collect();
-                self.emit(id, Ok(Outcome::Offsets(listed)));
+                Self::emit(sh, id, Ok(Outcome::Offsets(listed)));
             }
             Some(AdminOp::Reassert { results, .. }) => {
                 if !results.is_empty() {
-                    self.shared.refresher.request(Urgency::Now);
+                    sh.refresher.request(Urgency::Now);
                 }
-                self.emit(id, Ok(Outcome::Reasserted(results)));
+                Self::emit(sh, id, Ok(Outcome::Reasserted(results)));
             }
             _ => {}
         }
     }
 
-    pub(super) fn emit(&mut self, id: u64, result: Result<Outcome, AdminError>) {
+    pub(super) fn emit(sh: &mut Shared, id: u64, result: Result<Outcome, AdminError>) {
         let id = RequestId(id);
-        self.shared.events.push_back(Event::Admin {
+        sh.events.push_back(Event::Admin {
             id,
             result: result.map(|value| AdminOutcome::new(id, value)),
         });

@@ -1,16 +1,20 @@
 //! The [`Client`]: the sans-IO state machine that ties the router, the metadata cache, the
 //! refresh schedule and the admin operations together behind the input/output contract.
 
+mod admin;
 mod consume;
+mod health;
+mod produce;
+mod trace;
 
 use crate::address::BrokerAddress;
-use crate::admin::AdminOp;
+use crate::admin::Admin;
 use crate::backoff::Backoff;
 use crate::config::ClientConfig;
 use crate::config_error::ConfigError;
 use crate::error::RequestError;
 use crate::event::{DisconnectReason, Event};
-use crate::metadata::{BrokerView, ClusterMetadata, MetadataCache};
+use crate::metadata::{ClusterMetadata, MetadataCache};
 use crate::metrics::Counters;
 use crate::net::{Completion, ConnectRequest, Net, Origin};
 use crate::output::{CloseRequest, DrainCursor, DrainStep, Output};
@@ -20,9 +24,9 @@ use crate::request::{ConnId, RawResponse, RequestId, RequestOptions, Target};
 use crate::rng::Rng;
 use crate::shared::Shared;
 use bytes::{Bytes, BytesMut};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Instant;
-use stellflow_proto::messages::{MetadataRequest, MetadataResponse, RequestBody};
+use stellflow_proto::messages::{MetadataResponse, RequestBody};
 use stellflow_proto::{ApiKey, Reader, Wire};
 
 /// The sans-IO Stellflow client: a state machine that takes bytes, time and commands in and
@@ -86,7 +90,8 @@ pub struct Client {
     /// Everything that is no feature's own (router, metadata, events, ...), lent to the
     /// features' methods as one borrow ([`Shared`]).
     pub(crate) shared: Shared,
-    pub(crate) ops: HashMap<u64, AdminOp>,
+    /// The admin feature: the commands running.
+    pub(crate) admin: Admin,
     pub(crate) producer: crate::producer::Producer,
     pub(crate) consumer: crate::consumer::Consumer,
     /// Where the driver's drain is ([`Client::poll_output`]).
@@ -143,7 +148,7 @@ impl Client {
                 trace: None,
                 hooks: config.hooks.clone(),
             },
-            ops: HashMap::new(),
+            admin: Admin::default(),
             producer,
             consumer,
             drain: DrainCursor::default(),
@@ -410,7 +415,7 @@ impl Client {
             });
             id
         } else {
-            let traced = self.traced_options(opts);
+            let traced = self.shared.traced_options(opts);
             let opts = traced.as_ref().unwrap_or(opts);
             self.shared
                 .net
@@ -521,14 +526,10 @@ impl Client {
                     result,
                 });
             }
-            Origin::Admin(op) => self.on_admin_completion(now, op, c),
+            Origin::Admin(op) => (self.admin).on_completion(&mut self.shared, now, op, c),
             Origin::Producer => self.producer.on_completion(now, &mut self.shared.net, c),
             Origin::Consumer(op) => self.on_consumer_completion(now, op, c),
         }
-    }
-
-    fn metadata_request() -> RequestBody {
-        RequestBody::Metadata(MetadataRequest::default())
     }
 
     fn start_refresh(&mut self, now: Instant) {
@@ -552,20 +553,8 @@ impl Client {
             healthy.into_iter().cloned().collect()
         };
         for a in targets {
-            self.ask_metadata(now, a);
+            self.shared.ask_metadata(now, a);
         }
-    }
-
-    fn ask_metadata(&mut self, now: Instant, address: BrokerAddress) {
-        let seq = self.shared.net.submit(
-            now,
-            Target::Address(address),
-            Self::metadata_request(),
-            None,
-            Origin::Metadata,
-            &RequestOptions::default(),
-        );
-        self.shared.refresher.add(seq);
     }
 
     fn on_metadata(&mut self, now: Instant, c: Completion) {
@@ -576,7 +565,7 @@ impl Client {
             && let Some(address) = self.shared.net.address(reply.slot).cloned()
         {
             ok = true;
-            self.apply_metadata(now, address, &resp, c.seq);
+            self.shared.apply_metadata(now, address, &resp, c.seq);
         }
         let meta = &self.shared.metadata;
         let finished = self.shared.refresher.answered(
@@ -597,40 +586,7 @@ impl Client {
                 leaderless: m.leaderless().count(),
             });
             for op in waiters {
-                self.on_metadata_round(now, op);
-            }
-        }
-    }
-
-    /// Applies one broker's Metadata answer: cache, broker addresses, and (during a round)
-    /// questions to brokers discovered through it.
-    pub(crate) fn apply_metadata(
-        &mut self,
-        now: Instant,
-        address: BrokerAddress,
-        resp: &MetadataResponse,
-        seq: u64,
-    ) {
-        let view = BrokerView::from_response(&address, resp);
-        let known: Vec<BrokerAddress> = self
-            .shared
-            .net
-            .addresses()
-            .map(|(a, _)| a.clone())
-            .collect();
-        self.shared.metadata.apply(address, view);
-        let brokers: Vec<(i32, BrokerAddress)> = self
-            .shared
-            .metadata
-            .cluster()
-            .brokers
-            .values()
-            .map(|b| (b.id, b.address.clone()))
-            .collect();
-        for (id, a) in brokers {
-            self.shared.net.learn_broker(now, id, &a);
-            if !known.contains(&a) && self.shared.refresher.owns(seq) {
-                self.ask_metadata(now, a);
+                (self.admin).on_metadata_round(&mut self.shared, now, op);
             }
         }
     }

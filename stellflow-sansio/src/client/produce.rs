@@ -1,9 +1,14 @@
 //! The producer's commands on [`Client`]. The logic lives in the producer modules; these are
-//! thin delegations that keep the drain rule (every command runs what became possible).
+//! thin delegations that keep the drain rule (every command runs what became possible), and
+//! the glue between the producer and admin (creating a missing topic), which only the client
+//! sees both of.
 
-use super::{FlushId, Partitioner, ProduceError, ProduceId, ProducerRecord};
-use crate::client::Client;
+use super::Client;
+use crate::admin::AdminOutcome;
+use crate::error::AdminError;
+use crate::producer::{FlushId, Partitioner, ProduceError, ProduceId, ProducerRecord};
 use crate::refresh::Urgency;
+use crate::request::{RequestId, Target};
 use std::time::{Duration, Instant};
 
 impl Client {
@@ -125,5 +130,39 @@ impl Client {
             self.shared.refresher.request(Urgency::AfterBackoff);
         }
         sent
+    }
+
+    /// After new metadata: starts the producer's wait for topics every broker confirmed
+    /// unknown, and creates them when `producer.create_missing_topics` says so.
+    pub(crate) fn producer_after_metadata(&mut self, now: Instant) {
+        let Some((topics, partitions)) = self.producer.after_metadata(now, &self.shared.metadata)
+        else {
+            return;
+        };
+        for topic in topics {
+            tracing::info!(%topic, partitions, "creating the missing topic (producer.create_missing_topics)");
+            match self.create_topic(now, &topic, partitions, Target::Any) {
+                Ok(id) => self.producer.creating_topic(id.id()),
+                Err(e) => tracing::warn!(%topic, "cannot create the missing topic: {e}"),
+            }
+        }
+    }
+
+    /// Whether `id` is a topic creation the producer started (its answer is the producer's,
+    /// not the caller's): logs it and asks for metadata that names the topic.
+    pub(crate) fn producer_takes_admin(
+        &mut self,
+        id: RequestId,
+        result: &Result<AdminOutcome, AdminError>,
+    ) -> bool {
+        if !self.producer.owns_creation(id) {
+            return false;
+        }
+        match result {
+            Ok(_) => tracing::debug!("missing topic created"),
+            Err(e) => tracing::warn!("cannot create the missing topic: {e}"),
+        }
+        self.shared.refresher.request(Urgency::Now);
+        true
     }
 }
