@@ -2,11 +2,11 @@
 
 use crate::client::Client;
 use crate::consumer::positions::Pausing;
-use crate::consumer::{Close, Op, RecordLease, Revocations, SeekTo, Unowned};
+use crate::consumer::{Close, RecordLease, Revocations, SeekTo, Unowned};
 use crate::consumer_event::{CommitId, CommitKind, ConsumerError, RevocationId};
 use crate::consumer_record::ConsumerRecord;
 use crate::fetched_blob::FetchedBlob;
-use crate::net::Completion;
+use crate::net::{Completion, OwnerTag};
 use crate::offset_model::Position;
 use crate::shared::Shared;
 use crate::topic_partition::TopicPartition;
@@ -310,7 +310,7 @@ impl Client {
     }
 
     /// Routes a consumer request's outcome.
-    pub(crate) fn on_consumer_completion(&mut self, now: Instant, op: Op, c: Completion) {
-        self.consumer.on_completion(now, op, c, &mut self.shared);
+    pub(crate) fn on_consumer_completion(&mut self, now: Instant, tag: OwnerTag, c: Completion) {
+        self.consumer.on_completion(now, tag, c, &mut self.shared);
     }
 }

@@ -528,7 +528,7 @@ impl Client {
             }
             Origin::Admin(op) => (self.admin).on_completion(&mut self.shared, now, op, c),
             Origin::Producer => self.producer.on_completion(now, &mut self.shared.net, c),
-            Origin::Consumer(op) => self.on_consumer_completion(now, op, c),
+            Origin::Consumer(tag) => self.on_consumer_completion(now, tag, c),
         }
     }
 

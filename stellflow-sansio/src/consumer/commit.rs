@@ -173,7 +173,7 @@ impl Consumer {
                 topics,
             }),
             None,
-            Origin::Consumer(Op::Commit(req.id.0)),
+            Origin::Consumer(Op::Commit(req.id.0).tag()),
             req.trace.as_ref().unwrap_or(&RequestOptions::default()),
         );
         let mut req = req;

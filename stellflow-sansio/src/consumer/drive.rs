@@ -3,7 +3,7 @@
 
 use super::partition::Start;
 use super::{Consumer, Op};
-use crate::net::Completion;
+use crate::net::{Completion, OwnerTag};
 use crate::shared::Shared;
 use std::time::Instant;
 
@@ -67,8 +67,17 @@ impl Consumer {
         d
     }
 
-    /// Routes a consumer request's outcome.
-    pub(crate) fn on_completion(&mut self, now: Instant, op: Op, c: Completion, sh: &mut Shared) {
+    /// Routes a consumer request's outcome, by the tag the request carried (see [`Op::tag`]).
+    pub(crate) fn on_completion(
+        &mut self,
+        now: Instant,
+        tag: OwnerTag,
+        c: Completion,
+        sh: &mut Shared,
+    ) {
+        let Some(op) = Op::from_tag(tag) else {
+            return; // not a tag the consumer made: nothing of it to apply
+        };
         // A member back from a pause learns first that its partitions are no longer its own,
         // before any answer (a fetch, a commit) is applied to them.
         self.check_lease(now, sh);

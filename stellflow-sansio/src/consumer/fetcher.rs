@@ -272,7 +272,7 @@ impl Consumer {
                 Target::Broker(broker),
                 RequestBody::Fetch(body),
                 None,
-                Origin::Consumer(Op::Fetch),
+                Origin::Consumer(Op::Fetch.tag()),
                 &self.fetch_options,
             );
             *self.fetching.entry(broker).or_default() += 1;

@@ -349,7 +349,7 @@ impl Consumer {
                 key_type: 0,
             }),
             None,
-            Origin::Consumer(Op::FindCoordinator),
+            Origin::Consumer(Op::FindCoordinator.tag()),
             &RequestOptions::default(),
         );
         sh.net.counters.group_operations += 1;
@@ -389,7 +389,7 @@ impl Consumer {
                     .unwrap_or(i32::MAX),
             }),
             None,
-            Origin::Consumer(Op::Join),
+            Origin::Consumer(Op::Join.tag()),
             &rebalance,
         );
         sh.net.counters.group_operations += 1;
@@ -446,7 +446,7 @@ impl Consumer {
                 member_id: g.member_id.as_deref().map(Into::into),
             }),
             None,
-            Origin::Consumer(Op::Heartbeat),
+            Origin::Consumer(Op::Heartbeat.tag()),
             &RequestOptions {
                 timeout: Some(heartbeat_timeout(&self.config)),
                 ..RequestOptions::default()
@@ -529,7 +529,7 @@ impl Consumer {
                 member_id: g.member_id.as_deref().map(Into::into),
             }),
             None,
-            Origin::Consumer(Op::Sync),
+            Origin::Consumer(Op::Sync.tag()),
             &RequestOptions {
                 timeout: Some(self.config.rebalance_timeout),
                 ..RequestOptions::default()

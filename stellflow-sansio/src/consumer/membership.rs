@@ -478,7 +478,7 @@ impl Consumer {
             Target::Address(coordinator.clone()),
             body,
             None,
-            Origin::Consumer(Op::RegistryRead),
+            Origin::Consumer(Op::RegistryRead.tag()),
             &options,
         );
         sh.net.counters.group_operations += 1;
@@ -545,7 +545,7 @@ impl Consumer {
             Target::Address(coordinator.clone()),
             body,
             None,
-            Origin::Consumer(Op::RegistryWrite),
+            Origin::Consumer(Op::RegistryWrite.tag()),
             &options,
         );
         sh.net.counters.group_operations += 1;

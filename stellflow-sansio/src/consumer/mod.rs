@@ -93,6 +93,7 @@ use crate::consumer_event::{
 };
 use crate::consumer_record::ConsumerRecord;
 use crate::fetched_blob::FetchedBlob;
+use crate::net::OwnerTag;
 use crate::offset_model::Position;
 use crate::request::RequestOptions;
 use crate::shared::Shared;
@@ -211,7 +212,8 @@ pub(crate) fn emit(sh: &mut Shared, e: ConsumerEvent) {
     sh.events.push_back(crate::event::Event::Consumer(e));
 }
 
-/// What a consumer request is for; carried in [`crate::net::Origin::Consumer`].
+/// What a consumer request is for; carried as its [`Op::tag`] in
+/// [`crate::net::Origin::Consumer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// A Fetch.
@@ -234,4 +236,78 @@ pub enum Op {
     RegistryRead,
     /// OffsetCommit of this member's registry slot (and of slots it frees).
     RegistryWrite,
+}
+
+impl Op {
+    /// This op as the router's opaque note ([`OwnerTag`]): one kind per variant, and the
+    /// commit's id for [`Op::Commit`]. [`Op::from_tag`] reads it back.
+    pub(crate) fn tag(self) -> OwnerTag {
+        let (kind, id) = match self {
+            Op::Fetch => (0, 0),
+            Op::ListOffsets => (1, 0),
+            Op::OffsetFetch => (2, 0),
+            Op::Commit(id) => (3, id),
+            Op::FindCoordinator => (4, 0),
+            Op::Join => (5, 0),
+            Op::Sync => (6, 0),
+            Op::Heartbeat => (7, 0),
+            Op::RegistryRead => (8, 0),
+            Op::RegistryWrite => (9, 0),
+        };
+        OwnerTag { kind, id }
+    }
+
+    /// The op a tag made by [`Op::tag`] stands for; `None` for a kind no op makes.
+    pub(crate) fn from_tag(tag: OwnerTag) -> Option<Op> {
+        Some(match tag.kind {
+            0 => Op::Fetch,
+            1 => Op::ListOffsets,
+            2 => Op::OffsetFetch,
+            3 => Op::Commit(tag.id),
+            4 => Op::FindCoordinator,
+            5 => Op::Join,
+            6 => Op::Sync,
+            7 => Op::Heartbeat,
+            8 => Op::RegistryRead,
+            9 => Op::RegistryWrite,
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Op;
+    use crate::net::OwnerTag;
+
+    #[test]
+    fn every_op_comes_back_from_its_tag_and_no_two_ops_share_one() {
+        let ops = [
+            Op::Fetch,
+            Op::ListOffsets,
+            Op::OffsetFetch,
+            Op::Commit(0),
+            Op::Commit(u64::MAX),
+            Op::FindCoordinator,
+            Op::Join,
+            Op::Sync,
+            Op::Heartbeat,
+            Op::RegistryRead,
+            Op::RegistryWrite,
+        ];
+        for op in ops {
+            assert_eq!(Op::from_tag(op.tag()), Some(op), "{op:?}");
+        }
+        let tags: std::collections::BTreeSet<(u8, u64)> =
+            ops.iter().map(|op| (op.tag().kind, op.tag().id)).collect();
+        assert_eq!(tags.len(), ops.len());
+        assert_eq!(Op::from_tag(OwnerTag { kind: 10, id: 0 }), None);
+        assert_eq!(
+            Op::from_tag(OwnerTag {
+                kind: u8::MAX,
+                id: 7
+            }),
+            None
+        );
+    }
 }

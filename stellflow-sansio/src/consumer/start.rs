@@ -171,7 +171,7 @@ impl Consumer {
             Target::Address(addr),
             body,
             None,
-            Origin::Consumer(Op::OffsetFetch),
+            Origin::Consumer(Op::OffsetFetch.tag()),
             &traced(trace.as_ref()),
         );
         // The answer comes in request order: by topic, then partition.
@@ -270,7 +270,7 @@ impl Consumer {
                 topics,
             }),
             None,
-            Origin::Consumer(Op::ListOffsets),
+            Origin::Consumer(Op::ListOffsets.tag()),
             &traced(trace.as_ref()),
         );
         let order = grouped

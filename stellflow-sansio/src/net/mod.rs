@@ -60,10 +60,9 @@ pub enum Origin {
     Raw,
     /// The producer (Produce and InitProducerId).
     Producer,
-    /// The consumer (fetches, offsets, group, commits).
-    // TODO(consumer): carry an `OwnerTag` here (the consumer converting its `Op` to and from
-    // it), so the router names no feature type.
-    Consumer(crate::consumer::Op),
+    /// The consumer (fetches, offsets, group, commits), by the consumer's own note for the
+    /// request (its `Op` as a tag).
+    Consumer(OwnerTag),
 }
 
 /// What a feature's request is for, in the feature's own numbering and opaque to the router:
@@ -71,10 +70,6 @@ pub enum Origin {
 /// the request's [`Completion`] (the consumer's steps, for instance). The router only carries
 /// it, so it imports no feature type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[expect(
-    dead_code,
-    reason = "the consumer's Origin switches to it with its Op conversion (consumer side)"
-)]
 pub struct OwnerTag {
     /// Which of the feature's steps the request is for.
     pub kind: u8,
