@@ -4,7 +4,7 @@
 use super::complete::leaderless;
 use super::{Admin, AdminOp};
 use crate::admin_call::{AdminOutcome, Outcome};
-use crate::admin_results::{ListedOffset, TopicDescription};
+use crate::admin_results::{ListedOffset, OffsetInfo, OffsetSpec, TopicDescription};
 use crate::error::{AdminError, RequestError};
 use crate::event::Event;
 use crate::net::Origin;
@@ -18,6 +18,9 @@ use stellflow_proto::messages::{
 };
 
 impl Admin {
+    /// Sends a ListOffsets command's partitions that are neither answered nor in flight to
+    /// the brokers that hold them, one request per broker; a partition the metadata does not
+    /// route waits for one metadata round (once), then fails.
     pub(super) fn route_list_offsets(
         sh: &mut Shared,
         now: Instant,
@@ -34,10 +37,35 @@ impl Admin {
         else {
             return;
         };
-        // Group by target broker: leader if known, else any broker holding the partition
-        // (ListOffsets is not leader-checked on the server). A partition the metadata does not
-        // route (a topic created a moment ago, or moved) waits for one metadata round that
-        // starts now, as a produce does; only a fresh round's "unknown" is final.
+        // 1. Group the partitions to ask by broker; those the metadata does not route fail
+        //    when a round was already waited for.
+        let (groups, wait) =
+            Self::group_by_broker(sh, specs, results, outstanding, *waited_for_metadata);
+        // 2. Otherwise they wait for one metadata round that starts now, as a produce does
+        //    (a topic created a moment ago, or moved); only a fresh round's "unknown" is final.
+        if wait {
+            *waited_for_metadata = true;
+            sh.refresher.wait_next(id);
+        }
+        // 3. One request per broker, remembering where each of its entries' answers goes.
+        for (target, idx) in groups {
+            let (body, positions) = list_offsets_request(specs, &idx);
+            let seq = sh.net.submit(now, target, body, None, Origin::Admin(id), o);
+            outstanding.insert(seq, positions);
+        }
+    }
+
+    /// The partitions of `specs` to ask now, grouped by target broker: the leader if known,
+    /// else any broker holding the partition (ListOffsets is not leader-checked on the
+    /// server). Returns whether some partition is not routed and should wait for a metadata
+    /// round; with `waited` (one was waited for already) it fails instead, in `results`.
+    fn group_by_broker(
+        sh: &Shared,
+        specs: &[(String, i32, OffsetSpec)],
+        results: &mut [Option<Result<OffsetInfo, AdminError>>],
+        outstanding: &BTreeMap<u64, Vec<(usize, usize, usize)>>,
+        waited: bool,
+    ) -> (BTreeMap<Target, Vec<usize>>, bool) {
         let routed: Vec<usize> = outstanding.values().flatten().map(|(i, _, _)| *i).collect();
         let mut groups: BTreeMap<Target, Vec<usize>> = BTreeMap::new();
         let mut wait = false;
@@ -68,7 +96,7 @@ impl Admin {
                     partition: *partition,
                 },
             };
-            if *waited_for_metadata {
+            if waited {
                 if let Some(r) = results.get_mut(i) {
                     *r = Some(Err(unroutable));
                 }
@@ -76,51 +104,7 @@ impl Admin {
                 wait = true;
             }
         }
-        if wait {
-            *waited_for_metadata = true;
-            sh.refresher.wait_next(id);
-        }
-        for (target, idx) in groups {
-            let mut topics: Vec<ListOffsetsTopic> = Vec::new();
-            let mut positions = Vec::with_capacity(idx.len());
-            for &i in &idx {
-                let Some((topic, partition, spec)) = specs.get(i) else {
-                    continue;
-                };
-                let entry = ListOffsetsPartition {
-                    partition: *partition,
-                    current_leader_epoch: -1,
-                    timestamp: spec.wire(),
-                    max_num_offsets: 1,
-                };
-                // The broker answers in request order: remember where each entry goes.
-                match topics
-                    .iter_mut()
-                    .position(|t| t.topic.as_deref() == Some(topic.as_str()))
-                {
-                    Some(tp) => {
-                        if let Some(t) = topics.get_mut(tp) {
-                            positions.push((i, tp, t.partitions.len()));
-                            t.partitions.push(entry);
-                        }
-                    }
-                    None => {
-                        positions.push((i, topics.len(), 0));
-                        topics.push(ListOffsetsTopic {
-                            topic: Some(topic.as_str().into()),
-                            partitions: vec![entry],
-                        });
-                    }
-                }
-            }
-            let body = RequestBody::ListOffsets(ListOffsetsRequest {
-                replica_id: -1,
-                isolation_level: 0,
-                topics,
-            });
-            let seq = sh.net.submit(now, target, body, None, Origin::Admin(id), o);
-            outstanding.insert(seq, positions);
-        }
+        (groups, wait)
     }
 
     /// A metadata round that `op` waited for has ended.
@@ -215,4 +199,50 @@ impl Admin {
             result: result.map(|value| AdminOutcome::new(id, value)),
         });
     }
+}
+
+/// The ListOffsets request for the partitions `idx` of `specs` (one broker's share), and
+/// where each entry goes: (index in `specs`, topic position, partition position), since the
+/// broker answers in request order.
+fn list_offsets_request(
+    specs: &[(String, i32, OffsetSpec)],
+    idx: &[usize],
+) -> (RequestBody, Vec<(usize, usize, usize)>) {
+    let mut topics: Vec<ListOffsetsTopic> = Vec::new();
+    let mut positions = Vec::with_capacity(idx.len());
+    for &i in idx {
+        let Some((topic, partition, spec)) = specs.get(i) else {
+            continue;
+        };
+        let entry = ListOffsetsPartition {
+            partition: *partition,
+            current_leader_epoch: -1,
+            timestamp: spec.wire(),
+            max_num_offsets: 1,
+        };
+        match topics
+            .iter_mut()
+            .position(|t| t.topic.as_deref() == Some(topic.as_str()))
+        {
+            Some(tp) => {
+                if let Some(t) = topics.get_mut(tp) {
+                    positions.push((i, tp, t.partitions.len()));
+                    t.partitions.push(entry);
+                }
+            }
+            None => {
+                positions.push((i, topics.len(), 0));
+                topics.push(ListOffsetsTopic {
+                    topic: Some(topic.as_str().into()),
+                    partitions: vec![entry],
+                });
+            }
+        }
+    }
+    let body = RequestBody::ListOffsets(ListOffsetsRequest {
+        replica_id: -1,
+        isolation_level: 0,
+        topics,
+    });
+    (body, positions)
 }
