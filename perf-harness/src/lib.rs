@@ -23,13 +23,15 @@ use stellflow_async::{
 /// topic's partitions (default 6); a fifth, an existing topic, skips producing and reads
 /// `n` records of it (as `perf consume --topic` does), or with a sixth, `produce`, only
 /// sends `n` records to it (as `perf produce --topic` does, without a new topic's first
-/// metadata round in the timed part). Prints `RESULT <label>-produce-MBps X`,
-/// `RESULT <label>-consume-MBps X` and the records/s of each.
+/// metadata round in the timed part); a sixth argument `views` (the default), `blobs` or
+/// `records` picks the consumer's path, as `perf consume --path` does. Prints
+/// `RESULT <label>-produce-MBps X`, `RESULT <label>-consume-MBps X` and the records/s of each.
 ///
 /// Like `stellflow perf produce`, the producer sends batches of [`BATCH`] records
 /// (`Producer::enqueue_all`), keeps their outcomes in a queue and takes the ones already
 /// known after every batch; like `perf consume`, the consumer reads every partition from its
-/// start. Each result line also gives the process's CPU time per record
+/// start, by default through the fastest path: whole blobs (`Consumer::poll_blobs`), each
+/// record a borrowed view (`FetchedBlob::next_view`). Each result line also gives the process's CPU time per record
 /// (`process_cpu_time`: user + system, every thread, the sim broker's included when it runs
 /// in the process).
 pub async fn run<R: Runtime>(label: &str, sim: &str) -> Result<(), Box<dyn std::error::Error>> {
@@ -44,6 +46,13 @@ pub async fn run<R: Runtime>(label: &str, sim: &str) -> Result<(), Box<dyn std::
     config.producer.acks = Acks::Leader;
     config.consumer.auto_offset_reset = OffsetReset::Earliest;
     let client = Client::<R>::connect(config).await?;
+    let path = match arg(6).as_deref() {
+        None | Some("views") => Path::Views,
+        Some("blobs") => Path::Blobs,
+        Some("records") => Path::Records,
+        Some("produce") => Path::Views, // handled below
+        Some(other) => return Err(format!("unknown mode {other:?}").into()),
+    };
     let topic = match (arg(5), arg(6).as_deref()) {
         (Some(existing), Some("produce")) => {
             produce(&client, &existing, n, size, label).await?;
@@ -58,8 +67,19 @@ pub async fn run<R: Runtime>(label: &str, sim: &str) -> Result<(), Box<dyn std::
             topic
         }
     };
-    consume(&client, &topic, n, size, partitions, label).await?;
+    consume(&client, &topic, n, size, partitions, label, path).await?;
     Ok(client.close().await?)
+}
+
+/// The consumer path a consume run reads through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    /// `poll_blobs`, each record a borrowed view (`FetchedBlob::next_view`).
+    Views,
+    /// `poll_blobs`, each record an owned `BlobRecord`.
+    Blobs,
+    /// `poll`, one `ConsumerRecord` per record.
+    Records,
 }
 
 /// Sends `n` records of `size` bytes to `topic`, reaping outcomes as they come.
@@ -99,8 +119,10 @@ async fn produce<R: Runtime>(
     Ok(())
 }
 
-/// Reads `n` records from the start of `topic`'s partitions, `poll` by `poll` (at most
-/// `consumer.max_poll_records` each, as `perf consume` polls).
+/// Reads `n` records from the start of `topic`'s partitions through `path`: whole blobs
+/// (`poll_blobs`, every blob ready), read as views or owned records, or `poll` by `poll` (at
+/// most `consumer.max_poll_records` each). Every record's value length is summed, so that
+/// each path touches what an application would.
 async fn consume<R: Runtime>(
     client: &Client<R>,
     topic: &str,
@@ -108,23 +130,59 @@ async fn consume<R: Runtime>(
     size: usize,
     partitions: i32,
     label: &str,
+    path: Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let consumer = client.consumer();
     let tps: Vec<_> = (0..partitions)
         .map(|p| TopicPartition::new(topic, p))
         .collect();
     consumer.assign(&tps)?;
+    println!("{label}-consume path: {path:?}");
     let cpu = process_cpu_time();
     let start = Instant::now();
-    let mut got = 0;
+    let (mut got, mut bytes) = (0, 0usize);
+    let wait = Duration::from_secs(10);
     while got < n {
-        let records = consumer.poll(Duration::from_secs(10)).await?;
-        if records.is_empty() {
+        // Nothing at all within `wait` (not even a blob without records) is a stall.
+        let came = match path {
+            Path::Views => {
+                let blobs = consumer.poll_blobs(wait).await?;
+                let came = blobs.len();
+                for mut blob in blobs {
+                    while let Some(r) = blob.next_view() {
+                        bytes += r?.value.map_or(0, <[u8]>::len);
+                        got += 1;
+                    }
+                }
+                came
+            }
+            Path::Blobs => {
+                let blobs = consumer.poll_blobs(wait).await?;
+                let came = blobs.len();
+                for blob in blobs {
+                    for r in blob {
+                        bytes += r?.record.value.map_or(0, |v| v.len());
+                        got += 1;
+                    }
+                }
+                came
+            }
+            Path::Records => {
+                let records = consumer.poll(wait).await?;
+                let came = records.len();
+                for r in records {
+                    bytes += r.value.map_or(0, |v| v.len());
+                    got += 1;
+                }
+                came
+            }
+        };
+        if came == 0 {
             return Err(format!("stalled after {got} records").into());
         }
-        got += records.len();
     }
     let (took, cpu) = (start.elapsed(), cpu_since(cpu));
+    std::hint::black_box(bytes);
     report(&format!("{label}-consume"), got, size, took, cpu);
     Ok(())
 }

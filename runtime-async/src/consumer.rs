@@ -233,8 +233,11 @@ impl<R: Runtime> Consumer<R> {
 
     /// Waits up to `timeout` for fetched blobs and returns every one ready, each handed over
     /// whole ([`FetchedBlob`]): iterating a blob decodes its records on the calling task,
-    /// outside the client's lock, with no per-record [`ConsumerRecord`] — the fastest way to
-    /// read small records. Taking a blob delivers all of it (the position moves past it); a
+    /// outside the client's lock, with no per-record [`ConsumerRecord`]; reading it with
+    /// [`FetchedBlob::next_view`] (each record a borrowed [`RecordView`](crate::RecordView),
+    /// no allocation or reference count per record) is the fastest way to read small
+    /// records. Taking a blob delivers all of it (the position moves past it, and commits,
+    /// auto-commit included, count it as `poll` counts the same records); a
     /// blob's corrupt remainder is an `Err` in its iteration instead of a
     /// [`ConsumerEvent::CorruptBlob`](crate::ConsumerEvent::CorruptBlob). An empty vector when none came in
     /// time; [`ConsumerError::Closed`] after [`Consumer::close`]. Cancel-safe.

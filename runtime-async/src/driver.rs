@@ -18,6 +18,7 @@ use std::future::Future;
 use std::io::{self, ErrorKind};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 use stellflow_sansio::stellflow_proto::frame::whole_frames;
@@ -94,6 +95,27 @@ impl<R: Runtime> Reader<R> {
         self.buffers.keep(old, self.buf_size);
         self.buf_size = self.buf.capacity();
     }
+}
+
+/// Whether a failure to bound a connection's unacknowledged bytes was logged.
+static UNBOUNDED_LOGGED: AtomicBool = AtomicBool::new(false);
+
+/// Logs, once per process, that the host's retransmissions could not be bounded
+/// ([`Runtime::set_unacked_timeout`]): the connection works, without the bound.
+fn bound_unacked(result: io::Result<()>, timeout: Duration) {
+    let Err(e) = result else {
+        return;
+    };
+    if UNBOUNDED_LOGGED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    tracing::warn!(
+        ?timeout,
+        error = %e,
+        "the host cannot bound unacknowledged bytes (TCP_USER_TIMEOUT, Linux only): a group \
+         member stopped (SIGSTOP) while cut off from its coordinator may have a commit \
+         retransmitted after another member took its partitions over; logged once"
+    );
 }
 
 type Connecting<S> = Pin<Box<dyn Future<Output = io::Result<S>> + Send>>;
@@ -186,8 +208,17 @@ impl<R: Runtime> Driver<R> {
         st.wake_waiters();
         for req in std::mem::take(&mut st.connects) {
             let limit = st.options.connect_timeout;
-            self.connecting
-                .push((req.conn, Box::pin(R::connect(req.address, limit))));
+            let (connect, bound) = (R::connect(req.address, limit), req.unacked_timeout);
+            self.connecting.push((
+                req.conn,
+                Box::pin(async move {
+                    let socket = connect.await?;
+                    if let Some(timeout) = bound {
+                        bound_unacked(R::set_unacked_timeout(&socket, timeout), timeout);
+                    }
+                    Ok(socket)
+                }),
+            ));
         }
         self.socks.retain(|id, _| st.conns.contains_key(id));
         let writes: Vec<ConnId> = (st.conns.iter())

@@ -63,6 +63,9 @@ impl Runtime for Fake {
     fn set_abort_on_close(_: &Mutex<Held>) -> io::Result<()> {
         Ok(())
     }
+    fn set_unacked_timeout(_: &Mutex<Held>, _: Duration) -> io::Result<()> {
+        Ok(())
+    }
     fn poll_readable(_: &Mutex<Held>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
     }

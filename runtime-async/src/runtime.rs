@@ -107,6 +107,16 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// itself still queues for the socket must be discarded too.
     fn set_abort_on_close(socket: &Self::Socket) -> io::Result<()>;
 
+    /// Bounds how long the host may keep bytes written on the connected socket
+    /// unacknowledged before it gives the connection up by itself (Linux, Android, Fuchsia:
+    /// `TCP_USER_TIMEOUT`, e.g. socket2's `SockRef::set_tcp_user_timeout`), even while the
+    /// process is stopped; the socket then fails (`ETIMEDOUT`). The core asks for it on the
+    /// connections of a group member (`ConnectRequest::unacked_timeout`), so that a commit
+    /// written while cut off from the coordinator is delivered within the lease margin or
+    /// never. [`io::ErrorKind::Unsupported`] on a system without the option: the driver then
+    /// logs once and goes on without the bound.
+    fn set_unacked_timeout(socket: &Self::Socket, timeout: Duration) -> io::Result<()>;
+
     /// Ready when the socket may be readable (registers `cx` otherwise).
     fn poll_readable(socket: &Self::Socket, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
 

@@ -344,8 +344,11 @@ impl Consumer {
         fn poll_max(&self, timeout: Duration, max: usize) -> Result<Vec<ConsumerRecord>>;
         /// Waits up to `timeout` for fetched blobs and returns every one ready, each handed
         /// over whole: iterating a [`FetchedBlob`] decodes its records on the calling thread
-        /// with no per-record [`ConsumerRecord`] (the fastest way to read small records).
-        /// Taking a blob delivers all of it; a corrupt remainder is an `Err` in its iteration.
+        /// with no per-record [`ConsumerRecord`]; [`FetchedBlob::next_view`] reads each record
+        /// as a borrowed [`RecordView`](crate::RecordView), with no allocation or reference
+        /// count per record (the fastest way to read small records). Taking a blob delivers
+        /// all of it (commits count it as `poll` counts the same records); a corrupt remainder
+        /// is an `Err` in its iteration.
         fn poll_blobs(&self, timeout: Duration) -> Result<Vec<FetchedBlob>>;
         /// Waits up to `timeout` for the next rebalance of a subscription made with
         /// [`Consumer::subscribe_with_listener`]; `None` when none came in time.

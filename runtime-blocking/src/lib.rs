@@ -38,7 +38,11 @@
 //!   `b"bytes"`, `Vec<u8>`, `Bytes`, ...), `with_key`, `with_optional_key`, `with_partition`.
 //! * **Consume**: `Consumer::assign(&[TopicPartition::new("t", 0)])` (manual assignment,
 //!   recommended on today's server) or `subscribe(&["t"])` (needs `consumer.group_id`);
-//!   then `poll(timeout)`, `recv()`, `poll_blobs(timeout)`.
+//!   then `poll(timeout)`, `recv()`, `poll_blobs(timeout)`. The fastest way to read small
+//!   records is `poll_blobs` with [`FetchedBlob::next_view`]: each record a borrowed
+//!   [`RecordView`] (key, value and headers as slices of the blob), no allocation or
+//!   reference count per record; taking a blob delivers all of it, so commits count as for
+//!   `poll`.
 //!   `seek`, `position`, `committed`, `lag`, `pause`/`resume`, `events()`.
 //! * **Commit**: auto-commit by default (`consumer.enable_auto_commit`, every
 //!   `auto_commit_interval`, before a revocation and on close); `commit_sync`,
@@ -159,6 +163,10 @@ impl Runtime for Blocking {
 
     fn set_abort_on_close(socket: &net::Socket) -> io::Result<()> {
         socket.set_abort_on_close()
+    }
+
+    fn set_unacked_timeout(socket: &net::Socket, timeout: Duration) -> io::Result<()> {
+        socket.set_unacked_timeout(timeout)
     }
 
     fn poll_readable(socket: &net::Socket, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

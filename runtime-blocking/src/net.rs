@@ -71,6 +71,21 @@ impl Socket {
         socket2::SockRef::from(&self.stream).set_linger(Some(Duration::ZERO))
     }
 
+    /// Bounds how long the host keeps written bytes unacknowledged (`TCP_USER_TIMEOUT`,
+    /// Linux, Android and Fuchsia; `Unsupported` elsewhere).
+    pub fn set_unacked_timeout(&self, timeout: Duration) -> io::Result<()> {
+        #[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia"))]
+        return socket2::SockRef::from(&self.stream).set_tcp_user_timeout(Some(timeout));
+        #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "fuchsia")))]
+        {
+            let _ = timeout;
+            Err(io::Error::new(
+                ErrorKind::Unsupported,
+                "TCP_USER_TIMEOUT is not available on this system",
+            ))
+        }
+    }
+
     /// Hands all of `bytes` to the writer thread.
     pub fn hand_over(&self, bytes: &mut BytesMut) -> io::Result<()> {
         let gone = |_| io::Error::new(ErrorKind::BrokenPipe, "the connection's writer stopped");
@@ -403,5 +418,28 @@ mod tests {
         assert_ne!(at, second_at, "the first frame is still held");
         drop((first, second));
         assert_eq!(frame().1, at);
+    }
+}
+
+#[cfg(all(
+    test,
+    any(target_os = "linux", target_os = "android", target_os = "fuchsia")
+))]
+mod user_timeout_tests {
+    use super::*;
+
+    /// The host really holds the bound the core asked for (read back with getsockopt).
+    #[test]
+    fn the_unacked_timeout_is_set_on_the_socket() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let address = BrokerAddress::new("127.0.0.1", port);
+        let socket = crate::block_on(connect(address, Duration::from_secs(5))).unwrap();
+        let user_timeout = || socket2::SockRef::from(&socket.stream).tcp_user_timeout();
+        assert_eq!(user_timeout().unwrap(), None, "the host's default first");
+        socket
+            .set_unacked_timeout(Duration::from_millis(750))
+            .unwrap();
+        assert_eq!(user_timeout().unwrap(), Some(Duration::from_millis(750)));
     }
 }

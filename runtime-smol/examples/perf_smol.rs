@@ -5,7 +5,9 @@
 //! cargo run --release -p stellflow-smol --example perf_smol               # sim broker
 //! cargo run --release -p stellflow-smol --example perf_smol -- 200000 127.0.0.1:9092
 //! # N, broker (or `sim`), value size, partitions; then an existing topic to read N records
-//! # of, or to send N records to with `produce` (as `stellflow perf consume/produce` do)
+//! # of, or to send N records to with `produce` (as `stellflow perf consume/produce` do); a
+//! # consume run reads whole blobs as borrowed views (`poll_blobs` + `next_view`, the fastest
+//! # path) unless the sixth argument is `blobs` (owned records of the blobs) or `records` (`poll`)
 //! cargo run --release -p stellflow-smol --example perf_smol -- 1000000 127.0.0.1:9092 100 1 t produce
 //! cargo run --release -p stellflow-smol --example perf_smol -- 1000000 127.0.0.1:9092 100 1 t
 //! ```

@@ -33,7 +33,10 @@
 //! * **Consume**: `Consumer::assign(&[TopicPartition::new("t", 0)])` (manual assignment,
 //!   recommended on today's server) or `subscribe(&["t"])` (needs `consumer.group_id`);
 //!   then `poll(timeout)`, `recv()`, `poll_blobs(timeout)`, or the consumer as a [`Stream`] of records
-//!   ([`StreamExt::next`], re-exported here).
+//!   ([`StreamExt::next`], re-exported here). The fastest way to read small records is
+//!   `poll_blobs` with [`FetchedBlob::next_view`]: each record a borrowed [`RecordView`]
+//!   (key, value and headers as slices of the blob), no allocation or reference count per
+//!   record; taking a blob delivers all of it, so commits count as for `poll`.
 //!   `seek`, `position`, `committed`, `lag`, `pause`/`resume`, `events()`.
 //! * **Commit**: auto-commit by default (`consumer.enable_auto_commit`, every
 //!   `auto_commit_interval`, before a revocation and on close); `commit_sync`,
@@ -213,6 +216,10 @@ impl stellflow_async::Runtime for Tokio {
         socket.set_zero_linger()
     }
 
+    fn set_unacked_timeout(socket: &TcpStream, timeout: Duration) -> io::Result<()> {
+        user_timeout(socket, timeout)
+    }
+
     fn poll_readable(socket: &TcpStream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         socket.poll_read_ready(cx)
     }
@@ -220,4 +227,19 @@ impl stellflow_async::Runtime for Tokio {
     fn poll_writable(socket: &TcpStream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         socket.poll_write_ready(cx)
     }
+}
+
+/// `TCP_USER_TIMEOUT` where the system has it ([`stellflow_async::Runtime::set_unacked_timeout`]).
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia"))]
+fn user_timeout(socket: &TcpStream, timeout: Duration) -> io::Result<()> {
+    socket2::SockRef::from(socket).set_tcp_user_timeout(Some(timeout))
+}
+
+/// No `TCP_USER_TIMEOUT` here: the host keeps retransmitting for as long as it does.
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "fuchsia")))]
+fn user_timeout(_: &TcpStream, _: Duration) -> io::Result<()> {
+    Err(io::Error::new(
+        ErrorKind::Unsupported,
+        "TCP_USER_TIMEOUT is not available on this system",
+    ))
 }

@@ -74,9 +74,14 @@ pub struct PerfConsume {
     /// raw request path, several in flight, records counted from blob headers (no consumer).
     #[arg(long)]
     raw: bool,
-    /// Read whole blobs (`Consumer::poll_blobs`) instead of records (`Consumer::poll`): each
-    /// record comes straight from the decoder, with no per-record `ConsumerRecord`.
-    #[arg(long, conflicts_with = "raw")]
+    /// How the records are read: `views` (the default and the fastest: whole blobs from
+    /// `Consumer::poll_blobs`, each record borrowed from its blob by `FetchedBlob::next_view`),
+    /// `blobs` (the same blobs iterated as owned `BlobRecord`s) or `records` (`Consumer::poll`,
+    /// one `ConsumerRecord` per record). The run prints the path it took.
+    #[arg(long, value_enum, default_value_t = ConsumePath::Views, conflicts_with = "raw")]
+    path: ConsumePath,
+    /// The same as `--path blobs` (kept for earlier scripts).
+    #[arg(long, conflicts_with_all = ["raw", "path"])]
     blobs: bool,
     /// With `--raw`: single-blob entries per Fetch request.
     #[arg(long, default_value_t = 16, requires = "raw")]
@@ -84,6 +89,28 @@ pub struct PerfConsume {
     /// With `--raw`: Fetch requests in flight at once.
     #[arg(long, default_value_t = 4, requires = "raw")]
     raw_in_flight: usize,
+}
+
+/// The consumer path `perf consume` reads records through.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConsumePath {
+    /// `Consumer::poll_blobs`, each record a borrowed view (`FetchedBlob::next_view`).
+    Views,
+    /// `Consumer::poll_blobs`, each record an owned `BlobRecord` (iterating the blob).
+    Blobs,
+    /// `Consumer::poll`, one `ConsumerRecord` per record.
+    Records,
+}
+
+impl ConsumePath {
+    /// What the run prints about the path.
+    fn describe(self) -> &'static str {
+        match self {
+            ConsumePath::Views => "views (poll_blobs + FetchedBlob::next_view)",
+            ConsumePath::Blobs => "blobs (poll_blobs, owned BlobRecord per record)",
+            ConsumePath::Records => "records (poll, one ConsumerRecord per record)",
+        }
+    }
 }
 
 /// Runs a perf command.
@@ -288,6 +315,8 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
         };
         return perf_raw::consume(raw_config(g, &env, |_| {})?, &raw);
     }
+    let path = if a.blobs { ConsumePath::Blobs } else { a.path };
+    println!("perf consume path: {}", path.describe());
     let consumer = env.client.consumer();
     let parts: Vec<TopicPartition> = (0..partitions)
         .map(|p| TopicPartition::new(&a.topic, p))
@@ -304,25 +333,41 @@ fn consume(g: &Global, a: &PerfConsume) -> CliResult {
     while n < a.messages {
         let remaining = a.messages - n;
         // Ages count from the moment the poll returned.
-        let (take, b) = if a.blobs {
-            let blobs = consumer.poll_blobs(Duration::from_millis(200))?;
-            let mut tally = Tally::new(&mut lat_us, remaining);
-            for blob in blobs {
-                for r in blob {
-                    match r {
-                        Ok(r) => tally.add(r.record.timestamp, r.record.value.as_ref()),
-                        Err(e) => eprintln!("warning: a corrupt blob was skipped: {e}"),
+        let (take, b) = match path {
+            ConsumePath::Views => {
+                let blobs = consumer.poll_blobs(Duration::from_millis(200))?;
+                let mut tally = Tally::new(&mut lat_us, remaining);
+                for mut blob in blobs {
+                    while let Some(r) = blob.next_view() {
+                        match r {
+                            Ok(r) => tally.add(r.timestamp, r.value),
+                            Err(e) => eprintln!("warning: a corrupt blob was skipped: {e}"),
+                        }
                     }
                 }
+                tally.finish()
             }
-            tally.finish()
-        } else {
-            let batch = consumer.poll(Duration::from_millis(200))?;
-            let mut tally = Tally::new(&mut lat_us, remaining);
-            for r in &batch {
-                tally.add(r.timestamp, r.value.as_ref());
+            ConsumePath::Blobs => {
+                let blobs = consumer.poll_blobs(Duration::from_millis(200))?;
+                let mut tally = Tally::new(&mut lat_us, remaining);
+                for blob in blobs {
+                    for r in blob {
+                        match r {
+                            Ok(r) => tally.add(r.record.timestamp, r.record.value.as_deref()),
+                            Err(e) => eprintln!("warning: a corrupt blob was skipped: {e}"),
+                        }
+                    }
+                }
+                tally.finish()
             }
-            tally.finish()
+            ConsumePath::Records => {
+                let batch = consumer.poll(Duration::from_millis(200))?;
+                let mut tally = Tally::new(&mut lat_us, remaining);
+                for r in &batch {
+                    tally.add(r.timestamp, r.value.as_deref());
+                }
+                tally.finish()
+            }
         };
         if take == 0 {
             if last.elapsed() > env.timeout {
@@ -384,7 +429,7 @@ impl<'a> Tally<'a> {
     }
 
     /// Counts one record (beyond the records wanted, nothing).
-    fn add(&mut self, timestamp: i64, value: Option<&stellflow_blocking::bytes::Bytes>) {
+    fn add(&mut self, timestamp: i64, value: Option<&[u8]>) {
         if self.records == self.wanted {
             return;
         }

@@ -215,6 +215,39 @@ fn perf_reports_throughput_and_latency() {
 }
 
 #[test]
+fn perf_consume_reads_through_views_by_default_and_names_its_path() {
+    // Every path reads the same 3000 records of 100 B (the embedded broker fills the topic).
+    for (args, path) in [
+        (
+            &[][..],
+            "perf consume path: views (poll_blobs + FetchedBlob::next_view)",
+        ),
+        (&["--path", "blobs"][..], "perf consume path: blobs"),
+        (&["--blobs"][..], "perf consume path: blobs"),
+        (
+            &["--path", "records"][..],
+            "perf consume path: records (poll",
+        ),
+    ] {
+        let mut all = vec![
+            "perf",
+            "consume",
+            "--messages",
+            "3000",
+            "--record-size",
+            "100",
+        ];
+        all.extend_from_slice(args);
+        let out = ok(&all, None);
+        assert!(out.contains(path), "{args:?}: {out}");
+        assert!(
+            out.contains("3000 records consumed, 0.30 MB"),
+            "{args:?}: {out}"
+        );
+    }
+}
+
+#[test]
 fn perf_raw_ceiling_sends_whole_prebuilt_blobs_and_reads_them_back() {
     // 100-byte values in 4 KiB blobs: a few dozen records a blob, the count rounded up to
     // whole blobs.

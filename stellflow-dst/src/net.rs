@@ -1,7 +1,9 @@
 //! The simulated network: one ordered byte pipe per direction of every connection. A write is
 //! split at random boundaries into segments, each delivered after latency plus jitter but never
 //! before the segment ahead of it (TCP order); everything due at one instant is coalesced into
-//! one read. A broker's close travels as a FIN behind the data already in the pipe.
+//! one read. A broker's close travels as a FIN behind the data already in the pipe. Each
+//! segment keeps when it was written, for the sending host's user timeout (the world gives up
+//! a connection whose oldest undelivered segment is older than it).
 
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
@@ -39,7 +41,8 @@ enum Segment {
 /// One direction of one connection.
 #[derive(Debug)]
 pub(crate) struct Pipe {
-    queue: VecDeque<(Instant, Segment)>,
+    /// (arrival, written, segment).
+    queue: VecDeque<(Instant, Instant, Segment)>,
     last: Instant,
 }
 
@@ -70,26 +73,33 @@ impl Pipe {
             };
             let seg = rest.split_to(cut);
             let at = self.arrival(rng, cfg, now);
-            self.queue.push_back((at, Segment::Data(seg)));
+            self.queue.push_back((at, now, Segment::Data(seg)));
         }
     }
 
     /// Queues an orderly close behind the data.
     pub(crate) fn push_fin(&mut self, rng: &mut SimRng, cfg: &NetConfig, now: Instant) {
         let at = self.arrival(rng, cfg, now);
-        self.queue.push_back((at, Segment::Fin));
+        self.queue.push_back((at, now, Segment::Fin));
     }
 
     /// When the next segment arrives.
     pub(crate) fn next_at(&self) -> Option<Instant> {
-        self.queue.front().map(|(at, _)| *at)
+        self.queue.front().map(|(at, _, _)| *at)
+    }
+
+    /// When the oldest segment not delivered yet was written: the start of the sending host's
+    /// user timeout (Linux counts `TCP_USER_TIMEOUT` from the first transmission of the oldest
+    /// unacknowledged segment; here delivered is acknowledged).
+    pub(crate) fn oldest_written(&self) -> Option<Instant> {
+        self.queue.front().map(|(_, written, _)| *written)
     }
 
     /// Bytes not yet delivered.
     pub(crate) fn pending(&self) -> usize {
         self.queue
             .iter()
-            .map(|(_, s)| match s {
+            .map(|(_, _, s)| match s {
                 Segment::Data(b) => b.len(),
                 Segment::Fin => 0,
             })
@@ -98,13 +108,13 @@ impl Pipe {
 
     /// Everything due at `now`, coalesced; `true` when a FIN arrived (nothing follows it).
     pub(crate) fn take_due(&mut self, now: Instant, out: &mut BytesMut) -> bool {
-        while let Some((at, _)) = self.queue.front() {
+        while let Some((at, _, _)) = self.queue.front() {
             if *at > now {
                 break;
             }
             match self.queue.pop_front() {
-                Some((_, Segment::Data(b))) => out.extend_from_slice(&b),
-                Some((_, Segment::Fin)) => {
+                Some((_, _, Segment::Data(b))) => out.extend_from_slice(&b),
+                Some((_, _, Segment::Fin)) => {
                     self.queue.clear();
                     return true;
                 }

@@ -403,3 +403,61 @@ fn seed_3011227_a_commit_unanswered_at_the_lapse_is_withdrawn() {
          e=4494:pause:2,9257",
     );
 }
+
+/// Was the last zombie-commit class (a soak of group seeds 60000000..60020499 failed these
+/// six, all `group-commit-monotonic`; shrunk): cut off from the coordinator, a member wrote
+/// an auto-commit and was paused (SIGSTOP) 50–690 ms later, inside the lease margin, so it
+/// could never withdraw it; when the cut healed its host retransmitted the commit, which
+/// landed after the new owner's. Fixed: every connection of a group client asks its host to
+/// give unacknowledged bytes up after the lease margin (`ConnectRequest::unacked_timeout`,
+/// `TCP_USER_TIMEOUT`), which the world's hosts honour as Linux does, paused or not. Each
+/// plan fails with the timeout left out of the connect requests.
+const ZOMBIE_RETRANSMISSIONS: [(&str, &str); 6] = [
+    (
+        "60000850 (the full seed: t0-4 from (12, 0) back to (6, 0); committed at 4.20 s, paused at 4.72 s, margin 750 ms)",
+        "seed=60000850;b=1;p=2;m=2;session=3000;hb=1000;lat=149;jit=769;split=80;records=12;\
+         keyed=0;safety=12450;commit=2099521586;e=4064:isolate:0,4958;e=4717:pause:0,4405",
+    ),
+    (
+        "60010275 (the full seed: t0-1 from (9, 0) back to (5, 0); committed at 8.00 s, paused at 8.61 s, margin 1 s)",
+        "seed=60010275;b=2;p=2;m=4;session=4000;hb=1333;lat=573;jit=1776;split=50;records=20;\
+         keyed=80;safety=14680;commit=2777063965;e=6494:isolate:6,6933;e=8608:pause:6,5363",
+    ),
+    (
+        "60010922 (the full seed: t0-4 from (8, 0) back to (1, 0); committed at 1.00 s, paused at 1.05 s, margin 750 ms)",
+        "seed=60010922;b=1;p=1;m=3;session=3000;hb=1000;lat=563;jit=2919;split=80;records=1;\
+         keyed=80;safety=9236;commit=1228808444;e=972:isolate:5,6672;e=1053:pause:2,6797",
+    ),
+    (
+        "60016505 (the full seed: t0-1 from (16, 0) back to (7, 0); committed at 9.05 s, paused at 9.10 s, margin 833 ms)",
+        "seed=60016505;b=1;p=2;m=2;session=5000;hb=833;lat=1717;jit=1465;split=0;records=3;\
+         keyed=100;safety=21509;commit=2591878386;e=475:close:6;e=5547:join:;\
+         e=8437:isolate:1,8031;e=9097:pause:5,10757",
+    ),
+    (
+        "60017400 (the full seed: t0-2 from (17, 0) back to (12, 0); committed at 7.70 s, paused at 8.34 s, margin 750 ms)",
+        "seed=60017400;b=1;p=1;m=2;session=3000;hb=750;lat=255;jit=1333;split=80;records=12;\
+         keyed=50;safety=15522;commit=1587266088;e=7072:join:;e=7475:isolate:1,3710;\
+         e=8343:pause:4,4188",
+    ),
+    (
+        "60020278 (the full seed: t0-3 from (10, 0) back to (2, 0); committed at 6.81 s, paused at 7.50 s, margin 1.25 s)",
+        "seed=60020278;b=1;p=4;m=2;session=5000;hb=1250;lat=1029;jit=793;split=50;records=90;\
+         keyed=0;safety=18833;commit=4130447659;e=6371:isolate:6,5175;e=7503:pause:0,7856",
+    ),
+];
+
+#[test]
+fn a_commit_held_by_a_cut_while_its_member_is_paused_is_given_up_by_its_host() {
+    for (what, code) in ZOMBIE_RETRANSMISSIONS {
+        let plan = GroupPlan::parse(code).expect("plan code parses");
+        let a = run_group_plan(&plan);
+        assert!(a.passed(), "seed {what}\n{plan}\n{:#?}", a.violations);
+        assert!(
+            a.stats.user_timeouts > 0,
+            "seed {what}: no host gave a connection up"
+        );
+        let b = run_group_plan(&plan);
+        assert_eq!(a.trace_hash, b.trace_hash, "same plan, same trace");
+    }
+}

@@ -8,9 +8,12 @@
 //! (uncompressed: CRC-32 over the envelope, then the v1 batch inside), and
 //! `RESULT consumer-records-per-sec-leased N` for the v1 blobs taken through leases of 500
 //! records (`lease_records`, `RecordLease::decode`, `redeem_lease`: how the adapters take
-//! records), beside the `poll_record` figure of the same run. Each also prints the spread over
-//! its rounds, and `RESULT consumer-cpu-ns-per-record N` (and `-leased`): the client's time
-//! per record, the core's figure for `perf consume`'s CPU per record.
+//! records), beside the `poll_record` figure of the same run, and
+//! `RESULT consumer-records-per-sec-views N` for whole blobs (`poll_blob`) read as borrowed
+//! views (`FetchedBlob::next_view`, the path `perf consume` takes). Each also prints the
+//! spread over its rounds, and `RESULT consumer-cpu-ns-per-record N` (and `-leased`,
+//! `-views`): the client's time per record, the core's figure for `perf consume`'s CPU per
+//! record.
 
 use bytes::{Bytes, BytesMut};
 use std::collections::HashMap;
@@ -82,6 +85,9 @@ enum Take {
     Records,
     /// Leases of 500 records, decoded, then redeemed.
     Leases,
+    /// Whole blobs (`poll_blob`), each record a borrowed view (`FetchedBlob::next_view`): the
+    /// path `perf consume` and the adapters' perf examples read through.
+    Views,
 }
 
 /// A consumer hook that does what a cheap real one does: counts records and commits.
@@ -207,6 +213,16 @@ fn run_with(envelope: Envelope, label: &str, take: Take, hooks: Hooks) -> f64 {
                         records.iter().for_each(&mut count);
                     }
                 }
+                Take::Views => {
+                    while let Some(mut blob) = client.poll_blob() {
+                        while let Some(r) = blob.next_view() {
+                            let r = r.expect("valid record");
+                            value_bytes += r.value.map_or(0, <[u8]>::len);
+                            delivered += 1;
+                            in_round += 1;
+                        }
+                    }
+                }
             }
             let spent = t.elapsed();
             timed += spent;
@@ -256,6 +272,7 @@ fn main() {
     let v1 = run(Envelope::V1, "v1", Take::Records);
     let srfb = run(Envelope::Srfb(Compression::None), "srfb", Take::Records);
     let leased = run(Envelope::V1, "v1, leases of 500", Take::Leases);
+    let views = run(Envelope::V1, "v1, whole blobs as views", Take::Views);
     println!("RESULT consumer-records-per-sec {}", v1 as u64);
     println!("RESULT consumer-records-per-sec-srfb {}", srfb as u64);
     println!("RESULT consumer-records-per-sec-leased {}", leased as u64);
@@ -266,6 +283,8 @@ fn main() {
         "RESULT consumer-cpu-ns-per-record-leased {:.0}",
         1e9 / leased
     );
+    println!("RESULT consumer-records-per-sec-views {}", views as u64);
+    println!("RESULT consumer-cpu-ns-per-record-views {:.0}", 1e9 / views);
     // Paired runs without and with one registered hook (A B A B), leases as the adapters
     // take records: the cost of the hook call sites.
     let (mut plain, mut hooked) = (Vec::new(), Vec::new());

@@ -55,6 +55,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     Ok(s) => {
                         s.set_nonblocking(true)?;
                         s.set_nodelay(true)?;
+                        // A group client's connections ask for `req.unacked_timeout`: a driver
+                        // sets TCP_USER_TIMEOUT to it (socket2's
+                        // SockRef::set_tcp_user_timeout, Linux), as the adapters do; std
+                        // cannot, so this one goes without that bound.
                         sockets.insert(req.conn, s);
                         client.handle_connected(req.conn, Instant::now());
                     }

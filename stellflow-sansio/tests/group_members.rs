@@ -926,3 +926,40 @@ fn a_release_waits_for_the_commits_of_the_partition_made_before_it() {
         );
     }
 }
+
+/// The first connect of a client, from its first drain.
+fn first_connect(config: ClientConfig) -> stellflow_sansio::ConnectRequest {
+    let now = Instant::now();
+    let mut client = Client::new(config, now, 1).unwrap();
+    let mut buf = BytesMut::new();
+    loop {
+        match client.poll_output(now, &mut buf) {
+            Output::Connect(cr) => return cr,
+            Output::Timeout(_) => panic!("no connect in the first drain"),
+            _ => {}
+        }
+    }
+}
+
+/// Decision 19 (d): every connection of a client with a group bounds how long its host may
+/// keep written bytes unacknowledged to the lease margin (`TCP_USER_TIMEOUT`), so a commit
+/// of a member paused while cut off leaves the host within the margin or never; a client
+/// without a group leaves the host's default.
+#[test]
+fn a_group_clients_connections_bound_unacknowledged_bytes_to_the_lease_margin() {
+    // min(heartbeat 1 s, session 6 s / 4).
+    assert_eq!(
+        first_connect(config()).unacked_timeout,
+        Some(Duration::from_secs(1))
+    );
+    let mut c = config();
+    c.consumer.session_timeout = Duration::from_secs(3);
+    assert_eq!(
+        first_connect(c).unacked_timeout,
+        Some(Duration::from_millis(750)),
+        "min(heartbeat 1 s, session 3 s / 4)"
+    );
+    let mut c = config();
+    c.consumer.group_id = None;
+    assert_eq!(first_connect(c).unacked_timeout, None);
+}

@@ -30,6 +30,12 @@ async fn produce_keyed(client: &Client, topic: &str, n: u32) -> R<Vec<sf::Record
     produce_all(client, (0..n).map(|i| record(topic, i))).await
 }
 
+/// Produces records `lo..hi` of [`record`] to `topic` and flushes.
+async fn produce_keyed_range(client: &Client, topic: &str, lo: u32, hi: u32) -> R<()> {
+    produce_all(client, (lo..hi).map(|i| record(topic, i))).await?;
+    Ok(())
+}
+
 /// Enqueues every record, flushes, and returns where each landed.
 async fn produce_all(
     client: &Client,
@@ -361,6 +367,190 @@ pub async fn poll_blobs_exactly_once() -> R<()> {
         check(consumer.position(tp) == end, || {
             format!("{tp}: at {:?}, log ends at {end:?}", consumer.position(tp))
         })?;
+    }
+    aw!(client.close())?;
+    Ok(())
+}
+
+/// The consumer path a commit case reads through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadPath {
+    /// `poll`: one `ConsumerRecord` per record.
+    Records,
+    /// `poll_blobs`, each blob iterated as owned records.
+    Blobs,
+    /// `poll_blobs`, each record a borrowed view (`FetchedBlob::next_view`).
+    Views,
+}
+
+/// How a commit case commits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CommitMode {
+    /// `commit_sync` of what was delivered.
+    Sync,
+    /// `commit_marked_only`: marks after processing (`mark_processed` per record on the
+    /// record path, `mark_position(next_position)` per blob on the blob paths), then
+    /// `commit_sync`.
+    Marked,
+    /// Auto-commit every 50 ms, read back from the coordinator.
+    Auto,
+}
+
+/// Reads through `path` until `c` has `total` records; returns the record indices read.
+/// With `mark`, marks each record (or blob) processed once it is read.
+async fn read_through(
+    c: &sf::Consumer,
+    path: ReadPath,
+    total: usize,
+    mut got: usize,
+    mark: bool,
+) -> R<Vec<u32>> {
+    let end = Instant::now() + Duration::from_secs(30);
+    let wait = Duration::from_millis(200);
+    let mut seen = Vec::new();
+    let index = |v: Option<&[u8]>| -> R<u32> {
+        let s = std::str::from_utf8(v.ok_or("record without value")?)?;
+        Ok(s.get(6..14).ok_or("short value")?.parse()?)
+    };
+    while got < total && Instant::now() < end {
+        match path {
+            ReadPath::Records => {
+                for r in aw!(c.poll_max(wait, total - got))? {
+                    seen.push(index_of(&r)?);
+                    got += 1;
+                    if mark {
+                        c.mark_processed(&r)?;
+                    }
+                }
+            }
+            ReadPath::Blobs | ReadPath::Views => {
+                for mut blob in aw!(c.poll_blobs(wait))? {
+                    let tp = TopicPartition::new(blob.topic(), blob.partition());
+                    let next = blob.next_position();
+                    if path == ReadPath::Views {
+                        while let Some(r) = blob.next_view() {
+                            seen.push(index(r?.value)?);
+                            got += 1;
+                        }
+                    } else {
+                        for r in blob {
+                            seen.push(index(r?.record.value.as_deref())?);
+                            got += 1;
+                        }
+                    }
+                    if mark {
+                        c.mark_position(&tp, next)?;
+                    }
+                }
+            }
+        }
+    }
+    check(got == total, || {
+        format!("{path:?}: read {got} of {total} records")
+    })?;
+    Ok(seen)
+}
+
+/// The blob paths (`poll_blobs` read as owned records or as borrowed views) commit exactly
+/// what `poll` commits for the same records: after each of three produced rounds (several
+/// blobs a partition), nine consumers — each path under `commit_sync`, marks
+/// (`commit_marked_only`) and auto-commit, each its own group — read everything produced so
+/// far, and every mode's committed positions must be the same for all three paths (and, for
+/// the delivered modes, the consumer's own position). A difference in what counts as
+/// delivered or processed on any path fails it.
+pub async fn blob_paths_commit_as_poll_does() -> R<()> {
+    const ROUND: u32 = 600;
+    let server = sim()?;
+    let client = client(config(&server)?, Duration::from_secs(30)).await?;
+    let admin = client.admin();
+    create_topic(&admin, "vc", 2).await?;
+    let tps: Vec<TopicPartition> = (0..2).map(|p| TopicPartition::new("vc", p)).collect();
+    let paths = [ReadPath::Records, ReadPath::Blobs, ReadPath::Views];
+    let mut members = Vec::new();
+    for mode in [CommitMode::Sync, CommitMode::Marked, CommitMode::Auto] {
+        for path in paths {
+            let mut cfg = config(&server)?;
+            let group = format!("vc-{mode:?}-{path:?}");
+            cfg.consumer.group_id = Some(group.clone());
+            cfg.consumer.enable_auto_commit = mode == CommitMode::Auto;
+            cfg.consumer.auto_commit_interval = Duration::from_millis(50);
+            cfg.consumer.commit_marked_only = mode == CommitMode::Marked;
+            let c = aw!(sf::Consumer::connect(cfg))?;
+            c.assign(&tps)?;
+            members.push((mode, path, group, c));
+        }
+    }
+    let mut read = vec![Vec::new(); members.len()];
+    for round in 0..3 {
+        // Two flushes a round: at least two blobs a partition each round.
+        let lo = round * ROUND;
+        produce_keyed_range(&client, "vc", lo, lo + ROUND / 2).await?;
+        produce_keyed_range(&client, "vc", lo + ROUND / 2, lo + ROUND).await?;
+        let total = ((round + 1) * ROUND) as usize;
+        let mut committed: Vec<(CommitMode, ReadPath, sf::Committed)> = Vec::new();
+        for (i, (mode, path, group, c)) in members.iter().enumerate() {
+            let mark = *mode == CommitMode::Marked;
+            let seen = read_through(c, *path, total, read[i].len(), mark).await?;
+            read[i].extend(seen);
+            let mut got = match mode {
+                CommitMode::Sync | CommitMode::Marked => aw!(c.commit_sync())?,
+                CommitMode::Auto => {
+                    // The coordinator's copy, once auto-commit has reached the position.
+                    let want: sf::Committed = tps
+                        .iter()
+                        .filter_map(|tp| Some((tp.clone(), c.position(tp)?)))
+                        .collect();
+                    let end = Instant::now() + Duration::from_secs(10);
+                    loop {
+                        let ask = [("vc", 0), ("vc", 1)];
+                        let stored: sf::Committed = aw!(admin.committed_offsets(group, &ask))?
+                            .into_iter()
+                            .filter_map(|r| {
+                                let p = r.result.ok()??;
+                                Some((TopicPartition::new(r.topic.as_str(), r.partition), p))
+                            })
+                            .collect();
+                        if stored == want || Instant::now() > end {
+                            break stored;
+                        }
+                        aw!(sleep(Duration::from_millis(20)));
+                    }
+                }
+            };
+            got.sort();
+            if *mode != CommitMode::Marked {
+                let position: sf::Committed = tps
+                    .iter()
+                    .filter_map(|tp| Some((tp.clone(), c.position(tp)?)))
+                    .collect();
+                check(got == position, || {
+                    format!("round {round}, {mode:?} {path:?}: committed {got:?}, at {position:?}")
+                })?;
+            }
+            committed.push((*mode, *path, got));
+        }
+        for (mode, path, got) in &committed {
+            let records = committed
+                .iter()
+                .find(|(m, p, _)| m == mode && *p == ReadPath::Records)
+                .map(|(_, _, c)| c);
+            check(records == Some(got), || {
+                format!(
+                    "round {round}, {mode:?}: {path:?} committed {got:?}, poll committed {records:?}"
+                )
+            })?;
+            check(got.len() == 2, || {
+                format!("round {round}, {mode:?} {path:?}: committed {got:?}")
+            })?;
+        }
+    }
+    for (i, (mode, path, _, c)) in members.iter().enumerate() {
+        let mut seen = read[i].clone();
+        seen.sort_unstable();
+        check(seen == (0..3 * ROUND).collect::<Vec<_>>(), || {
+            format!("{mode:?} {path:?}: not every record exactly once")
+        })?;
+        aw!(c.close())?;
     }
     aw!(client.close())?;
     Ok(())
@@ -1228,6 +1418,7 @@ cases!(
     admin_round_trip,
     produce_consume_100k,
     poll_blobs_exactly_once,
+    blob_paths_commit_as_poll_does,
     large_records_exactly_once,
     concurrent_pollers_exactly_once,
     group_commit_resume,

@@ -24,8 +24,16 @@ impl World {
             if !self.cut(l.client, l.broker) {
                 consider(l.up.next_at());
             }
+            consider(give_up_at(l.unacked_timeout, l.up.oldest_written()));
         }
         for ((client, _), l) in &self.links {
+            if !l.timed_out {
+                let since = [l.up.oldest_written(), l.unacked_since]
+                    .into_iter()
+                    .flatten()
+                    .min();
+                consider(give_up_at(l.unacked_timeout, since));
+            }
             if !self.cut(*client, l.broker) {
                 consider(l.up.next_at());
                 // A paused client reads nothing: what comes for it waits in the network.
@@ -162,6 +170,7 @@ impl World {
             }
         }
         progress |= self.drain_cluster();
+        progress |= self.user_timeouts();
         progress |= self.deliver();
         progress |= self.finish_connects();
         progress
@@ -194,6 +203,7 @@ impl World {
                         client: i,
                         conn: cr.conn,
                         address,
+                        unacked_timeout: cr.unacked_timeout,
                     });
                 }
                 Output::Close(close) => {
@@ -220,6 +230,7 @@ impl World {
                                 broker: link.broker,
                                 sim,
                                 up: link.up,
+                                unacked_timeout: link.unacked_timeout,
                             });
                         } else {
                             // An abort (or nothing left to deliver): the bytes the broker
@@ -263,9 +274,13 @@ impl World {
                     for f in link.obs.frames.drain(..) {
                         note!(self.log, at, "client {i} conn {}: {f}", c.0);
                     }
-                    if !link.half_open {
+                    if link.timed_out {
+                        // The host gave the socket up: the write fails, nothing is sent.
+                    } else if !link.half_open {
                         link.up.push(&mut self.rng, &self.net, now, &self.buf);
-                    } else if !link.black_hole && !link.rst {
+                    } else if link.black_hole {
+                        link.unacked_since.get_or_insert(now);
+                    } else if !link.rst {
                         link.rst = true;
                         link.down
                             .push_fin(&mut self.rng, &self.net, now + self.net.latency);
@@ -338,6 +353,87 @@ impl World {
                 link.sim = None;
                 link.up.clear();
                 link.down.push_fin(&mut self.rng, &self.net, now);
+            }
+        }
+        progress
+    }
+
+    /// The clients' hosts give up connections whose written bytes stayed unacknowledged for
+    /// the connection's user timeout (Linux `TCP_USER_TIMEOUT`, which the core asks for with
+    /// `ConnectRequest::unacked_timeout`): bytes written at `s` and still held at `s + u` —
+    /// by a cut, a partition or a black hole; delivered counts as acknowledged — are
+    /// discarded, never retransmitted later, and the connection is reset. The broker's end
+    /// is closed at once (on a real network it learns it at its next write after the cut
+    /// heals, from the RST the client's host answers with; it only forgets the connection
+    /// later); the client learns it when it runs, as a process stopped at that moment does
+    /// on its next call (`ETIMEDOUT`). The host does this even while the client is paused:
+    /// it is the kernel's, not the process's. A gracefully closed connection's last bytes
+    /// are given up the same way.
+    fn user_timeouts(&mut self) -> bool {
+        let now = self.now;
+        let m = self.micros();
+        let mut progress = false;
+        let mut k = 0;
+        while let Some(l) = self.closing.get(k) {
+            if give_up_at(l.unacked_timeout, l.up.oldest_written()).is_some_and(|t| t <= now) {
+                let l = self.closing.remove(k);
+                progress = true;
+                self.stats.user_timeouts += 1;
+                self.cluster.disconnect(l.sim);
+                self.trace.record(b'T', m, &(l.client as u64).to_le_bytes());
+                note!(
+                    self.log,
+                    now - self.epoch,
+                    "client {}: a closed connection's last bytes given up by its host (user timeout)",
+                    l.client
+                );
+            } else {
+                k += 1;
+            }
+        }
+        let keys: Vec<(usize, u64)> = self.links.keys().copied().collect();
+        for key in keys {
+            let Some(link) = self.links.get_mut(&key) else {
+                continue;
+            };
+            let since = [link.up.oldest_written(), link.unacked_since]
+                .into_iter()
+                .flatten()
+                .min();
+            if !link.timed_out && give_up_at(link.unacked_timeout, since).is_some_and(|t| t <= now)
+            {
+                progress = true;
+                link.timed_out = true;
+                link.up.clear();
+                link.down.clear();
+                link.unacked_since = None;
+                self.stats.user_timeouts += 1;
+                if let Some(sim) = link.sim.take() {
+                    self.by_sim.remove(&sim);
+                    self.cluster.disconnect(sim);
+                }
+                self.trace.record(b'T', m, &key.1.to_le_bytes());
+                note!(
+                    self.log,
+                    now - self.epoch,
+                    "client {} conn {}: given up by the client's host (bytes unacknowledged for the user timeout)",
+                    key.0,
+                    key.1
+                );
+            }
+            if self.links.get(&key).is_some_and(|l| l.timed_out) && self.runs(key.0) {
+                progress = true;
+                self.links.remove(&key);
+                if let Some(slot) = self.clients.get_mut(key.0) {
+                    slot.client.handle_disconnected(
+                        ConnId(key.1),
+                        now,
+                        DisconnectReason::Io(IoFailure::new(
+                            std::io::ErrorKind::TimedOut,
+                            "connection timed out",
+                        )),
+                    );
+                }
             }
         }
         progress
@@ -520,6 +616,9 @@ impl World {
                             rst: false,
                             obs: LinkObserver::tapping(slot.tap).recording(self.log.is_some()),
                             impostor,
+                            unacked_timeout: c.unacked_timeout,
+                            unacked_since: None,
+                            timed_out: false,
                         },
                     );
                     if let Some(sim) = sim {
@@ -550,6 +649,11 @@ impl World {
         }
         true
     }
+}
+
+/// When a host with user timeout `timeout` gives up bytes unacknowledged `since`.
+fn give_up_at(timeout: Option<Duration>, since: Option<Instant>) -> Option<Instant> {
+    Some(since? + timeout?)
 }
 
 /// How an event enters the trace hash: its `Debug` text, except where it holds instants

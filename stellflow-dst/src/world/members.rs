@@ -202,6 +202,61 @@ mod tests {
         assert!(w.violations().is_empty(), "{:?}", w.violations());
     }
 
+    /// The host's `TCP_USER_TIMEOUT` (what the core asks for on a group client's
+    /// connections): bytes a cut holds past it are given up and the connection reset, even
+    /// while the process is stopped; the client learns it when it runs again, and its
+    /// request goes again on a fresh connection once the cut heals. Without a group the
+    /// connection waits out the cut.
+    #[test]
+    fn a_hosts_user_timeout_gives_up_bytes_held_by_a_cut_even_while_paused() {
+        for group in [true, false] {
+            let mut w = World::new(9, ClusterConfig::with_brokers(1), NetConfig::default());
+            let mut c = ClientConfig::new("broker-1:9092").unwrap();
+            c.request_timeout = S * 20;
+            if group {
+                c.consumer.group_id = Some("g".into());
+            }
+            c.consumer.session_timeout = S * 4;
+            c.consumer.heartbeat_interval = S; // lease margin: 1 s
+            let id = w.add_client(c).unwrap();
+            assert!(answered(&mut w, id, S));
+            while w.poll_event(id).is_some() {}
+            w.isolate_client(id, 1, S * 5);
+            let now = w.now();
+            let _ = w.client(id).describe_cluster(now, Target::Any);
+            w.settle();
+            let held = w.links(id);
+            assert_eq!(held.len(), 1);
+            assert_eq!(held[0].outstanding.len(), 1, "the request is on the wire");
+            w.pause_client(id, S * 3);
+            w.run_for(S * 2);
+            let given_up = u64::from(group);
+            assert_eq!(w.stats().user_timeouts, given_up, "group {group}");
+            assert_eq!(
+                w.links(id)[0].dead,
+                group,
+                "the paused client cannot know yet"
+            );
+            w.run_for(S * 2); // resumed at 3 s, still cut off
+            let mut timed_out = false;
+            while let Some(e) = w.poll_event(id) {
+                timed_out |= matches!(
+                    e,
+                    Event::Disconnected {
+                        reason: DisconnectReason::Io(ref f),
+                        ..
+                    } if f.kind == std::io::ErrorKind::TimedOut
+                );
+            }
+            assert_eq!(timed_out, group, "the resumed client saw ETIMEDOUT");
+            assert!(
+                answered(&mut w, id, S * 10),
+                "group {group}: served after the cut"
+            );
+            assert!(w.violations().is_empty(), "{:?}", w.violations());
+        }
+    }
+
     #[test]
     fn an_isolated_client_waits_and_a_crashed_one_is_gone() {
         let (mut w, id) = world();

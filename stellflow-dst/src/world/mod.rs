@@ -50,7 +50,8 @@ pub struct LinkView {
     pub broker: i32,
     /// Whether the ApiVersions answer reached the client.
     pub negotiated: bool,
-    /// Whether the broker side is gone (half-open or black hole); the client cannot know.
+    /// Whether the broker side is gone (half-open, black hole, or given up by the client's
+    /// host while the client is paused); the client cannot know yet.
     pub dead: bool,
     /// Requests written on it and not answered, oldest first (bodies for the tapped API).
     pub outstanding: Vec<Outstanding>,
@@ -73,6 +74,9 @@ pub struct WorldStats {
     pub resets: u64,
     /// Connections made half-open.
     pub half_opens: u64,
+    /// Connections a client's host gave up because written bytes stayed unacknowledged
+    /// past the connection's user timeout (`ConnectRequest::unacked_timeout`).
+    pub user_timeouts: u64,
     /// Connections the brokers closed.
     pub broker_closes: u64,
     /// Client `handle_timeout` calls (timer wake-ups).
@@ -153,6 +157,15 @@ struct Link {
     obs: LinkObserver,
     /// The peer is an impostor speaking garbage ([`FaultAction::Impostor`]), not a broker.
     impostor: Option<ImpostorLink>,
+    /// The client host's `TCP_USER_TIMEOUT` for this connection, as the core asked
+    /// (`ConnectRequest::unacked_timeout`).
+    unacked_timeout: Option<Duration>,
+    /// Since when bytes written into a black hole wait for an acknowledgement that never
+    /// comes (the pipe holds nothing for them).
+    unacked_since: Option<Instant>,
+    /// The client's host gave the connection up (its user timeout passed): the broker side
+    /// is gone, and the client learns it (`ETIMEDOUT`) as soon as it runs.
+    timed_out: bool,
 }
 
 /// A connection the client closed gracefully with bytes still on their way to the broker:
@@ -165,6 +178,8 @@ struct ClosingLink {
     broker: i32,
     sim: SimConnId,
     up: Pipe,
+    /// The user timeout still applies to a closed socket's last bytes.
+    unacked_timeout: Option<Duration>,
 }
 
 #[derive(Debug)]
@@ -173,6 +188,7 @@ struct PendingConnect {
     client: usize,
     conn: ConnId,
     address: String,
+    unacked_timeout: Option<Duration>,
 }
 
 /// What ends a timed fault.
@@ -452,7 +468,7 @@ impl World {
                     conn: ConnId(*conn),
                     broker: l.broker,
                     negotiated: l.obs.negotiated(),
-                    dead: l.half_open,
+                    dead: l.half_open || l.timed_out,
                     outstanding,
                 }
             })

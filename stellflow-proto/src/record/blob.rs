@@ -132,6 +132,8 @@ pub struct BlobRecords {
     ahead: Option<Result<V1Batch, BatchError>>,
     batch_index: u32,
     next_index: u32,
+    /// The index of the record `next_raw` returned last (the views read it from here).
+    last_index: u32,
     done: bool,
     /// The walk stopped at an error.
     failed: bool,
@@ -165,6 +167,7 @@ pub fn blob_records(blob: Bytes) -> BlobRecords {
         ahead: None,
         batch_index: 0,
         next_index: 0,
+        last_index: 0,
         done: false,
         failed: false,
     }
@@ -329,31 +332,49 @@ impl BlobRecords {
 }
 
 impl BlobRecords {
-    /// The next record as byte ranges of [`BlobRecords::current_bytes`], numbered in the
-    /// blob: [`BlobRecords::next`] without building a [`Record`] (no reference count taken),
-    /// for the borrowed views of `record::view`.
+    /// The next record as byte ranges of [`BlobRecords::current_bytes`]:
+    /// [`BlobRecords::next`] without building a [`Record`] (no reference count taken), for
+    /// the borrowed views of `record::view`; its index in the blob is
+    /// [`BlobRecords::last_index`].
+    ///
+    /// The per-record case returns straight from the current batch's decode (as
+    /// [`Iterator::next`] does), and the index is not paired with the record: an
+    /// `Option<Result<(u32, RawRecord)>>` built from the decoder's result was written field
+    /// by field and read back whole, a store-forwarding stall that was the hottest
+    /// instruction of `perf consume`'s view loop.
     #[inline]
-    pub(crate) fn next_raw(&mut self) -> Option<Result<(u32, RawRecord), BatchError>> {
-        let raw = if !self.done
+    pub(crate) fn next_raw(&mut self) -> Option<Result<RawRecord, BatchError>> {
+        if !self.done
             && let Some((_, records)) = &mut self.current
         {
             match records.next_raw() {
-                Some(Ok(r)) => Some(Ok(r)),
+                Some(Ok(r)) => {
+                    self.count_one();
+                    return Some(Ok(r));
+                }
                 Some(Err(e)) => return self.fail_with(e),
-                None => None,
+                None => {}
             }
-        } else {
-            None
-        };
-        let raw = match raw {
-            Some(r) => r,
-            None => self.next_raw_from_next_batch()?,
-        };
-        Some(raw.map(|r| {
-            let index = self.next_index;
-            self.next_index = self.next_index.saturating_add(1);
-            (index, r)
-        }))
+        }
+        let r = self.next_raw_from_next_batch()?;
+        if r.is_ok() {
+            self.count_one();
+        }
+        Some(r)
+    }
+
+    /// One more record was yielded: the index moves on (and [`BlobRecords::last_index`]
+    /// names the one yielded).
+    #[inline(always)]
+    fn count_one(&mut self) {
+        self.last_index = self.next_index;
+        self.next_index = self.next_index.saturating_add(1);
+    }
+
+    /// The index in the blob of the record [`BlobRecords::next_raw`] returned last.
+    #[inline]
+    pub(crate) fn last_index(&self) -> u32 {
+        self.last_index
     }
 
     /// `next_from_next_batch` of the raw path; once per batch.

@@ -122,10 +122,11 @@ impl BlobRecords {
     /// ```
     #[inline]
     pub fn next_view(&mut self) -> Option<Result<RecordView<'_>, BatchError>> {
-        let (index_in_blob, raw) = match self.next_raw()? {
+        let raw = match self.next_raw()? {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };
+        let index_in_blob = self.last_index();
         let batch_index = self.current_batch_index();
         let bytes = self.current_bytes();
         let slice = |r: Option<std::ops::Range<usize>>| r.and_then(|r| bytes.get(r));

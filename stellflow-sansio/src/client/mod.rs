@@ -112,7 +112,7 @@ impl Client {
             None => format!("stellflow-rs-{:016x}", rng.next_u64()),
         };
         let net_rng = Rng::new(rng.next_u64());
-        let net = Net::new(&config, &client_id, net_rng);
+        let mut net = Net::new(&config, &client_id, net_rng);
         let mut producer = crate::producer::Producer::new(
             config.producer.clone(),
             config.request_timeout,
@@ -124,6 +124,7 @@ impl Client {
             config.bootstrap.first().cloned(),
             config.max_response_frame,
         );
+        net.set_unacked_timeout(consumer.unacked_timeout());
         let refresher = Refresher::new(
             now,
             config.metadata_max_age,

@@ -203,6 +203,19 @@ pub(crate) fn lease_margin(session: Duration, heartbeat: Duration) -> Duration {
 }
 
 impl Consumer {
+    /// How long the host may keep this client's written bytes unacknowledged
+    /// ([`crate::ConnectRequest::unacked_timeout`]): the lease margin for a client with a
+    /// group id, on every connection, for the coordinator's connection is the slot of its
+    /// address, shared with everything sent to that broker and often opened before
+    /// FindCoordinator named it (decision 19 (d)). `None` without a group.
+    pub(crate) fn unacked_timeout(&self) -> Option<Duration> {
+        self.config.group_id.as_ref()?;
+        Some(lease_margin(
+            self.config.session_timeout,
+            self.config.heartbeat_interval,
+        ))
+    }
+
     /// Whether registry membership is on and this member's lease has lapsed while it holds or
     /// claims partitions or has a slot: a member that holds nothing forgets its slot too, for
     /// the others may have freed it and given it to a newcomer (DST finding F4). A closing

@@ -54,9 +54,16 @@ impl Net {
         self.connects.push_back(ConnectRequest {
             conn,
             address: s.address.clone(),
+            unacked_timeout: self.unacked_timeout,
         });
         tracing::debug!(broker = %s.address, conn = conn.0, "connecting");
         self.counters.connection_attempts += 1;
+    }
+
+    /// Bounds how long the host may keep this client's written bytes unacknowledged, on every
+    /// connection opened from now on ([`ConnectRequest::unacked_timeout`]).
+    pub fn set_unacked_timeout(&mut self, timeout: Option<Duration>) {
+        self.unacked_timeout = timeout;
     }
 
     pub(super) fn slot_of_conn(&self, conn: ConnId) -> Option<usize> {

@@ -160,11 +160,26 @@ enum Loc {
 
 /// A request the driver should open a connection for.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConnectRequest {
     /// The id to report back in `handle_connected` / `handle_input` / `handle_disconnected`.
     pub conn: ConnId,
     /// Where to connect.
     pub address: BrokerAddress,
+    /// How long the host may keep bytes written on this connection unacknowledged before it
+    /// gives up on the connection: on Linux (and Android, Fuchsia) set `TCP_USER_TIMEOUT` to
+    /// it once connected (socket2's `SockRef::set_tcp_user_timeout`), so the host stops
+    /// retransmitting and resets the connection by itself, even while the process is stopped.
+    /// The driver then sees the connection fail (`ETIMEDOUT`) and reports it disconnected as
+    /// usual. `None`: leave the host's default (about 15 minutes of retransmissions on Linux).
+    ///
+    /// The core sets it on every connection of a client with a `consumer.group_id`, to the
+    /// group's lease margin (`min(heartbeat_interval, session_timeout / 4)`): a commit or
+    /// registry write sent at `s` then leaves the host by `s + margin` or never, so it cannot
+    /// land after another member took the partition over when the member is paused and cut
+    /// off at once (ARCHITECTURE.md decision 19 (d)). A driver on a system without the option
+    /// ignores it (and loses that guarantee, nothing else).
+    pub unacked_timeout: Option<Duration>,
 }
 
 /// The router (see the module docs).
@@ -177,6 +192,8 @@ pub struct Net {
     live: HashMap<u64, Loc>,
     timers: TimerQueue<Timer>,
     connects: VecDeque<ConnectRequest>,
+    /// [`ConnectRequest::unacked_timeout`] of every connection opened.
+    unacked_timeout: Option<Duration>,
     closes: VecDeque<CloseRequest>,
     completions: VecDeque<Completion>,
     events: VecDeque<Event>,
@@ -238,6 +255,7 @@ impl Net {
             live: HashMap::new(),
             timers: TimerQueue::new(),
             connects: VecDeque::new(),
+            unacked_timeout: None,
             closes: VecDeque::new(),
             completions: VecDeque::new(),
             events: VecDeque::new(),

@@ -191,6 +191,14 @@ impl Conn {
             .map_err(|e| e.to_string())
     }
 
+    /// Resets the connection (`SO_LINGER` zero, then close): the host sends an RST and
+    /// discards whatever the broker has not received, as a client's abortive close does.
+    pub fn abort(self) -> CaseResult {
+        socket2::SockRef::from(&self.stream)
+            .set_linger(Some(Duration::ZERO))
+            .map_err(|e| format!("SO_LINGER: {e}"))
+    }
+
     /// A fresh correlation id for this connection.
     pub fn corr(&mut self) -> i32 {
         let c = self.next_corr;

@@ -2,7 +2,9 @@
 //! as a shared table of member slots (PROTOCOL.md §3.6, §3.7), and what JoinGroup/SyncGroup do
 //! with several members that never heartbeat (§3.9–§3.11).
 
+use super::super::client::{Conn, Hdr};
 use super::super::*;
+use std::time::Duration;
 
 pub fn cases() -> Vec<Case> {
     vec![
@@ -20,6 +22,11 @@ pub fn cases() -> Vec<Case> {
             name: "offset_commit_last_writer_wins_read_after_ack",
             section: "3.6, 3.7",
             run: last_writer_wins,
+        },
+        Case {
+            name: "offset_commits_unanswered_at_a_reset_never_land_after_a_later_commit",
+            section: "3.6, 3.7",
+            run: aborted_commits,
         },
         Case {
             name: "several_joined_members_sync_empty_no_heartbeat_needed",
@@ -230,5 +237,88 @@ fn several_members(ctx: &Ctx) -> CaseResult {
             == 3,
         "three distinct generated member ids"
     );
+    Ok(())
+}
+
+/// Decision 19 (d): a member withdraws commits still unanswered by resetting its coordinator
+/// connection. What the broker's host had not received is discarded; what it had received
+/// is applied — on the real broker possibly after it answered requests of fresh connections
+/// (seen: up to ~650 ms later for 50 commits pipelined on one connection, each an fsync'd
+/// append, on a loaded host) and, for pipelined requests, in any order (seen: 50 applied,
+/// then 48). A member has one commit on its way at a time: the case resets one such commit
+/// first, then a pipelined burst. Either way the broker keeps serving, the position settles
+/// within a second on one of the reset commits (or none), and a commit made on a fresh
+/// connection after that wins and stays.
+fn aborted_commits(ctx: &Ctx) -> CaseResult {
+    let g = ctx.name("g");
+    let t = ctx.name("t");
+    let read = |c: &mut Conn, partition: i32| -> Result<(i64, Option<String>), String> {
+        let v = parse_offset_fetch(&c.call(
+            OFFSET_FETCH,
+            &offset_fetch_req(&g, &[(t.as_str(), vec![partition])]),
+        )?)?;
+        let p = v
+            .first()
+            .and_then(|(_, ps)| ps.first())
+            .ok_or("no partition answered")?;
+        Ok((p.offset, p.metadata.clone()))
+    };
+    let mut b = ctx.conn()?;
+    for (partition, commits) in [(1, 1i64), (0, 50)] {
+        let mut a = ctx.conn()?;
+        for offset in 1..=commits {
+            let meta = format!("old-{offset}");
+            let body = offset_commit_req(
+                &g,
+                &[(t.as_str(), vec![(partition, offset, Some(meta.as_str()))])],
+            );
+            let corr = a.corr();
+            let client_id = a.client_id.clone();
+            a.send(&Hdr::new(OFFSET_COMMIT, corr, client_id.as_deref()), &body)?;
+        }
+        a.abort()?;
+        let reset = std::time::Instant::now();
+        // Watch the position for a second after the reset: when did it last change?
+        let first = read(&mut b, partition)?.0;
+        let (mut last, mut changed, mut changes) = (first, Duration::ZERO, 0);
+        while reset.elapsed() < Duration::from_secs(1) {
+            std::thread::sleep(Duration::from_millis(10));
+            let now = read(&mut b, partition)?.0;
+            if now != last {
+                (last, changed, changes) = (now, reset.elapsed(), changes + 1);
+            }
+        }
+        ensure!(
+            last == -1 || (1..=commits).contains(&last),
+            "after the reset the position is unset or one of the reset commits: {last}"
+        );
+        ctx.note(format!(
+            "{commits} commit(s) reset unanswered: first answer on a fresh connection \
+             {first}, {changes} change(s) after, the last {} ms after the reset, settled at \
+             {last}",
+            changed.as_millis()
+        ));
+        let v = parse_offset_commit(&b.call(
+            OFFSET_COMMIT,
+            &offset_commit_req(&g, &[(t.as_str(), vec![(partition, 1000, Some("new"))])]),
+        )?)?;
+        ensure_eq!(
+            v[0].1,
+            vec![(partition, 0)],
+            "the fresh connection's commit accepted"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        let mut c = ctx.conn()?;
+        ensure_eq!(
+            read(&mut c, partition)?,
+            (1000, Some("new".to_owned())),
+            "the later commit stays the group's position"
+        );
+        ensure_eq!(
+            read(&mut b, partition)?.0,
+            1000,
+            "on the committing connection too"
+        );
+    }
     Ok(())
 }
