@@ -41,16 +41,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "one independent counter or gauge per figure, in order: a list",
     ),
     (
-        "stellflow-sansio/src/consumer/membership.rs",
-        "on_registry",
-        "not cut yet",
-    ),
-    (
-        "stellflow-sansio/src/consumer/membership.rs",
-        "on_registry_read",
-        "not cut yet",
-    ),
-    (
         "stellflow-sansio/src/net/connection.rs",
         "drop_connection",
         "not cut yet",

@@ -26,7 +26,9 @@ use crate::error::RequestError;
 use crate::net::{Origin, Reply};
 use crate::request::{RequestOptions, Target};
 use crate::shared::Shared;
+use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 use stellflow_proto::messages::{
     OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitTopic,
@@ -54,16 +56,29 @@ enum AfterRead {
 #[derive(Debug)]
 enum InFlight {
     Read(AfterRead),
-    Write {
-        sent: Instant,
-        counter: i64,
-        /// The write listed no started partition (it may extend a lapsed lease).
-        holds_empty: bool,
-        /// The claims it published.
-        claims: BTreeSet<TopicPartition>,
-        /// The write that frees this member's slot on close.
-        leave: bool,
-    },
+    Write(Written),
+}
+
+/// What a registry write carries for this member's slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SlotWrite {
+    /// This member's registration (refreshes its lease and publishes its claims).
+    Refresh,
+    /// The slot freed: the member leaves (close, or a manual `assign`).
+    Free,
+}
+
+/// A registry write on its way: what it wrote, to apply its answer.
+#[derive(Debug)]
+struct Written {
+    sent: Instant,
+    counter: i64,
+    /// The write listed no started partition (it may extend a lapsed lease).
+    holds_empty: bool,
+    /// The claims it published.
+    claims: BTreeSet<TopicPartition>,
+    /// Whether it refreshed the slot or freed it.
+    kind: SlotWrite,
 }
 
 /// A revocation under way.
@@ -190,7 +205,7 @@ impl Membership {
     /// When the registry write on its way was sent, if one is.
     fn write_sent(&self) -> Option<Instant> {
         match &self.in_flight {
-            Some((_, InFlight::Write { sent, .. })) => Some(*sent),
+            Some((_, InFlight::Write(w))) => Some(w.sent),
             _ => None,
         }
     }
@@ -515,9 +530,10 @@ impl Consumer {
         now: Instant,
         group_id: &str,
         coordinator: &BrokerAddress,
-        leave: bool,
+        kind: SlotWrite,
         sh: &mut Shared,
     ) {
+        let leave = kind == SlotWrite::Free;
         let counter = self.group.reg.counter + 1;
         let Some(slot) = self.group.reg.slot else {
             // Nothing to free: the close (or the parting) may finish.
@@ -566,13 +582,13 @@ impl Consumer {
         m.dirty = false;
         m.in_flight = Some((
             seq,
-            InFlight::Write {
+            InFlight::Write(Written {
                 sent: now,
                 counter,
                 holds_empty: self.parts.is_empty(),
                 claims: m.claims.clone(),
-                leave,
-            },
+                kind,
+            }),
         ));
     }
 
@@ -600,88 +616,100 @@ impl Consumer {
         }
         let leaving = matches!(
             what,
-            InFlight::Read(AfterRead::Leave) | InFlight::Write { leave: true, .. }
+            InFlight::Read(AfterRead::Leave)
+                | InFlight::Write(Written {
+                    kind: SlotWrite::Free,
+                    ..
+                })
         );
         if (self.closing || self.group.reg.parting_since.is_some()) && !leaving {
             // A round answered after the close (or an `assign`) began: the member takes no
             // part any more; the slot is freed next.
             return;
         }
-        let retry = now + self.config.heartbeat_interval / 4;
         match what {
-            InFlight::Read(AfterRead::Leave) => {
-                let me = self.group.member_id().unwrap_or("").replace(' ', "_");
-                let slots = body
-                    .and_then(|b| OffsetFetchResponse::decode(&mut Reader::new(b)).ok())
-                    .and_then(|r| self.slots_of(r));
-                let m = &self.group.reg;
-                let mine = m.slot.is_some_and(|slot| {
-                    slots.as_ref().is_some_and(
-                        |s| matches!(s.get(slot as usize), Some(Slot::Member(r)) if r.member == me),
-                    )
-                });
-                // Unread or no longer this member's slot: nothing to free (the others count
-                // it gone a session after its last refresh).
-                match (mine, self.group.coordinator.clone()) {
-                    (true, Some(coordinator)) => {
-                        let group_id = self.config.group_id.clone().unwrap_or_default();
-                        self.send_registry_write(now, &group_id, &coordinator, true, sh);
-                    }
-                    _ => self.registry_left(sh),
-                }
-            }
+            InFlight::Read(AfterRead::Leave) => self.on_leave_read(now, body, sh),
             InFlight::Read(after) => {
                 let slots = body
                     .and_then(|b| OffsetFetchResponse::decode(&mut Reader::new(b)).ok())
                     .and_then(|r| self.slots_of(r));
                 match slots {
                     Some(slots) => self.on_registry_read(now, slots, after, sh),
-                    None => self.group.reg.next_round = Some(retry),
+                    None => {
+                        self.group.reg.next_round = Some(now + self.config.heartbeat_interval / 4)
+                    }
                 }
             }
-            InFlight::Write {
-                sent,
-                counter,
-                holds_empty,
-                claims,
-                leave,
-            } => {
-                let ok = body
-                    .and_then(|b| OffsetCommitResponse::decode(&mut Reader::new(b)).ok())
-                    .is_some_and(|r| {
-                        r.topics
-                            .iter()
-                            .flat_map(|t| t.partitions.iter())
-                            .all(|p| p.error_code == ErrorCode::NONE)
-                    });
-                if leave {
-                    // Answered or not, the close (or parting) goes on: unanswered, the others
-                    // count this member gone a session timeout after its last refresh.
-                    self.registry_left(sh);
-                    return;
-                }
-                if !ok {
-                    self.group.reg.next_round = Some(retry);
-                    self.group.reg.dirty = true;
-                    return;
-                }
-                let margin =
-                    lease_margin(self.config.session_timeout, self.config.heartbeat_interval);
-                let m = &mut self.group.reg;
-                m.counter = counter;
-                let valid_at_send = m.lease_until.is_some_and(|t| sent < t);
-                if (valid_at_send || holds_empty) && now.saturating_duration_since(sent) <= margin {
-                    m.lease_until = Some(sent + self.config.session_timeout - margin);
-                }
-                m.published = claims;
-                // Read at once: it confirms the slot and may start the claims.
-                if let Some(coordinator) = self.group.coordinator.clone() {
-                    let group_id = self.config.group_id.clone().unwrap_or_default();
-                    self.send_registry_read(now, &group_id, &coordinator, AfterRead::Confirm, sh);
-                } else {
-                    self.group.reg.next_round = Some(now);
-                }
+            InFlight::Write(w) => self.on_registry_written(now, body, w, sh),
+        }
+    }
+
+    /// The read before freeing the slot answered: the slot is freed if it is still this
+    /// member's; unread or no longer its own, there is nothing to free (the others count it
+    /// gone a session after its last refresh) and the member has left.
+    fn on_leave_read(&mut self, now: Instant, body: Option<Bytes>, sh: &mut Shared) {
+        let me = self.group.member_id().unwrap_or("").replace(' ', "_");
+        let slots = body
+            .and_then(|b| OffsetFetchResponse::decode(&mut Reader::new(b)).ok())
+            .and_then(|r| self.slots_of(r));
+        let m = &self.group.reg;
+        let mine = m.slot.is_some_and(|slot| {
+            slots.as_ref().is_some_and(
+                |s| matches!(s.get(slot as usize), Some(Slot::Member(r)) if r.member == me),
+            )
+        });
+        match (mine, self.group.coordinator.clone()) {
+            (true, Some(coordinator)) => {
+                let group_id = self.config.group_id.clone().unwrap_or_default();
+                self.send_registry_write(now, &group_id, &coordinator, SlotWrite::Free, sh);
             }
+            _ => self.registry_left(sh),
+        }
+    }
+
+    /// A registry write answered. Freeing the slot ends the member's part, answered or not
+    /// (unanswered, the others count it gone a session after its last refresh). A refresh
+    /// that failed is retried a quarter interval later; one that succeeded extends the lease
+    /// (when it was sent while the lease held, or held nothing, and was answered within the
+    /// margin), publishes its claims, and is read back at once to confirm the slot.
+    fn on_registry_written(
+        &mut self,
+        now: Instant,
+        body: Option<Bytes>,
+        w: Written,
+        sh: &mut Shared,
+    ) {
+        let ok = body
+            .and_then(|b| OffsetCommitResponse::decode(&mut Reader::new(b)).ok())
+            .is_some_and(|r| {
+                r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter())
+                    .all(|p| p.error_code == ErrorCode::NONE)
+            });
+        if w.kind == SlotWrite::Free {
+            self.registry_left(sh);
+            return;
+        }
+        if !ok {
+            self.group.reg.next_round = Some(now + self.config.heartbeat_interval / 4);
+            self.group.reg.dirty = true;
+            return;
+        }
+        let margin = lease_margin(self.config.session_timeout, self.config.heartbeat_interval);
+        let m = &mut self.group.reg;
+        m.counter = w.counter;
+        let valid_at_send = m.lease_until.is_some_and(|t| w.sent < t);
+        if (valid_at_send || w.holds_empty) && now.saturating_duration_since(w.sent) <= margin {
+            m.lease_until = Some(w.sent + self.config.session_timeout - margin);
+        }
+        m.published = w.claims;
+        // Read at once: it confirms the slot and may start the claims.
+        if let Some(coordinator) = self.group.coordinator.clone() {
+            let group_id = self.config.group_id.clone().unwrap_or_default();
+            self.send_registry_read(now, &group_id, &coordinator, AfterRead::Confirm, sh);
+        } else {
+            self.group.reg.next_round = Some(now);
         }
     }
 
@@ -710,9 +738,38 @@ impl Consumer {
         let session = self.config.session_timeout;
         let me = self.group.member_id().unwrap_or("").replace(' ', "_");
         self.group.reg.view.update(now, slots, session);
+        // 1. Is this member's slot still its own? A slot another member freed ends the
+        //    membership; one another member overwrote is given up.
+        if self.confirm_slot(now, &me, sh).is_break() {
+            return;
+        }
+        // 2. The slots to free, and the live members (said when they change).
+        self.note_members(&me, sh);
+        // 3. A member without a slot picks a free one; with none free it waits a round.
+        if self.group.reg.slot.is_none() && self.pick_slot(now, &me, sh).is_break() {
+            return;
+        }
+        // 4. Claims and releases once settled, then when the next round is due.
+        self.schedule_round(now, &me, sh);
+        // 5. A write goes out only right after a read that found the slot this member's (or
+        //    free, for a first write): never on an older read.
+        let m = &self.group.reg;
+        if m.slot.is_some()
+            && (after == AfterRead::Write || m.dirty)
+            && let Some(coordinator) = self.group.coordinator.clone()
+        {
+            let group_id = self.config.group_id.clone().unwrap_or_default();
+            self.send_registry_write(now, &group_id, &coordinator, SlotWrite::Refresh, sh);
+        }
+    }
+
+    /// Checks this member's slot in the view just read: as it last wrote it (or later: a
+    /// write whose answer was lost may have landed) confirms it; freed by another member
+    /// ends the membership (`Break`); written by another member (both picked it while it
+    /// was free) gives it up, for members that never saw this one may have taken its
+    /// partitions (DST finding F2); a first write that lost (or never landed) picks again.
+    fn confirm_slot(&mut self, now: Instant, me: &str, sh: &mut Shared) -> ControlFlow<()> {
         let m = &mut self.group.reg;
-        // Is this member's slot as it last wrote it (or later: a write whose answer was lost
-        // may have landed)?
         m.confirmed = false;
         let mut overwritten = false;
         if let Some(slot) = m.slot {
@@ -727,22 +784,24 @@ impl Consumer {
                 }
                 Some(Slot::Freed { member, .. }) if *member == me => {
                     self.lose_membership(now, "another member freed this member's slot", sh);
-                    return;
+                    return ControlFlow::Break(());
                 }
-                // Another member wrote the slot this member had registered in (both picked
-                // it while it was free): members that never saw this member may have taken
-                // its partitions (DST finding F2).
                 _ if m.owned => overwritten = true,
-                // The first write to this slot lost to another member's (or never landed):
-                // pick again.
                 _ => m.slot = None,
             }
         }
         if overwritten {
             self.lose_slot(now, sh);
         }
+        ControlFlow::Continue(())
+    }
+
+    /// The slots this member frees (lapsed members'), and the live members, said with
+    /// [`ConsumerEvent::GroupMembers`] when they changed (this member counts once its slot
+    /// is confirmed).
+    fn note_members(&mut self, me: &str, sh: &mut Shared) {
         let m = &mut self.group.reg;
-        m.frees = m.view.to_free(&me);
+        m.frees = m.view.to_free(me);
         let mut live: Vec<String> = m.view.live().map(|s| s.reg.member.clone()).collect();
         if !m.confirmed {
             live.retain(|id| *id != me);
@@ -751,46 +810,57 @@ impl Consumer {
             m.live = live.clone();
             emit(sh, ConsumerEvent::GroupMembers(live));
         }
-        if m.slot.is_none() {
-            let taken: BTreeSet<i32> = m.frees.iter().map(|(s, _)| *s).collect();
-            // Members that start together read the same free slots: each picks one by its
-            // own id, so that two rarely write the same slot (when they do, the reads before
-            // and after every write find it out).
-            let free: Vec<i32> = (m.view.slots.iter().enumerate())
-                .filter(|(i, s)| s.claimable() && !taken.contains(&(*i as i32)))
-                .map(|(i, _)| i as i32)
-                .collect();
-            let pick = crate::partitioner::fnv1a32(me.as_bytes()) as usize;
-            let free = free.get(pick % free.len().max(1)).copied();
-            match free {
-                Some(s) => {
-                    m.slot = Some(s);
-                    m.dirty = true;
-                }
-                None => {
-                    m.next_round = Some(now + self.config.heartbeat_interval);
-                    emit(
-                        sh,
-                        ConsumerEvent::GroupRejoining {
-                            reason: format!(
-                                "the group's registry is full (consumer.max_group_members = {})",
-                                self.config.max_group_members
-                            ),
-                            retry_in: self.config.heartbeat_interval,
-                        },
-                    );
-                    return;
-                }
+    }
+
+    /// Picks a free slot for a member without one. Members that start together read the
+    /// same free slots: each picks one by its own id, so that two rarely write the same slot
+    /// (when they do, the reads before and after every write find it out). With the registry
+    /// full the member waits a round and says so (`Break`).
+    fn pick_slot(&mut self, now: Instant, me: &str, sh: &mut Shared) -> ControlFlow<()> {
+        let m = &mut self.group.reg;
+        let taken: BTreeSet<i32> = m.frees.iter().map(|(s, _)| *s).collect();
+        let free: Vec<i32> = (m.view.slots.iter().enumerate())
+            .filter(|(i, s)| s.claimable() && !taken.contains(&(*i as i32)))
+            .map(|(i, _)| i as i32)
+            .collect();
+        let pick = crate::partitioner::fnv1a32(me.as_bytes()) as usize;
+        match free.get(pick % free.len().max(1)).copied() {
+            Some(s) => {
+                m.slot = Some(s);
+                m.dirty = true;
+                ControlFlow::Continue(())
+            }
+            None => {
+                m.next_round = Some(now + self.config.heartbeat_interval);
+                emit(
+                    sh,
+                    ConsumerEvent::GroupRejoining {
+                        reason: format!(
+                            "the group's registry is full (consumer.max_group_members = {})",
+                            self.config.max_group_members
+                        ),
+                        retry_in: self.config.heartbeat_interval,
+                    },
+                );
+                ControlFlow::Break(())
             }
         }
+    }
+
+    /// Rebalances once this member's registration settled, then sets the next round: a
+    /// quarter interval while a handover waits, an interval otherwise, earlier when the
+    /// settling ends or another member's slot expires first.
+    fn schedule_round(&mut self, now: Instant, me: &str, sh: &mut Shared) {
+        let session = self.config.session_timeout;
         let interval = self.config.heartbeat_interval;
+        let m = &self.group.reg;
         // A fresh member claims nothing until a read a quarter interval after its
         // registration was first read back: members registered within that time of each
         // other all see each other before any of them claims.
         let settle = m.registered_at.map(|t| t + interval / 4);
         let settled = settle.is_some_and(|t| now >= t);
         let waiting = if m.confirmed && settled {
-            self.rebalance(now, &me, sh)
+            self.rebalance(now, me, sh)
         } else {
             false
         };
@@ -803,17 +873,8 @@ impl Consumer {
         if m.confirmed && !settled {
             next = next.min(settle.unwrap_or(next));
         }
-        let expiry = m.view.next_expiry(&me, session);
+        let expiry = m.view.next_expiry(me, session);
         m.next_round = Some(expiry.filter(|t| *t > now).map_or(next, |t| t.min(next)));
-        // A write goes out only right after a read that found the slot this member's (or
-        // free, for a first write): never on an older read.
-        if m.slot.is_some()
-            && (after == AfterRead::Write || m.dirty)
-            && let Some(coordinator) = self.group.coordinator.clone()
-        {
-            let group_id = self.config.group_id.clone().unwrap_or_default();
-            self.send_registry_write(now, &group_id, &coordinator, false, sh);
-        }
     }
 
     /// Computes the assignment from the view and acts on it: revokes what goes elsewhere,
