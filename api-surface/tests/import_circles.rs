@@ -3,8 +3,9 @@
 //! which files of `consumer/` do.
 //!
 //! `cargo test -p stellflow-api-surface --test import_circles -- --nocapture` prints every
-//! circle. The test fails when a circle appears that is not inside one recorded in
-//! [`RECORDED`] (a circle may shrink or go, never grow); shrink the record as circles go.
+//! circle (with the imports inside it, to see which to break). The test fails on any circle:
+//! none is left, and none may come back. A second test holds the layers: nothing below the
+//! client imports the client or a feature, and no feature imports another.
 //!
 //! How a path is read: comments are skipped; `use` trees are expanded (`crate::{a::B, c}`);
 //! a path that names an item re-exported by `lib.rs` or a `mod.rs` (`crate::Client`,
@@ -16,22 +17,6 @@ use common::rust_files;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-/// Today's circles (issue 31): each is a set of modules; a circle found must lie inside one.
-const RECORDED: &[&[&str]] = &[
-    &[
-        "admin", "client", "config", "consumer", "event", "health", "hooks", "metrics", "net",
-        "observe", "output", "producer", "trace",
-    ],
-    &[
-        "consumer::commit",
-        "consumer::fetcher",
-        "consumer::group",
-        "consumer::membership",
-        "consumer::positions",
-        "consumer::start",
-    ],
-];
 
 /// A module path below `crate`, e.g. `["consumer", "group"]`.
 type Module = Vec<String>;
@@ -343,14 +328,14 @@ fn use_trees_expand_and_resolve_relative_to_the_file() {
 }
 
 #[test]
-fn no_import_circle_grows_beyond_the_recorded_ones() {
+fn no_import_circle() {
     let src = sansio_src();
     let top = graph(&src, None);
     let inner = graph(&src, Some("consumer"));
     assert!(!top.is_empty(), "no modules read from {src:?}");
+    assert!(inner.len() > 1, "no files of consumer/ read from {src:?}");
     let mut found = circles(&top);
     found.extend(circles(&inner));
-    let mut grown = Vec::new();
     for c in &found {
         println!("import circle ({} modules): {c:?}", c.len());
         // The imports inside the circle, to see which to break.
@@ -364,18 +349,33 @@ fn no_import_circle_grows_beyond_the_recorded_ones() {
                 .collect();
             println!("  {m} -> {to:?}");
         }
-        let recorded = RECORDED
-            .iter()
-            .any(|r| c.iter().all(|m| r.contains(&m.as_str())));
-        if !recorded {
-            grown.push(c.clone());
-        }
     }
     if found.is_empty() {
         println!("no import circle");
     }
     assert!(
-        grown.is_empty(),
-        "import circles beyond the recorded ones (break them, or record why): {grown:?}"
+        found.is_empty(),
+        "import circles (break them: move the shared types down): {found:?}"
+    );
+}
+
+/// The layering: the client is on top, the features (admin, producer, consumer) below it
+/// import neither the client nor each other, and the low modules import no feature and not
+/// the client.
+#[test]
+fn the_layers_hold() {
+    let top = graph(&sansio_src(), None);
+    let above = ["client", "admin", "producer", "consumer"];
+    let mut wrong = Vec::new();
+    for (from, to) in &top {
+        for t in to.iter().filter(|t| above.contains(&t.as_str())) {
+            if from != "client" {
+                wrong.push(format!("{from} -> {t}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "imports of the client or a feature from below the client: {wrong:?}"
     );
 }

@@ -93,9 +93,9 @@ pub struct ClientConfig {
     /// `clientSoftwareVersion` sent in ApiVersions.
     pub software_version: String,
     /// Producer settings (acks, batching, retries, idempotence, partitioners).
-    pub producer: crate::producer::ProducerConfig,
+    pub producer: crate::producer_config::ProducerConfig,
     /// Consumer settings (group, reset policy, commits, fetch sizing).
-    pub consumer: crate::consumer::ConsumerConfig,
+    pub consumer: crate::consumer_config::ConsumerConfig,
     /// Producer and consumer hooks (interceptors), called by the client for every record
     /// sent, outcome, record consumed and commit. None by default.
     pub hooks: crate::hooks::Hooks,
@@ -121,8 +121,8 @@ impl ClientConfig {
             connection_setup_timeout: Duration::from_secs(3),
             software_name: "stellflow-rs".to_owned(),
             software_version: env!("CARGO_PKG_VERSION").to_owned(),
-            producer: crate::producer::ProducerConfig::default(),
-            consumer: crate::consumer::ConsumerConfig::default(),
+            producer: crate::producer_config::ProducerConfig::default(),
+            consumer: crate::consumer_config::ConsumerConfig::default(),
             hooks: crate::hooks::Hooks::default(),
         })
     }

@@ -1,7 +1,7 @@
 //! Events: everything the core reports to its driver and users, as [`crate::Output::Event`].
 
 use crate::address::BrokerAddress;
-use crate::admin::AdminOutcome;
+use crate::admin_call::AdminOutcome;
 use crate::error::{AdminError, ConnectionError, RequestError};
 use crate::request::{ConnId, RawResponse, RequestId};
 use std::time::Duration;
@@ -143,24 +143,24 @@ pub enum Event {
     /// The outcome of one [`crate::Client::produce`] (exactly one per accepted record).
     Produced {
         /// The id `produce` returned.
-        id: crate::producer::ProduceId,
+        id: crate::delivery::ProduceId,
         /// Where the record was written, or why it was not.
-        result: Result<crate::producer::RecordMetadata, crate::producer::DeliveryError>,
+        result: Result<crate::delivery::RecordMetadata, crate::delivery::DeliveryError>,
     },
     /// The outcome of every record of one batch at once, in place of their
     /// [`Event::Produced`] events, for a driver that asked for it
     /// ([`crate::Client::set_batch_outcomes`]). A record that fails before it reaches a batch
     /// still has its own [`Event::Produced`].
-    ProducedBatch(crate::producer::ProducedBatch),
+    ProducedBatch(crate::delivery::ProducedBatch),
     /// Every record produced before the [`crate::Client::flush`] with this id has its outcome.
     Flushed {
         /// The id `flush` returned.
-        id: crate::producer::FlushId,
+        id: crate::delivery::FlushId,
     },
     /// The producer finished closing ([`crate::Client::close_producer`] or the client's
     /// `close`): nothing more will be sent.
     ProducerClosed {
-        /// Records that failed with [`crate::producer::DeliveryError::Closed`].
+        /// Records that failed with [`crate::delivery::DeliveryError::Closed`].
         failed: u64,
     },
     /// The cluster's health changed (healthy, degraded, unreachable); the same as
@@ -168,5 +168,5 @@ pub enum Event {
     HealthChanged(crate::health::ClusterHealth),
     /// A consumer notification (rebalances, positions, commits, group state). Records
     /// themselves come from [`crate::Client::poll_record`].
-    Consumer(crate::consumer::ConsumerEvent),
+    Consumer(crate::consumer_event::ConsumerEvent),
 }

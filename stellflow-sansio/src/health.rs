@@ -2,7 +2,7 @@
 //! one error per outage that a consumer's poll returns once no broker answered for
 //! `unreachable_timeout`.
 //!
-//! The states, as [`Client::cluster_health`] reports them and [`Event::HealthChanged`]
+//! The states, as [`Client::cluster_health`](crate::Client::cluster_health) reports them and [`Event::HealthChanged`](crate::Event::HealthChanged)
 //! announces them:
 //!
 //! * [`HealthState::Healthy`]: no broker failed since it last answered;
@@ -22,8 +22,6 @@
 //! unreachable.
 
 use crate::address::BrokerAddress;
-use crate::client::Client;
-use crate::event::Event;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -114,9 +112,12 @@ impl fmt::Display for ClusterUnreachable {
 /// What the client last reported, and the error a consumer has not been told yet.
 #[derive(Debug)]
 pub(crate) struct HealthReport {
-    state: HealthState,
-    consumer_error: Option<ClusterUnreachable>,
-    timeout: Duration,
+    /// The state last reported ([`Event::HealthChanged`](crate::Event::HealthChanged)).
+    pub(crate) state: HealthState,
+    /// The outage error the consumer's next empty poll returns.
+    pub(crate) consumer_error: Option<ClusterUnreachable>,
+    /// `unreachable_timeout`: how long a silent cluster takes to be unreachable.
+    pub(crate) timeout: Duration,
 }
 
 impl HealthReport {
@@ -127,117 +128,5 @@ impl HealthReport {
             consumer_error: None,
             timeout,
         }
-    }
-}
-
-impl Client {
-    /// The cluster's health as of the last input (see [`crate::HealthState`]): healthy,
-    /// degraded, or unreachable since an instant, with every broker's last answer and last
-    /// failure. [`Event::HealthChanged`] says when the state changes.
-    pub fn cluster_health(&self) -> ClusterHealth {
-        ClusterHealth {
-            state: self.health.state,
-            brokers: self.broker_health(),
-        }
-    }
-
-    /// Once per outage, the [`ClusterUnreachable`] error for a consumer: set when the cluster
-    /// becomes unreachable while the consumer has partitions or a subscription, taken by the
-    /// first poll that finds no record, dropped when a broker answers again. Adapters return
-    /// it from `poll`/`recv` (and their streams yield it) instead of waiting forever.
-    pub fn take_unreachable_error(&mut self) -> Option<ClusterUnreachable> {
-        self.health.consumer_error.take()
-    }
-
-    fn broker_health(&self) -> Vec<BrokerHealth> {
-        self.net
-            .slot_health()
-            .enumerate()
-            .map(|(slot, (address, broker_id, h))| BrokerHealth {
-                address: address.clone(),
-                broker_id,
-                connected: self.net.slot_ready(slot),
-                last_answer: h.last_answer,
-                failing_since: h.failing.as_ref().map(|f| f.since),
-                last_cause: h.failing.as_ref().map(|f| f.cause.clone()),
-                not_stellflow: h.failing.as_ref().is_some_and(|f| f.not_stellflow),
-            })
-            .collect()
-    }
-
-    /// The state the router's notes add up to at `now`.
-    fn health_state(&self, now: Instant) -> HealthState {
-        let mut any_failing = false;
-        let mut all_not_stellflow = true;
-        for (slot, (_, _, h)) in self.net.slot_health().enumerate() {
-            if !self.net.slot_matters(slot) {
-                continue;
-            }
-            any_failing |= h.failing.is_some();
-            all_not_stellflow &= h.failing.as_ref().is_some_and(|f| f.not_stellflow);
-        }
-        if let Some(since) = self.net.liveness().silent_since {
-            // Once unreachable, the outage lasts until a broker answers (which clears
-            // `silent_since`), even if the cause changes on the way: a peer that was not a
-            // Stellflow broker gives way to a broker that refuses or never answers (dst seed
-            // 27001667: an impostor leaves as the cluster goes away).
-            let ongoing =
-                matches!(self.health.state, HealthState::Unreachable { since: s } if s == since);
-            if ongoing || now >= since + self.health.timeout || (any_failing && all_not_stellflow) {
-                return HealthState::Unreachable { since };
-            }
-        }
-        if any_failing {
-            HealthState::Degraded
-        } else {
-            HealthState::Healthy
-        }
-    }
-
-    /// When the health must be looked at again even if nothing happens: the instant a silent
-    /// cluster becomes unreachable.
-    pub(crate) fn health_deadline(&self) -> Option<Instant> {
-        if self.closed || matches!(self.health.state, HealthState::Unreachable { .. }) {
-            return None;
-        }
-        Some(self.net.liveness().silent_since? + self.health.timeout)
-    }
-
-    /// Reports a change of state ([`Event::HealthChanged`]); on entering an outage, keeps the
-    /// error the consumer's next empty poll returns; on leaving it, drops that error.
-    pub(crate) fn update_health(&mut self, now: Instant) {
-        if self.closed {
-            return;
-        }
-        let next = self.health_state(now);
-        if next == self.health.state {
-            return;
-        }
-        let was_unreachable = matches!(self.health.state, HealthState::Unreachable { .. });
-        self.health.state = next;
-        match next {
-            HealthState::Unreachable { since } => {
-                let error = ClusterUnreachable {
-                    silent_for: now.saturating_duration_since(since),
-                    timeout: self.health.timeout,
-                    brokers: self
-                        .broker_health()
-                        .into_iter()
-                        .filter_map(|b| Some((b.address, b.last_cause?)))
-                        .collect(),
-                };
-                tracing::error!("{error}");
-                if !was_unreachable && self.consumer.active() {
-                    self.health.consumer_error = Some(error);
-                }
-            }
-            _ if was_unreachable => {
-                tracing::info!("a broker answers again: the cluster is reachable");
-                self.health.consumer_error = None;
-            }
-            _ => {}
-        }
-        let health = self.cluster_health();
-        self.events.push_back(Event::HealthChanged(health));
     }
 }

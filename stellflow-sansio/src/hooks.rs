@@ -10,9 +10,13 @@
 //! so keep them short: count, stamp, hand off. With no hook registered each call site costs
 //! one emptiness check.
 
-use crate::consumer::{CommitId, CommitKind, ConsumerError, ConsumerRecord, FetchedBlob};
-use crate::consumer::{Position, TopicPartition};
-use crate::producer::{DeliveryError, ProduceId, ProducerRecord, RecordMetadata};
+use crate::consumer_event::{CommitId, CommitKind, ConsumerError};
+use crate::consumer_record::ConsumerRecord;
+use crate::delivery::{DeliveryError, ProduceId, RecordMetadata};
+use crate::fetched_blob::FetchedBlob;
+use crate::offset_model::Position;
+use crate::producer_record::ProducerRecord;
+use crate::topic_partition::TopicPartition;
 use crate::trace::{TRACEPARENT, TRACESTATE, TraceIds};
 use std::sync::Arc;
 

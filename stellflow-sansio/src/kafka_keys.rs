@@ -10,8 +10,8 @@
 use crate::address::{BrokerAddress, parse_bootstrap};
 use crate::config::ClientConfig;
 use crate::config_error::ConfigError;
-use crate::consumer::OffsetReset;
-use crate::producer::{Acks, BatchFormat};
+use crate::consumer_config::OffsetReset;
+use crate::producer_config::{Acks, BatchFormat};
 use std::time::Duration;
 use stellflow_proto::record::Compression;
 

@@ -70,14 +70,20 @@
 
 mod address;
 mod admin;
+mod admin_call;
+mod admin_results;
 mod backoff;
 mod client;
 mod config;
 mod config_error;
-mod conn;
 mod consumer;
+mod consumer_config;
+mod consumer_event;
+mod consumer_record;
+mod delivery;
 mod error;
 mod event;
+mod fetched_blob;
 mod health;
 mod hooks;
 mod inflight;
@@ -87,14 +93,20 @@ mod metrics;
 mod negotiate;
 mod net;
 mod observe;
+mod offset_model;
 mod output;
+mod partitioner;
 mod producer;
+mod producer_config;
+mod producer_record;
 mod refresh;
 mod request;
+mod shared;
 // The one seeded generator lives in stellflow-proto, shared with the simulated broker.
 use stellflow_proto::rng;
 mod timers;
 mod topic;
+mod topic_partition;
 mod trace;
 
 pub use address::{BrokerAddress, parse_bootstrap};
@@ -106,13 +118,15 @@ pub use admin::{
 pub use client::Client;
 pub use config::{ClientConfig, HeaderFields};
 pub use config_error::ConfigError;
-pub use consumer::{
-    BlobRecordsFrom, CommitId, CommitKind, ConsumerConfig, ConsumerError, ConsumerEvent,
-    ConsumerRecord, FetchedBlob, IntoTopic, LogStartAction, OffsetReset, Position, REGISTRY_TOPIC,
-    RecordLease, RevocationId, SeekTo, TopicPartition,
+pub use consumer::{REGISTRY_TOPIC, RecordLease, SeekTo};
+pub use consumer_config::{ConsumerConfig, OffsetReset};
+pub use consumer_event::{
+    CommitId, CommitKind, ConsumerError, ConsumerEvent, LogStartAction, RevocationId,
 };
+pub use consumer_record::ConsumerRecord;
 pub use error::{AdminError, ConnectionError, InvalidTopicName, RequestError};
 pub use event::{DisconnectReason, Event, IoFailure};
+pub use fetched_blob::{BlobRecordsFrom, FetchedBlob};
 pub use health::{BrokerHealth, ClusterHealth, ClusterUnreachable, HealthState};
 pub use hooks::{
     Acknowledgement, CommitOutcome, ConsumerHook, HeaderSink, Hooks, ProducerHook, SentRecord,
@@ -121,6 +135,7 @@ pub use hooks::{
 pub use metadata::{BrokerInfo, ClusterMetadata, LeaderlessReason, PartitionInfo, TopicInfo};
 pub use metrics::{ApiCounters, Counters, DurationHistogram};
 pub use net::ConnectRequest;
+pub use offset_model::Position;
 pub use output::{CloseMode, CloseRequest, Output};
 pub use producer::{
     Acks, BatchFormat, DeliveryError, FlushId, IntoRecordBytes, KeyedPartitioner,
@@ -130,4 +145,5 @@ pub use producer::{
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
 pub use stellflow_proto;
 pub use topic::validate_topic_name;
+pub use topic_partition::{IntoTopic, TopicPartition};
 pub use trace::{TRACEPARENT, TRACESTATE, TraceIds};

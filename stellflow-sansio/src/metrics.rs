@@ -116,7 +116,7 @@ pub struct Counters {
     pub bytes_received: u64,
     /// `stellflow.producer.records` (maintained by the producer).
     pub producer_records: u64,
-    /// Producer records that failed (any [`crate::producer::DeliveryError`] after sending).
+    /// Producer records that failed (any [`crate::DeliveryError`] after sending).
     pub producer_record_errors: u64,
     /// Batches (blobs) the producer sent, retries included.
     pub producer_batches: u64,
@@ -220,7 +220,7 @@ pub(crate) mod emit {
         #[cfg(feature = "metrics")]
         buffered: u64,
         #[cfg(feature = "metrics")]
-        lags: std::collections::HashMap<crate::TopicPartition, i64>,
+        lags: std::collections::HashMap<crate::topic_partition::TopicPartition, i64>,
     }
 
     impl Publisher {
@@ -232,7 +232,7 @@ pub(crate) mod emit {
             &mut self,
             now: &Counters,
             buffered: usize,
-            lags: impl Iterator<Item = (crate::TopicPartition, i64)>,
+            lags: impl Iterator<Item = (crate::topic_partition::TopicPartition, i64)>,
         ) {
             use metrics::{counter, gauge};
             let d = |a: u64, b: u64| a.saturating_sub(b);

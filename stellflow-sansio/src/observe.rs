@@ -16,7 +16,7 @@
 //! consumer reset, a group that thrashes); `debug` follows the normal life of connections,
 //! metadata rounds, retries and rebalances; `trace` is not used.
 
-use crate::consumer::ConsumerEvent;
+use crate::consumer_event::ConsumerEvent;
 use crate::event::Event;
 use crate::metadata::ClusterMetadata;
 

@@ -1,19 +1,19 @@
 //! Finishing admin commands: decode each answer into its typed result, take the next step of
 //! multi-request commands (committed offsets, re-asserting leadership), and emit the outcome.
 
-use super::call::Outcome;
-use super::results::{
+use super::{Admin, AdminOp, Single};
+use crate::address::BrokerAddress;
+use crate::admin_call::Outcome;
+use crate::admin_results::{
     ApiSupport, BrokerApiVersions, ClusterStatus, CommittedOffset, DecommissionResult, OffsetInfo,
     OffsetSpec, PartitionOutcome, ReassertedPartition, TopicAdminResult,
 };
-use super::{AdminOp, Single};
-use crate::address::BrokerAddress;
-use crate::client::Client;
 use crate::error::{AdminError, RequestError};
 use crate::metadata::{LeaderlessReason, ViewPartition};
 use crate::net::{Completion, Net, Origin, Reply};
 use crate::refresh::Urgency;
 use crate::request::{RequestOptions, Target};
+use crate::shared::Shared;
 use std::collections::BTreeMap;
 use std::time::Instant;
 use stellflow_proto::messages::{
@@ -33,9 +33,9 @@ enum Next {
     Waiting,
 }
 
-impl Client {
+impl Admin {
     /// Takes one answer to admin command `id` in.
-    pub(crate) fn on_admin_completion(&mut self, now: Instant, id: u64, c: Completion) {
+    pub(crate) fn on_completion(&mut self, sh: &mut Shared, now: Instant, id: u64, c: Completion) {
         // 1. Find the command: an answer to one already finished is dropped.
         let Some(mut op) = self.ops.remove(&id) else {
             return;
@@ -50,22 +50,22 @@ impl Client {
                 opts,
             } => {
                 if *fetching {
-                    self.committed_offsets_answer(id, c, partitions)
+                    Self::committed_offsets_answer(sh, id, c, partitions)
                 } else {
                     let next =
-                        self.committed_coordinator_answer(now, id, c, group, partitions, opts);
+                        Self::committed_coordinator_answer(sh, now, id, c, group, partitions, opts);
                     *fetching = next == Next::Waiting;
                     next
                 }
             }
-            AdminOp::Single(kind) => self.single_answer(id, c, kind),
+            AdminOp::Single(kind) => Self::single_answer(sh, id, c, kind),
             AdminOp::ListOffsets {
                 specs,
                 results,
                 outstanding,
                 ..
             } => {
-                self.list_offsets_answer(c, specs, results, outstanding);
+                Self::list_offsets_answer(sh, c, specs, results, outstanding);
                 Next::Waiting
             }
             AdminOp::Reassert {
@@ -76,11 +76,19 @@ impl Client {
                 address,
             } if *asking == Some(c.seq) => {
                 *asking = None;
-                match self.reassert_view_answer(now, id, c) {
+                match Self::reassert_view_answer(sh, now, id, c) {
                     None => Next::Ended,
                     Some(addr) => {
                         *address = Some(addr.clone());
-                        self.reassert_send_moves(now, id, *broker_id, &addr, results, outstanding);
+                        Self::reassert_send_moves(
+                            sh,
+                            now,
+                            id,
+                            *broker_id,
+                            &addr,
+                            results,
+                            outstanding,
+                        );
                         Next::Waiting
                     }
                 }
@@ -93,7 +101,7 @@ impl Client {
                 ..
             } => {
                 let address = address.as_ref();
-                self.reassert_move_answer(c, *broker_id, results, outstanding, address);
+                Self::reassert_move_answer(sh, c, *broker_id, results, outstanding, address);
                 Next::Waiting
             }
             AdminOp::DescribeTopics(_) => Next::Waiting,
@@ -102,13 +110,13 @@ impl Client {
         //    answer.
         if next == Next::Waiting {
             self.ops.insert(id, op);
-            self.finish_if_done(id);
+            self.finish_if_done(sh, id);
         }
     }
 
     /// The coordinator found for a committed-offsets query: sends it the OffsetFetch.
     fn committed_coordinator_answer(
-        &mut self,
+        sh: &mut Shared,
         now: Instant,
         id: u64,
         c: Completion,
@@ -119,7 +127,7 @@ impl Client {
         let coordinator = c
             .result
             .map_err(AdminError::Request)
-            .and_then(|reply| body_of(&self.net, c.api_key, &reply))
+            .and_then(|reply| body_of(&sh.net, c.api_key, &reply))
             .and_then(|body| {
                 FindCoordinatorResponse::decode(&mut Reader::new(body))
                     .map_err(|error| decode_error(ApiKey::FIND_COORDINATOR, error))
@@ -128,11 +136,11 @@ impl Client {
         match coordinator {
             Ok(address) => {
                 let body = RequestBody::OffsetFetch(offset_fetch_body(group, partitions));
-                self.send(now, id, Target::Address(address), body, opts);
+                Self::send(sh, now, id, Target::Address(address), body, opts);
                 Next::Waiting
             }
             Err(e) => {
-                self.emit(id, Err(e));
+                Self::emit(sh, id, Err(e));
                 Next::Ended
             }
         }
@@ -140,7 +148,7 @@ impl Client {
 
     /// The coordinator's committed offsets: the query's outcome.
     fn committed_offsets_answer(
-        &mut self,
+        sh: &mut Shared,
         id: u64,
         c: Completion,
         partitions: &mut Vec<(String, i32)>,
@@ -148,42 +156,42 @@ impl Client {
         let result = c
             .result
             .map_err(AdminError::Request)
-            .and_then(|reply| body_of(&self.net, c.api_key, &reply))
+            .and_then(|reply| body_of(&sh.net, c.api_key, &reply))
             .and_then(|body| {
                 OffsetFetchResponse::decode(&mut Reader::new(body))
                     .map_err(|error| decode_error(ApiKey::OFFSET_FETCH, error))
             })
             .map(|r| committed_offsets(std::mem::take(partitions), r));
-        self.emit(id, result.map(Outcome::Committed));
+        Self::emit(sh, id, result.map(Outcome::Committed));
         Next::Ended
     }
 
     /// The answer to a one-request command: its outcome, and what it changes in the
     /// metadata (a partition moved; a topic created or deleted).
-    fn single_answer(&mut self, id: u64, c: Completion, kind: &Single) -> Next {
+    fn single_answer(sh: &mut Shared, id: u64, c: Completion, kind: &Single) -> Next {
         let result = c.result.map_err(AdminError::Request).and_then(|reply| {
-            let body = body_of(&self.net, c.api_key, &reply)?;
-            self.single_result(kind, &reply, body)
+            let body = body_of(&sh.net, c.api_key, &reply)?;
+            Self::single_result(sh, kind, &reply, body)
         });
         if let (Ok(Outcome::TopicAdmin(r)), Single::AlterPartition(t, p)) = (&result, kind)
             && r.is_ok()
         {
             let a = r.address.clone();
-            self.metadata.patch_partition(&a, t, p.clone());
+            sh.metadata.patch_partition(&a, t, p.clone());
         }
         // A topic created or deleted changes what the metadata must route: refresh now
         // so that the next produce, fetch or admin call sees it.
         if result.is_ok() && matches!(kind, Single::CreateTopic | Single::DeleteTopic) {
-            self.refresher.request(Urgency::Now);
+            sh.refresher.request(Urgency::Now);
         }
-        self.emit(id, result);
+        Self::emit(sh, id, result);
         Next::Ended
     }
 
     /// One ListOffsets answer: the result of every partition it carries, matched by topic
     /// and partition; an answer asking for fresh metadata asks the refresher.
     fn list_offsets_answer(
-        &mut self,
+        sh: &mut Shared,
         c: Completion,
         specs: &[(String, i32, OffsetSpec)],
         results: &mut [Option<Result<OffsetInfo, AdminError>>],
@@ -194,10 +202,10 @@ impl Client {
             .result
             .as_ref()
             .ok()
-            .and_then(|r| self.net.address(r.slot).cloned())
+            .and_then(|r| sh.net.address(r.slot).cloned())
             .unwrap_or_else(|| BrokerAddress::new("", 0));
         let decoded = c.result.map_err(AdminError::Request).and_then(|reply| {
-            let b = body_of(&self.net, c.api_key, &reply)?;
+            let b = body_of(&sh.net, c.api_key, &reply)?;
             ListOffsetsResponse::decode(&mut Reader::new(b))
                 .map_err(|error| decode_error(c.api_key, error))
         });
@@ -228,14 +236,14 @@ impl Client {
             }
         }
         if refresh {
-            self.refresher.request(Urgency::AfterBackoff);
+            sh.refresher.request(Urgency::AfterBackoff);
         }
     }
 
     /// The broker's view of the cluster for a re-assertion: applied to the metadata; its
     /// address, or `None` when the command failed (its error emitted).
     fn reassert_view_answer(
-        &mut self,
+        sh: &mut Shared,
         now: Instant,
         id: u64,
         c: Completion,
@@ -243,33 +251,33 @@ impl Client {
         let reply = match c.result {
             Ok(reply) => reply,
             Err(e) => {
-                self.emit(id, Err(AdminError::Request(e)));
+                Self::emit(sh, id, Err(AdminError::Request(e)));
                 return None;
             }
         };
-        let parsed = body_of(&self.net, c.api_key, &reply).and_then(|b| {
+        let parsed = body_of(&sh.net, c.api_key, &reply).and_then(|b| {
             MetadataResponse::decode(&mut Reader::new(b))
                 .map_err(|error| decode_error(c.api_key, error))
         });
         let resp = match parsed {
             Ok(r) => r,
             Err(e) => {
-                self.emit(id, Err(e));
+                Self::emit(sh, id, Err(e));
                 return None;
             }
         };
-        let Some(addr) = self.net.address(reply.slot).cloned() else {
-            self.emit(id, Err(AdminError::InvalidArgument("unknown broker")));
+        let Some(addr) = sh.net.address(reply.slot).cloned() else {
+            Self::emit(sh, id, Err(AdminError::InvalidArgument("unknown broker")));
             return None;
         };
-        self.apply_metadata(now, addr.clone(), &resp, c.seq);
+        sh.apply_metadata(now, addr.clone(), &resp, c.seq);
         Some(addr)
     }
 
     /// Sends one AlterPartition per partition whose leader in `addr`'s view is neither
     /// `broker_id` nor a live broker, naming `broker_id` its leader.
     fn reassert_send_moves(
-        &mut self,
+        sh: &mut Shared,
         now: Instant,
         id: u64,
         broker_id: i32,
@@ -277,7 +285,7 @@ impl Client {
         results: &mut Vec<ReassertedPartition>,
         outstanding: &mut BTreeMap<u64, usize>,
     ) {
-        let todo: Vec<(String, ViewPartition)> = self
+        let todo: Vec<(String, ViewPartition)> = sh
             .metadata
             .view(addr)
             .map(|v| {
@@ -301,7 +309,7 @@ impl Client {
                 replica_nodes: vec![broker_id],
                 isr_nodes: vec![broker_id],
             });
-            let seq = self.net.submit(
+            let seq = sh.net.submit(
                 now,
                 Target::Address(addr.clone()),
                 body,
@@ -322,7 +330,7 @@ impl Client {
     /// One AlterPartition answer of a re-assertion: its partition's result, and the
     /// metadata patched when the move took.
     fn reassert_move_answer(
-        &mut self,
+        sh: &mut Shared,
         c: Completion,
         broker_id: i32,
         results: &mut [ReassertedPartition],
@@ -333,7 +341,7 @@ impl Client {
             return;
         };
         let r = c.result.map_err(AdminError::Request).and_then(|reply| {
-            let b = body_of(&self.net, c.api_key, &reply)?;
+            let b = body_of(&sh.net, c.api_key, &reply)?;
             let resp = TopicAdminResponse::decode(&mut Reader::new(b))
                 .map_err(|error| decode_error(c.api_key, error))?;
             match resp.partitions.iter().find(|p| p.error_code.is_err()) {
@@ -351,7 +359,7 @@ impl Client {
             if r.is_ok()
                 && let Some(a) = address
             {
-                self.metadata.patch_partition(
+                sh.metadata.patch_partition(
                     a,
                     &entry.topic,
                     ViewPartition {
@@ -368,12 +376,12 @@ impl Client {
     }
 
     fn single_result(
-        &self,
+        sh: &mut Shared,
         kind: &Single,
         reply: &Reply,
         body: bytes::Bytes,
     ) -> Result<Outcome, AdminError> {
-        let address = self
+        let address = sh
             .net
             .address(reply.slot)
             .cloned()
@@ -586,7 +594,7 @@ fn committed_offsets(
         .map(|(topic, partition)| {
             let result = match by_key.get(&(topic.clone(), partition)) {
                 Some((offset, metadata, code)) if *code == ErrorCode::NONE => Ok(
-                    crate::consumer::offset_model::resume_from(*offset, metadata.as_deref()),
+                    crate::offset_model::resume_from(*offset, metadata.as_deref()),
                 ),
                 Some((_, _, code)) => Err(AdminError::Request(RequestError::Broker {
                     api_key: ApiKey::OFFSET_FETCH,

@@ -9,10 +9,15 @@
 //! Per-partition outcomes are data in the result. Topic names are validated client-side before
 //! anything is sent (DESIGN §3.11).
 //!
-//! The module's parts, one job each:
-//! * `results` — the result types a caller reads;
-//! * `call` — commands ([`AdminCall`]), their ids ([`AdminId`]) and answers ([`AdminOutcome`]);
-//! * `start` — validating a command and sending its first request;
+//! The feature's state is [`Admin`] (the running commands); its methods take the client's
+//! shared state explicitly (`sh: &mut Shared`), so admin imports neither the client nor
+//! another feature. The module's parts, one job each:
+//! * `crate::admin_results` (low, beside the other contract types) — the result types a
+//!   caller reads;
+//! * `crate::admin_call` (low) — commands ([`AdminCall`]), their ids ([`AdminId`]) and answers
+//!   ([`AdminOutcome`]), which [`Event::Admin`] carries;
+//! * `start` — validating a command and sending its first request (the public commands on
+//!   the client, which call it, are in `client/admin.rs`);
 //! * `route` — ListOffsets' per-leader routing and the commands that wait for metadata;
 //! * `complete` — decoding answers and finishing each command.
 //!
@@ -20,15 +25,13 @@
 //! [`Client::admin`]: crate::Client::admin
 //! [`Event::Admin`]: crate::Event::Admin
 
-mod call;
 mod complete;
-mod results;
 mod route;
 mod start;
 
-pub(crate) use call::Outcome;
-pub use call::{AdminCall, AdminId, AdminOutcome, AdminOutput, PartitionOverride};
-pub use results::{
+pub(crate) use crate::admin_call::Outcome;
+pub use crate::admin_call::{AdminCall, AdminId, AdminOutcome, AdminOutput, PartitionOverride};
+pub use crate::admin_results::{
     ApiSupport, BrokerApiVersions, ClusterStatus, CommittedOffset, DecommissionResult,
     ListedOffset, OffsetInfo, OffsetSpec, PartitionOutcome, ReassertedPartition, TopicAdminResult,
     TopicDescription,
@@ -38,7 +41,15 @@ use crate::address::BrokerAddress;
 use crate::error::AdminError;
 use crate::metadata::ViewPartition;
 use crate::request::RequestOptions;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+/// The admin feature's own state: the commands running, by id. Its methods take the
+/// client's shared state explicitly (`sh: &mut Shared`).
+#[derive(Debug, Default)]
+pub(crate) struct Admin {
+    /// The running commands, by id.
+    pub(crate) ops: HashMap<u64, AdminOp>,
+}
 
 /// The state of one running admin command.
 #[derive(Debug)]

@@ -1,17 +1,13 @@
 //! Starting an admin command: validate it, then send its first request (or wait for
 //! metadata).
 
-use super::call::{AdminCall, AdminId, AdminOutput, AdminRequest, Described, PartitionOverride};
-use super::results::{
-    BrokerApiVersions, ClusterStatus, CommittedOffset, DecommissionResult, ListedOffset,
-    OffsetSpec, ReassertedPartition, TopicAdminResult,
-};
-use super::{AdminOp, Single};
-use crate::client::Client;
+use super::{Admin, AdminOp, Single};
+use crate::admin_call::{AdminRequest, PartitionOverride};
 use crate::error::{AdminError, RequestError};
 use crate::metadata::ViewPartition;
 use crate::net::Origin;
 use crate::request::{RequestId, RequestOptions, Target};
+use crate::shared::Shared;
 use crate::topic::validate_topic_name;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -25,35 +21,24 @@ fn status_body() -> (stellflow_proto::NString, stellflow_proto::NString) {
     (None, None)
 }
 
-impl Client {
-    /// Starts an admin command with per-request options (trace context, timeout). Validation
-    /// errors (bad topic names, bad arguments) are returned at once; everything else arrives as
-    /// one [`crate::Event::Admin`] whose outcome [`AdminOutcome::take`] turns into the `T`.
-    ///
-    /// [`AdminOutcome::take`]: crate::AdminOutcome::take
-    pub fn admin<T: AdminOutput>(
+impl Admin {
+    /// Starts a command: validates it, then sends its first request (or waits for
+    /// metadata). The caller runs the client's pass after a command that started.
+    pub(crate) fn start(
         &mut self,
-        now: Instant,
-        call: AdminCall<T>,
-        opts: &RequestOptions,
-    ) -> Result<AdminId<T>, AdminError> {
-        self.start_admin(now, call.request, opts).map(AdminId::new)
-    }
-
-    fn start_admin(
-        &mut self,
+        sh: &mut Shared,
         now: Instant,
         request: AdminRequest,
         opts: &RequestOptions,
     ) -> Result<RequestId, AdminError> {
-        self.last_now = now;
+        sh.last_now = now;
         validate(&request)?;
-        if self.closed {
+        if sh.closed {
             return Err(AdminError::Request(RequestError::Closed));
         }
-        let traced = self.traced_options(opts);
+        let traced = sh.traced_options(opts);
         let opts = traced.as_ref().unwrap_or(opts);
-        let id = self.net.alloc_seq();
+        let id = sh.net.alloc_seq();
         let op = match request {
             AdminRequest::ApiVersions { target } => {
                 let body = RequestBody::ApiVersions(ApiVersionsRequest {
@@ -61,7 +46,7 @@ impl Client {
                     client_software_version: Some(env!("CARGO_PKG_VERSION").into()),
                     supported_features: Vec::new(),
                 });
-                self.send(now, id, target, body, opts);
+                Self::send(sh, now, id, target, body, opts);
                 AdminOp::Single(Single::ApiVersions)
             }
             AdminRequest::DescribeCluster { target } => {
@@ -71,7 +56,7 @@ impl Client {
                     client_software_version: v,
                     supported_features: Vec::new(),
                 });
-                self.send(now, id, target, body, opts);
+                Self::send(sh, now, id, target, body, opts);
                 AdminOp::Single(Single::DescribeCluster)
             }
             AdminRequest::HealthCheck { target } => {
@@ -81,11 +66,11 @@ impl Client {
                     client_software_version: v,
                     supported_features: Vec::new(),
                 });
-                self.send(now, id, target, body, opts);
+                Self::send(sh, now, id, target, body, opts);
                 AdminOp::Single(Single::HealthCheck)
             }
             AdminRequest::DescribeTopics { topics } => {
-                self.refresher.wait_next(id);
+                sh.refresher.wait_next(id);
                 AdminOp::DescribeTopics(topics)
             }
             AdminRequest::CreateTopic {
@@ -94,12 +79,12 @@ impl Client {
                 target,
             } => {
                 let body = RequestBody::CreateTopic(CreateTopicRequest::new(&topic, partitions));
-                self.send(now, id, target, body, opts);
+                Self::send(sh, now, id, target, body, opts);
                 AdminOp::Single(Single::CreateTopic)
             }
             AdminRequest::DeleteTopic { topic, target } => {
                 let body = RequestBody::DeleteTopic(DeleteTopicRequest::new(&topic));
-                self.send(now, id, target, body, opts);
+                Self::send(sh, now, id, target, body, opts);
                 AdminOp::Single(Single::DeleteTopic)
             }
             AdminRequest::AlterPartition { change, target } => {
@@ -120,7 +105,7 @@ impl Client {
                     replica_nodes: replicas.clone(),
                     isr_nodes: isr.clone(),
                 });
-                self.send(now, id, target, body, opts);
+                Self::send(sh, now, id, target, body, opts);
                 AdminOp::Single(Single::AlterPartition(
                     topic,
                     ViewPartition {
@@ -134,7 +119,7 @@ impl Client {
             }
             AdminRequest::DecommissionBroker { broker_id, target } => {
                 let body = RequestBody::DecommissionBroker(DecommissionBrokerRequest { broker_id });
-                self.send(now, id, target, body, opts);
+                Self::send(sh, now, id, target, body, opts);
                 AdminOp::Single(Single::Decommission)
             }
             AdminRequest::ListOffsets { partitions } => {
@@ -145,7 +130,7 @@ impl Client {
                     outstanding: BTreeMap::new(),
                     waited_for_metadata: false,
                 };
-                if self.refresher.completed_rounds() == 0 {
+                if sh.refresher.completed_rounds() == 0 {
                     // Nothing to route with yet: wait for the first round.
                     if let AdminOp::ListOffsets {
                         waited_for_metadata,
@@ -154,12 +139,11 @@ impl Client {
                     {
                         *waited_for_metadata = true;
                     }
-                    self.refresher.wait_next(id);
+                    sh.refresher.wait_next(id);
                     self.ops.insert(id, op);
-                    self.process(now);
                     return Ok(RequestId(id));
                 }
-                self.route_list_offsets(now, id, &mut op, opts);
+                Self::route_list_offsets(sh, now, id, &mut op, opts);
                 op
             }
             AdminRequest::CommittedOffsets { group, partitions } => {
@@ -167,7 +151,7 @@ impl Client {
                     key: Some(group.as_str().into()),
                     key_type: 0,
                 });
-                self.send(now, id, Target::Any, body, opts);
+                Self::send(sh, now, id, Target::Any, body, opts);
                 AdminOp::Committed {
                     group,
                     partitions,
@@ -176,7 +160,7 @@ impl Client {
                 }
             }
             AdminRequest::ReassertLeadership { broker_id } => {
-                let seq = self.net.submit(
+                let seq = sh.net.submit(
                     now,
                     Target::Broker(broker_id),
                     RequestBody::Metadata(MetadataRequest::default()),
@@ -194,140 +178,19 @@ impl Client {
             }
         };
         self.ops.insert(id, op);
-        self.finish_if_done(id);
-        self.process(now);
+        self.finish_if_done(sh, id);
         Ok(RequestId(id))
     }
 
-    /// Starts the ApiVersions call of one broker ([`AdminCall::api_versions`]).
-    pub fn api_versions(
-        &mut self,
-        now: Instant,
-        target: Target,
-    ) -> Result<AdminId<BrokerApiVersions>, AdminError> {
-        self.admin(
-            now,
-            AdminCall::api_versions(target),
-            &RequestOptions::default(),
-        )
-    }
-
-    /// Starts DescribeCluster on one broker ([`AdminCall::describe_cluster`]).
-    pub fn describe_cluster(
-        &mut self,
-        now: Instant,
-        target: Target,
-    ) -> Result<AdminId<ClusterStatus>, AdminError> {
-        self.admin(
-            now,
-            AdminCall::describe_cluster(target),
-            &RequestOptions::default(),
-        )
-    }
-
-    /// Starts HealthCheck on one broker ([`AdminCall::health_check`]).
-    pub fn health_check(
-        &mut self,
-        now: Instant,
-        target: Target,
-    ) -> Result<AdminId<ClusterStatus>, AdminError> {
-        self.admin(
-            now,
-            AdminCall::health_check(target),
-            &RequestOptions::default(),
-        )
-    }
-
-    /// Starts describing topics from a fresh metadata round ([`AdminCall::describe_topics`]);
-    /// empty = all.
-    pub fn describe_topics(
-        &mut self,
-        now: Instant,
-        topics: &[&str],
-    ) -> Result<AdminId<Described>, AdminError> {
-        self.admin(
-            now,
-            AdminCall::describe_topics(topics),
-            &RequestOptions::default(),
-        )
-    }
-
-    /// Starts CreateTopic on one broker ([`AdminCall::create_topic`]).
-    pub fn create_topic(
-        &mut self,
-        now: Instant,
-        topic: &str,
-        partitions: i32,
-        target: Target,
-    ) -> Result<AdminId<TopicAdminResult>, AdminError> {
-        let call = AdminCall::create_topic(topic, partitions, target);
-        self.admin(now, call, &RequestOptions::default())
-    }
-
-    /// Starts DeleteTopic on one broker ([`AdminCall::delete_topic`]).
-    pub fn delete_topic(
-        &mut self,
-        now: Instant,
-        topic: &str,
-        target: Target,
-    ) -> Result<AdminId<TopicAdminResult>, AdminError> {
-        let call = AdminCall::delete_topic(topic, target);
-        self.admin(now, call, &RequestOptions::default())
-    }
-
-    /// Starts ListOffsets routed to the leaders ([`AdminCall::list_offsets`]).
-    pub fn list_offsets(
-        &mut self,
-        now: Instant,
-        partitions: &[(&str, i32, OffsetSpec)],
-    ) -> Result<AdminId<Vec<ListedOffset>>, AdminError> {
-        let call = AdminCall::list_offsets(partitions);
-        self.admin(now, call, &RequestOptions::default())
-    }
-
-    /// Starts reading a group's committed positions ([`AdminCall::committed_offsets`]).
-    pub fn committed_offsets(
-        &mut self,
-        now: Instant,
-        group: &str,
-        partitions: &[(&str, i32)],
-    ) -> Result<AdminId<Vec<CommittedOffset>>, AdminError> {
-        let call = AdminCall::committed_offsets(group, partitions);
-        self.admin(now, call, &RequestOptions::default())
-    }
-
-    /// Starts DecommissionBroker ([`AdminCall::decommission_broker`]).
-    pub fn decommission_broker(
-        &mut self,
-        now: Instant,
-        broker_id: i32,
-        target: Target,
-    ) -> Result<AdminId<DecommissionResult>, AdminError> {
-        let call = AdminCall::decommission_broker(broker_id, target);
-        self.admin(now, call, &RequestOptions::default())
-    }
-
-    /// Starts re-asserting the leadership of a restarted broker's leaderless partitions
-    /// ([`AdminCall::reassert_leadership`]).
-    pub fn reassert_leadership(
-        &mut self,
-        now: Instant,
-        broker_id: i32,
-    ) -> Result<AdminId<Vec<ReassertedPartition>>, AdminError> {
-        let call = AdminCall::reassert_leadership(broker_id);
-        self.admin(now, call, &RequestOptions::default())
-    }
-
     pub(super) fn send(
-        &mut self,
+        sh: &mut Shared,
         now: Instant,
         id: u64,
         target: Target,
         body: RequestBody,
         o: &RequestOptions,
     ) {
-        self.net
-            .submit(now, target, body, None, Origin::Admin(id), o);
+        sh.net.submit(now, target, body, None, Origin::Admin(id), o);
     }
 }
 

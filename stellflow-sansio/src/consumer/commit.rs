@@ -2,15 +2,16 @@
 //! back to the front), auto-commit on its timer, queued commits failed at their deadline, and
 //! each commit's outcome as a [`ConsumerEvent::CommitCompleted`].
 
-use super::offset_model::{self, Position};
-use super::start::by_topic;
+use super::partition::by_topic;
 use super::{
-    CommitId, CommitKind, Consumer, ConsumerError, ConsumerEvent, Ctx, Op, TopicPartition,
+    CommitId, CommitKind, Consumer, ConsumerError, ConsumerEvent, Op, TopicPartition, emit,
 };
 use crate::address::BrokerAddress;
 use crate::error::RequestError;
 use crate::net::Origin;
+use crate::offset_model::{self, Position};
 use crate::request::{RequestOptions, Target};
+use crate::shared::Shared;
 use bytes::Bytes;
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Instant;
@@ -61,7 +62,7 @@ impl Consumer {
     /// the coordinator is unknown is what makes the client look it up again (with manual
     /// assignment nothing else would, and auto-commits would stop for good). At most one
     /// auto-commit waits in the queue; a later tick refreshes its positions.
-    pub(super) fn auto_commit(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+    pub(super) fn auto_commit(&mut self, now: Instant, sh: &mut Shared) -> bool {
         if !self.config.enable_auto_commit
             || self.closing
             || self.group.next_auto_commit.is_none_or(|t| t > now)
@@ -82,7 +83,7 @@ impl Consumer {
             queued.positions = changed;
             return false;
         }
-        self.start_commit(now, changed, CommitKind::Auto, ctx);
+        self.start_commit(now, changed, CommitKind::Auto, sh);
         true
     }
 
@@ -98,9 +99,9 @@ impl Consumer {
         now: Instant,
         positions: Vec<(TopicPartition, Position)>,
         kind: CommitKind,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> CommitId {
-        self.start_commit_traced(now, positions, kind, None, ctx)
+        self.start_commit_traced(now, positions, kind, None, sh)
     }
 
     /// [`Consumer::start_commit`] for a call made with a trace context: its OffsetCommit
@@ -111,7 +112,7 @@ impl Consumer {
         positions: Vec<(TopicPartition, Position)>,
         kind: CommitKind,
         trace: Option<&crate::trace::TraceIds>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> CommitId {
         let id = self.group.alloc_commit();
         let req = CommitReq {
@@ -127,14 +128,14 @@ impl Consumer {
             }),
         };
         if req.positions.is_empty() {
-            self.finish_commit(req, Ok(()), ctx);
+            self.finish_commit(req, Ok(()), sh);
             return id;
         }
         let first = self.group.pending.is_empty() && self.group.in_flight.is_empty();
         match (self.group.coordinator.clone(), self.config.group_id.clone()) {
-            (Some(addr), Some(group)) if first => self.send_commit(now, &group, &addr, req, ctx),
+            (Some(addr), Some(group)) if first => self.send_commit(now, &group, &addr, req, sh),
             (_, Some(_)) => self.group.pending.push_back(req),
-            (_, None) => self.finish_commit(req, Err(ConsumerError::NoGroup), ctx),
+            (_, None) => self.finish_commit(req, Err(ConsumerError::NoGroup), sh),
         }
         id
     }
@@ -145,7 +146,7 @@ impl Consumer {
         group: &str,
         coordinator: &BrokerAddress,
         req: CommitReq,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let topics = by_topic(req.positions.iter().cloned())
             .into_iter()
@@ -164,7 +165,7 @@ impl Consumer {
                     .collect(),
             })
             .collect();
-        let seq = ctx.net.submit(
+        let seq = sh.net.submit(
             now,
             Target::Address(coordinator.clone()),
             RequestBody::OffsetCommit(OffsetCommitRequest {
@@ -172,7 +173,7 @@ impl Consumer {
                 topics,
             }),
             None,
-            Origin::Consumer(Op::Commit(req.id.0)),
+            Origin::Consumer(Op::Commit(req.id.0).tag()),
             req.trace.as_ref().unwrap_or(&RequestOptions::default()),
         );
         let mut req = req;
@@ -184,7 +185,7 @@ impl Consumer {
         &mut self,
         req: CommitReq,
         result: Result<(), ConsumerError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         if result.is_ok() {
             for (tp, pos) in &req.positions {
@@ -192,21 +193,24 @@ impl Consumer {
                     p.committed = Some(*pos);
                 }
             }
-            ctx.net.counters.offset_commits += 1;
+            sh.net.counters.offset_commits += 1;
         }
         let close = req.kind == CommitKind::Close;
         let id = req.id;
-        ctx.emit(ConsumerEvent::CommitCompleted {
-            id: req.id,
-            kind: req.kind,
-            result: result.map(|()| req.positions),
-        });
+        emit(
+            sh,
+            ConsumerEvent::CommitCompleted {
+                id: req.id,
+                kind: req.kind,
+                result: result.map(|()| req.positions),
+            },
+        );
         if close {
-            self.finish_close(ctx);
+            self.finish_close(sh);
         }
         // A group handover waits for this commit (its own, or the last one of the partitions
         // it releases) before it releases them.
-        self.revocation_committed(id, ctx);
+        self.revocation_committed(id, sh);
     }
 
     /// The last commit not finished yet (queued or in flight) with a position of one of
@@ -224,7 +228,7 @@ impl Consumer {
     /// or in flight with none of its bytes written (withdrawn from the connection, then
     /// queued first again): another member may own them by now. A commit left with nothing
     /// fails with [`ConsumerError::NotAssigned`]. Commits already written are left alone.
-    pub(super) fn drop_unsent_commits(&mut self, lost: &[TopicPartition], ctx: &mut Ctx<'_>) {
+    pub(super) fn drop_unsent_commits(&mut self, lost: &[TopicPartition], sh: &mut Shared) {
         if lost.is_empty() {
             return;
         }
@@ -233,7 +237,7 @@ impl Consumer {
             .map(|(seq, _)| *seq)
             .collect();
         for seq in unsent {
-            if ctx.net.cancel_unsent(seq)
+            if sh.net.cancel_unsent(seq)
                 && let Some(c) = self.group.in_flight.remove(&seq)
             {
                 // It was made before everything queued: it stays first.
@@ -254,7 +258,7 @@ impl Consumer {
         self.group.pending = keep;
         for c in dropped {
             let tp = lost[0].clone();
-            self.finish_commit(c, Err(ConsumerError::NotAssigned(tp)), ctx);
+            self.finish_commit(c, Err(ConsumerError::NotAssigned(tp)), sh);
         }
     }
 
@@ -262,7 +266,7 @@ impl Consumer {
     /// (a silent or unreachable coordinator must not make a commit wait forever): the error
     /// is a retriable [`RequestError::Timeout`] of OffsetCommit. Commits in flight fail
     /// through their request's own timeout and are not re-queued past their deadline.
-    pub(super) fn expire_pending_commits(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+    pub(super) fn expire_pending_commits(&mut self, now: Instant, sh: &mut Shared) {
         if self.group.pending.iter().all(|c| c.deadline > now) {
             return;
         }
@@ -273,7 +277,7 @@ impl Consumer {
         self.group.pending = keep;
         let api_key = stellflow_proto::ApiKey::OFFSET_COMMIT;
         // No broker answers: the commit never left the client, say why.
-        let silent = ctx.net.silent_broker();
+        let silent = sh.net.silent_broker();
         for c in due {
             let after = now.saturating_duration_since(c.started);
             let err = ConsumerError::Request(match &silent {
@@ -284,15 +288,15 @@ impl Consumer {
                 },
                 None => RequestError::Timeout { api_key, after },
             });
-            self.finish_commit(c, Err(err), ctx);
+            self.finish_commit(c, Err(err), sh);
         }
     }
 
     /// Fails every queued and in-flight commit (the client is closing).
-    pub(crate) fn fail_commits(&mut self, ctx: &mut Ctx<'_>) {
+    pub(crate) fn fail_commits(&mut self, sh: &mut Shared) {
         let pending: Vec<CommitReq> = self.group.pending.drain(..).collect();
         for c in pending {
-            self.finish_commit(c, Err(ConsumerError::Closed), ctx);
+            self.finish_commit(c, Err(ConsumerError::Closed), sh);
         }
     }
 
@@ -304,7 +308,7 @@ impl Consumer {
         seq: u64,
         body: Option<Bytes>,
         transport: Option<RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let Some(req) = self.group.in_flight.remove(&seq) else {
             return;
@@ -353,7 +357,7 @@ impl Consumer {
             req.positions.retain(|(tp, _)| self.parts.contains_key(tp));
             if req.is_empty() {
                 let tp = first.unwrap_or_else(|| TopicPartition::new("", 0));
-                self.finish_commit(req, Err(ConsumerError::NotAssigned(tp)), ctx);
+                self.finish_commit(req, Err(ConsumerError::NotAssigned(tp)), sh);
                 return;
             }
         }
@@ -361,7 +365,7 @@ impl Consumer {
             // Older than everything queued: it goes first.
             self.group.pending.push_front(req);
         } else {
-            self.finish_commit(req, outcome, ctx);
+            self.finish_commit(req, outcome, sh);
         }
     }
 }

@@ -3,13 +3,15 @@
 //! the answer fits the frame limit, prefetch bounded by buffered bytes, and client-side
 //! adaptive backoff on empty fetches (the server never waits).
 
-use super::offset_model::{self, EntryVerdict, Position};
-use super::positions::{HeldAnswer, PartState, ReadyBlob, Start};
-use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, TopicPartition};
+use super::partition::{HeldAnswer, LayoutPart, PartState, ReadyBlob, Start};
+use super::{Consumer, ConsumerEvent, LogStartAction, OffsetReset, Op, TopicPartition, emit};
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
+use crate::offset_model::{self, EntryVerdict, Position};
 use crate::refresh::Urgency;
 use crate::request::Target;
+use crate::shared::Shared;
+use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,21 +23,14 @@ use stellflow_proto::{ErrorClass, ErrorCode, Reader, Wire};
 /// Response-frame bytes reserved for headers and per-entry overhead.
 const FRAME_SLACK: usize = 256 * 1024;
 
-/// One partition's entries in a Fetch request: blobs `first .. first + count`.
-#[derive(Debug, Clone)]
-pub struct LayoutPart {
-    partition: i32,
-    first: i64,
-    count: usize,
-    epoch: u64,
-    pipeline: u64,
-}
+/// A Fetch request's partitions by topic, in request order.
+type Topics = Vec<(Arc<str>, Vec<LayoutPart>)>;
 
 /// What a Fetch in flight asked for, in request order.
 #[derive(Debug, Clone)]
 pub struct FetchLayout {
     pub(crate) broker: i32,
-    topics: Vec<(Arc<str>, Vec<LayoutPart>)>,
+    topics: Topics,
     /// Blob bytes the request may bring (blob sizes seen times entries).
     estimate: usize,
 }
@@ -53,16 +48,190 @@ impl PartState {
     }
 }
 
+/// Why reading one partition's entries of a Fetch answer stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EntriesEnd {
+    /// Read to the end, or to a blob not to deliver yet (at the high watermark, a duplicate
+    /// run's end, a stop); nothing failed.
+    Read,
+    /// An entry carried an error code: fetched again after the longest backoff.
+    Errored,
+    /// Nothing at the position and a high watermark below it: ListOffsets checks the end.
+    PastEnd,
+    /// The position fell below the log start with policy `Latest`: reset to the log end.
+    RestartLatest,
+}
+
+/// An entry of a Fetch answer carried `code`: a stale leader refreshes the metadata, any
+/// other error is said with [`ConsumerEvent::FetchError`].
+fn entry_error(tp: &TopicPartition, code: ErrorCode, sh: &mut Shared) {
+    if code.class() == ErrorClass::RefreshMetadataAndRetry {
+        sh.refresher.request(Urgency::AfterBackoff);
+    } else {
+        emit(
+            sh,
+            ConsumerEvent::FetchError {
+                partition: tp.clone(),
+                code,
+            },
+        );
+    }
+}
+
+impl PartState {
+    /// Reads the entries of one Fetch answer for this partition (`tp`, asked as `lp`), which
+    /// start at or below `fetch_next`: the blobs to deliver (moving `fetch_next` past them) and
+    /// why reading stopped. Error codes, a log start passed (applied by `policy`) and a
+    /// position past the log end are said as events or in the answer.
+    fn read_entries(
+        &mut self,
+        now: Instant,
+        tp: &TopicPartition,
+        lp: &LayoutPart,
+        entries: Vec<FetchPartitionResponse>,
+        policy: OffsetReset,
+        sh: &mut Shared,
+    ) -> (Vec<ReadyBlob>, EntriesEnd) {
+        let mut blobs = Vec::new();
+        for (i, e) in entries.into_iter().enumerate() {
+            if e.partition != tp.partition {
+                break;
+            }
+            if e.error_code != ErrorCode::NONE {
+                entry_error(tp, e.error_code, sh);
+                return (blobs, EntriesEnd::Errored);
+            }
+            self.high_watermark = Some(e.high_watermark);
+            self.log_start = Some(e.log_start_offset);
+            let fetch_offset = lp.first.saturating_add(i as i64);
+            let records = e.records.unwrap_or_default();
+            let classify = |p: &PartState| {
+                offset_model::classify(
+                    p.fetch_next,
+                    fetch_offset,
+                    e.log_start_offset,
+                    records.is_empty(),
+                )
+            };
+            let mut verdict = classify(self);
+            if let EntryVerdict::BelowLogStart { log_start } = verdict {
+                match self.below_log_start(tp, log_start, policy, sh) {
+                    LogStartAction::MovedToLogStart => verdict = classify(self),
+                    LogStartAction::MovedToEnd => return (blobs, EntriesEnd::RestartLatest),
+                    _ => {
+                        self.start = Start::Stopped;
+                        return (blobs, EntriesEnd::Read);
+                    }
+                }
+            }
+            match verdict {
+                // Kafka's rule (DESIGN §3.13): only blobs below the high watermark of the same
+                // answer are delivered; the server serves up to its log end.
+                EntryVerdict::Deliver(offset) if offset >= e.high_watermark => break,
+                // Nothing at the position and a high watermark below it: maybe past the log
+                // end (the server answers that with no error), to be checked.
+                EntryVerdict::End
+                    if i == 0
+                        && self.fetch_next > e.high_watermark
+                        && !self
+                            .end_checked
+                            .is_some_and(|(at, until)| at == self.fetch_next && now < until) =>
+                {
+                    return (blobs, EntriesEnd::PastEnd);
+                }
+                EntryVerdict::Deliver(offset) => blobs.push(self.take_blob(tp, offset, records)),
+                EntryVerdict::Duplicate => {}
+                _ => break,
+            }
+        }
+        (blobs, EntriesEnd::Read)
+    }
+
+    /// A blob at `offset` to deliver: `fetch_next` moves past it, and records already
+    /// delivered of it (a mid-blob position) are skipped.
+    fn take_blob(&mut self, tp: &TopicPartition, offset: i64, records: Bytes) -> ReadyBlob {
+        let skip = if offset == self.delivered.offset {
+            self.delivered.index
+        } else {
+            0
+        };
+        self.saw_blob(records.len());
+        self.fetch_next = offset_model::next_after(offset);
+        ReadyBlob::new(tp.clone(), offset, self.epoch, skip, records)
+    }
+
+    /// The position fell below the log start (retention): says so with
+    /// [`ConsumerEvent::LogStartMoved`] and returns what `policy` does about it; moving to
+    /// the log start is done here.
+    fn below_log_start(
+        &mut self,
+        tp: &TopicPartition,
+        log_start: i64,
+        policy: OffsetReset,
+        sh: &mut Shared,
+    ) -> LogStartAction {
+        let action = match policy {
+            OffsetReset::Earliest => LogStartAction::MovedToLogStart,
+            OffsetReset::Latest => LogStartAction::MovedToEnd,
+            _ => LogStartAction::Stopped,
+        };
+        emit(
+            sh,
+            ConsumerEvent::LogStartMoved {
+                partition: tp.clone(),
+                position: self.fetch_next,
+                log_start,
+                action,
+            },
+        );
+        if action == LogStartAction::MovedToLogStart {
+            if self.delivered.offset == self.fetch_next {
+                self.delivered = Position::blob(log_start);
+            }
+            self.fetch_next = log_start;
+        }
+        action
+    }
+
+    /// When this partition is fetched next, after an answer that ended as `end`: a past-end
+    /// check first; the longest backoff after an error; a doubling backoff
+    /// (`(min, max)`) after an answer that delivered nothing; at once after data.
+    fn schedule_next_fetch(
+        &mut self,
+        now: Instant,
+        end: EntriesEnd,
+        nothing: bool,
+        (min_backoff, max_backoff): (Duration, Duration),
+    ) {
+        if end == EntriesEnd::PastEnd {
+            self.start = Start::CheckEnd;
+            self.retry_at = None;
+        } else if end == EntriesEnd::Errored {
+            self.not_before = Some(now + max_backoff);
+        } else if nothing {
+            self.empty_backoff = if self.empty_backoff.is_zero() {
+                min_backoff
+            } else {
+                (self.empty_backoff * 2).min(max_backoff)
+            };
+            self.not_before = Some(now + self.empty_backoff);
+        } else {
+            self.empty_backoff = Duration::ZERO;
+            self.not_before = None;
+        }
+    }
+}
+
 impl Consumer {
     /// Sends Fetch requests until every leader broker that leads a fetchable partition has
     /// [`max_fetches_in_flight`](super::ConsumerConfig::max_fetches_in_flight) in flight or the
     /// prefetch bound is reached. Returns whether anything was sent.
-    pub(crate) fn send_fetches(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+    pub(crate) fn send_fetches(&mut self, now: Instant, sh: &mut Shared) -> bool {
         self.fetch_wake = false;
         let mut sent = false;
         // Each round asks every broker once; a streaming partition is in each round's request
         // until its pipeline is full, so this ends within `max_fetches_in_flight` rounds.
-        while self.send_fetch_round(now, ctx) {
+        while self.send_fetch_round(now, sh) {
             sent = true;
         }
         sent
@@ -81,23 +250,76 @@ impl Consumer {
     }
 
     /// One Fetch to every broker with room for one more that leads a fetchable partition.
-    fn send_fetch_round(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+    fn send_fetch_round(&mut self, now: Instant, sh: &mut Shared) -> bool {
+        // 1. The bytes this round may ask for: none while closing or with the buffer full.
+        let Some(budget) = self.round_budget() else {
+            return false;
+        };
+        // 2. The fetchable partitions, by the leader broker that has room for one more Fetch.
+        let by_broker = self.fetchable_by_leader(now, sh);
+        let mut sent = false;
+        for (broker, tps) in by_broker {
+            // 3. Which of them this request asks for, and how many blobs each.
+            let tps = self.one_request(tps);
+            let (topics, estimate) = self.lay_out(tps, budget);
+            if topics.is_empty() {
+                continue;
+            }
+            // 4. The request, sent; its layout is kept to read the answer.
+            let body = self.fetch_request(&topics, budget);
+            let seq = sh.net.submit(
+                now,
+                Target::Broker(broker),
+                RequestBody::Fetch(body),
+                None,
+                Origin::Consumer(Op::Fetch.tag()),
+                &self.fetch_options,
+            );
+            *self.fetching.entry(broker).or_default() += 1;
+            self.fetches.insert(
+                seq,
+                FetchLayout {
+                    broker,
+                    topics,
+                    estimate,
+                },
+            );
+            sent = true;
+        }
+        sent
+    }
+
+    /// The bytes one Fetch of this round may bring: the configured maximum within the frame
+    /// limit and the room left in the buffer (counting what is asked for and held); `None`
+    /// while closing or with no room left.
+    fn round_budget(&self) -> Option<usize> {
         let used = self.buffered + self.reserved_bytes();
         if self.closing || self.closed || used >= self.config.max_buffered_bytes {
-            return false;
+            return None;
         }
         let room = self.config.max_buffered_bytes - used;
         let frame_budget = self.max_frame.saturating_sub(FRAME_SLACK).max(1);
-        let budget = self
-            .config
-            .fetch_max_bytes
-            .min(frame_budget)
-            .min(room)
-            .max(1);
+        Some(
+            self.config
+                .fetch_max_bytes
+                .min(frame_budget)
+                .min(room)
+                .max(1),
+        )
+    }
+
+    /// The fetchable partitions grouped by their leader, for the leaders with fewer than
+    /// `max_fetches_in_flight` Fetches in flight. A partition whose leader is unknown backs
+    /// off until the metadata names one (a refresh is asked for).
+    fn fetchable_by_leader(
+        &mut self,
+        now: Instant,
+        sh: &mut Shared,
+    ) -> BTreeMap<i32, Vec<TopicPartition>> {
         let depth = self.config.max_fetches_in_flight;
         let mut by_broker: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
         let mut refresh = false;
-        let cluster = ctx.metadata.cluster();
+        let cluster = sh.metadata.cluster();
         for (tp, p) in self.parts.iter_mut() {
             // Look the leader up only for a partition that may fetch or waits for a leader.
             if !p.leader_wait && !p.fetchable(now, depth) {
@@ -124,95 +346,77 @@ impl Consumer {
             }
         }
         if refresh {
-            ctx.refresher.request(Urgency::AfterBackoff);
+            sh.refresher.request(Urgency::AfterBackoff);
         }
-        let mut sent = false;
-        for (broker, tps) in by_broker {
-            let tps = self.one_request(tps);
-            let per = budget / tps.len().max(1);
-            let mut topics: Vec<(Arc<str>, Vec<LayoutPart>)> = Vec::new();
-            let mut estimate = 0usize;
-            for tp in tps {
-                let Some(p) = self.parts.get_mut(&tp) else {
-                    continue;
-                };
-                let count = offset_model::entries_for(
-                    per,
-                    p.blob_size,
-                    self.config.max_entries_per_partition,
-                );
-                let size = count.saturating_mul(p.blob_size.unwrap_or(budget));
-                if estimate > 0 && estimate + size > budget {
-                    continue;
-                }
-                estimate += size;
-                let first = p.fetch_next.max(p.asked_until);
-                let part = LayoutPart {
-                    partition: tp.partition,
-                    first,
-                    count,
-                    epoch: p.epoch,
-                    pipeline: p.pipeline,
-                };
-                p.in_flight += 1;
-                p.asked_until = first.saturating_add(count as i64);
-                match topics.iter_mut().find(|(t, _)| *t == tp.topic) {
-                    Some((_, v)) => v.push(part),
-                    None => topics.push((tp.topic.clone(), vec![part])),
-                }
-            }
-            if topics.is_empty() {
+        by_broker
+    }
+
+    /// The entries of one Fetch for `tps` within `budget` bytes, by topic in first-seen
+    /// order, and the blob bytes they may bring; each partition asked for counts one more
+    /// request in flight and moves its pipeline's end past what is asked.
+    fn lay_out(&mut self, tps: Vec<TopicPartition>, budget: usize) -> (Topics, usize) {
+        let per = budget / tps.len().max(1);
+        let mut topics: Topics = Vec::new();
+        let mut estimate = 0usize;
+        for tp in tps {
+            let Some(p) = self.parts.get_mut(&tp) else {
+                continue;
+            };
+            let count =
+                offset_model::entries_for(per, p.blob_size, self.config.max_entries_per_partition);
+            let size = count.saturating_mul(p.blob_size.unwrap_or(budget));
+            if estimate > 0 && estimate + size > budget {
                 continue;
             }
-            let body = FetchRequest {
-                replica_id: -1,
-                max_wait_ms: i32::try_from(self.config.fetch_max_wait.as_millis())
-                    .unwrap_or(i32::MAX),
-                min_bytes: 1,
-                max_bytes: i32::try_from(budget).unwrap_or(i32::MAX),
-                isolation_level: 0,
-                session_id: 0,
-                topic_partitions: topics
-                    .iter()
-                    .map(|(t, parts)| FetchTopic {
-                        topic: Some(t.as_ref().into()),
-                        partitions: parts
-                            .iter()
-                            .flat_map(|lp| {
-                                offset_model::fetch_entries(lp.first, lp.count).map(
-                                    |(fetch_offset, max)| FetchPartition {
-                                        partition: lp.partition,
-                                        current_leader_epoch: -1,
-                                        fetch_offset,
-                                        log_start_offset: -1,
-                                        partition_max_bytes: max,
-                                    },
-                                )
-                            })
-                            .collect(),
-                    })
-                    .collect(),
+            estimate += size;
+            let first = p.fetch_next.max(p.asked_until);
+            let part = LayoutPart {
+                partition: tp.partition,
+                first,
+                count,
+                epoch: p.epoch,
+                pipeline: p.pipeline,
             };
-            let seq = ctx.net.submit(
-                now,
-                Target::Broker(broker),
-                RequestBody::Fetch(body),
-                None,
-                Origin::Consumer(Op::Fetch),
-                &self.fetch_options,
-            );
-            *self.fetching.entry(broker).or_default() += 1;
-            self.fetches.insert(
-                seq,
-                FetchLayout {
-                    broker,
-                    topics,
-                    estimate,
-                },
-            );
-            sent = true;
+            p.in_flight += 1;
+            p.asked_until = first.saturating_add(count as i64);
+            match topics.iter_mut().find(|(t, _)| *t == tp.topic) {
+                Some((_, v)) => v.push(part),
+                None => topics.push((tp.topic.clone(), vec![part])),
+            }
         }
-        sent
+        (topics, estimate)
+    }
+
+    /// The Fetch request for a layout: one entry per blob asked for.
+    fn fetch_request(&self, topics: &[(Arc<str>, Vec<LayoutPart>)], budget: usize) -> FetchRequest {
+        FetchRequest {
+            replica_id: -1,
+            max_wait_ms: i32::try_from(self.config.fetch_max_wait.as_millis()).unwrap_or(i32::MAX),
+            min_bytes: 1,
+            max_bytes: i32::try_from(budget).unwrap_or(i32::MAX),
+            isolation_level: 0,
+            session_id: 0,
+            topic_partitions: topics
+                .iter()
+                .map(|(t, parts)| FetchTopic {
+                    topic: Some(t.as_ref().into()),
+                    partitions: parts
+                        .iter()
+                        .flat_map(|lp| {
+                            offset_model::fetch_entries(lp.first, lp.count).map(
+                                |(fetch_offset, max)| FetchPartition {
+                                    partition: lp.partition,
+                                    current_leader_epoch: -1,
+                                    fetch_offset,
+                                    log_start_offset: -1,
+                                    partition_max_bytes: max,
+                                },
+                            )
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
     }
 
     /// The partitions of one broker's next Fetch (issue 13 item 2). An entry returns at least
@@ -239,8 +443,9 @@ impl Consumer {
         now: Instant,
         seq: u64,
         result: Result<Reply, RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
+        // 1. The request is no longer in flight: its broker has room for another.
         let Some(layout) = self.fetches.remove(&seq) else {
             return;
         };
@@ -251,6 +456,7 @@ impl Consumer {
             }
         }
         self.fetch_wake = true;
+        // 2. The answer, decoded; a failed or undecodable one ends every partition's pipeline.
         let decoded = match &result {
             Ok(reply) => reply
                 .body
@@ -259,49 +465,10 @@ impl Consumer {
             Err(_) => None,
         };
         let Some(resp) = decoded else {
-            let too_large = match &result {
-                Err(RequestError::ResponseTooLarge { size, max, .. }) => Some((*size, *max)),
-                _ => None,
-            };
-            let single = layout.topics.iter().map(|(_, v)| v.len()).sum::<usize>() == 1;
-            for (topic, parts) in &layout.topics {
-                for lp in parts {
-                    let tp = TopicPartition {
-                        topic: topic.clone(),
-                        partition: lp.partition,
-                    };
-                    let Some(p) = self.parts.get_mut(&tp) else {
-                        continue;
-                    };
-                    if !p.answered(lp) {
-                        continue;
-                    }
-                    p.break_pipeline();
-                    match too_large {
-                        // One blob alone is larger than the client accepts: asking again
-                        // would loop. Say so and stop the partition until a seek.
-                        Some((size, max)) if single && lp.count == 1 => {
-                            ctx.emit(ConsumerEvent::FetchTooLarge {
-                                partition: tp.clone(),
-                                offset: lp.first,
-                                size,
-                                max,
-                            });
-                            self.restart(&tp, Start::Stopped);
-                            break;
-                        }
-                        // The sizes seen were too small a guess: ask each of these alone,
-                        // one blob at a time, until their sizes are known again.
-                        Some(_) => {
-                            p.blob_size = None;
-                            p.not_before = None;
-                        }
-                        None => p.not_before = Some(now + self.config.fetch_backoff_max),
-                    }
-                }
-            }
+            self.on_fetch_failed(now, &layout, &result, sh);
             return;
         };
+        // 3. Each partition takes its entries, in the order they were asked for.
         let mut topics = resp.responses.into_iter();
         for (topic, parts) in layout.topics {
             let answered = topics.next();
@@ -315,7 +482,63 @@ impl Consumer {
                     partition: lp.partition,
                 };
                 let mine: Vec<_> = entries.by_ref().take(lp.count).collect();
-                self.on_part_answer(now, &tp, lp, mine, ctx);
+                self.on_part_answer(now, &tp, lp, mine, sh);
+            }
+        }
+    }
+
+    /// A Fetch that failed or did not decode: every partition it asked for (of the current
+    /// pipeline) starts a new pipeline, after a backoff, or at once asked alone when the
+    /// answer was too large; a single blob too large alone stops its partition.
+    fn on_fetch_failed(
+        &mut self,
+        now: Instant,
+        layout: &FetchLayout,
+        result: &Result<Reply, RequestError>,
+        sh: &mut Shared,
+    ) {
+        let too_large = match result {
+            Err(RequestError::ResponseTooLarge { size, max, .. }) => Some((*size, *max)),
+            _ => None,
+        };
+        let single = layout.topics.iter().map(|(_, v)| v.len()).sum::<usize>() == 1;
+        for (topic, parts) in &layout.topics {
+            for lp in parts {
+                let tp = TopicPartition {
+                    topic: topic.clone(),
+                    partition: lp.partition,
+                };
+                let Some(p) = self.parts.get_mut(&tp) else {
+                    continue;
+                };
+                if !p.answered(lp) {
+                    continue;
+                }
+                p.break_pipeline();
+                match too_large {
+                    // One blob alone is larger than the client accepts: asking again
+                    // would loop. Say so and stop the partition until a seek.
+                    Some((size, max)) if single && lp.count == 1 => {
+                        emit(
+                            sh,
+                            ConsumerEvent::FetchTooLarge {
+                                partition: tp.clone(),
+                                offset: lp.first,
+                                size,
+                                max,
+                            },
+                        );
+                        self.restart(&tp, Start::Stopped);
+                        break;
+                    }
+                    // The sizes seen were too small a guess: ask each of these alone,
+                    // one blob at a time, until their sizes are known again.
+                    Some(_) => {
+                        p.blob_size = None;
+                        p.not_before = None;
+                    }
+                    None => p.not_before = Some(now + self.config.fetch_backoff_max),
+                }
             }
         }
     }
@@ -329,7 +552,7 @@ impl Consumer {
         tp: &TopicPartition,
         lp: LayoutPart,
         entries: Vec<FetchPartitionResponse>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let Some(p) = self.parts.get_mut(tp) else {
             return;
@@ -354,7 +577,7 @@ impl Consumer {
         }
         let mut next = Some((lp, entries));
         while let Some((lp, entries)) = next.take() {
-            if !self.apply_entries(now, tp, &lp, entries, ctx) {
+            if !self.apply_entries(now, tp, &lp, entries, sh) {
                 return;
             }
             next = self
@@ -377,137 +600,29 @@ impl Consumer {
         tp: &TopicPartition,
         lp: &LayoutPart,
         entries: Vec<FetchPartitionResponse>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> bool {
         let policy = self.config.auto_offset_reset;
-        let (min_backoff, max_backoff) = (self.config.fetch_backoff, self.config.fetch_backoff_max);
+        let backoff = (self.config.fetch_backoff, self.config.fetch_backoff_max);
         let Some(p) = self.parts.get_mut(tp) else {
             return false;
         };
-        let mut blobs = Vec::new();
-        let mut restart_latest = false;
-        let mut errored = false;
-        let mut past_end = false;
-        for (i, e) in entries.into_iter().enumerate() {
-            if e.partition != tp.partition {
-                break;
-            }
-            if e.error_code != ErrorCode::NONE {
-                if e.error_code.class() == ErrorClass::RefreshMetadataAndRetry {
-                    ctx.refresher.request(Urgency::AfterBackoff);
-                } else {
-                    ctx.emit(ConsumerEvent::FetchError {
-                        partition: tp.clone(),
-                        code: e.error_code,
-                    });
-                }
-                errored = true;
-                break;
-            }
-            p.high_watermark = Some(e.high_watermark);
-            p.log_start = Some(e.log_start_offset);
-            let fetch_offset = lp.first.saturating_add(i as i64);
-            let records = e.records.unwrap_or_default();
-            let mut verdict = offset_model::classify(
-                p.fetch_next,
-                fetch_offset,
-                e.log_start_offset,
-                records.is_empty(),
-            );
-            if let EntryVerdict::BelowLogStart { log_start } = verdict {
-                let position = p.fetch_next;
-                let action = match policy {
-                    OffsetReset::Earliest => LogStartAction::MovedToLogStart,
-                    OffsetReset::Latest => LogStartAction::MovedToEnd,
-                    _ => LogStartAction::Stopped,
-                };
-                ctx.emit(ConsumerEvent::LogStartMoved {
-                    partition: tp.clone(),
-                    position,
-                    log_start,
-                    action,
-                });
-                match action {
-                    LogStartAction::MovedToLogStart => {
-                        if p.delivered.offset == p.fetch_next {
-                            p.delivered = Position::blob(log_start);
-                        }
-                        p.fetch_next = log_start;
-                        verdict = offset_model::classify(
-                            p.fetch_next,
-                            fetch_offset,
-                            e.log_start_offset,
-                            records.is_empty(),
-                        );
-                    }
-                    LogStartAction::MovedToEnd => {
-                        restart_latest = true;
-                        break;
-                    }
-                    _ => {
-                        p.start = Start::Stopped;
-                        break;
-                    }
-                }
-            }
-            match verdict {
-                // Kafka's rule (DESIGN §3.13): only blobs below the high watermark of the same
-                // answer are delivered; the server serves up to its log end.
-                EntryVerdict::Deliver(offset) if offset >= e.high_watermark => break,
-                // Nothing at the position and a high watermark below it: maybe past the log
-                // end (the server answers that with no error), to be checked.
-                EntryVerdict::End
-                    if i == 0
-                        && p.fetch_next > e.high_watermark
-                        && !p
-                            .end_checked
-                            .is_some_and(|(at, until)| at == p.fetch_next && now < until) =>
-                {
-                    past_end = true;
-                    break;
-                }
-                EntryVerdict::Deliver(offset) => {
-                    let skip = if offset == p.delivered.offset {
-                        p.delivered.index
-                    } else {
-                        0
-                    };
-                    p.saw_blob(records.len());
-                    p.fetch_next = offset_model::next_after(offset);
-                    blobs.push(ReadyBlob::new(tp.clone(), offset, p.epoch, skip, records));
-                }
-                EntryVerdict::Duplicate => {}
-                _ => break,
-            }
-        }
-        if past_end {
-            p.start = Start::CheckEnd;
-            p.retry_at = None;
-        } else if errored {
-            p.not_before = Some(now + max_backoff);
-        } else if blobs.is_empty() {
-            p.empty_backoff = if p.empty_backoff.is_zero() {
-                min_backoff
-            } else {
-                (p.empty_backoff * 2).min(max_backoff)
-            };
-            p.not_before = Some(now + p.empty_backoff);
-        } else {
-            p.empty_backoff = Duration::ZERO;
-            p.not_before = None;
-        }
-        let whole = !errored
-            && !past_end
-            && !restart_latest
+        // 1. The entries in order: the blobs to deliver, and why reading them stopped.
+        let (blobs, end) = p.read_entries(now, tp, lp, entries, policy, sh);
+        // 2. When this partition is fetched next.
+        p.schedule_next_fetch(now, end, blobs.is_empty(), backoff);
+        // 3. Whether the pipeline goes on: every blob asked for came, nothing went wrong.
+        let whole = end == EntriesEnd::Read
             && p.start == Start::Ready
             && p.fetch_next == lp.first.saturating_add(lp.count as i64);
         if !whole {
             p.break_pipeline();
         }
+        // 4. The blobs queue for delivery; a log start passed with policy Latest resets.
         for b in blobs {
             self.push_blob(b);
         }
-        if restart_latest {
+        if end == EntriesEnd::RestartLatest {
             self.restart(tp, Start::NeedsReset(OffsetReset::Latest));
         }
         whole

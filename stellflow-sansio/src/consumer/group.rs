@@ -17,17 +17,20 @@
 //! the session with room for the new connection.
 
 use super::commit::CommitReq;
+use super::member::{Member, heartbeat_timeout};
 use super::membership::{Leave, Membership};
-use super::offset_model::Position;
 use super::{
-    CommitId, CommitKind, Consumer, ConsumerConfig, ConsumerEvent, Ctx, Op, TopicPartition,
+    CommitId, CommitKind, Consumer, ConsumerConfig, ConsumerEvent, Op, TopicPartition, emit,
 };
 use crate::address::BrokerAddress;
 use crate::backoff::Backoff;
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
+use crate::offset_model::Position;
 use crate::refresh::Urgency;
 use crate::request::{RequestOptions, Target};
+use crate::shared::Shared;
+use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 use stellflow_proto::messages::{
@@ -40,34 +43,6 @@ use stellflow_proto::{ErrorCode, Reader, Wire};
 /// joins again (its heartbeats may keep the session alive meanwhile, so the session alone
 /// does not end the retries).
 const MAX_SYNC_ATTEMPTS: u32 = 3;
-
-/// How long a heartbeat may go unanswered: a third of what the session timeout leaves beside
-/// the heartbeat interval (never less than the interval or half the session, whichever is
-/// smaller). The connection layer gives up a silently dead connection (a black hole) after
-/// two request timeouts in a row, so the heartbeat due one interval after the last success
-/// and the one after it both time out, the connection is replaced and a heartbeat on the new
-/// one succeeds — all within the session. With half the session, two timeouts alone used it
-/// up and the member always rejoined (dst soak seed 6457169394887060760).
-pub(super) fn heartbeat_timeout(config: &ConsumerConfig) -> std::time::Duration {
-    let session = config.session_timeout;
-    let interval = config.heartbeat_interval;
-    (session.saturating_sub(interval) / 3).max(interval.min(session / 2))
-}
-
-/// The member's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Member {
-    /// Not joining (no subscription).
-    Idle,
-    /// JoinGroup in flight.
-    Joining,
-    /// SyncGroup in flight.
-    Syncing,
-    /// Joined; heartbeating.
-    Stable,
-    /// Waiting to (re)join at this instant.
-    Waiting(Instant),
-}
 
 /// Group and coordinator state.
 #[derive(Debug)]
@@ -239,17 +214,83 @@ impl Group {
 
 impl Consumer {
     /// Runs the group: coordinator lookup, joins, heartbeats, auto-commit, queued commits.
-    pub(crate) fn drive_group(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+    pub(crate) fn drive_group(&mut self, now: Instant, sh: &mut Shared) -> bool {
         let Some(group_id) = self.config.group_id.clone() else {
             return false;
         };
+        // 1. What runs on the member's own clock: lease, withdrawn writes, commit deadlines,
+        //    auto-commit, the session.
+        let mut sent = self.drive_group_clocks(now, sh);
+        // 2. The coordinator, looked up when anything needs it.
+        let subscribed = !self.group.subscription.is_empty() && !self.closing;
+        sent |= self.find_coordinator(now, &group_id, subscribed, sh);
+        let Some(coordinator) = self.group.coordinator.clone() else {
+            return sent;
+        };
+        self.group.want_coordinator = false;
+        // 3. Queued commits, one at a time and in the order they were made (see `start_commit`).
+        if self.group.in_flight.is_empty()
+            && let Some(c) = self.group.pending.pop_front()
+        {
+            self.send_commit(now, &group_id, &coordinator, c, sh);
+            sent = true;
+        }
+        // 4. Leaving: on close, or when a manual `assign` replaced the subscription (the
+        //    registry slot is freed).
+        if self.closing {
+            sent |= self.drive_leave(now, &group_id, &coordinator, sh);
+            return sent;
+        }
+        if self.group.reg.active && self.group.subscription.is_empty() {
+            sent |= self.drive_part(now, &group_id, &coordinator, sh);
+            return sent;
+        }
+        if !subscribed {
+            return sent;
+        }
+        // 5. A SyncGroup lost with its connection is asked again, or the member rejoins.
+        if self.group.resync && self.group.member == Member::Syncing {
+            self.group.resync = false;
+            if !(self.sync_may_retry(now) && self.send_sync(now, sh)) {
+                self.rejoin(
+                    now,
+                    "SyncGroup lost with its connection",
+                    Rejoin::Failed,
+                    sh,
+                );
+            }
+            sent = true;
+        }
+        // 6. JoinGroup when due, Heartbeat when due.
+        sent |= self.send_join(now, &group_id, &coordinator, sh);
+        sent |= self.send_heartbeat(now, &group_id, &coordinator, sh);
+        // 7. The assignment: shared through the member registry, or every partition of the
+        //    subscribed topics when the server assigns nothing and there is no registry.
+        if self.group.member == Member::Stable && self.group.reg.active {
+            sent |= self.drive_membership(now, &group_id, &coordinator, sh);
+        } else if self.group.member == Member::Stable && !self.group.server_assignment {
+            let wanted = self.subscribed_partitions(sh);
+            let differs = wanted.len() != self.parts.len()
+                || wanted.iter().any(|tp| !self.parts.contains_key(tp));
+            if differs && !wanted.is_empty() {
+                self.apply_assignment(now, wanted, sh);
+            }
+        }
+        sent
+    }
+
+    /// The group's work on the member's own clock, whether or not the coordinator is known:
+    /// a lapsed lease loses the membership, writes unanswered past the lease margin are
+    /// withdrawn, commits past their deadline fail, auto-commit runs, and a session without a
+    /// successful heartbeat rejoins. Returns whether a commit was sent.
+    fn drive_group_clocks(&mut self, now: Instant, sh: &mut Shared) -> bool {
         if self.group.next_auto_commit.is_none() {
             self.group.next_auto_commit = Some(now + self.config.auto_commit_interval);
         }
         // Before anything commits: a member whose lease lapsed (paused past its session, or
         // cut off from the coordinator) may no longer own its partitions.
         if self.lease_lapsed(now) {
-            self.lose_membership(now, "this member's lease lapsed on its own clock", ctx);
+            self.lose_membership(now, "this member's lease lapsed on its own clock", sh);
         }
         // A write unanswered for the lease margin is withdrawn while the member still runs:
         // if this process stops before its lease would lapse (SIGSTOP while cut off), the
@@ -258,11 +299,11 @@ impl Consumer {
             self.withdraw_unanswered_writes(
                 now,
                 "a write stayed unanswered past the lease margin",
-                ctx,
+                sh,
             );
         }
-        self.expire_pending_commits(now, ctx);
-        let mut sent = self.auto_commit(now, ctx);
+        self.expire_pending_commits(now, sh);
+        let sent = self.auto_commit(now, sh);
         // The session expires on its own clock, whether or not the coordinator is known.
         if !self.closing
             && self.group.member == Member::Stable
@@ -276,155 +317,150 @@ impl Consumer {
                 now,
                 "no successful heartbeat within the session timeout",
                 Rejoin::Failed,
-                ctx,
+                sh,
             );
         }
+        sent
+    }
+
+    /// FindCoordinator when no coordinator is known, none is being looked up, the retry
+    /// backoff is over, and something needs one (a subscription, a command, a commit).
+    fn find_coordinator(
+        &mut self,
+        now: Instant,
+        group_id: &str,
+        subscribed: bool,
+        sh: &mut Shared,
+    ) -> bool {
         let g = &mut self.group;
-        let subscribed = !g.subscription.is_empty() && !self.closing;
-        if g.coordinator.is_none()
-            && !g.find_in_flight
-            && g.find_retry_at.is_none_or(|t| t <= now)
-            && (subscribed || g.want_coordinator || !g.pending.is_empty())
+        if g.coordinator.is_some()
+            || g.find_in_flight
+            || g.find_retry_at.is_some_and(|t| t > now)
+            || !(subscribed || g.want_coordinator || !g.pending.is_empty())
         {
-            let target = g.bootstrap.clone().map_or(Target::Any, Target::Address);
-            ctx.net.submit(
-                now,
-                target,
-                RequestBody::FindCoordinator(FindCoordinatorRequest {
-                    key: Some(group_id.as_str().into()),
-                    key_type: 0,
-                }),
-                None,
-                Origin::Consumer(Op::FindCoordinator),
-                &RequestOptions::default(),
-            );
-            ctx.net.counters.group_operations += 1;
-            g.find_in_flight = true;
-            sent = true;
+            return false;
         }
-        let Some(coordinator) = g.coordinator.clone() else {
-            return sent;
+        let target = g.bootstrap.clone().map_or(Target::Any, Target::Address);
+        sh.net.submit(
+            now,
+            target,
+            RequestBody::FindCoordinator(FindCoordinatorRequest {
+                key: Some(group_id.into()),
+                key_type: 0,
+            }),
+            None,
+            Origin::Consumer(Op::FindCoordinator.tag()),
+            &RequestOptions::default(),
+        );
+        sh.net.counters.group_operations += 1;
+        g.find_in_flight = true;
+        true
+    }
+
+    /// JoinGroup when the member is idle or its rejoin wait is over; counts the join and
+    /// warns with [`ConsumerEvent::GroupThrashing`] when joins come too often.
+    fn send_join(
+        &mut self,
+        now: Instant,
+        group_id: &str,
+        coordinator: &BrokerAddress,
+        sh: &mut Shared,
+    ) -> bool {
+        let g = &mut self.group;
+        let join_now = match g.member {
+            Member::Idle => true,
+            Member::Waiting(t) => t <= now,
+            _ => false,
         };
-        g.want_coordinator = false;
-        // Queued commits, one at a time and in the order they were made (see `start_commit`).
-        if self.group.in_flight.is_empty()
-            && let Some(c) = self.group.pending.pop_front()
-        {
-            self.send_commit(now, &group_id, &coordinator, c, ctx);
-            sent = true;
-        }
-        if self.closing {
-            sent |= self.drive_leave(now, &group_id, &coordinator, ctx);
-            return sent;
-        }
-        // A manual `assign` replaced the subscription: free the registry slot.
-        if self.group.reg.active && self.group.subscription.is_empty() {
-            sent |= self.drive_part(now, &group_id, &coordinator, ctx);
-            return sent;
+        if !join_now {
+            return false;
         }
         let rebalance = RequestOptions {
             timeout: Some(self.config.rebalance_timeout),
             ..RequestOptions::default()
         };
-        if subscribed && self.group.resync && self.group.member == Member::Syncing {
-            self.group.resync = false;
-            if !(self.sync_may_retry(now) && self.send_sync(now, ctx)) {
-                self.rejoin(
-                    now,
-                    "SyncGroup lost with its connection",
-                    Rejoin::Failed,
-                    ctx,
-                );
-            }
-            sent = true;
+        let seq = sh.net.submit(
+            now,
+            Target::Address(coordinator.clone()),
+            RequestBody::JoinGroup(JoinGroupRequest {
+                group_id: Some(group_id.into()),
+                member_id: g.member_id.as_deref().map(Into::into),
+                session_timeout_ms: i32::try_from(self.config.session_timeout.as_millis())
+                    .unwrap_or(i32::MAX),
+            }),
+            None,
+            Origin::Consumer(Op::Join.tag()),
+            &rebalance,
+        );
+        sh.net.counters.group_operations += 1;
+        g.join_seq = Some(seq);
+        g.joined_at = Some(now);
+        g.member = Member::Joining;
+        g.joins.push_back(now);
+        while g
+            .joins
+            .front()
+            .is_some_and(|t| *t + self.config.thrash_window < now)
+        {
+            g.joins.pop_front();
         }
+        if g.joins.len() >= self.config.thrash_threshold
+            && g.thrash_warned
+                .is_none_or(|t| t + self.config.thrash_window < now)
+        {
+            g.thrash_warned = Some(now);
+            emit(
+                sh,
+                ConsumerEvent::GroupThrashing {
+                    rejoins: g.joins.len(),
+                    window: self.config.thrash_window,
+                },
+            );
+        }
+        true
+    }
+
+    /// Heartbeat when due, for a member that joined (or syncs) with a server that assigns
+    /// partitions itself; members of the registry never heartbeat.
+    fn send_heartbeat(
+        &mut self,
+        now: Instant,
+        group_id: &str,
+        coordinator: &BrokerAddress,
+        sh: &mut Shared,
+    ) -> bool {
         let g = &mut self.group;
-        if subscribed {
-            let join_now = match g.member {
-                Member::Idle => true,
-                Member::Waiting(t) => t <= now,
-                _ => false,
-            };
-            if join_now {
-                let seq = ctx.net.submit(
-                    now,
-                    Target::Address(coordinator.clone()),
-                    RequestBody::JoinGroup(JoinGroupRequest {
-                        group_id: Some(group_id.as_str().into()),
-                        member_id: g.member_id.as_deref().map(Into::into),
-                        session_timeout_ms: i32::try_from(self.config.session_timeout.as_millis())
-                            .unwrap_or(i32::MAX),
-                    }),
-                    None,
-                    Origin::Consumer(Op::Join),
-                    &rebalance,
-                );
-                ctx.net.counters.group_operations += 1;
-                g.join_seq = Some(seq);
-                g.joined_at = Some(now);
-                g.member = Member::Joining;
-                g.joins.push_back(now);
-                while g
-                    .joins
-                    .front()
-                    .is_some_and(|t| *t + self.config.thrash_window < now)
-                {
-                    g.joins.pop_front();
-                }
-                if g.joins.len() >= self.config.thrash_threshold
-                    && g.thrash_warned
-                        .is_none_or(|t| t + self.config.thrash_window < now)
-                {
-                    g.thrash_warned = Some(now);
-                    ctx.emit(ConsumerEvent::GroupThrashing {
-                        rejoins: g.joins.len(),
-                        window: self.config.thrash_window,
-                    });
-                }
-                sent = true;
-            }
-            if matches!(g.member, Member::Stable | Member::Syncing)
-                && !g.reg.active
-                && g.hb_seq.is_none()
-                && g.next_heartbeat.is_some_and(|t| t <= now)
-            {
-                let seq = ctx.net.submit(
-                    now,
-                    Target::Address(coordinator.clone()),
-                    RequestBody::Heartbeat(HeartbeatRequest {
-                        group_id: Some(group_id.as_str().into()),
-                        generation_id: g.generation,
-                        member_id: g.member_id.as_deref().map(Into::into),
-                    }),
-                    None,
-                    Origin::Consumer(Op::Heartbeat),
-                    &RequestOptions {
-                        timeout: Some(heartbeat_timeout(&self.config)),
-                        ..RequestOptions::default()
-                    },
-                );
-                ctx.net.counters.group_operations += 1;
-                g.hb_seq = Some(seq);
-                g.next_heartbeat = Some(now + self.config.heartbeat_interval);
-                sent = true;
-            }
-            if self.group.member == Member::Stable && self.group.reg.active {
-                sent |= self.drive_membership(now, &group_id, &coordinator, ctx);
-            } else if self.group.member == Member::Stable && !self.group.server_assignment {
-                let wanted = self.subscribed_partitions(ctx);
-                let differs = wanted.len() != self.parts.len()
-                    || wanted.iter().any(|tp| !self.parts.contains_key(tp));
-                if differs && !wanted.is_empty() {
-                    self.apply_assignment(now, wanted, ctx);
-                }
-            }
+        if !(matches!(g.member, Member::Stable | Member::Syncing)
+            && !g.reg.active
+            && g.hb_seq.is_none()
+            && g.next_heartbeat.is_some_and(|t| t <= now))
+        {
+            return false;
         }
-        sent
+        let seq = sh.net.submit(
+            now,
+            Target::Address(coordinator.clone()),
+            RequestBody::Heartbeat(HeartbeatRequest {
+                group_id: Some(group_id.into()),
+                generation_id: g.generation,
+                member_id: g.member_id.as_deref().map(Into::into),
+            }),
+            None,
+            Origin::Consumer(Op::Heartbeat.tag()),
+            &RequestOptions {
+                timeout: Some(heartbeat_timeout(&self.config)),
+                ..RequestOptions::default()
+            },
+        );
+        sh.net.counters.group_operations += 1;
+        g.hb_seq = Some(seq);
+        g.next_heartbeat = Some(now + self.config.heartbeat_interval);
+        true
     }
 
     /// Every partition of the subscribed topics, from metadata.
-    pub(crate) fn subscribed_partitions(&self, ctx: &mut Ctx<'_>) -> Vec<TopicPartition> {
-        let cluster = ctx.metadata.cluster();
+    pub(crate) fn subscribed_partitions(&self, sh: &mut Shared) -> Vec<TopicPartition> {
+        let cluster = sh.metadata.cluster();
         let mut out = Vec::new();
         let mut missing = false;
         for t in &self.group.subscription {
@@ -436,7 +472,7 @@ impl Consumer {
             }
         }
         if missing {
-            ctx.refresher.request(Urgency::AfterBackoff);
+            sh.refresher.request(Urgency::AfterBackoff);
         }
         out
     }
@@ -446,7 +482,7 @@ impl Consumer {
         &mut self,
         now: Instant,
         wanted: Vec<TopicPartition>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let revoking: Vec<TopicPartition> = self
             .parts
@@ -464,27 +500,27 @@ impl Consumer {
                     })
                     .collect();
                 if !positions.is_empty() {
-                    self.start_commit(now, positions, CommitKind::Revocation, ctx);
+                    self.start_commit(now, positions, CommitKind::Revocation, sh);
                 }
             }
-            ctx.emit(ConsumerEvent::PartitionsRevoked(revoking));
+            emit(sh, ConsumerEvent::PartitionsRevoked(revoking));
         }
         let (_, added) = self.set_assignment(&wanted);
         if !added.is_empty() {
-            ctx.emit(ConsumerEvent::PartitionsAssigned(added));
+            emit(sh, ConsumerEvent::PartitionsAssigned(added));
         }
         self.fetch_wake = true;
     }
 
     /// Sends SyncGroup for the current generation and member id to the coordinator; false
     /// when no coordinator is known.
-    fn send_sync(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+    fn send_sync(&mut self, now: Instant, sh: &mut Shared) -> bool {
         let g = &mut self.group;
         let Some(addr) = g.coordinator.clone() else {
             return false;
         };
         let group_id = self.config.group_id.clone().unwrap_or_default();
-        let seq = ctx.net.submit(
+        let seq = sh.net.submit(
             now,
             Target::Address(addr),
             RequestBody::SyncGroup(SyncGroupRequest {
@@ -493,13 +529,13 @@ impl Consumer {
                 member_id: g.member_id.as_deref().map(Into::into),
             }),
             None,
-            Origin::Consumer(Op::Sync),
+            Origin::Consumer(Op::Sync.tag()),
             &RequestOptions {
                 timeout: Some(self.config.rebalance_timeout),
                 ..RequestOptions::default()
             },
         );
-        ctx.net.counters.group_operations += 1;
+        sh.net.counters.group_operations += 1;
         g.sync_seq = Some(seq);
         g.sync_attempts += 1;
         g.member = Member::Syncing;
@@ -519,13 +555,13 @@ impl Consumer {
 
     /// Joins again as a new member (a fresh member id from the coordinator) after the retry
     /// back-off: the registry membership of the old id is over.
-    pub(crate) fn rejoin_as_new_member(&mut self, now: Instant, reason: &str, ctx: &mut Ctx<'_>) {
-        self.rejoin(now, reason, Rejoin::UnknownMember, ctx);
+    pub(crate) fn rejoin_as_new_member(&mut self, now: Instant, reason: &str, sh: &mut Shared) {
+        self.rejoin(now, reason, Rejoin::UnknownMember, sh);
     }
 
     /// Leaves the generation and joins again after a delay: from the membership back-off when
     /// the group asked for it (`cause`), from the retry back-off after a failed exchange.
-    fn rejoin(&mut self, now: Instant, reason: &str, cause: Rejoin, ctx: &mut Ctx<'_>) {
+    fn rejoin(&mut self, now: Instant, reason: &str, cause: Rejoin, sh: &mut Shared) {
         let forget_member = cause == Rejoin::UnknownMember;
         let g = &mut self.group;
         if forget_member {
@@ -540,18 +576,21 @@ impl Consumer {
         g.last_ok = None;
         g.stable_since = None;
         let delay = match cause {
-            Rejoin::Failed => g.retry_backoff.next_delay(ctx.rng),
-            Rejoin::Membership | Rejoin::UnknownMember => g.backoff.next_delay(ctx.rng),
+            Rejoin::Failed => g.retry_backoff.next_delay(&mut sh.rng),
+            Rejoin::Membership | Rejoin::UnknownMember => g.backoff.next_delay(&mut sh.rng),
         };
         g.member = Member::Waiting(now + delay);
-        ctx.emit(ConsumerEvent::GroupRejoining {
-            reason: reason.to_owned(),
-            retry_in: delay,
-        });
+        emit(
+            sh,
+            ConsumerEvent::GroupRejoining {
+                reason: reason.to_owned(),
+                retry_in: delay,
+            },
+        );
     }
 
     /// Marks the consumer closed and says so.
-    pub(crate) fn finish_close(&mut self, ctx: &mut Ctx<'_>) {
+    pub(crate) fn finish_close(&mut self, sh: &mut Shared) {
         // A registry member frees its slot first, so that the others take its partitions
         // over at once (the server has no LeaveGroup).
         if let (true, Leave::No, Some(started)) = (
@@ -569,227 +608,269 @@ impl Consumer {
         }
         if !self.closed {
             self.closed = true;
-            ctx.emit(ConsumerEvent::Closed);
+            emit(sh, ConsumerEvent::Closed);
             for _ in 0..std::mem::take(&mut self.extra_close_waiters) {
-                ctx.emit(ConsumerEvent::Closed);
+                emit(sh, ConsumerEvent::Closed);
             }
         }
     }
 
-    /// A group or commit request answered.
+    /// A group or commit request answered: each request kind has its own step.
     pub(crate) fn on_group(
         &mut self,
         now: Instant,
         op: Op,
         seq: u64,
         result: Result<Reply, RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let transport = result.as_ref().err().cloned();
         let body = result.ok().and_then(|r| r.body);
         match op {
-            Op::FindCoordinator => {
-                self.group.find_in_flight = false;
-                let resp =
-                    body.and_then(|b| FindCoordinatorResponse::decode(&mut Reader::new(b)).ok());
-                match resp {
-                    Some(r) if r.error_code == ErrorCode::NONE => {
-                        let host = r.host.map(|h| h.to_string()).unwrap_or_default();
-                        match u16::try_from(r.port) {
-                            Ok(port) if !host.is_empty() && port != 0 => {
-                                self.group.coordinator = Some(BrokerAddress::new(host, port));
-                                self.group.backoff.reset();
-                            }
-                            _ => self.group.lost_coordinator(now),
-                        }
+            Op::FindCoordinator => self.on_find_coordinator(now, body),
+            Op::Join => self.on_join(now, seq, body, transport, sh),
+            Op::Sync => self.on_sync(now, seq, body, transport, sh),
+            Op::Heartbeat => self.on_heartbeat(now, seq, body, transport, sh),
+            Op::Commit(_) => self.on_commit(now, seq, body, transport, sh),
+            _ => {}
+        }
+    }
+
+    /// FindCoordinator answered: the coordinator's address (host and port, never the node
+    /// id), else a lookup again after the backoff.
+    fn on_find_coordinator(&mut self, now: Instant, body: Option<Bytes>) {
+        self.group.find_in_flight = false;
+        let resp = body.and_then(|b| FindCoordinatorResponse::decode(&mut Reader::new(b)).ok());
+        match resp {
+            Some(r) if r.error_code == ErrorCode::NONE => {
+                let host = r.host.map(|h| h.to_string()).unwrap_or_default();
+                match u16::try_from(r.port) {
+                    Ok(port) if !host.is_empty() && port != 0 => {
+                        self.group.coordinator = Some(BrokerAddress::new(host, port));
+                        self.group.backoff.reset();
                     }
                     _ => self.group.lost_coordinator(now),
                 }
             }
-            Op::Join => {
-                if self.group.join_seq != Some(seq) {
-                    return;
-                }
-                self.group.join_seq = None;
-                let resp = body.and_then(|b| JoinGroupResponse::decode(&mut Reader::new(b)).ok());
-                match resp {
-                    Some(r) if r.error_code == ErrorCode::NONE => {
-                        let g = &mut self.group;
-                        g.member_id = r.member_id.map(|m| m.to_string());
-                        g.generation = r.generation_id;
-                        let leader = r.leader_id.map(|l| l.to_string());
-                        g.is_leader = leader.is_some() && leader == g.member_id;
-                        // Heartbeats keep the session alive while the SyncGroup is out.
-                        g.last_ok = None;
-                        g.next_heartbeat = Some(now + self.config.heartbeat_interval);
-                        g.sync_attempts = 0;
-                        g.resync = false;
-                        if !self.send_sync(now, ctx) {
-                            self.rejoin(
-                                now,
-                                "coordinator lost during the join",
-                                Rejoin::Failed,
-                                ctx,
-                            );
-                        }
-                    }
-                    Some(r) => {
-                        let reason = format!("JoinGroup answered {:?}", r.error_code);
-                        self.rejoin(now, &reason, Rejoin::answered(r.error_code), ctx);
-                    }
-                    None => {
-                        if transport.is_some() {
-                            self.group.lost_coordinator(now);
-                        }
-                        self.rejoin(now, "JoinGroup failed", Rejoin::Failed, ctx);
-                    }
+            _ => self.group.lost_coordinator(now),
+        }
+    }
+
+    /// JoinGroup answered: the member id and generation, then a SyncGroup; else a rejoin.
+    fn on_join(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        body: Option<Bytes>,
+        transport: Option<RequestError>,
+        sh: &mut Shared,
+    ) {
+        if self.group.join_seq != Some(seq) {
+            return;
+        }
+        self.group.join_seq = None;
+        let resp = body.and_then(|b| JoinGroupResponse::decode(&mut Reader::new(b)).ok());
+        match resp {
+            Some(r) if r.error_code == ErrorCode::NONE => {
+                let g = &mut self.group;
+                g.member_id = r.member_id.map(|m| m.to_string());
+                g.generation = r.generation_id;
+                let leader = r.leader_id.map(|l| l.to_string());
+                g.is_leader = leader.is_some() && leader == g.member_id;
+                // Heartbeats keep the session alive while the SyncGroup is out.
+                g.last_ok = None;
+                g.next_heartbeat = Some(now + self.config.heartbeat_interval);
+                g.sync_attempts = 0;
+                g.resync = false;
+                if !self.send_sync(now, sh) {
+                    self.rejoin(now, "coordinator lost during the join", Rejoin::Failed, sh);
                 }
             }
-            Op::Sync => {
-                if self.group.sync_seq != Some(seq) {
-                    return;
+            Some(r) => {
+                let reason = format!("JoinGroup answered {:?}", r.error_code);
+                self.rejoin(now, &reason, Rejoin::answered(r.error_code), sh);
+            }
+            None => {
+                if transport.is_some() {
+                    self.group.lost_coordinator(now);
                 }
-                self.group.sync_seq = None;
-                let resp = body.and_then(|b| SyncGroupResponse::decode(&mut Reader::new(b)).ok());
-                match resp {
-                    Some(r) if r.error_code == ErrorCode::NONE => {
-                        let server: Vec<TopicPartition> = r
-                            .assignments
-                            .iter()
-                            .filter_map(|a| {
-                                a.topic
-                                    .as_ref()
-                                    .map(|t| TopicPartition::new(&**t, a.partition))
-                            })
-                            .collect();
-                        self.group.server_assignment = !server.is_empty();
-                        let registry = server.is_empty();
-                        let g = &mut self.group;
-                        g.retry_backoff.reset();
-                        g.member = Member::Stable;
-                        g.last_ok = Some(now);
-                        g.stable_since = Some(now);
-                        g.next_heartbeat = Some(now + self.config.heartbeat_interval);
-                        let member_id = g.member_id.clone().unwrap_or_default();
-                        ctx.emit(ConsumerEvent::GroupJoined {
-                            generation: g.generation,
-                            member_id,
-                            leader: g.is_leader,
-                            server_assignment: g.server_assignment,
-                        });
-                        if registry {
-                            // Today's server: the members share the partitions through the
-                            // registry in the group's offset store (`membership.rs`).
-                            self.group.reg.start();
-                        } else {
-                            self.apply_assignment(now, server, ctx);
-                        }
-                    }
-                    // Another member joined between this member's JoinGroup and SyncGroup: the
-                    // generation moved on, which on this server says nothing about the
-                    // assignment (there is none). Joining again would fence that member in
-                    // turn; the registry needs no generation, so it goes on from here.
-                    Some(r) if r.error_code == ErrorCode(19) && self.group.member_id.is_some() => {
-                        let g = &mut self.group;
-                        g.retry_backoff.reset();
-                        g.member = Member::Stable;
-                        g.server_assignment = false;
-                        g.stable_since = Some(now);
-                        let member_id = g.member_id.clone().unwrap_or_default();
-                        ctx.emit(ConsumerEvent::GroupJoined {
-                            generation: g.generation,
-                            member_id,
-                            leader: g.is_leader,
-                            server_assignment: false,
-                        });
-                        self.group.reg.start();
-                    }
-                    Some(r) => {
-                        let reason = format!("SyncGroup answered {:?}", r.error_code);
-                        self.rejoin(now, &reason, Rejoin::answered(r.error_code), ctx);
-                    }
-                    // A timed-out SyncGroup does not mean the generation is gone: only its
-                    // answer may have been lost. SyncGroup is a pure check on this server
-                    // (PROTOCOL.md §3.10), so ask again with the same generation and member id
-                    // while the session (opened by the JoinGroup, refreshed by heartbeats)
-                    // can still be alive, up to `MAX_SYNC_ATTEMPTS` times; a JoinGroup
-                    // instead would bump the generation and fence every other member
-                    // (§3.11). A 19 or 1 in the answer then rejoins as usual. A SyncGroup
-                    // lost with its connection (or timed out while the coordinator is being
-                    // looked up again) is asked again once the coordinator is known.
-                    None if transport.is_some() && self.sync_may_retry(now) => {
-                        let timeout = matches!(transport, Some(RequestError::Timeout { .. }));
-                        if !timeout {
-                            self.group.lost_coordinator(now);
-                        }
-                        if !(timeout && self.send_sync(now, ctx)) {
-                            self.group.resync = true;
-                        }
-                    }
-                    None => {
-                        if transport.is_some() {
-                            self.group.lost_coordinator(now);
-                        }
-                        self.rejoin(now, "SyncGroup failed", Rejoin::Failed, ctx);
-                    }
+                self.rejoin(now, "JoinGroup failed", Rejoin::Failed, sh);
+            }
+        }
+    }
+
+    /// SyncGroup answered: the member is stable (with the server's assignment, or the
+    /// registry's); a generation that moved on keeps the registry going; a lost answer is
+    /// asked again while the session can be alive; anything else rejoins.
+    fn on_sync(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        body: Option<Bytes>,
+        transport: Option<RequestError>,
+        sh: &mut Shared,
+    ) {
+        if self.group.sync_seq != Some(seq) {
+            return;
+        }
+        self.group.sync_seq = None;
+        let resp = body.and_then(|b| SyncGroupResponse::decode(&mut Reader::new(b)).ok());
+        match resp {
+            Some(r) if r.error_code == ErrorCode::NONE => self.synced(now, &r, sh),
+            // Another member joined between this member's JoinGroup and SyncGroup: the
+            // generation moved on, which on this server says nothing about the
+            // assignment (there is none). Joining again would fence that member in
+            // turn; the registry needs no generation, so it goes on from here.
+            Some(r) if r.error_code == ErrorCode(19) && self.group.member_id.is_some() => {
+                let g = &mut self.group;
+                g.retry_backoff.reset();
+                g.member = Member::Stable;
+                g.server_assignment = false;
+                g.stable_since = Some(now);
+                let member_id = g.member_id.clone().unwrap_or_default();
+                emit(
+                    sh,
+                    ConsumerEvent::GroupJoined {
+                        generation: g.generation,
+                        member_id,
+                        leader: g.is_leader,
+                        server_assignment: false,
+                    },
+                );
+                self.group.reg.start();
+            }
+            Some(r) => {
+                let reason = format!("SyncGroup answered {:?}", r.error_code);
+                self.rejoin(now, &reason, Rejoin::answered(r.error_code), sh);
+            }
+            // A timed-out SyncGroup does not mean the generation is gone: only its
+            // answer may have been lost. SyncGroup is a pure check on this server
+            // (PROTOCOL.md §3.10), so ask again with the same generation and member id
+            // while the session (opened by the JoinGroup, refreshed by heartbeats)
+            // can still be alive, up to `MAX_SYNC_ATTEMPTS` times; a JoinGroup
+            // instead would bump the generation and fence every other member
+            // (§3.11). A 19 or 1 in the answer then rejoins as usual. A SyncGroup
+            // lost with its connection (or timed out while the coordinator is being
+            // looked up again) is asked again once the coordinator is known.
+            None if transport.is_some() && self.sync_may_retry(now) => {
+                let timeout = matches!(transport, Some(RequestError::Timeout { .. }));
+                if !timeout {
+                    self.group.lost_coordinator(now);
+                }
+                if !(timeout && self.send_sync(now, sh)) {
+                    self.group.resync = true;
                 }
             }
-            Op::Heartbeat => {
-                if self.group.hb_seq != Some(seq) {
-                    return;
+            None => {
+                if transport.is_some() {
+                    self.group.lost_coordinator(now);
                 }
-                self.group.hb_seq = None;
-                let resp = body.and_then(|b| HeartbeatResponse::decode(&mut Reader::new(b)).ok());
-                match resp {
-                    Some(r) if r.error_code == ErrorCode::NONE => {
-                        let g = &mut self.group;
-                        g.last_ok = Some(now);
-                        if g.stable_since
-                            .is_some_and(|t| t + self.config.thrash_window <= now)
-                        {
-                            g.backoff.reset();
-                        }
-                    }
-                    Some(r) if r.error_code == ErrorCode(19) => {
-                        self.rejoin(
-                            now,
-                            "fenced (19): the generation moved",
-                            Rejoin::Membership,
-                            ctx,
-                        );
-                    }
-                    Some(r) if r.error_code == ErrorCode(1) => {
-                        self.rejoin(
-                            now,
-                            "unknown member (1): the session expired",
-                            Rejoin::UnknownMember,
-                            ctx,
-                        );
-                    }
-                    Some(r) => {
-                        let reason = format!("Heartbeat answered {:?}", r.error_code);
-                        self.rejoin(now, &reason, Rejoin::Membership, ctx);
-                    }
-                    // A timed-out heartbeat is not a lost session: only its answer may have
-                    // been lost (the broker may have counted it). The next heartbeat is due at
-                    // once; the session-timeout check rejoins when none succeeds in time.
-                    None if matches!(transport, Some(RequestError::Timeout { .. })) => {}
-                    // The connection to the coordinator was lost (or could not be made): the
-                    // session lives on the server, not in the connection. Look the
-                    // coordinator up again and heartbeat the same generation at once; the
-                    // session-timeout check rejoins when none succeeds in time, and a
-                    // coordinator that lost the group (a restart) answers 1.
-                    None if transport.is_some() => {
-                        self.group.lost_coordinator(now);
-                        self.group.next_heartbeat = Some(now);
-                    }
-                    None => {
-                        self.rejoin(now, "Heartbeat answer undecodable", Rejoin::Failed, ctx);
-                    }
+                self.rejoin(now, "SyncGroup failed", Rejoin::Failed, sh);
+            }
+        }
+    }
+
+    /// A successful SyncGroup: the member is stable and says so with
+    /// [`ConsumerEvent::GroupJoined`]; a non-empty assignment from the server is applied, an
+    /// empty one (always, on today's server) starts the member registry.
+    fn synced(&mut self, now: Instant, r: &SyncGroupResponse, sh: &mut Shared) {
+        let server: Vec<TopicPartition> = r
+            .assignments
+            .iter()
+            .filter_map(|a| {
+                a.topic
+                    .as_ref()
+                    .map(|t| TopicPartition::new(&**t, a.partition))
+            })
+            .collect();
+        self.group.server_assignment = !server.is_empty();
+        let registry = server.is_empty();
+        let g = &mut self.group;
+        g.retry_backoff.reset();
+        g.member = Member::Stable;
+        g.last_ok = Some(now);
+        g.stable_since = Some(now);
+        g.next_heartbeat = Some(now + self.config.heartbeat_interval);
+        let member_id = g.member_id.clone().unwrap_or_default();
+        emit(
+            sh,
+            ConsumerEvent::GroupJoined {
+                generation: g.generation,
+                member_id,
+                leader: g.is_leader,
+                server_assignment: g.server_assignment,
+            },
+        );
+        if registry {
+            // Today's server: the members share the partitions through the
+            // registry in the group's offset store (`membership.rs`).
+            self.group.reg.start();
+        } else {
+            self.apply_assignment(now, server, sh);
+        }
+    }
+
+    /// Heartbeat answered: the session is alive; a fence (19) or an unknown member (1)
+    /// rejoins; a lost answer or connection only waits for the next heartbeat.
+    fn on_heartbeat(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        body: Option<Bytes>,
+        transport: Option<RequestError>,
+        sh: &mut Shared,
+    ) {
+        if self.group.hb_seq != Some(seq) {
+            return;
+        }
+        self.group.hb_seq = None;
+        let resp = body.and_then(|b| HeartbeatResponse::decode(&mut Reader::new(b)).ok());
+        match resp {
+            Some(r) if r.error_code == ErrorCode::NONE => {
+                let g = &mut self.group;
+                g.last_ok = Some(now);
+                if g.stable_since
+                    .is_some_and(|t| t + self.config.thrash_window <= now)
+                {
+                    g.backoff.reset();
                 }
             }
-            Op::Commit(_) => self.on_commit(now, seq, body, transport, ctx),
-            _ => {}
+            Some(r) if r.error_code == ErrorCode(19) => {
+                self.rejoin(
+                    now,
+                    "fenced (19): the generation moved",
+                    Rejoin::Membership,
+                    sh,
+                );
+            }
+            Some(r) if r.error_code == ErrorCode(1) => {
+                self.rejoin(
+                    now,
+                    "unknown member (1): the session expired",
+                    Rejoin::UnknownMember,
+                    sh,
+                );
+            }
+            Some(r) => {
+                let reason = format!("Heartbeat answered {:?}", r.error_code);
+                self.rejoin(now, &reason, Rejoin::Membership, sh);
+            }
+            // A timed-out heartbeat is not a lost session: only its answer may have
+            // been lost (the broker may have counted it). The next heartbeat is due at
+            // once; the session-timeout check rejoins when none succeeds in time.
+            None if matches!(transport, Some(RequestError::Timeout { .. })) => {}
+            // The connection to the coordinator was lost (or could not be made): the
+            // session lives on the server, not in the connection. Look the
+            // coordinator up again and heartbeat the same generation at once; the
+            // session-timeout check rejoins when none succeeds in time, and a
+            // coordinator that lost the group (a restart) answers 1.
+            None if transport.is_some() => {
+                self.group.lost_coordinator(now);
+                self.group.next_heartbeat = Some(now);
+            }
+            None => {
+                self.rejoin(now, "Heartbeat answer undecodable", Rejoin::Failed, sh);
+            }
         }
     }
 }

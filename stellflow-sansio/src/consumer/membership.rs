@@ -18,12 +18,17 @@
 
 use super::assignor::{MemberInput, assign_topic};
 use super::registry::{FreeReason, REGISTRY_TOPIC, Registration, Slot, View, encode_free};
-use super::{CommitId, CommitKind, Consumer, ConsumerEvent, Ctx, Op, RevocationId, TopicPartition};
+use super::{
+    CommitId, CommitKind, Consumer, ConsumerEvent, Op, RevocationId, TopicPartition, emit,
+};
 use crate::address::BrokerAddress;
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
 use crate::request::{RequestOptions, Target};
+use crate::shared::Shared;
+use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 use stellflow_proto::messages::{
     OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetCommitTopic,
@@ -51,16 +56,29 @@ enum AfterRead {
 #[derive(Debug)]
 enum InFlight {
     Read(AfterRead),
-    Write {
-        sent: Instant,
-        counter: i64,
-        /// The write listed no started partition (it may extend a lapsed lease).
-        holds_empty: bool,
-        /// The claims it published.
-        claims: BTreeSet<TopicPartition>,
-        /// The write that frees this member's slot on close.
-        leave: bool,
-    },
+    Write(Written),
+}
+
+/// What a registry write carries for this member's slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SlotWrite {
+    /// This member's registration (refreshes its lease and publishes its claims).
+    Refresh,
+    /// The slot freed: the member leaves (close, or a manual `assign`).
+    Free,
+}
+
+/// A registry write on its way: what it wrote, to apply its answer.
+#[derive(Debug)]
+struct Written {
+    sent: Instant,
+    counter: i64,
+    /// The write listed no started partition (it may extend a lapsed lease).
+    holds_empty: bool,
+    /// The claims it published.
+    claims: BTreeSet<TopicPartition>,
+    /// Whether it refreshed the slot or freed it.
+    kind: SlotWrite,
 }
 
 /// A revocation under way.
@@ -187,7 +205,7 @@ impl Membership {
     /// When the registry write on its way was sent, if one is.
     fn write_sent(&self) -> Option<Instant> {
         match &self.in_flight {
-            Some((_, InFlight::Write { sent, .. })) => Some(*sent),
+            Some((_, InFlight::Write(w))) => Some(w.sent),
             _ => None,
         }
     }
@@ -264,7 +282,7 @@ impl Consumer {
         &mut self,
         now: Instant,
         reason: &'static str,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         if self.oldest_unanswered_write().is_none() {
             return;
@@ -272,7 +290,7 @@ impl Consumer {
         let Some(coordinator) = self.group.coordinator.clone() else {
             return;
         };
-        if ctx.net.abort_address(
+        if sh.net.abort_address(
             now,
             &coordinator,
             crate::error::ConnectionError::WritesWithdrawn { reason },
@@ -284,10 +302,10 @@ impl Consumer {
     /// Drops every partition without committing it (another member may own them by now):
     /// commits not sent yet lose them too, and writes on their way are withdrawn (the
     /// coordinator connection is reset). The partitions dropped.
-    fn drop_uncommitted(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> Vec<TopicPartition> {
-        self.withdraw_unanswered_writes(now, "the member dropped its partitions", ctx);
+    fn drop_uncommitted(&mut self, now: Instant, sh: &mut Shared) -> Vec<TopicPartition> {
+        self.withdraw_unanswered_writes(now, "the member dropped its partitions", sh);
         let lost: Vec<TopicPartition> = self.parts.keys().cloned().collect();
-        self.drop_unsent_commits(&lost, ctx);
+        self.drop_unsent_commits(&lost, sh);
         self.set_assignment(&[]);
         lost
     }
@@ -297,8 +315,8 @@ impl Consumer {
     /// drops them without committing, withdraws its claims and registers in another slot,
     /// keeping its member id (the others who saw it take the new registration, whose counter
     /// is higher, as its own).
-    fn lose_slot(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
-        let lost = self.drop_uncommitted(now, ctx);
+    fn lose_slot(&mut self, now: Instant, sh: &mut Shared) {
+        let lost = self.drop_uncommitted(now, sh);
         let m = &mut self.group.reg;
         m.slot = None;
         m.owned = false;
@@ -308,15 +326,15 @@ impl Consumer {
         m.published.clear();
         m.revocations.clear();
         if !lost.is_empty() {
-            ctx.emit(ConsumerEvent::PartitionsLost(lost));
+            emit(sh, ConsumerEvent::PartitionsLost(lost));
         }
     }
 
     /// The member lost its membership (lease lapsed, or another member freed its slot): drops
     /// every partition without committing it and joins again as a new member.
-    pub(crate) fn lose_membership(&mut self, now: Instant, reason: &str, ctx: &mut Ctx<'_>) {
+    pub(crate) fn lose_membership(&mut self, now: Instant, reason: &str, sh: &mut Shared) {
         // Commits not sent yet must not write positions another member may own by now.
-        let lost = self.drop_uncommitted(now, ctx);
+        let lost = self.drop_uncommitted(now, sh);
         let listening = self.group.reg.listening;
         if self.closing {
             // A closing member finishes its close at once: nothing committed, its slot left
@@ -325,9 +343,9 @@ impl Consumer {
             self.group.reg.listening = listening;
             self.group.reg.leave = Leave::Done;
             if !lost.is_empty() {
-                ctx.emit(ConsumerEvent::PartitionsLost(lost));
+                emit(sh, ConsumerEvent::PartitionsLost(lost));
             }
-            self.finish_close(ctx);
+            self.finish_close(sh);
             return;
         }
         let mut view = std::mem::take(&mut self.group.reg.view);
@@ -345,9 +363,9 @@ impl Consumer {
         self.group.reg.view = view;
         self.group.reg.listening = listening;
         if !lost.is_empty() {
-            ctx.emit(ConsumerEvent::PartitionsLost(lost));
+            emit(sh, ConsumerEvent::PartitionsLost(lost));
         }
-        self.rejoin_as_new_member(now, reason, ctx);
+        self.rejoin_as_new_member(now, reason, sh);
     }
 
     /// One membership pass: lease, revocations past their bound, and the next round.
@@ -356,20 +374,20 @@ impl Consumer {
         now: Instant,
         group_id: &str,
         coordinator: &BrokerAddress,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> bool {
         let due: Vec<RevocationId> = (self.group.reg.revocations.iter())
             .filter(|(_, r)| !r.answered && r.deadline <= now)
             .map(|(id, _)| *id)
             .collect();
         for id in due {
-            self.proceed_revocation(now, id, ctx);
+            self.proceed_revocation(now, id, sh);
         }
         let m = &self.group.reg;
         if m.in_flight.is_some() || !(m.dirty || m.next_round.is_none_or(|t| t <= now)) {
             return false;
         }
-        self.send_registry_read(now, group_id, coordinator, AfterRead::Write, ctx);
+        self.send_registry_read(now, group_id, coordinator, AfterRead::Write, sh);
         true
     }
 
@@ -380,24 +398,24 @@ impl Consumer {
         now: Instant,
         group_id: &str,
         coordinator: &BrokerAddress,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> bool {
         let Leave::Wanted { deadline } = self.group.reg.leave else {
             return false;
         };
         if now >= deadline {
             self.group.reg.leave = Leave::Done;
-            self.finish_close(ctx);
+            self.finish_close(sh);
             return false;
         }
         if self.group.reg.in_flight.is_some() {
             return false;
         }
         if self.group.reg.slot.is_none() {
-            self.registry_left(ctx);
+            self.registry_left(sh);
             return false;
         }
-        self.send_registry_read(now, group_id, coordinator, AfterRead::Leave, ctx);
+        self.send_registry_read(now, group_id, coordinator, AfterRead::Leave, sh);
         true
     }
 
@@ -410,7 +428,7 @@ impl Consumer {
         now: Instant,
         group_id: &str,
         coordinator: &BrokerAddress,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) -> bool {
         let m = &self.group.reg;
         if m.in_flight.is_some() {
@@ -418,13 +436,13 @@ impl Consumer {
         }
         let deadline = m.parting_since.map(|t| t + self.config.rebalance_timeout);
         if m.slot.is_none() || deadline.is_some_and(|d| now >= d) {
-            self.registry_left(ctx);
+            self.registry_left(sh);
             return false;
         }
         if !self.group.pending.is_empty() || !self.group.in_flight.is_empty() {
             return false;
         }
-        self.send_registry_read(now, group_id, coordinator, AfterRead::Leave, ctx);
+        self.send_registry_read(now, group_id, coordinator, AfterRead::Leave, sh);
         true
     }
 
@@ -445,21 +463,21 @@ impl Consumer {
 
     /// The slot is freed (or given up): a closing consumer may finish, one that parted
     /// after `assign` is out of the registry and joins again on a later `subscribe`.
-    fn registry_left(&mut self, ctx: &mut Ctx<'_>) {
+    fn registry_left(&mut self, sh: &mut Shared) {
         if self.closing {
             self.group.reg.leave = Leave::Done;
-            self.finish_close(ctx);
+            self.finish_close(sh);
             return;
         }
         let listening = self.group.reg.listening;
         self.group.reg = Membership::new();
         self.group.reg.listening = listening;
-        self.group.member = super::group::Member::Idle;
+        self.group.member = super::member::Member::Idle;
     }
 
     fn registry_options(&self) -> RequestOptions {
         RequestOptions {
-            timeout: Some(super::group::heartbeat_timeout(&self.config)),
+            timeout: Some(super::member::heartbeat_timeout(&self.config)),
             ..RequestOptions::default()
         }
     }
@@ -470,7 +488,7 @@ impl Consumer {
         group_id: &str,
         coordinator: &BrokerAddress,
         after: AfterRead,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let slots = i32::try_from(self.config.max_group_members).unwrap_or(i32::MAX);
         let body = RequestBody::OffsetFetch(OffsetFetchRequest {
@@ -483,15 +501,15 @@ impl Consumer {
             }],
         });
         let options = self.registry_options();
-        let seq = ctx.net.submit(
+        let seq = sh.net.submit(
             now,
             Target::Address(coordinator.clone()),
             body,
             None,
-            Origin::Consumer(Op::RegistryRead),
+            Origin::Consumer(Op::RegistryRead.tag()),
             &options,
         );
-        ctx.net.counters.group_operations += 1;
+        sh.net.counters.group_operations += 1;
         self.group.reg.in_flight = Some((seq, InFlight::Read(after)));
     }
 
@@ -512,14 +530,15 @@ impl Consumer {
         now: Instant,
         group_id: &str,
         coordinator: &BrokerAddress,
-        leave: bool,
-        ctx: &mut Ctx<'_>,
+        kind: SlotWrite,
+        sh: &mut Shared,
     ) {
+        let leave = kind == SlotWrite::Free;
         let counter = self.group.reg.counter + 1;
         let Some(slot) = self.group.reg.slot else {
             // Nothing to free: the close (or the parting) may finish.
             if leave {
-                self.registry_left(ctx);
+                self.registry_left(sh);
             }
             return;
         };
@@ -550,26 +569,26 @@ impl Consumer {
             }],
         });
         let options = self.registry_options();
-        let seq = ctx.net.submit(
+        let seq = sh.net.submit(
             now,
             Target::Address(coordinator.clone()),
             body,
             None,
-            Origin::Consumer(Op::RegistryWrite),
+            Origin::Consumer(Op::RegistryWrite.tag()),
             &options,
         );
-        ctx.net.counters.group_operations += 1;
+        sh.net.counters.group_operations += 1;
         let m = &mut self.group.reg;
         m.dirty = false;
         m.in_flight = Some((
             seq,
-            InFlight::Write {
+            InFlight::Write(Written {
                 sent: now,
                 counter,
                 holds_empty: self.parts.is_empty(),
                 claims: m.claims.clone(),
-                leave,
-            },
+                kind,
+            }),
         ));
     }
 
@@ -579,7 +598,7 @@ impl Consumer {
         now: Instant,
         seq: u64,
         result: Result<Reply, RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let Some((want, _)) = &self.group.reg.in_flight else {
             return;
@@ -597,88 +616,100 @@ impl Consumer {
         }
         let leaving = matches!(
             what,
-            InFlight::Read(AfterRead::Leave) | InFlight::Write { leave: true, .. }
+            InFlight::Read(AfterRead::Leave)
+                | InFlight::Write(Written {
+                    kind: SlotWrite::Free,
+                    ..
+                })
         );
         if (self.closing || self.group.reg.parting_since.is_some()) && !leaving {
             // A round answered after the close (or an `assign`) began: the member takes no
             // part any more; the slot is freed next.
             return;
         }
-        let retry = now + self.config.heartbeat_interval / 4;
         match what {
-            InFlight::Read(AfterRead::Leave) => {
-                let me = self.group.member_id().unwrap_or("").replace(' ', "_");
-                let slots = body
-                    .and_then(|b| OffsetFetchResponse::decode(&mut Reader::new(b)).ok())
-                    .and_then(|r| self.slots_of(r));
-                let m = &self.group.reg;
-                let mine = m.slot.is_some_and(|slot| {
-                    slots.as_ref().is_some_and(
-                        |s| matches!(s.get(slot as usize), Some(Slot::Member(r)) if r.member == me),
-                    )
-                });
-                // Unread or no longer this member's slot: nothing to free (the others count
-                // it gone a session after its last refresh).
-                match (mine, self.group.coordinator.clone()) {
-                    (true, Some(coordinator)) => {
-                        let group_id = self.config.group_id.clone().unwrap_or_default();
-                        self.send_registry_write(now, &group_id, &coordinator, true, ctx);
-                    }
-                    _ => self.registry_left(ctx),
-                }
-            }
+            InFlight::Read(AfterRead::Leave) => self.on_leave_read(now, body, sh),
             InFlight::Read(after) => {
                 let slots = body
                     .and_then(|b| OffsetFetchResponse::decode(&mut Reader::new(b)).ok())
                     .and_then(|r| self.slots_of(r));
                 match slots {
-                    Some(slots) => self.on_registry_read(now, slots, after, ctx),
-                    None => self.group.reg.next_round = Some(retry),
+                    Some(slots) => self.on_registry_read(now, slots, after, sh),
+                    None => {
+                        self.group.reg.next_round = Some(now + self.config.heartbeat_interval / 4)
+                    }
                 }
             }
-            InFlight::Write {
-                sent,
-                counter,
-                holds_empty,
-                claims,
-                leave,
-            } => {
-                let ok = body
-                    .and_then(|b| OffsetCommitResponse::decode(&mut Reader::new(b)).ok())
-                    .is_some_and(|r| {
-                        r.topics
-                            .iter()
-                            .flat_map(|t| t.partitions.iter())
-                            .all(|p| p.error_code == ErrorCode::NONE)
-                    });
-                if leave {
-                    // Answered or not, the close (or parting) goes on: unanswered, the others
-                    // count this member gone a session timeout after its last refresh.
-                    self.registry_left(ctx);
-                    return;
-                }
-                if !ok {
-                    self.group.reg.next_round = Some(retry);
-                    self.group.reg.dirty = true;
-                    return;
-                }
-                let margin =
-                    lease_margin(self.config.session_timeout, self.config.heartbeat_interval);
-                let m = &mut self.group.reg;
-                m.counter = counter;
-                let valid_at_send = m.lease_until.is_some_and(|t| sent < t);
-                if (valid_at_send || holds_empty) && now.saturating_duration_since(sent) <= margin {
-                    m.lease_until = Some(sent + self.config.session_timeout - margin);
-                }
-                m.published = claims;
-                // Read at once: it confirms the slot and may start the claims.
-                if let Some(coordinator) = self.group.coordinator.clone() {
-                    let group_id = self.config.group_id.clone().unwrap_or_default();
-                    self.send_registry_read(now, &group_id, &coordinator, AfterRead::Confirm, ctx);
-                } else {
-                    self.group.reg.next_round = Some(now);
-                }
+            InFlight::Write(w) => self.on_registry_written(now, body, w, sh),
+        }
+    }
+
+    /// The read before freeing the slot answered: the slot is freed if it is still this
+    /// member's; unread or no longer its own, there is nothing to free (the others count it
+    /// gone a session after its last refresh) and the member has left.
+    fn on_leave_read(&mut self, now: Instant, body: Option<Bytes>, sh: &mut Shared) {
+        let me = self.group.member_id().unwrap_or("").replace(' ', "_");
+        let slots = body
+            .and_then(|b| OffsetFetchResponse::decode(&mut Reader::new(b)).ok())
+            .and_then(|r| self.slots_of(r));
+        let m = &self.group.reg;
+        let mine = m.slot.is_some_and(|slot| {
+            slots.as_ref().is_some_and(
+                |s| matches!(s.get(slot as usize), Some(Slot::Member(r)) if r.member == me),
+            )
+        });
+        match (mine, self.group.coordinator.clone()) {
+            (true, Some(coordinator)) => {
+                let group_id = self.config.group_id.clone().unwrap_or_default();
+                self.send_registry_write(now, &group_id, &coordinator, SlotWrite::Free, sh);
             }
+            _ => self.registry_left(sh),
+        }
+    }
+
+    /// A registry write answered. Freeing the slot ends the member's part, answered or not
+    /// (unanswered, the others count it gone a session after its last refresh). A refresh
+    /// that failed is retried a quarter interval later; one that succeeded extends the lease
+    /// (when it was sent while the lease held, or held nothing, and was answered within the
+    /// margin), publishes its claims, and is read back at once to confirm the slot.
+    fn on_registry_written(
+        &mut self,
+        now: Instant,
+        body: Option<Bytes>,
+        w: Written,
+        sh: &mut Shared,
+    ) {
+        let ok = body
+            .and_then(|b| OffsetCommitResponse::decode(&mut Reader::new(b)).ok())
+            .is_some_and(|r| {
+                r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter())
+                    .all(|p| p.error_code == ErrorCode::NONE)
+            });
+        if w.kind == SlotWrite::Free {
+            self.registry_left(sh);
+            return;
+        }
+        if !ok {
+            self.group.reg.next_round = Some(now + self.config.heartbeat_interval / 4);
+            self.group.reg.dirty = true;
+            return;
+        }
+        let margin = lease_margin(self.config.session_timeout, self.config.heartbeat_interval);
+        let m = &mut self.group.reg;
+        m.counter = w.counter;
+        let valid_at_send = m.lease_until.is_some_and(|t| w.sent < t);
+        if (valid_at_send || w.holds_empty) && now.saturating_duration_since(w.sent) <= margin {
+            m.lease_until = Some(w.sent + self.config.session_timeout - margin);
+        }
+        m.published = w.claims;
+        // Read at once: it confirms the slot and may start the claims.
+        if let Some(coordinator) = self.group.coordinator.clone() {
+            let group_id = self.config.group_id.clone().unwrap_or_default();
+            self.send_registry_read(now, &group_id, &coordinator, AfterRead::Confirm, sh);
+        } else {
+            self.group.reg.next_round = Some(now);
         }
     }
 
@@ -702,14 +733,43 @@ impl Consumer {
         now: Instant,
         slots: Vec<Slot>,
         after: AfterRead,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let session = self.config.session_timeout;
         let me = self.group.member_id().unwrap_or("").replace(' ', "_");
         self.group.reg.view.update(now, slots, session);
+        // 1. Is this member's slot still its own? A slot another member freed ends the
+        //    membership; one another member overwrote is given up.
+        if self.confirm_slot(now, &me, sh).is_break() {
+            return;
+        }
+        // 2. The slots to free, and the live members (said when they change).
+        self.note_members(&me, sh);
+        // 3. A member without a slot picks a free one; with none free it waits a round.
+        if self.group.reg.slot.is_none() && self.pick_slot(now, &me, sh).is_break() {
+            return;
+        }
+        // 4. Claims and releases once settled, then when the next round is due.
+        self.schedule_round(now, &me, sh);
+        // 5. A write goes out only right after a read that found the slot this member's (or
+        //    free, for a first write): never on an older read.
+        let m = &self.group.reg;
+        if m.slot.is_some()
+            && (after == AfterRead::Write || m.dirty)
+            && let Some(coordinator) = self.group.coordinator.clone()
+        {
+            let group_id = self.config.group_id.clone().unwrap_or_default();
+            self.send_registry_write(now, &group_id, &coordinator, SlotWrite::Refresh, sh);
+        }
+    }
+
+    /// Checks this member's slot in the view just read: as it last wrote it (or later: a
+    /// write whose answer was lost may have landed) confirms it; freed by another member
+    /// ends the membership (`Break`); written by another member (both picked it while it
+    /// was free) gives it up, for members that never saw this one may have taken its
+    /// partitions (DST finding F2); a first write that lost (or never landed) picks again.
+    fn confirm_slot(&mut self, now: Instant, me: &str, sh: &mut Shared) -> ControlFlow<()> {
         let m = &mut self.group.reg;
-        // Is this member's slot as it last wrote it (or later: a write whose answer was lost
-        // may have landed)?
         m.confirmed = false;
         let mut overwritten = false;
         if let Some(slot) = m.slot {
@@ -723,68 +783,84 @@ impl Consumer {
                     }
                 }
                 Some(Slot::Freed { member, .. }) if *member == me => {
-                    self.lose_membership(now, "another member freed this member's slot", ctx);
-                    return;
+                    self.lose_membership(now, "another member freed this member's slot", sh);
+                    return ControlFlow::Break(());
                 }
-                // Another member wrote the slot this member had registered in (both picked
-                // it while it was free): members that never saw this member may have taken
-                // its partitions (DST finding F2).
                 _ if m.owned => overwritten = true,
-                // The first write to this slot lost to another member's (or never landed):
-                // pick again.
                 _ => m.slot = None,
             }
         }
         if overwritten {
-            self.lose_slot(now, ctx);
+            self.lose_slot(now, sh);
         }
+        ControlFlow::Continue(())
+    }
+
+    /// The slots this member frees (lapsed members'), and the live members, said with
+    /// [`ConsumerEvent::GroupMembers`] when they changed (this member counts once its slot
+    /// is confirmed).
+    fn note_members(&mut self, me: &str, sh: &mut Shared) {
         let m = &mut self.group.reg;
-        m.frees = m.view.to_free(&me);
+        m.frees = m.view.to_free(me);
         let mut live: Vec<String> = m.view.live().map(|s| s.reg.member.clone()).collect();
         if !m.confirmed {
             live.retain(|id| *id != me);
         }
         if live != m.live {
             m.live = live.clone();
-            ctx.emit(ConsumerEvent::GroupMembers(live));
+            emit(sh, ConsumerEvent::GroupMembers(live));
         }
-        if m.slot.is_none() {
-            let taken: BTreeSet<i32> = m.frees.iter().map(|(s, _)| *s).collect();
-            // Members that start together read the same free slots: each picks one by its
-            // own id, so that two rarely write the same slot (when they do, the reads before
-            // and after every write find it out).
-            let free: Vec<i32> = (m.view.slots.iter().enumerate())
-                .filter(|(i, s)| s.claimable() && !taken.contains(&(*i as i32)))
-                .map(|(i, _)| i as i32)
-                .collect();
-            let pick = crate::producer::fnv1a32(me.as_bytes()) as usize;
-            let free = free.get(pick % free.len().max(1)).copied();
-            match free {
-                Some(s) => {
-                    m.slot = Some(s);
-                    m.dirty = true;
-                }
-                None => {
-                    m.next_round = Some(now + self.config.heartbeat_interval);
-                    ctx.emit(ConsumerEvent::GroupRejoining {
+    }
+
+    /// Picks a free slot for a member without one. Members that start together read the
+    /// same free slots: each picks one by its own id, so that two rarely write the same slot
+    /// (when they do, the reads before and after every write find it out). With the registry
+    /// full the member waits a round and says so (`Break`).
+    fn pick_slot(&mut self, now: Instant, me: &str, sh: &mut Shared) -> ControlFlow<()> {
+        let m = &mut self.group.reg;
+        let taken: BTreeSet<i32> = m.frees.iter().map(|(s, _)| *s).collect();
+        let free: Vec<i32> = (m.view.slots.iter().enumerate())
+            .filter(|(i, s)| s.claimable() && !taken.contains(&(*i as i32)))
+            .map(|(i, _)| i as i32)
+            .collect();
+        let pick = crate::partitioner::fnv1a32(me.as_bytes()) as usize;
+        match free.get(pick % free.len().max(1)).copied() {
+            Some(s) => {
+                m.slot = Some(s);
+                m.dirty = true;
+                ControlFlow::Continue(())
+            }
+            None => {
+                m.next_round = Some(now + self.config.heartbeat_interval);
+                emit(
+                    sh,
+                    ConsumerEvent::GroupRejoining {
                         reason: format!(
                             "the group's registry is full (consumer.max_group_members = {})",
                             self.config.max_group_members
                         ),
                         retry_in: self.config.heartbeat_interval,
-                    });
-                    return;
-                }
+                    },
+                );
+                ControlFlow::Break(())
             }
         }
+    }
+
+    /// Rebalances once this member's registration settled, then sets the next round: a
+    /// quarter interval while a handover waits, an interval otherwise, earlier when the
+    /// settling ends or another member's slot expires first.
+    fn schedule_round(&mut self, now: Instant, me: &str, sh: &mut Shared) {
+        let session = self.config.session_timeout;
         let interval = self.config.heartbeat_interval;
+        let m = &self.group.reg;
         // A fresh member claims nothing until a read a quarter interval after its
         // registration was first read back: members registered within that time of each
         // other all see each other before any of them claims.
         let settle = m.registered_at.map(|t| t + interval / 4);
         let settled = settle.is_some_and(|t| now >= t);
         let waiting = if m.confirmed && settled {
-            self.rebalance(now, &me, ctx)
+            self.rebalance(now, me, sh)
         } else {
             false
         };
@@ -797,25 +873,16 @@ impl Consumer {
         if m.confirmed && !settled {
             next = next.min(settle.unwrap_or(next));
         }
-        let expiry = m.view.next_expiry(&me, session);
+        let expiry = m.view.next_expiry(me, session);
         m.next_round = Some(expiry.filter(|t| *t > now).map_or(next, |t| t.min(next)));
-        // A write goes out only right after a read that found the slot this member's (or
-        // free, for a first write): never on an older read.
-        if m.slot.is_some()
-            && (after == AfterRead::Write || m.dirty)
-            && let Some(coordinator) = self.group.coordinator.clone()
-        {
-            let group_id = self.config.group_id.clone().unwrap_or_default();
-            self.send_registry_write(now, &group_id, &coordinator, false, ctx);
-        }
     }
 
     /// Computes the assignment from the view and acts on it: revokes what goes elsewhere,
     /// withdraws claims, starts confirmed claims, claims what is free. Whether a partition
     /// this member should own is still taken by another.
-    fn rebalance(&mut self, now: Instant, me: &str, ctx: &mut Ctx<'_>) -> bool {
+    fn rebalance(&mut self, now: Instant, me: &str, sh: &mut Shared) -> bool {
         let mut mine: BTreeSet<TopicPartition> = BTreeSet::new();
-        let wanted = self.subscribed_partitions(ctx);
+        let wanted = self.subscribed_partitions(sh);
         {
             let m = &self.group.reg;
             let live: Vec<MemberInput<'_>> = m
@@ -848,7 +915,7 @@ impl Consumer {
             .cloned()
             .collect();
         if !give_up.is_empty() {
-            self.start_revocation(now, give_up, ctx);
+            self.start_revocation(now, give_up, sh);
         }
         let lease = self.group.reg.lease_valid(now);
         let m = &mut self.group.reg;
@@ -883,7 +950,7 @@ impl Consumer {
             all.extend(start.iter().cloned());
             let (_, added) = self.set_assignment(&all);
             if !added.is_empty() {
-                ctx.emit(ConsumerEvent::PartitionsAssigned(added));
+                emit(sh, ConsumerEvent::PartitionsAssigned(added));
             }
             self.fetch_wake = true;
         }
@@ -891,12 +958,7 @@ impl Consumer {
     }
 
     /// Stops the partitions, says so, and waits for the listener (or goes on at once).
-    fn start_revocation(
-        &mut self,
-        now: Instant,
-        partitions: Vec<TopicPartition>,
-        ctx: &mut Ctx<'_>,
-    ) {
+    fn start_revocation(&mut self, now: Instant, partitions: Vec<TopicPartition>, sh: &mut Shared) {
         for tp in &partitions {
             self.stop_for_handover(tp);
         }
@@ -913,14 +975,14 @@ impl Consumer {
                 commit: None,
             },
         );
-        ctx.emit(ConsumerEvent::PartitionsRevoking { id, partitions });
+        emit(sh, ConsumerEvent::PartitionsRevoking { id, partitions });
         if !listening {
-            self.proceed_revocation(now, id, ctx);
+            self.proceed_revocation(now, id, sh);
         }
     }
 
     /// The listener answered (or its bound passed): commit the positions, then release.
-    pub(crate) fn proceed_revocation(&mut self, now: Instant, id: RevocationId, ctx: &mut Ctx<'_>) {
+    pub(crate) fn proceed_revocation(&mut self, now: Instant, id: RevocationId, sh: &mut Shared) {
         let Some(r) = self.group.reg.revocations.get_mut(&id) else {
             return;
         };
@@ -949,10 +1011,10 @@ impl Consumer {
                         r.commit = Some(commit);
                     }
                 }
-                None => self.finish_revocation(id, ctx),
+                None => self.finish_revocation(id, sh),
             }
         } else {
-            let commit = self.start_commit(now, positions, CommitKind::Revocation, ctx);
+            let commit = self.start_commit(now, positions, CommitKind::Revocation, sh);
             if let Some(r) = self.group.reg.revocations.get_mut(&id) {
                 r.commit = Some(commit);
             }
@@ -961,29 +1023,29 @@ impl Consumer {
 
     /// A commit finished (landed or failed for good): the revocations that waited for it (their
     /// own commit, or the last earlier commit of their partitions) release their partitions.
-    pub(crate) fn revocation_committed(&mut self, commit: CommitId, ctx: &mut Ctx<'_>) {
+    pub(crate) fn revocation_committed(&mut self, commit: CommitId, sh: &mut Shared) {
         let ids: Vec<RevocationId> = (self.group.reg.revocations.iter())
             .filter(|(_, r)| r.commit == Some(commit))
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
-            self.finish_revocation(id, ctx);
+            self.finish_revocation(id, sh);
         }
     }
 
-    fn finish_revocation(&mut self, id: RevocationId, ctx: &mut Ctx<'_>) {
+    fn finish_revocation(&mut self, id: RevocationId, sh: &mut Shared) {
         let Some(r) = self.group.reg.revocations.remove(&id) else {
             return;
         };
         // Commits made after the revocation's own and still queued lose these partitions:
         // once released, another member may start them.
-        self.drop_unsent_commits(&r.partitions, ctx);
+        self.drop_unsent_commits(&r.partitions, sh);
         let keep: Vec<TopicPartition> = (self.parts.keys())
             .filter(|tp| !r.partitions.contains(tp))
             .cloned()
             .collect();
         self.set_assignment(&keep);
-        ctx.emit(ConsumerEvent::PartitionsRevoked(r.partitions));
+        emit(sh, ConsumerEvent::PartitionsRevoked(r.partitions));
         self.group.reg.dirty = true;
     }
 }

@@ -1,13 +1,14 @@
 //! Start positions: the committed offset (OffsetFetch on the coordinator), else the reset
 //! policy (ListOffsets on the leader), else a stop until the user seeks.
 
-use super::offset_model::{self, Position};
-use super::positions::Start;
-use super::{Consumer, ConsumerEvent, Ctx, LogStartAction, OffsetReset, Op, TopicPartition};
+use super::partition::{Start, by_topic};
+use super::{Consumer, ConsumerEvent, LogStartAction, OffsetReset, Op, TopicPartition, emit};
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
+use crate::offset_model::{self, Position};
 use crate::refresh::Urgency;
 use crate::request::{RequestOptions, Target};
+use crate::shared::Shared;
 use crate::trace::TraceIds;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -52,6 +53,9 @@ impl Ask {
     }
 }
 
+/// A partition asked for in a ListOffsets: its epoch, why, and its seek's trace context.
+type Asked = (TopicPartition, u64, Ask, Option<TraceIds>);
+
 /// Request options carrying `trace` (none: the defaults).
 fn traced(trace: Option<&TraceIds>) -> RequestOptions {
     RequestOptions {
@@ -60,43 +64,49 @@ fn traced(trace: Option<&TraceIds>) -> RequestOptions {
     }
 }
 
-/// Groups `(topic, partition)` pairs into per-topic lists, keeping first-seen topic order.
-pub(crate) fn by_topic<T>(
-    items: impl IntoIterator<Item = (TopicPartition, T)>,
-) -> Vec<(TopicPartition, Vec<(i32, T)>)> {
-    let mut out: Vec<(TopicPartition, Vec<(i32, T)>)> = Vec::new();
-    for (tp, t) in items {
-        match out.iter_mut().find(|(k, _)| k.topic == tp.topic) {
-            Some((_, v)) => v.push((tp.partition, t)),
-            None => {
-                let p = tp.partition;
-                out.push((tp, vec![(p, t)]));
-            }
-        }
-    }
-    out
-}
-
 impl Consumer {
-    fn policy_start(&self, tp: &TopicPartition, ctx: &mut Ctx<'_>) -> Start {
+    fn policy_start(&self, tp: &TopicPartition, sh: &mut Shared) -> Start {
         match self.config.auto_offset_reset {
             OffsetReset::Earliest => Start::NeedsReset(OffsetReset::Earliest),
             OffsetReset::Latest => Start::NeedsReset(OffsetReset::Latest),
             _ => {
-                ctx.emit(ConsumerEvent::NoPosition(tp.clone()));
+                emit(sh, ConsumerEvent::NoPosition(tp.clone()));
                 Start::Stopped
             }
         }
     }
 
     /// Asks for committed offsets and reset offsets of partitions without a position.
-    pub(crate) fn resolve_starts(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+    pub(crate) fn resolve_starts(&mut self, now: Instant, sh: &mut Shared) -> bool {
         if self.closing || self.closed {
             return false;
         }
-        let mut sent = false;
+        // 1. Partitions with nothing known yet: the committed offset (with a group), else the
+        //    reset policy.
+        let (ask, fetch_trace) = self.choose_starts(now, sh);
+        // 2. One OffsetFetch on the coordinator for the committed offsets.
+        let mut sent = self.send_offset_fetch(now, ask, fetch_trace, sh);
+        // 3. The partitions to reset, seek by time or check the end of, by leader.
+        let by_leader = self.resets_by_leader(now, sh);
+        // 4. One ListOffsets per leader.
+        for (leader, list) in by_leader {
+            self.send_list_offsets(now, leader, list, sh);
+            sent = true;
+        }
+        sent
+    }
+
+    /// Sets every partition whose start is unknown (and not waiting for a retry) on its way:
+    /// `AwaitCommitted` with a group (once the coordinator is known: it is asked for
+    /// meanwhile), else its reset policy. Returns the partitions to ask the committed offset
+    /// of, with their epoch, and the first seek's trace context among them.
+    fn choose_starts(
+        &mut self,
+        now: Instant,
+        sh: &mut Shared,
+    ) -> (Vec<(TopicPartition, u64)>, Option<TraceIds>) {
         let has_group = self.config.group_id.is_some();
-        let coordinator = self.group.coordinator.clone();
+        let coordinator_known = self.group.coordinator.is_some();
         let mut unknown = Vec::new();
         for (tp, p) in &self.parts {
             if p.start == Start::Unknown && !p.handing_over && p.retry_at.is_none_or(|t| t <= now) {
@@ -107,13 +117,13 @@ impl Consumer {
         let mut fetch_trace = None;
         for tp in unknown {
             let start = if has_group {
-                if coordinator.is_none() {
+                if !coordinator_known {
                     self.group.want_coordinator = true;
                     continue;
                 }
                 Start::AwaitCommitted
             } else {
-                self.policy_start(&tp, ctx)
+                self.policy_start(&tp, sh)
             };
             if let Some(p) = self.parts.get_mut(&tp) {
                 p.start = start;
@@ -123,53 +133,72 @@ impl Consumer {
                 }
             }
         }
-        if let (false, Some(addr), Some(group)) =
-            (ask.is_empty(), coordinator, self.config.group_id.clone())
-        {
-            let topics = by_topic(ask.iter().cloned())
-                .into_iter()
-                .map(|(tp, parts)| OffsetFetchTopic {
-                    topic: Some(tp.topic.as_ref().into()),
-                    partitions: parts
-                        .into_iter()
-                        .map(|(partition, _)| OffsetFetchPartition { partition })
-                        .collect(),
+        (ask, fetch_trace)
+    }
+
+    /// One OffsetFetch on the coordinator for the committed offsets of `ask` (partition and
+    /// epoch), carrying `trace`; the answer's order is kept to read it. Whether it was sent.
+    fn send_offset_fetch(
+        &mut self,
+        now: Instant,
+        ask: Vec<(TopicPartition, u64)>,
+        trace: Option<TraceIds>,
+        sh: &mut Shared,
+    ) -> bool {
+        let (false, Some(addr), Some(group)) = (
+            ask.is_empty(),
+            self.group.coordinator.clone(),
+            self.config.group_id.clone(),
+        ) else {
+            return false;
+        };
+        let topics = by_topic(ask.iter().cloned())
+            .into_iter()
+            .map(|(tp, parts)| OffsetFetchTopic {
+                topic: Some(tp.topic.as_ref().into()),
+                partitions: parts
+                    .into_iter()
+                    .map(|(partition, _)| OffsetFetchPartition { partition })
+                    .collect(),
+            })
+            .collect();
+        let body = RequestBody::OffsetFetch(OffsetFetchRequest {
+            group_id: Some(group.as_str().into()),
+            topics,
+        });
+        let seq = sh.net.submit(
+            now,
+            Target::Address(addr),
+            body,
+            None,
+            Origin::Consumer(Op::OffsetFetch.tag()),
+            &traced(trace.as_ref()),
+        );
+        // The answer comes in request order: by topic, then partition.
+        let order = by_topic(ask)
+            .into_iter()
+            .flat_map(|(tp, parts)| {
+                parts.into_iter().map(move |(partition, epoch)| {
+                    (
+                        TopicPartition {
+                            topic: tp.topic.clone(),
+                            partition,
+                        },
+                        epoch,
+                    )
                 })
-                .collect();
-            let body = RequestBody::OffsetFetch(OffsetFetchRequest {
-                group_id: Some(group.as_str().into()),
-                topics,
-            });
-            let seq = ctx.net.submit(
-                now,
-                Target::Address(addr),
-                body,
-                None,
-                Origin::Consumer(Op::OffsetFetch),
-                &traced(fetch_trace.as_ref()),
-            );
-            // The answer comes in request order: by topic, then partition.
-            let order = by_topic(ask)
-                .into_iter()
-                .flat_map(|(tp, parts)| {
-                    parts.into_iter().map(move |(partition, epoch)| {
-                        (
-                            TopicPartition {
-                                topic: tp.topic.clone(),
-                                partition,
-                            },
-                            epoch,
-                        )
-                    })
-                })
-                .collect();
-            self.offset_fetches.insert(seq, order);
-            sent = true;
-        }
-        // Resets through ListOffsets on each leader.
-        type Asked = (TopicPartition, u64, Ask, Option<TraceIds>);
+            })
+            .collect();
+        self.offset_fetches.insert(seq, order);
+        true
+    }
+
+    /// The partitions that need a ListOffsets (a reset, a seek by time, an end check) and are
+    /// not backing off, by leader; each is marked `AwaitReset`. A partition whose leader is
+    /// unknown backs off until the metadata names one (a refresh is asked for).
+    fn resets_by_leader(&mut self, now: Instant, sh: &mut Shared) -> BTreeMap<i32, Vec<Asked>> {
         let mut by_leader: BTreeMap<i32, Vec<Asked>> = BTreeMap::new();
-        let cluster = ctx.metadata.cluster();
+        let cluster = sh.metadata.cluster();
         let mut refresh = false;
         for (tp, p) in self.parts.iter_mut() {
             let ask = match p.start {
@@ -207,58 +236,59 @@ impl Consumer {
             }
         }
         if refresh {
-            ctx.refresher.request(Urgency::AfterBackoff);
+            sh.refresher.request(Urgency::AfterBackoff);
         }
-        for (leader, list) in by_leader {
-            // One request, one context: the first seek's that has one (as a Produce does).
-            let trace = list.iter().find_map(|(.., t)| t.clone());
-            let grouped = by_topic(list.into_iter().map(|(tp, e, pol, _)| (tp, (e, pol))));
-            let topics = grouped
-                .iter()
-                .map(|(tp, parts)| ListOffsetsTopic {
-                    topic: Some(tp.topic.as_ref().into()),
-                    partitions: parts
-                        .iter()
-                        .map(|(partition, (_, ask))| ListOffsetsPartition {
-                            partition: *partition,
-                            current_leader_epoch: -1,
-                            timestamp: ask.timestamp(),
-                            max_num_offsets: 1,
-                        })
-                        .collect(),
-                })
-                .collect();
-            let seq = ctx.net.submit(
-                now,
-                Target::Broker(leader),
-                RequestBody::ListOffsets(ListOffsetsRequest {
-                    replica_id: -1,
-                    isolation_level: 0,
-                    topics,
-                }),
-                None,
-                Origin::Consumer(Op::ListOffsets),
-                &traced(trace.as_ref()),
-            );
-            let order = grouped
-                .into_iter()
-                .flat_map(|(tp, parts)| {
-                    parts.into_iter().map(move |(partition, (e, pol))| {
-                        (
-                            TopicPartition {
-                                topic: tp.topic.clone(),
-                                partition,
-                            },
-                            e,
-                            pol,
-                        )
+        by_leader
+    }
+
+    /// One ListOffsets to `leader` for `list`, carrying the first seek's trace context that
+    /// has one (one request, one context, as a Produce does); the answer's order is kept.
+    fn send_list_offsets(&mut self, now: Instant, leader: i32, list: Vec<Asked>, sh: &mut Shared) {
+        let trace = list.iter().find_map(|(.., t)| t.clone());
+        let grouped = by_topic(list.into_iter().map(|(tp, e, pol, _)| (tp, (e, pol))));
+        let topics = grouped
+            .iter()
+            .map(|(tp, parts)| ListOffsetsTopic {
+                topic: Some(tp.topic.as_ref().into()),
+                partitions: parts
+                    .iter()
+                    .map(|(partition, (_, ask))| ListOffsetsPartition {
+                        partition: *partition,
+                        current_leader_epoch: -1,
+                        timestamp: ask.timestamp(),
+                        max_num_offsets: 1,
                     })
+                    .collect(),
+            })
+            .collect();
+        let seq = sh.net.submit(
+            now,
+            Target::Broker(leader),
+            RequestBody::ListOffsets(ListOffsetsRequest {
+                replica_id: -1,
+                isolation_level: 0,
+                topics,
+            }),
+            None,
+            Origin::Consumer(Op::ListOffsets.tag()),
+            &traced(trace.as_ref()),
+        );
+        let order = grouped
+            .into_iter()
+            .flat_map(|(tp, parts)| {
+                parts.into_iter().map(move |(partition, (e, pol))| {
+                    (
+                        TopicPartition {
+                            topic: tp.topic.clone(),
+                            partition,
+                        },
+                        e,
+                        pol,
+                    )
                 })
-                .collect();
-            self.resets.insert(seq, order);
-            sent = true;
-        }
-        sent
+            })
+            .collect();
+        self.resets.insert(seq, order);
     }
 
     /// An OffsetFetch answered.
@@ -267,7 +297,7 @@ impl Consumer {
         now: Instant,
         seq: u64,
         result: Result<Reply, RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let Some(order) = self.offset_fetches.remove(&seq) else {
             return;
@@ -305,14 +335,17 @@ impl Consumer {
                             if let Some(p) = self.parts.get_mut(&tp) {
                                 p.committed = Some(pos);
                             }
-                            ctx.emit(ConsumerEvent::PositionResolved {
-                                partition: tp,
-                                position: pos,
-                                committed: true,
-                            });
+                            emit(
+                                sh,
+                                ConsumerEvent::PositionResolved {
+                                    partition: tp,
+                                    position: pos,
+                                    committed: true,
+                                },
+                            );
                         }
                         None => {
-                            let s = self.policy_start(&tp, ctx);
+                            let s = self.policy_start(&tp, sh);
                             if let Some(p) = self.parts.get_mut(&tp) {
                                 p.start = s;
                             }
@@ -335,7 +368,7 @@ impl Consumer {
         now: Instant,
         seq: u64,
         result: Result<Reply, RequestError>,
-        ctx: &mut Ctx<'_>,
+        sh: &mut Shared,
     ) {
         let Some(order) = self.resets.remove(&seq) else {
             return;
@@ -364,8 +397,8 @@ impl Consumer {
             }
             match answer {
                 Some((offset, code)) if code == ErrorCode::NONE && offset >= 0 => match policy {
-                    Ask::Reset(_) | Ask::Time(_) => self.resolved(&tp, Position::blob(offset), ctx),
-                    Ask::CheckEnd => self.checked_end(now, &tp, offset, ctx),
+                    Ask::Reset(_) | Ask::Time(_) => self.resolved(&tp, Position::blob(offset), sh),
+                    Ask::CheckEnd => self.checked_end(now, &tp, offset, sh),
                 },
                 // No blob that recent: the server answers OFFSET_OUT_OF_RANGE with the log end
                 // (PROTOCOL.md §3.5), where the seek lands, as Kafka's consumer does.
@@ -374,13 +407,13 @@ impl Consumer {
                         && offset >= 0
                         && matches!(policy, Ask::Time(_)) =>
                 {
-                    self.resolved(&tp, Position::blob(offset), ctx)
+                    self.resolved(&tp, Position::blob(offset), sh)
                 }
                 other => {
                     if let Some((_, code)) = other
                         && code.class() == ErrorClass::RefreshMetadataAndRetry
                     {
-                        ctx.refresher.request(Urgency::AfterBackoff);
+                        sh.refresher.request(Urgency::AfterBackoff);
                     }
                     p.start = policy.retry();
                     p.retry_at = Some(now + self.config.fetch_backoff_max);
@@ -390,19 +423,22 @@ impl Consumer {
     }
 
     /// A reset found its position.
-    fn resolved(&mut self, tp: &TopicPartition, pos: Position, ctx: &mut Ctx<'_>) {
+    fn resolved(&mut self, tp: &TopicPartition, pos: Position, sh: &mut Shared) {
         self.reposition(tp, pos);
-        ctx.emit(ConsumerEvent::PositionResolved {
-            partition: tp.clone(),
-            position: pos,
-            committed: false,
-        });
+        emit(
+            sh,
+            ConsumerEvent::PositionResolved {
+                partition: tp.clone(),
+                position: pos,
+                committed: false,
+            },
+        );
     }
 
     /// ListOffsets LATEST answered `log_end` for a partition in [`Start::CheckEnd`]: a position
     /// past the log end is reported and handled by the reset policy (DESIGN §3.13); one within
     /// it only waits for the high watermark, fetching again after the empty-fetch backoff.
-    fn checked_end(&mut self, now: Instant, tp: &TopicPartition, log_end: i64, ctx: &mut Ctx<'_>) {
+    fn checked_end(&mut self, now: Instant, tp: &TopicPartition, log_end: i64, sh: &mut Shared) {
         let (min_backoff, max_backoff) = (self.config.fetch_backoff, self.config.fetch_backoff_max);
         let policy = self.config.auto_offset_reset;
         let Some(p) = self.parts.get_mut(tp) else {
@@ -424,17 +460,20 @@ impl Consumer {
             OffsetReset::Latest => LogStartAction::MovedToEnd,
             _ => LogStartAction::Stopped,
         };
-        ctx.emit(ConsumerEvent::PositionOutOfRange {
-            partition: tp.clone(),
-            position,
-            log_end,
-            action,
-        });
+        emit(
+            sh,
+            ConsumerEvent::PositionOutOfRange {
+                partition: tp.clone(),
+                position,
+                log_end,
+                action,
+            },
+        );
         match action {
             LogStartAction::MovedToLogStart => {
                 self.restart(tp, Start::NeedsReset(OffsetReset::Earliest));
             }
-            LogStartAction::MovedToEnd => self.resolved(tp, Position::blob(log_end), ctx),
+            LogStartAction::MovedToEnd => self.resolved(tp, Position::blob(log_end), sh),
             _ => {
                 self.restart(tp, Start::Stopped);
             }

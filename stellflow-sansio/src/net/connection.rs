@@ -1,9 +1,37 @@
 //! The connection lifecycle: opening a slot's connection on demand, reporting it connected,
-//! dropping it (with what failed the requests it carried), closing everything, and saying why a
-//! broker is unreachable.
+//! dropping it (with what failed the requests it carried), closing everything (the
+//! [`CloseRequest`]s the driver acts on), and saying why a broker is unreachable.
 
 use super::*;
-use crate::output::{CloseMode, CloseRequest};
+
+/// A connection the driver must close, from [`Output::Close`](crate::Output::Close): which one and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CloseRequest {
+    /// The connection to close. Do not report it back as disconnected.
+    pub conn: ConnId,
+    /// How to close it: drop the socket, or reset it so that unsent bytes are discarded.
+    pub mode: CloseMode,
+}
+
+/// How the driver closes a connection of [`Output::Close`](crate::Output::Close).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CloseMode {
+    /// An ordinary close (drop the socket): bytes already written may still reach the broker.
+    /// Used by `Client::close` for connections with nothing the core needs withdrawn.
+    Graceful,
+    /// A reset that discards what the peer has not received: set `SO_LINGER` to zero before
+    /// dropping the socket (tokio's `TcpStream::set_linger(Some(Duration::ZERO))`, socket2's
+    /// `SockRef::set_linger`), so the host sends an RST and never retransmits bytes the broker
+    /// has not acknowledged. The core asks for it whenever it gives up on a stream (its
+    /// requests fail and are retried on a fresh connection, so a late copy could only
+    /// duplicate them) and when a write it sent must not land late: a group member's commit
+    /// or registry write left unanswered when its lease lapsed, past the lease margin, or at
+    /// `Client::close` (ARCHITECTURE.md decision 19). A driver that cannot reset closes
+    /// gracefully: it loses that guarantee (a commit can then land after a new owner's and
+    /// move the group's position back), nothing else.
+    Abort,
+}
 
 impl Net {
     pub(super) fn ensure_connection(&mut self, now: Instant, slot: usize) {

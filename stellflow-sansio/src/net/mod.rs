@@ -16,7 +16,6 @@
 use crate::address::BrokerAddress;
 use crate::backoff::Backoff;
 use crate::config::ClientConfig;
-use crate::conn::{ConnState, Slot};
 use crate::error::{ConnectionError, RequestError};
 use crate::event::{DisconnectReason, Event};
 use crate::metrics::Counters;
@@ -25,6 +24,7 @@ use crate::request::{ConnId, RequestOptions, Target};
 use crate::rng::Rng;
 use crate::timers::TimerQueue;
 use bytes::{Bytes, BytesMut};
+use slot::{ConnState, Slot};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 use stellflow_proto::frame::{self, FrameError};
@@ -36,11 +36,12 @@ use stellflow_proto::{ApiKey, ErrorCode, NString, Reader, StrBytes};
 mod connection;
 mod health;
 mod input;
+mod slot;
 mod timeouts;
 mod transmit;
 
-/// The largest request frame the server accepts, length prefix included (PROTOCOL.md §1.2).
-pub const MAX_REQUEST_FRAME: usize = 67_108_864;
+pub use crate::request::MAX_REQUEST_FRAME;
+pub use connection::{CloseMode, CloseRequest};
 
 /// Request timeouts a request that awaits its late answer (`Net::await_late_answer`) waits
 /// before its connection is closed.
@@ -59,8 +60,21 @@ pub enum Origin {
     Raw,
     /// The producer (Produce and InitProducerId).
     Producer,
-    /// The consumer (fetches, offsets, group, commits).
-    Consumer(crate::consumer::Op),
+    /// The consumer (fetches, offsets, group, commits), by the consumer's own note for the
+    /// request (its `Op` as a tag).
+    Consumer(OwnerTag),
+}
+
+/// What a feature's request is for, in the feature's own numbering and opaque to the router:
+/// the feature makes one from its own note when it submits a request and reads it back from
+/// the request's [`Completion`] (the consumer's steps, for instance). The router only carries
+/// it, so it imports no feature type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnerTag {
+    /// Which of the feature's steps the request is for.
+    pub kind: u8,
+    /// The command the request belongs to (a commit's id), or 0 when the step has none.
+    pub id: u64,
 }
 
 impl Origin {
@@ -180,7 +194,7 @@ pub struct Net {
     connects: VecDeque<ConnectRequest>,
     /// [`ConnectRequest::unacked_timeout`] of every connection opened.
     unacked_timeout: Option<Duration>,
-    closes: VecDeque<crate::output::CloseRequest>,
+    closes: VecDeque<CloseRequest>,
     completions: VecDeque<Completion>,
     events: VecDeque<Event>,
     header: RequestHeader,
@@ -496,7 +510,7 @@ impl Net {
     }
 
     /// Next connection the driver should close.
-    pub fn poll_close(&mut self) -> Option<crate::output::CloseRequest> {
+    pub fn poll_close(&mut self) -> Option<CloseRequest> {
         self.closes.pop_front()
     }
 

@@ -136,7 +136,7 @@ impl Net {
             && let Some(s) = self.slots.get_mut(slot)
         {
             s.silent_timeouts += 1;
-            if s.silent_timeouts >= crate::conn::SILENT_TIMEOUTS_TO_CLOSE {
+            if s.silent_timeouts >= slot::SILENT_TIMEOUTS_TO_CLOSE {
                 let timeouts = s.silent_timeouts;
                 self.close_with_error(now, slot, ConnectionError::Unresponsive { timeouts });
             }
@@ -161,7 +161,7 @@ impl Net {
             &cause,
             false,
         );
-        if late >= LATE_TIMEOUTS_TO_CLOSE || silent >= crate::conn::SILENT_TIMEOUTS_TO_CLOSE {
+        if late >= LATE_TIMEOUTS_TO_CLOSE || silent >= slot::SILENT_TIMEOUTS_TO_CLOSE {
             let timeouts = silent.max(late);
             self.close_with_error(now, slot, ConnectionError::Unresponsive { timeouts });
         } else {

@@ -13,7 +13,7 @@
 
 use super::idempotence::Stamp;
 use super::partitioner::KeylessPartitioner;
-use super::types::{DeliveryError, ProduceError, ProduceId, ProducerRecord};
+use super::{DeliveryError, ProduceError, ProduceId, ProducerRecord};
 use super::{Pending, Producer};
 use crate::hooks::SentRecord;
 use crate::metadata::MetadataCache;

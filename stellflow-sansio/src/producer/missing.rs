@@ -4,16 +4,43 @@
 //! metadata names it.
 
 use super::{DeliveryError, Producer};
-use crate::admin::AdminOutcome;
-use crate::client::Client;
-use crate::error::AdminError;
 use crate::metadata::MetadataCache;
-use crate::refresh::Urgency;
-use crate::request::{RequestId, Target};
+use crate::request::RequestId;
 use std::sync::Arc;
 use std::time::Instant;
 
 impl Producer {
+    /// After new metadata (once per metadata generation): starts the wait for topics every
+    /// broker confirmed unknown, and returns them with the partition count to create them
+    /// with when `producer.create_missing_topics` says so.
+    pub(crate) fn after_metadata(
+        &mut self,
+        now: Instant,
+        meta: &MetadataCache,
+    ) -> Option<(Vec<Arc<str>>, i32)> {
+        if self.confirmed_gen == meta.generation() {
+            return None;
+        }
+        self.confirmed_gen = meta.generation();
+        let topics = self.confirm_unknown(now, meta);
+        let partitions = self.cfg.create_missing_topics?;
+        Some((topics, partitions))
+    }
+
+    /// Notes `id`, a topic creation the producer started: its answer is the producer's.
+    pub(crate) fn creating_topic(&mut self, id: RequestId) {
+        self.creating.push(id);
+    }
+
+    /// Whether `id` is a topic creation the producer started (then forgets it).
+    pub(crate) fn owns_creation(&mut self, id: RequestId) -> bool {
+        let Some(pos) = self.creating.iter().position(|c| *c == id) else {
+            return false;
+        };
+        self.creating.swap_remove(pos);
+        true
+    }
+
     /// A metadata round ended: every topic with records waiting that no broker knows starts
     /// its wait (kept while it stays unknown, dropped once known); returns the topics to
     /// create now.
@@ -81,46 +108,5 @@ impl Producer {
                 t.create_asked = false;
             }
         }
-    }
-}
-
-impl Client {
-    /// After new metadata: starts the producer's wait for topics every broker confirmed
-    /// unknown, and creates them when `producer.create_missing_topics` says so.
-    pub(crate) fn producer_after_metadata(&mut self, now: Instant) {
-        if self.producer.confirmed_gen == self.metadata.generation() {
-            return;
-        }
-        self.producer.confirmed_gen = self.metadata.generation();
-        let topics = self.producer.confirm_unknown(now, &self.metadata);
-        let Some(partitions) = self.producer.cfg.create_missing_topics else {
-            return;
-        };
-        for topic in topics {
-            tracing::info!(%topic, partitions, "creating the missing topic (producer.create_missing_topics)");
-            match self.create_topic(now, &topic, partitions, Target::Any) {
-                Ok(id) => self.producer.creating.push(id.id()),
-                Err(e) => tracing::warn!(%topic, "cannot create the missing topic: {e}"),
-            }
-        }
-    }
-
-    /// Whether `id` is a topic creation the producer started (its answer is the producer's,
-    /// not the caller's): logs it and asks for metadata that names the topic.
-    pub(crate) fn producer_takes_admin(
-        &mut self,
-        id: RequestId,
-        result: &Result<AdminOutcome, AdminError>,
-    ) -> bool {
-        let Some(pos) = self.producer.creating.iter().position(|c| *c == id) else {
-            return false;
-        };
-        self.producer.creating.swap_remove(pos);
-        match result {
-            Ok(_) => tracing::debug!("missing topic created"),
-            Err(e) => tracing::warn!("cannot create the missing topic: {e}"),
-        }
-        self.refresher.request(Urgency::Now);
-        true
     }
 }

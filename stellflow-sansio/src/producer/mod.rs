@@ -53,20 +53,19 @@
 //! [`idempotence`] (producer id, sequences, epoch-bump recovery).
 
 mod accumulator;
-mod api;
+mod error;
 pub mod idempotence;
 mod missing;
 mod owned;
-pub mod partitioner;
 mod sender;
-mod types;
 
+pub use crate::delivery::{DeliveryError, FlushId, ProduceId, ProducedBatch, RecordMetadata};
+pub(crate) use crate::partitioner;
+pub use crate::producer_config::{Acks, BatchFormat, ProducerConfig};
+pub use crate::producer_record::{ProducerRecord, RecordHeader};
+pub use error::ProduceError;
 pub use owned::{IntoRecordBytes, Record};
 pub use partitioner::{KeyedPartitioner, KeylessPartitioner, Partitioner, fnv1a32, java_hash};
-pub use types::{
-    Acks, BatchFormat, DeliveryError, FlushId, ProduceError, ProduceId, ProducedBatch,
-    ProducerConfig, ProducerRecord, RecordHeader, RecordMetadata,
-};
 
 use crate::event::Event;
 use crate::metadata::MetadataCache;

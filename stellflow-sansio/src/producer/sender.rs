@@ -36,7 +36,7 @@
 
 use super::accumulator::{Batch, Slot};
 use super::idempotence::{PidState, Stamp, restamp};
-use super::types::{Acks, DeliveryError, ProducedBatch, RecordMetadata};
+use super::{Acks, DeliveryError, ProducedBatch, RecordMetadata};
 use super::{Flight, Producer, Sent};
 use crate::error::RequestError;
 use crate::event::Event;

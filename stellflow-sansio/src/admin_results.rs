@@ -1,9 +1,9 @@
 //! The result types of admin commands: what a caller reads back.
 
 use crate::address::BrokerAddress;
-use crate::consumer::Position;
 use crate::error::AdminError;
 use crate::metadata::PartitionInfo;
+use crate::offset_model::Position;
 use stellflow_proto::{ApiKey, ErrorCode};
 
 /// Which offset ListOffsets should find.

@@ -1,9 +1,14 @@
 //! The producer's commands on [`Client`]. The logic lives in the producer modules; these are
-//! thin delegations that keep the drain rule (every command runs what became possible).
+//! thin delegations that keep the drain rule (every command runs what became possible), and
+//! the glue between the producer and admin (creating a missing topic), which only the client
+//! sees both of.
 
-use super::{FlushId, Partitioner, ProduceError, ProduceId, ProducerRecord};
-use crate::client::Client;
+use super::Client;
+use crate::admin::AdminOutcome;
+use crate::error::AdminError;
+use crate::producer::{FlushId, Partitioner, ProduceError, ProduceId, ProducerRecord};
 use crate::refresh::Urgency;
+use crate::request::{RequestId, Target};
 use std::time::{Duration, Instant};
 
 impl Client {
@@ -30,13 +35,16 @@ impl Client {
         now: Instant,
         record: &ProducerRecord<'_>,
     ) -> Result<ProduceId, ProduceError> {
-        self.last_now = now;
-        if self.closed {
+        self.shared.last_now = now;
+        if self.shared.closed {
             return Err(ProduceError::Closed);
         }
-        let r = self
-            .producer
-            .produce(now, record, &self.metadata, self.trace.as_ref());
+        let r = self.producer.produce(
+            now,
+            record,
+            &self.shared.metadata,
+            self.shared.trace.as_ref(),
+        );
         if self.producer.needs_attention() {
             self.process(now);
         }
@@ -77,7 +85,7 @@ impl Client {
     /// Sends every batch at once (ignoring linger) and reports [`crate::Event::Flushed`] with
     /// the returned id when every record produced before this call has its outcome.
     pub fn flush(&mut self, now: Instant) -> FlushId {
-        self.last_now = now;
+        self.shared.last_now = now;
         let id = self.producer.flush(now);
         self.process(now);
         id
@@ -88,7 +96,7 @@ impl Client {
     /// fails with [`crate::producer::DeliveryError::Closed`]. Ends with
     /// [`crate::Event::ProducerClosed`]. (The client's [`Client::close`] closes at once.)
     pub fn close_producer(&mut self, now: Instant, timeout: Duration) {
-        self.last_now = now;
+        self.shared.last_now = now;
         self.producer.close(now, timeout);
         self.process(now);
     }
@@ -114,11 +122,47 @@ impl Client {
     /// The producer's part of [`Client::process`]: runs its sender and passes on its wish for a
     /// metadata refresh. Returns whether it submitted requests.
     pub(crate) fn producer_drive(&mut self, now: Instant) -> bool {
-        let sent = self.producer.process(now, &mut self.net, &self.metadata);
+        let sent = self
+            .producer
+            .process(now, &mut self.shared.net, &self.shared.metadata);
         self.producer_after_metadata(now);
-        if self.producer.take_refresh_wish() && !self.closed {
-            self.refresher.request(Urgency::AfterBackoff);
+        if self.producer.take_refresh_wish() && !self.shared.closed {
+            self.shared.refresher.request(Urgency::AfterBackoff);
         }
         sent
+    }
+
+    /// After new metadata: starts the producer's wait for topics every broker confirmed
+    /// unknown, and creates them when `producer.create_missing_topics` says so.
+    pub(crate) fn producer_after_metadata(&mut self, now: Instant) {
+        let Some((topics, partitions)) = self.producer.after_metadata(now, &self.shared.metadata)
+        else {
+            return;
+        };
+        for topic in topics {
+            tracing::info!(%topic, partitions, "creating the missing topic (producer.create_missing_topics)");
+            match self.create_topic(now, &topic, partitions, Target::Any) {
+                Ok(id) => self.producer.creating_topic(id.id()),
+                Err(e) => tracing::warn!(%topic, "cannot create the missing topic: {e}"),
+            }
+        }
+    }
+
+    /// Whether `id` is a topic creation the producer started (its answer is the producer's,
+    /// not the caller's): logs it and asks for metadata that names the topic.
+    pub(crate) fn producer_takes_admin(
+        &mut self,
+        id: RequestId,
+        result: &Result<AdminOutcome, AdminError>,
+    ) -> bool {
+        if !self.producer.owns_creation(id) {
+            return false;
+        }
+        match result {
+            Ok(_) => tracing::debug!("missing topic created"),
+            Err(e) => tracing::warn!("cannot create the missing topic: {e}"),
+        }
+        self.shared.refresher.request(Urgency::Now);
+        true
     }
 }

@@ -1,14 +1,20 @@
 //! The [`Client`]: the sans-IO state machine that ties the router, the metadata cache, the
 //! refresh schedule and the admin operations together behind the input/output contract.
 
+mod admin;
+mod consume;
+mod health;
+mod produce;
+mod trace;
+
 use crate::address::BrokerAddress;
-use crate::admin::AdminOp;
+use crate::admin::Admin;
 use crate::backoff::Backoff;
 use crate::config::ClientConfig;
 use crate::config_error::ConfigError;
 use crate::error::RequestError;
 use crate::event::{DisconnectReason, Event};
-use crate::metadata::{BrokerView, ClusterMetadata, MetadataCache};
+use crate::metadata::{ClusterMetadata, MetadataCache};
 use crate::metrics::Counters;
 use crate::net::{Completion, ConnectRequest, Net, Origin};
 use crate::output::{CloseRequest, DrainCursor, DrainStep, Output};
@@ -16,10 +22,11 @@ use crate::refresh::Refresher;
 use crate::refresh::Urgency;
 use crate::request::{ConnId, RawResponse, RequestId, RequestOptions, Target};
 use crate::rng::Rng;
+use crate::shared::Shared;
 use bytes::{Bytes, BytesMut};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Instant;
-use stellflow_proto::messages::{MetadataRequest, MetadataResponse, RequestBody};
+use stellflow_proto::messages::{MetadataResponse, RequestBody};
 use stellflow_proto::{ApiKey, Reader, Wire};
 
 /// The sans-IO Stellflow client: a state machine that takes bytes, time and commands in and
@@ -80,26 +87,13 @@ use stellflow_proto::{ApiKey, Reader, Wire};
 /// ```
 #[derive(Debug)]
 pub struct Client {
-    pub(crate) net: Net,
-    pub(crate) metadata: MetadataCache,
-    pub(crate) refresher: Refresher,
-    pub(crate) ops: HashMap<u64, AdminOp>,
-    pub(crate) events: VecDeque<Event>,
-    pub(crate) rng: Rng,
-    pub(crate) last_now: Instant,
-    pub(crate) client_id: String,
-    pub(crate) closed: bool,
+    /// Everything that is no feature's own (router, metadata, events, ...), lent to the
+    /// features' methods as one borrow ([`Shared`]).
+    pub(crate) shared: Shared,
+    /// The admin feature: the commands running.
+    pub(crate) admin: Admin,
     pub(crate) producer: crate::producer::Producer,
     pub(crate) consumer: crate::consumer::Consumer,
-    /// Observability: the span every log line of this client is in, what the last metadata
-    /// round looked like, and the last delivery failure logged (see [`crate::observe`]).
-    pub(crate) obs: crate::observe::Observe,
-    /// The cluster health last reported (see [`crate::health`]).
-    pub(crate) health: crate::health::HealthReport,
-    /// The trace context of the commands being made ([`Client::set_trace`]).
-    pub(crate) trace: Option<crate::trace::TraceIds>,
-    /// The hooks of the configuration (called by the producer, the consumer and here).
-    pub(crate) hooks: crate::hooks::Hooks,
     /// Where the driver's drain is ([`Client::poll_output`]).
     drain: DrainCursor,
 }
@@ -141,61 +135,63 @@ impl Client {
             ),
         );
         let mut c = Client {
-            net,
-            metadata: MetadataCache::new(),
-            refresher,
-            ops: HashMap::new(),
-            events: VecDeque::new(),
-            rng,
-            last_now: now,
-            client_id,
-            closed: false,
+            shared: Shared {
+                net,
+                metadata: MetadataCache::new(),
+                refresher,
+                events: VecDeque::new(),
+                rng,
+                last_now: now,
+                client_id,
+                closed: false,
+                obs: crate::observe::Observe::default(),
+                health: crate::health::HealthReport::new(config.unreachable_timeout),
+                trace: None,
+                hooks: config.hooks.clone(),
+            },
+            admin: Admin::default(),
             producer,
             consumer,
-            obs: crate::observe::Observe::default(),
-            health: crate::health::HealthReport::new(config.unreachable_timeout),
-            trace: None,
-            hooks: config.hooks.clone(),
             drain: DrainCursor::default(),
         };
-        c.obs.span = tracing::info_span!("stellflow", client_id = %c.client_id);
+        c.shared.obs.span = tracing::info_span!("stellflow", client_id = %c.shared.client_id);
         c.process(now);
         Ok(c)
     }
 
     /// The `clientId` sent in every request header.
     pub fn client_id(&self) -> &str {
-        &self.client_id
+        &self.shared.client_id
     }
 
     /// The merged cluster metadata (brokers, topics, leaders).
     pub fn metadata(&self) -> &ClusterMetadata {
-        self.metadata.cluster()
+        self.shared.metadata.cluster()
     }
 
     /// Everything counted so far (DESIGN §6 metrics).
     pub fn counters(&self) -> &Counters {
-        &self.net.counters
+        &self.shared.net.counters
     }
 
     // ---- inputs ----------------------------------------------------------------------------
 
     /// The driver established the connection `conn` asked for by [`Output::Connect`].
     pub fn handle_connected(&mut self, conn: ConnId, now: Instant) {
-        let span = self.obs.span.clone();
+        let span = self.shared.obs.span.clone();
         let _entered = span.enter();
-        self.last_now = now;
-        self.net.handle_connected(now, conn);
+        self.shared.last_now = now;
+        self.shared.net.handle_connected(now, conn);
         self.process(now);
     }
 
     /// Bytes arrived on `conn`. The core takes every byte out of `buf` (it keeps an incomplete
     /// frame itself), so the driver may reuse `buf` for the next read.
     pub fn handle_input(&mut self, conn: ConnId, now: Instant, buf: &mut BytesMut) {
-        let span = self.obs.span.clone();
+        let span = self.shared.obs.span.clone();
         let _entered = span.enter();
-        self.last_now = now;
-        self.net.handle_input(now, conn, buf);
+        self.shared.last_now = now;
+        self.shared.net.handle_input(now, conn, buf);
         self.process(now);
     }
 
@@ -204,26 +200,26 @@ impl Client {
     /// buffer can make room for that much before it reads on, so the frame stays in one
     /// allocation and is never copied (see [`Client::handle_input`]).
     pub fn input_wanted(&self, conn: ConnId) -> usize {
-        self.net.input_wanted(conn)
+        self.shared.net.input_wanted(conn)
     }
 
     /// `conn` failed to connect, or closed, or failed on read/write. Requests in flight on it
     /// fail with a retriable error; the core reconnects with backoff when it still needs it.
     pub fn handle_disconnected(&mut self, conn: ConnId, now: Instant, reason: DisconnectReason) {
-        let span = self.obs.span.clone();
+        let span = self.shared.obs.span.clone();
         let _entered = span.enter();
-        self.last_now = now;
-        self.net.handle_disconnected(now, conn, reason);
+        self.shared.last_now = now;
+        self.shared.net.handle_disconnected(now, conn, reason);
         self.process(now);
     }
 
     /// Time passed. Calling it early or twice is harmless.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let span = self.obs.span.clone();
+        let span = self.shared.obs.span.clone();
         let _entered = span.enter();
-        self.last_now = now;
-        self.net.handle_timeout(now);
-        self.producer.handle_timeout(now, &self.net);
+        self.shared.last_now = now;
+        self.shared.net.handle_timeout(now);
+        self.producer.handle_timeout(now, &self.shared.net);
         self.process(now);
     }
 
@@ -264,22 +260,22 @@ impl Client {
 
     /// A connection the driver should open; report back with the returned id.
     fn poll_connect(&mut self) -> Option<ConnectRequest> {
-        self.net.poll_connect()
+        self.shared.net.poll_connect()
     }
 
     /// A connection the driver should close at once (the core gave up on its stream; the
     /// matching [`Event::ConnectionError`] says why). Do not report it back as disconnected.
     fn poll_close(&mut self) -> Option<CloseRequest> {
-        self.net.poll_close()
+        self.shared.net.poll_close()
     }
 
     /// Appends the bytes to send on one connection to `buf` and returns that connection, after
     /// running the pass (`process`).
     fn poll_transmit(&mut self, now: Instant, buf: &mut BytesMut) -> Option<ConnId> {
-        let span = self.obs.span.clone();
+        let span = self.shared.obs.span.clone();
         let _entered = span.enter();
-        self.last_now = now;
-        let r = self.net.poll_transmit(now, buf);
+        self.shared.last_now = now;
+        let r = self.shared.net.poll_transmit(now, buf);
         if self.process(now) && r.is_none() {
             // The pass made something new (bytes to send, a connection to open, an event):
             // the drain needs another round.
@@ -290,14 +286,14 @@ impl Client {
 
     /// The earliest instant at which [`Client::handle_timeout`] must be called.
     fn poll_timeout(&mut self) -> Option<Instant> {
-        let net = [self.net.poll_timeout(), self.producer.poll_timeout()]
+        let net = [self.shared.net.poll_timeout(), self.producer.poll_timeout()]
             .into_iter()
             .flatten()
             .min();
-        let refresh = if self.closed {
+        let refresh = if self.shared.closed {
             None
         } else {
-            self.refresher.deadline(self.last_now)
+            self.shared.refresher.deadline(self.shared.last_now)
         };
         let consumer = self.consumer_deadline();
         let health = self.health_deadline();
@@ -307,7 +303,7 @@ impl Client {
     /// The next outcome: connection changes, metadata updates, admin and raw results.
     fn poll_event(&mut self) -> Option<Event> {
         let event = loop {
-            let event = (self.events.pop_front()).or_else(|| self.producer.poll_event())?;
+            let event = (self.shared.events.pop_front()).or_else(|| self.producer.poll_event())?;
             match &event {
                 Event::Admin { id, result } if self.producer_takes_admin(*id, result) => {
                     // The producer acts on it (a metadata round): the drain needs another round.
@@ -317,11 +313,11 @@ impl Client {
             }
         };
         let event = self.explain(event);
-        let span = self.obs.span.clone();
+        let span = self.shared.obs.span.clone();
         let _entered = span.enter();
-        self.obs.trace(&event);
-        if !self.hooks.is_empty() {
-            crate::hooks::on_event(&self.hooks, &event);
+        self.shared.obs.trace(&event);
+        if !self.shared.hooks.is_empty() {
+            crate::hooks::on_event(&self.shared.hooks, &event);
         }
         Some(event)
     }
@@ -330,7 +326,7 @@ impl Client {
     /// or partition "unknown to every broker" when no broker ever answered is an unreachable
     /// cluster (with each address and its last failure), not a missing topic.
     fn explain(&self, event: Event) -> Event {
-        if !self.metadata.cluster().brokers.is_empty() {
+        if !self.shared.metadata.cluster().brokers.is_empty() {
             return event;
         }
         let Some(unreachable) = self.unreachable_error() else {
@@ -364,9 +360,10 @@ impl Client {
     /// Why no broker answered: every known address with its last failure.
     fn unreachable_error(&self) -> Option<RequestError> {
         let mut failed = self
+            .shared
             .net
             .addresses()
-            .filter_map(|(a, _)| Some((a.clone(), self.net.last_cause(a)?.to_owned())));
+            .filter_map(|(a, _)| Some((a.clone(), self.shared.net.last_cause(a)?.to_owned())));
         let (address, mut cause) = failed.next()?;
         for (a, c) in failed {
             cause.push_str(&format!("; {a}: {c}"));
@@ -382,8 +379,8 @@ impl Client {
 
     /// Asks for a metadata refresh round now (at most one runs at a time).
     pub fn refresh_metadata(&mut self, now: Instant) {
-        self.last_now = now;
-        self.refresher.request(Urgency::Now);
+        self.shared.last_now = now;
+        self.shared.refresher.request(Urgency::Now);
         self.process(now);
     }
 
@@ -405,23 +402,24 @@ impl Client {
         body: Bytes,
         opts: &RequestOptions,
     ) -> RequestId {
-        self.last_now = now;
+        self.shared.last_now = now;
         let body = RequestBody::Opaque {
             api_key,
             api_version: version.unwrap_or(0),
             payload: body,
         };
-        let seq = if self.closed {
-            let id = self.net.alloc_seq();
-            self.events.push_back(Event::Response {
+        let seq = if self.shared.closed {
+            let id = self.shared.net.alloc_seq();
+            self.shared.events.push_back(Event::Response {
                 id: RequestId(id),
                 result: Err(RequestError::Closed),
             });
             id
         } else {
-            let traced = self.traced_options(opts);
+            let traced = self.shared.traced_options(opts);
             let opts = traced.as_ref().unwrap_or(opts);
-            self.net
+            self.shared
+                .net
                 .submit(now, target, body, version, Origin::Raw, opts)
         };
         self.process(now);
@@ -431,15 +429,15 @@ impl Client {
     /// Closes the client: every pending request and command fails with
     /// [`RequestError::Closed`] and every connection comes out as [`Output::Close`].
     pub fn close(&mut self, now: Instant) {
-        self.last_now = now;
-        self.closed = true;
+        self.shared.last_now = now;
+        self.shared.closed = true;
         // The producer first: it asks the router which of its requests were written.
         self.producer
-            .abort(crate::producer::DeliveryError::Closed, &self.net);
+            .abort(crate::producer::DeliveryError::Closed, &self.shared.net);
         // A group member's writes still unanswered must not land after it is gone (a close
         // at the end of a lapsed lease): their connection is reset, the others close.
         if let Some(coordinator) = self.consumer.coordinator_with_unanswered_writes() {
-            self.net.abort_address(
+            self.shared.net.abort_address(
                 now,
                 &coordinator,
                 crate::error::ConnectionError::WritesWithdrawn {
@@ -447,7 +445,7 @@ impl Client {
                 },
             );
         }
-        self.net.close_all(now);
+        self.shared.net.close_all(now);
         self.process(now);
     }
 
@@ -456,23 +454,23 @@ impl Client {
     /// Runs everything that became possible after an input: dispatches completions, forwards
     /// router events, starts a due metadata round. Returns whether anything happened.
     pub(crate) fn process(&mut self, now: Instant) -> bool {
-        let span = self.obs.span.clone();
+        let span = self.shared.obs.span.clone();
         let _entered = span.enter();
         let mut any = false;
         loop {
             let mut progressed = false;
-            while let Some(c) = self.net.poll_completion() {
+            while let Some(c) = self.shared.net.poll_completion() {
                 progressed = true;
                 self.dispatch(now, c);
             }
-            while let Some(e) = self.net.poll_event() {
+            while let Some(e) = self.shared.net.poll_event() {
                 progressed = true;
-                if matches!(e, Event::Disconnected { .. }) && !self.closed {
-                    self.refresher.request(Urgency::AfterBackoff);
+                if matches!(e, Event::Disconnected { .. }) && !self.shared.closed {
+                    self.shared.refresher.request(Urgency::AfterBackoff);
                 }
-                self.events.push_back(e);
+                self.shared.events.push_back(e);
             }
-            if !self.closed && self.refresher.due(now) {
+            if !self.shared.closed && self.shared.refresher.due(now) {
                 progressed = true;
                 self.start_refresh(now);
             }
@@ -492,9 +490,10 @@ impl Client {
                 .filter_map(|tp| Some((tp.clone(), self.lag(&tp)?)))
                 .collect();
             let buffered = self.producer.buffered();
-            self.obs
+            self.shared
+                .obs
                 .metrics
-                .publish(&self.net.counters, buffered, lags.into_iter());
+                .publish(&self.shared.net.counters, buffered, lags.into_iter());
         }
         any
     }
@@ -502,9 +501,9 @@ impl Client {
     fn dispatch(&mut self, now: Instant, c: Completion) {
         if let Err(e) = &c.result
             && e.wants_metadata_refresh()
-            && !self.closed
+            && !self.shared.closed
         {
-            self.refresher.request(Urgency::AfterBackoff);
+            self.shared.refresher.request(Urgency::AfterBackoff);
         }
         match c.origin {
             Origin::Negotiation => {}
@@ -516,32 +515,30 @@ impl Client {
                     header: r.header,
                     body: r.body,
                     address: self
+                        .shared
                         .net
                         .address(r.slot)
                         .cloned()
                         .unwrap_or_else(|| BrokerAddress::new("", 0)),
                     broker_id: r.broker_id,
                 });
-                self.events.push_back(Event::Response {
+                self.shared.events.push_back(Event::Response {
                     id: RequestId(c.seq),
                     result,
                 });
             }
-            Origin::Admin(op) => self.on_admin_completion(now, op, c),
-            Origin::Producer => self.producer.on_completion(now, &mut self.net, c),
-            Origin::Consumer(op) => self.on_consumer_completion(now, op, c),
+            Origin::Admin(op) => (self.admin).on_completion(&mut self.shared, now, op, c),
+            Origin::Producer => self.producer.on_completion(now, &mut self.shared.net, c),
+            Origin::Consumer(tag) => self.on_consumer_completion(now, tag, c),
         }
-    }
-
-    fn metadata_request() -> RequestBody {
-        RequestBody::Metadata(MetadataRequest::default())
     }
 
     fn start_refresh(&mut self, now: Instant) {
         tracing::debug!("metadata refresh");
-        self.refresher.start();
-        self.net.counters.metadata_refreshes += 1;
+        self.shared.refresher.start();
+        self.shared.net.counters.metadata_refreshes += 1;
         let all: Vec<(BrokerAddress, bool)> = self
+            .shared
             .net
             .addresses()
             .map(|(a, backoff)| (a.clone(), backoff))
@@ -552,25 +549,13 @@ impl Client {
             all.iter().map(|(a, _)| a.clone()).collect()
         } else {
             if healthy.len() < all.len() {
-                self.refresher.skipped();
+                self.shared.refresher.skipped();
             }
             healthy.into_iter().cloned().collect()
         };
         for a in targets {
-            self.ask_metadata(now, a);
+            self.shared.ask_metadata(now, a);
         }
-    }
-
-    fn ask_metadata(&mut self, now: Instant, address: BrokerAddress) {
-        let seq = self.net.submit(
-            now,
-            Target::Address(address),
-            Self::metadata_request(),
-            None,
-            Origin::Metadata,
-            &RequestOptions::default(),
-        );
-        self.refresher.add(seq);
     }
 
     fn on_metadata(&mut self, now: Instant, c: Completion) {
@@ -578,56 +563,31 @@ impl Client {
         if let Ok(reply) = &c.result
             && let Some(body) = &reply.body
             && let Ok(resp) = MetadataResponse::decode(&mut Reader::new(body.clone()))
-            && let Some(address) = self.net.address(reply.slot).cloned()
+            && let Some(address) = self.shared.net.address(reply.slot).cloned()
         {
             ok = true;
-            self.apply_metadata(now, address, &resp, c.seq);
+            self.shared.apply_metadata(now, address, &resp, c.seq);
         }
-        let meta = &self.metadata;
-        let finished = self.refresher.answered(
+        let meta = &self.shared.metadata;
+        let finished = self.shared.refresher.answered(
             now,
             c.seq,
             ok,
             || meta.cluster().leaderless().next().is_none(),
-            &mut self.rng,
+            &mut self.shared.rng,
         );
         if let Some(waiters) = finished {
-            self.obs.metadata_round(self.metadata.cluster());
-            let m = self.metadata.cluster();
-            self.events.push_back(Event::MetadataUpdated {
+            self.shared
+                .obs
+                .metadata_round(self.shared.metadata.cluster());
+            let m = self.shared.metadata.cluster();
+            self.shared.events.push_back(Event::MetadataUpdated {
                 brokers: m.brokers.len(),
                 topics: m.topics.len(),
                 leaderless: m.leaderless().count(),
             });
             for op in waiters {
-                self.on_metadata_round(now, op);
-            }
-        }
-    }
-
-    /// Applies one broker's Metadata answer: cache, broker addresses, and (during a round)
-    /// questions to brokers discovered through it.
-    pub(crate) fn apply_metadata(
-        &mut self,
-        now: Instant,
-        address: BrokerAddress,
-        resp: &MetadataResponse,
-        seq: u64,
-    ) {
-        let view = BrokerView::from_response(&address, resp);
-        let known: Vec<BrokerAddress> = self.net.addresses().map(|(a, _)| a.clone()).collect();
-        self.metadata.apply(address, view);
-        let brokers: Vec<(i32, BrokerAddress)> = self
-            .metadata
-            .cluster()
-            .brokers
-            .values()
-            .map(|b| (b.id, b.address.clone()))
-            .collect();
-        for (id, a) in brokers {
-            self.net.learn_broker(now, id, &a);
-            if !known.contains(&a) && self.refresher.owns(seq) {
-                self.ask_metadata(now, a);
+                (self.admin).on_metadata_round(&mut self.shared, now, op);
             }
         }
     }

@@ -1,5 +1,6 @@
-//! One broker connection slot: its address, state machine, queue of requests waiting to be
-//! sent, in-flight table, receive buffer and negotiated versions.
+//! One broker connection slot ([`Slot`], its [`ConnState`]): its address, state machine,
+//! queue of requests waiting to be sent, in-flight table, receive buffer and negotiated
+//! versions.
 //!
 //! A slot lives as long as the client; the socket behind it comes and goes. States:
 //!

@@ -1,7 +1,7 @@
 //! Admin commands and their answers, typed end to end: an [`AdminCall<T>`] starts as an
 //! [`AdminId<T>`] and its [`AdminOutcome`] gives back a `T`.
 
-use super::results::{
+use crate::admin_results::{
     BrokerApiVersions, ClusterStatus, CommittedOffset, DecommissionResult, ListedOffset,
     OffsetSpec, ReassertedPartition, TopicAdminResult, TopicDescription,
 };
