@@ -47,6 +47,16 @@ pub(crate) struct Appended<'a, H> {
     pub trace: Option<&'a TraceIds>,
 }
 
+/// Whether a batch that fails was closed (counted in its partition's pipeline) or was still
+/// the open one ([`Producer::fail_batch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BatchStage {
+    /// Closed: a finished blob, counted in the partition's pipeline.
+    Closed,
+    /// The partition's open batch, not counted yet.
+    Open,
+}
+
 /// One batch: open (a builder) or closed (a finished blob).
 #[derive(Debug)]
 pub(crate) struct Batch {
@@ -730,7 +740,7 @@ impl Producer {
             }
             Some(Err(e)) => {
                 let err = DeliveryError::Encode(e.to_string());
-                self.fail_batch(ti, pi, batch, err, false);
+                self.fail_batch(ti, pi, batch, err, BatchStage::Open);
             }
             None => {}
         }

@@ -34,7 +34,7 @@
 //! requests) sets what the answering half (`on_completion` to the end: outcomes, retries,
 //! recovery) relies on, and the other way round. Read it top to bottom in that order.
 
-use super::accumulator::{Batch, Slot};
+use super::accumulator::{Batch, BatchStage, Slot};
 use super::idempotence::{PidState, Stamp, restamp};
 use super::{Acks, DeliveryError, ProducedBatch, RecordMetadata};
 use super::{Flight, Producer, Sent};
@@ -280,7 +280,7 @@ impl Producer {
                     let lost = DeliveryError::Broker {
                         code: ErrorCode::OUT_OF_ORDER_SEQUENCE,
                     };
-                    self.fail_batch(ti, pi, batch, lost, true);
+                    self.fail_batch(ti, pi, batch, lost, BatchStage::Closed);
                     self.touch(ti, pi);
                 }
             }
@@ -317,7 +317,13 @@ impl Producer {
                 }
                 Err(e) => {
                     ps.in_flight -= 1;
-                    self.fail_batch(ti, pi, batch, DeliveryError::Encode(e.to_string()), true);
+                    self.fail_batch(
+                        ti,
+                        pi,
+                        batch,
+                        DeliveryError::Encode(e.to_string()),
+                        BatchStage::Closed,
+                    );
                     self.touch(ti, pi);
                     return None;
                 }
@@ -478,11 +484,11 @@ impl Producer {
             for pi in 0..parts {
                 while let Some(b) = self.part_mut(ti, pi).and_then(|ps| ps.queue.pop_front()) {
                     net.counters.producer_record_errors += b.slots.len() as u64;
-                    self.fail_batch(ti, pi, b, error.clone(), true);
+                    self.fail_batch(ti, pi, b, error.clone(), BatchStage::Closed);
                 }
                 if let Some(b) = self.part_mut(ti, pi).and_then(|ps| ps.open.take()) {
                     net.counters.producer_record_errors += b.slots.len() as u64;
-                    self.fail_batch(ti, pi, b, error.clone(), false);
+                    self.fail_batch(ti, pi, b, error.clone(), BatchStage::Open);
                 }
             }
         }
@@ -761,7 +767,13 @@ impl Producer {
                 if batch.lost_state > 3 {
                     let code = ErrorCode::OUT_OF_ORDER_SEQUENCE;
                     net.counters.producer_record_errors += batch.slots.len() as u64;
-                    self.fail_batch(ti, pi, batch, DeliveryError::Broker { code }, true);
+                    self.fail_batch(
+                        ti,
+                        pi,
+                        batch,
+                        DeliveryError::Broker { code },
+                        BatchStage::Closed,
+                    );
                     return;
                 }
                 if let Some(idem) = &mut self.idem
@@ -789,14 +801,14 @@ impl Producer {
                         attempts,
                         last: Box::new(error),
                     };
-                    self.fail_batch(ti, pi, batch, e, true);
+                    self.fail_batch(ti, pi, batch, e, BatchStage::Closed);
                 } else if now >= batch.deadline {
                     net.counters.producer_record_errors += batch.slots.len() as u64;
                     let e = DeliveryError::Timeout {
                         after: self.cfg.delivery_timeout,
                         last: Some(Box::new(error)),
                     };
-                    self.fail_batch(ti, pi, batch, e, true);
+                    self.fail_batch(ti, pi, batch, e, BatchStage::Closed);
                 } else {
                     net.counters.producer_retries += 1;
                     let topic = self.topics.get(ti).map(|t| &*t.name);
@@ -817,10 +829,10 @@ impl Producer {
                 let fatal = matches!(e, DeliveryError::Fenced | DeliveryError::ProducerIdConflict)
                     && self.idem.is_some();
                 if fatal {
-                    self.fail_batch(ti, pi, batch, e.clone(), true);
+                    self.fail_batch(ti, pi, batch, e.clone(), BatchStage::Closed);
                     self.make_fatal(net, e);
                 } else {
-                    self.fail_batch(ti, pi, batch, e, true);
+                    self.fail_batch(ti, pi, batch, e, BatchStage::Closed);
                 }
             }
         }
@@ -910,7 +922,7 @@ impl Producer {
         }
     }
 
-    /// Reports every record of a batch as failed and frees it. `closed` says whether the
+    /// Reports every record of a batch as failed and frees it. `stage` says whether the
     /// batch had been counted in the partition's pipeline (closed batches).
     pub(crate) fn fail_batch(
         &mut self,
@@ -918,7 +930,7 @@ impl Producer {
         pi: usize,
         batch: Batch,
         error: DeliveryError,
-        closed: bool,
+        stage: BatchStage,
     ) {
         let error = self.with_leaderless_cause(ti, pi, error);
         let error = match error {
@@ -944,7 +956,7 @@ impl Producer {
                 }),
             }
         }
-        if closed {
+        if stage == BatchStage::Closed {
             self.release(ti, pi, batch);
         } else {
             self.recycle(batch);
