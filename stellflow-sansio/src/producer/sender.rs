@@ -69,28 +69,61 @@ enum Verdict {
 impl Producer {
     /// Sends every ready batch whose leader is known.
     pub(crate) fn drain(&mut self, now: Instant, net: &mut Net) -> bool {
+        // 1. Batches are stamped with the producer id, so idempotence must have one.
         self.resolve_doubts(net);
-        let stamp_base = match &self.idem {
-            None => None,
-            Some(i) => match i.pid {
-                PidState::Ready { producer_id, epoch } => Some((producer_id, epoch)),
-                PidState::Fenced => None,
-                _ => {
-                    if self.has_records() {
-                        self.request_pid(now, net);
-                    }
-                    return false;
-                }
-            },
+        let Some(stamp_base) = self.stamp_base(now, net) else {
+            return false;
         };
-        if self.idem.is_some() && stamp_base.is_none() {
-            return false; // fenced: batches wait for their delivery timeout or close
-        }
         if let Some(base) = stamp_base {
             self.fail_restamped_maybe_written(base);
         }
+        // 2. The partitions with a batch ready to go, sorted by leader.
         let mut picks = std::mem::take(&mut self.picks);
         picks.clear();
+        self.pick_ready(now, &mut picks);
+        if picks.is_empty() {
+            self.picks = picks;
+            return false;
+        }
+        picks.sort_unstable();
+        // 3. One Produce request per leader, as large as `max_request_size` allows.
+        let mut i = 0;
+        while let Some(&(leader, _, _)) = picks.get(i) {
+            self.send_to_leader(now, net, leader, &picks, &mut i, stamp_base);
+        }
+        self.picks = picks;
+        // Another batch of the same partition may be ready behind the one just sent.
+        if self.cfg.max_in_flight_per_partition > 1 {
+            self.dirty = true;
+        }
+        true
+    }
+
+    /// What batches are stamped with: `Some(None)` without idempotence, `Some(Some(id,
+    /// epoch))` once the producer id is known; `None` when nothing can be sent yet (the id
+    /// is asked for when records wait) or ever (fenced: batches wait for their delivery
+    /// timeout or the close).
+    fn stamp_base(&mut self, now: Instant, net: &mut Net) -> Option<Option<(i64, i16)>> {
+        let Some(i) = &self.idem else {
+            return Some(None);
+        };
+        match i.pid {
+            PidState::Ready { producer_id, epoch } => Some(Some((producer_id, epoch))),
+            PidState::Fenced => None,
+            _ => {
+                if self.has_records() {
+                    self.request_pid(now, net);
+                }
+                None
+            }
+        }
+    }
+
+    /// Adds `(leader, topic, partition)` to `picks` for every partition with a batch ready
+    /// to send and room in its pipeline: its first queued batch (not in doubt, its retry
+    /// due), or its open batch once it lingered, is flushed, or the producer closes. A ready
+    /// partition without a known leader asks for metadata instead.
+    fn pick_ready(&mut self, now: Instant, picks: &mut Vec<(i32, usize, usize)>) {
         let linger = self.cfg.linger;
         let max_in_flight = self.cfg.max_in_flight_per_partition;
         let flush_upto = self.flush_upto;
@@ -116,66 +149,65 @@ impl Producer {
                 }
             }
         }
-        if picks.is_empty() {
-            self.picks = picks;
-            return false;
-        }
-        picks.sort_unstable();
+    }
+
+    /// Sends one Produce request to `leader` with the ready batches of `picks` from `*i` on
+    /// (all of that leader's, up to `max_request_size`), moving `*i` past those taken.
+    fn send_to_leader(
+        &mut self,
+        now: Instant,
+        net: &mut Net,
+        leader: i32,
+        picks: &[(i32, usize, usize)],
+        i: &mut usize,
+        stamp_base: Option<(i64, i16)>,
+    ) {
         let max_size = self.cfg.max_request_size;
-        let mut i = 0;
-        while let Some(&(leader, _, _)) = picks.get(i) {
-            let mut topic_data: Vec<ProduceTopicData> = Vec::new();
-            let mut sent: Vec<Sent> = Vec::new();
-            let mut size = 0usize;
-            while let Some(&(l, ti, pi)) = picks.get(i) {
-                if l != leader {
-                    break;
-                }
-                let est = self.ready_size(ti, pi);
-                if !sent.is_empty() && size + est > max_size {
-                    break;
-                }
-                i += 1;
-                let Some(batch) = self.take_ready(ti, pi, stamp_base) else {
-                    continue;
-                };
-                size += batch.blob.len();
-                let Some(t) = self.topics.get(ti) else {
-                    continue;
-                };
-                let same_topic = sent.last().is_some_and(|s| s.topic == ti);
-                if !same_topic {
-                    topic_data.push(ProduceTopicData {
-                        topic: Some(t.wire_name.clone()),
-                        partitions: Vec::new(),
-                    });
-                }
-                let tpos = topic_data.len() - 1;
-                let Some(td) = topic_data.last_mut() else {
-                    continue;
-                };
-                td.partitions.push(ProducePartitionData {
-                    partition: i32::try_from(pi).unwrap_or(0),
-                    records: Some(batch.blob.clone()),
-                });
-                sent.push(Sent {
-                    topic: ti,
-                    part: pi,
-                    tpos,
-                    ppos: td.partitions.len() - 1,
-                    batch,
+        let mut topic_data: Vec<ProduceTopicData> = Vec::new();
+        let mut sent: Vec<Sent> = Vec::new();
+        let mut size = 0usize;
+        while let Some(&(l, ti, pi)) = picks.get(*i) {
+            if l != leader {
+                break;
+            }
+            let est = self.ready_size(ti, pi);
+            if !sent.is_empty() && size + est > max_size {
+                break;
+            }
+            *i += 1;
+            let Some(batch) = self.take_ready(ti, pi, stamp_base) else {
+                continue;
+            };
+            size += batch.blob.len();
+            let Some(t) = self.topics.get(ti) else {
+                continue;
+            };
+            let same_topic = sent.last().is_some_and(|s| s.topic == ti);
+            if !same_topic {
+                topic_data.push(ProduceTopicData {
+                    topic: Some(t.wire_name.clone()),
+                    partitions: Vec::new(),
                 });
             }
-            if !sent.is_empty() {
-                self.submit(now, net, leader, topic_data, sent);
-            }
+            let tpos = topic_data.len() - 1;
+            let Some(td) = topic_data.last_mut() else {
+                continue;
+            };
+            td.partitions.push(ProducePartitionData {
+                partition: i32::try_from(pi).unwrap_or(0),
+                records: Some(batch.blob.clone()),
+            });
+            sent.push(Sent {
+                topic: ti,
+                part: pi,
+                tpos,
+                ppos: td.partitions.len() - 1,
+                batch,
+            });
         }
-        self.picks = picks;
-        // Another batch of the same partition may be ready behind the one just sent.
-        if max_in_flight > 1 {
-            self.dirty = true;
+        if !sent.is_empty() {
+            self.submit(now, net, leader, topic_data, sent);
         }
-        true
     }
 
     /// Clears the doubt of every queued batch whose broker answered on a newer connection
