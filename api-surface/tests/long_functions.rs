@@ -102,11 +102,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ),
     (
         "stellflow-sansio/src/producer/sender.rs",
-        "on_produce",
-        "not cut yet",
-    ),
-    (
-        "stellflow-sansio/src/producer/sender.rs",
         "apply",
         "not cut yet",
     ),

@@ -40,7 +40,7 @@ use super::{Acks, DeliveryError, ProducedBatch, RecordMetadata};
 use super::{Flight, Producer, Sent};
 use crate::error::RequestError;
 use crate::event::Event;
-use crate::net::{Completion, Net, Origin};
+use crate::net::{Completion, Net, Origin, Reply};
 use crate::request::{RequestOptions, Target};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -612,25 +612,7 @@ impl Producer {
         let partial = matches!(&c.result,
             Err(RequestError::Broker { code, .. }) if *code == ErrorCode::UNKNOWN_SERVER_ERROR);
         let mut doubt = None;
-        let parsed: Result<ProduceResponse, RequestError> = match c.result {
-            Ok(reply) => match reply.body {
-                Some(b) => ProduceResponse::decode(&mut Reader::new(b)).map_err(|error| {
-                    RequestError::Decode {
-                        api_key: ApiKey::PRODUCE,
-                        error,
-                    }
-                }),
-                None => Err(RequestError::Broker {
-                    api_key: ApiKey::PRODUCE,
-                    code: reply.header.error_code,
-                    address: net
-                        .address(reply.slot)
-                        .cloned()
-                        .unwrap_or_else(|| crate::address::BrokerAddress::new("", 0)),
-                }),
-            },
-            Err(e) => Err(e),
-        };
+        let parsed = parse_produce(net, c.result);
         for s in sent {
             if let Some(ps) = self.part_mut(s.topic, s.part) {
                 ps.in_flight = ps.in_flight.saturating_sub(1);
@@ -652,36 +634,7 @@ impl Producer {
                     doubt = Some(on);
                 }
             }
-            let verdict = match &parsed {
-                Ok(r) => match r
-                    .responses
-                    .get(s.tpos)
-                    .and_then(|t| t.partitions.get(s.ppos))
-                {
-                    Some(pr) => self.classify(pr, &s.batch),
-                    None => Verdict::Retry {
-                        refresh: false,
-                        error: DeliveryError::Request(RequestError::Decode {
-                            api_key: ApiKey::PRODUCE,
-                            error: stellflow_proto::DecodeError::invalid(
-                                "ProduceResponse",
-                                "a partition of the request is missing from the answer",
-                            ),
-                        }),
-                    },
-                },
-                Err(e) if matches!(e, RequestError::Broker { code, .. } if *code == ErrorCode::UNKNOWN_SERVER_ERROR) =>
-                {
-                    // Header-only 1: the request may have been partly applied. Not retried
-                    // (a retry could duplicate); the caller decides.
-                    Verdict::Fail(DeliveryError::Request(e.clone()))
-                }
-                Err(e) if e.is_retriable() => Verdict::Retry {
-                    refresh: e.wants_metadata_refresh(),
-                    error: DeliveryError::Request(e.clone()),
-                },
-                Err(e) => Verdict::Fail(DeliveryError::Request(e.clone())),
-            };
+            let verdict = self.verdict(&parsed, &s);
             self.apply(now, net, s.topic, s.part, s.batch, verdict);
             self.touch(s.topic, s.part);
         }
@@ -689,6 +642,41 @@ impl Producer {
             && self.doubt_on(slot).is_some()
         {
             self.probe(now, net, slot, conn);
+        }
+    }
+
+    /// What to do with one batch of a Produce request given the request's answer: its
+    /// partition's outcome in the answer, or the request's error.
+    fn verdict(&self, parsed: &Result<ProduceResponse, RequestError>, s: &Sent) -> Verdict {
+        match parsed {
+            Ok(r) => match r
+                .responses
+                .get(s.tpos)
+                .and_then(|t| t.partitions.get(s.ppos))
+            {
+                Some(pr) => self.classify(pr, &s.batch),
+                None => Verdict::Retry {
+                    refresh: false,
+                    error: DeliveryError::Request(RequestError::Decode {
+                        api_key: ApiKey::PRODUCE,
+                        error: stellflow_proto::DecodeError::invalid(
+                            "ProduceResponse",
+                            "a partition of the request is missing from the answer",
+                        ),
+                    }),
+                },
+            },
+            Err(e) if matches!(e, RequestError::Broker { code, .. } if *code == ErrorCode::UNKNOWN_SERVER_ERROR) =>
+            {
+                // Header-only 1: the request may have been partly applied. Not retried
+                // (a retry could duplicate); the caller decides.
+                Verdict::Fail(DeliveryError::Request(e.clone()))
+            }
+            Err(e) if e.is_retriable() => Verdict::Retry {
+                refresh: e.wants_metadata_refresh(),
+                error: DeliveryError::Request(e.clone()),
+            },
+            Err(e) => Verdict::Fail(DeliveryError::Request(e.clone())),
         }
     }
 
@@ -1030,5 +1018,32 @@ impl Producer {
             id: super::ProduceId(id),
             result: Err(error),
         });
+    }
+}
+
+/// A Produce request's answer decoded, or why there is none: the request's error, a header
+/// that carries one (a header-only answer), or a body that does not decode.
+fn parse_produce(
+    net: &Net,
+    result: Result<Reply, RequestError>,
+) -> Result<ProduceResponse, RequestError> {
+    match result {
+        Ok(reply) => match reply.body {
+            Some(b) => {
+                ProduceResponse::decode(&mut Reader::new(b)).map_err(|error| RequestError::Decode {
+                    api_key: ApiKey::PRODUCE,
+                    error,
+                })
+            }
+            None => Err(RequestError::Broker {
+                api_key: ApiKey::PRODUCE,
+                code: reply.header.error_code,
+                address: net
+                    .address(reply.slot)
+                    .cloned()
+                    .unwrap_or_else(|| crate::address::BrokerAddress::new("", 0)),
+            }),
+        },
+        Err(e) => Err(e),
     }
 }
