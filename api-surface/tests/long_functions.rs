@@ -61,21 +61,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "not cut yet",
     ),
     (
-        "stellflow-sansio/src/producer/accumulator.rs",
-        "produce_record",
-        "not cut yet",
-    ),
-    (
-        "stellflow-sansio/src/producer/sender.rs",
-        "drain",
-        "not cut yet",
-    ),
-    (
-        "stellflow-sansio/src/producer/sender.rs",
-        "on_produce",
-        "not cut yet",
-    ),
-    (
         "stellflow-sansio/src/producer/sender.rs",
         "apply",
         "not cut yet",

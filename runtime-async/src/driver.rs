@@ -128,10 +128,19 @@ pub(crate) struct Driver<R: Runtime> {
     connecting: Vec<(ConnId, Connecting<R::Socket>)>,
 }
 
+/// Whether the client's handles can still send the driver messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handles {
+    /// Some handle is alive: the driver listens to the channel.
+    Open,
+    /// Every handle is gone (the channel closed): the driver closes the client gracefully.
+    Gone,
+}
+
 /// What woke the driver.
 enum Wake<S> {
-    /// A handle's message, or `false` when every handle is gone.
-    Handles(bool),
+    /// A handle's message ([`Handles::Open`]), or the channel closed ([`Handles::Gone`]).
+    Handles(Handles),
     /// A connection attempt ended.
     Connected(ConnId, io::Result<S>),
     /// A socket is ready.
@@ -163,7 +172,7 @@ impl<R: Runtime> Driver<R> {
 
     /// Runs until the client is closed or every handle is gone and the graceful close ended.
     pub async fn run(mut self) {
-        let mut handles = true;
+        let mut handles = Handles::Open;
         let mut closing: Option<Instant> = None;
         loop {
             // 1. Under the lock: let the core act on the time, send what it has, start the
@@ -184,7 +193,7 @@ impl<R: Runtime> Driver<R> {
     /// with bytes to write), or `None` once the client is closed and shut down.
     fn plan(
         &mut self,
-        handles: bool,
+        handles: Handles,
         closing: &mut Option<Instant>,
     ) -> Option<(Instant, Vec<ConnId>)> {
         let shared = self.shared.clone();
@@ -195,7 +204,7 @@ impl<R: Runtime> Driver<R> {
         }
         st.retry_parked(now);
         st.drain(now);
-        if (!handles || st.stop) && st.lane_empty() {
+        if (handles == Handles::Gone || st.stop) && st.lane_empty() {
             let end = *closing.get_or_insert(now + st.options.close_timeout);
             if st.closing(now) || now >= end {
                 st.client.close(now);
@@ -231,19 +240,22 @@ impl<R: Runtime> Driver<R> {
         Some((deadline, writes))
     }
 
-    /// Waits for the first of a handle's message (while `handles`), a socket ready (to write,
-    /// for those in `writes`), a connection attempt ended, or `deadline`.
+    /// Waits for the first of a handle's message (while `handles` is open), a socket ready
+    /// (to write, for those in `writes`), a connection attempt ended, or `deadline`.
     async fn wait(
         &mut self,
-        handles: bool,
+        handles: Handles,
         deadline: Instant,
         writes: Vec<ConnId>,
     ) -> Wake<R::Socket> {
         let (wake, socks, connecting) = (&self.wake, &self.socks, &mut self.connecting);
         let handles = async move {
             match handles {
-                true => Wake::Handles(wake.recv().await.is_ok()),
-                false => future::pending().await,
+                Handles::Open => Wake::Handles(match wake.recv().await {
+                    Ok(()) => Handles::Open,
+                    Err(_) => Handles::Gone,
+                }),
+                Handles::Gone => future::pending().await,
             }
         };
         let connected = future::poll_fn(|cx| {
@@ -265,11 +277,11 @@ impl<R: Runtime> Driver<R> {
         future::race(future::race(handles, io), future::or(connected, timer)).await
     }
 
-    /// Takes in what woke the driver; a handles' channel closed clears `handles`.
-    fn on_wake(&mut self, woke: Wake<R::Socket>, handles: &mut bool) {
+    /// Takes in what woke the driver; a handles' channel closed sets `handles` to gone.
+    fn on_wake(&mut self, woke: Wake<R::Socket>, handles: &mut Handles) {
         let now = Instant::now();
         match woke {
-            Wake::Handles(open) => *handles = open,
+            Wake::Handles(h) => *handles = h,
             Wake::Connected(id, Ok(stream)) => {
                 let sock = Arc::new(Sock::<R>(stream));
                 self.socks.insert(id, Reader::new(sock.clone()));

@@ -10,6 +10,15 @@ use crate::rng::Rng;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+/// How one request of a metadata round ended ([`Refresher::answered`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoundReply {
+    /// The broker's Metadata answer came, decoded and was applied.
+    Applied,
+    /// The request failed, or its answer did not decode.
+    Failed,
+}
+
 /// How soon a requested metadata round may start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Urgency {
@@ -146,7 +155,7 @@ impl Refresher {
         &mut self,
         now: Instant,
         seq: u64,
-        ok: bool,
+        reply: RoundReply,
         healthy: impl FnOnce() -> bool,
         rng: &mut Rng,
     ) -> Option<Vec<u64>> {
@@ -154,7 +163,7 @@ impl Refresher {
         if !r.outstanding.remove(&seq) {
             return None;
         }
-        if !ok {
+        if reply == RoundReply::Failed {
             r.failures += 1;
         }
         if !r.outstanding.is_empty() {
@@ -203,12 +212,19 @@ mod tests {
         assert!(!r.due(t0), "at most one round in flight");
         assert_eq!(r.deadline(t0), None);
         let mut rng = Rng::new(1);
-        assert!(r.answered(t0, 1, true, || true, &mut rng).is_none());
         assert!(
-            r.answered(t0, 9, true, || true, &mut rng).is_none(),
+            r.answered(t0, 1, RoundReply::Applied, || true, &mut rng)
+                .is_none()
+        );
+        assert!(
+            r.answered(t0, 9, RoundReply::Applied, || true, &mut rng)
+                .is_none(),
             "not ours"
         );
-        assert_eq!(r.answered(t0, 2, true, || true, &mut rng), Some(vec![]));
+        assert_eq!(
+            r.answered(t0, 2, RoundReply::Applied, || true, &mut rng),
+            Some(vec![])
+        );
         assert_eq!(r.completed_rounds(), 1);
         // The urgent request made during the round is still wanted.
         assert!(r.due(t0));
@@ -221,7 +237,7 @@ mod tests {
         let mut rng = Rng::new(1);
         r.start();
         r.add(1);
-        r.answered(t0, 1, false, || true, &mut rng);
+        r.answered(t0, 1, RoundReply::Failed, || true, &mut rng);
         r.request(Urgency::AfterBackoff);
         assert!(!r.due(t0));
         assert_eq!(r.deadline(t0), Some(t0 + Duration::from_millis(100)));
@@ -229,13 +245,13 @@ mod tests {
         r.start();
         r.add(2);
         let t1 = t0 + Duration::from_millis(100);
-        r.answered(t1, 2, true, || false, &mut rng);
+        r.answered(t1, 2, RoundReply::Applied, || false, &mut rng);
         r.request(Urgency::AfterBackoff);
         assert_eq!(r.deadline(t1), Some(t1 + Duration::from_millis(200)));
         // A healthy round resets the backoff; then only max age is pending.
         r.start();
         r.add(3);
-        r.answered(t1, 3, true, || true, &mut rng);
+        r.answered(t1, 3, RoundReply::Applied, || true, &mut rng);
         assert!(!r.due(t1));
         assert_eq!(r.deadline(t1), Some(t1 + Duration::from_secs(300)));
         assert!(r.due(t1 + Duration::from_secs(300)));
@@ -249,11 +265,17 @@ mod tests {
         r.start();
         r.add(1);
         r.wait_next(77);
-        assert_eq!(r.answered(t0, 1, true, || true, &mut rng), Some(vec![]));
+        assert_eq!(
+            r.answered(t0, 1, RoundReply::Applied, || true, &mut rng),
+            Some(vec![])
+        );
         assert!(r.due(t0));
         r.start();
         r.add(2);
-        assert_eq!(r.answered(t0, 2, true, || true, &mut rng), Some(vec![77]));
+        assert_eq!(
+            r.answered(t0, 2, RoundReply::Applied, || true, &mut rng),
+            Some(vec![77])
+        );
         assert!(!r.in_flight());
     }
 
@@ -267,7 +289,7 @@ mod tests {
         let mut rng = Rng::new(1);
         r.start();
         r.add(1);
-        r.answered(t0, 1, false, || true, &mut rng);
+        r.answered(t0, 1, RoundReply::Failed, || true, &mut rng);
         assert!(!r.due(t0));
         let retry = t0 + Duration::from_millis(100);
         assert_eq!(r.deadline(t0), Some(retry));
@@ -276,13 +298,13 @@ mod tests {
         r.start();
         r.add(2);
         r.skipped();
-        r.answered(retry, 2, true, || true, &mut rng);
+        r.answered(retry, 2, RoundReply::Applied, || true, &mut rng);
         assert!(r.due(retry + Duration::from_millis(200)));
         // A complete, healthy round stops the retries.
         r.start();
         r.add(3);
         let t1 = retry + Duration::from_millis(200);
-        r.answered(t1, 3, true, || true, &mut rng);
+        r.answered(t1, 3, RoundReply::Applied, || true, &mut rng);
         assert!(!r.due(t1 + Duration::from_secs(299)));
     }
 }

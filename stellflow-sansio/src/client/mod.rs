@@ -19,7 +19,7 @@ use crate::metrics::Counters;
 use crate::net::{Completion, ConnectRequest, Net, Origin};
 use crate::output::{CloseRequest, DrainCursor, DrainStep, Output};
 use crate::refresh::Refresher;
-use crate::refresh::Urgency;
+use crate::refresh::{RoundReply, Urgency};
 use crate::request::{ConnId, RawResponse, RequestId, RequestOptions, Target};
 use crate::rng::Rng;
 use crate::shared::Shared;
@@ -559,20 +559,20 @@ impl Client {
     }
 
     fn on_metadata(&mut self, now: Instant, c: Completion) {
-        let mut ok = false;
+        let mut round_reply = RoundReply::Failed;
         if let Ok(reply) = &c.result
             && let Some(body) = &reply.body
             && let Ok(resp) = MetadataResponse::decode(&mut Reader::new(body.clone()))
             && let Some(address) = self.shared.net.address(reply.slot).cloned()
         {
-            ok = true;
+            round_reply = RoundReply::Applied;
             self.shared.apply_metadata(now, address, &resp, c.seq);
         }
         let meta = &self.shared.metadata;
         let finished = self.shared.refresher.answered(
             now,
             c.seq,
-            ok,
+            round_reply,
             || meta.cluster().leaderless().next().is_none(),
             &mut self.shared.rng,
         );

@@ -78,7 +78,7 @@ impl Net {
         if let Some(s) = self.slots.get_mut(slot)
             && s.state == ConnState::Connecting(conn)
         {
-            s.state = ConnState::Negotiating(conn, false);
+            s.state = ConnState::Negotiating(conn, Negotiation::ToSend);
             s.rx.clear();
             s.versions = None;
             self.counters.connections += 1;

@@ -165,7 +165,7 @@ impl Net {
             // Renegotiate this connection, then send the request again (once).
             tracing::debug!(broker = %s.address, api = %req.api_key, "UNSUPPORTED_VERSION; renegotiating");
             if let ConnState::Ready(c) = s.state {
-                s.state = ConnState::Negotiating(c, false);
+                s.state = ConnState::Negotiating(c, Negotiation::ToSend);
             }
             let mut req = req;
             req.renegotiated = true;

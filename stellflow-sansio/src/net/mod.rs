@@ -24,7 +24,7 @@ use crate::request::{ConnId, RequestOptions, Target};
 use crate::rng::Rng;
 use crate::timers::TimerQueue;
 use bytes::{Bytes, BytesMut};
-use slot::{ConnState, Slot};
+use slot::{ConnState, Negotiation, Slot};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 use stellflow_proto::frame::{self, FrameError};

@@ -33,10 +33,19 @@ pub enum ConnState {
     Backoff(Instant),
     /// The driver was asked to connect.
     Connecting(ConnId),
-    /// Connected; ApiVersions is to be sent (`false`) or in flight (`true`).
-    Negotiating(ConnId, bool),
+    /// Connected; its ApiVersions is to be sent or in flight.
+    Negotiating(ConnId, Negotiation),
     /// Negotiated; requests flow.
     Ready(ConnId),
+}
+
+/// Where a connection's version negotiation is ([`ConnState::Negotiating`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Negotiation {
+    /// The ApiVersions request is still to be written.
+    ToSend,
+    /// The ApiVersions request is written; its answer is awaited.
+    InFlight,
 }
 
 impl ConnState {

@@ -20,7 +20,7 @@ impl Net {
     fn transmit_slot(&mut self, now: Instant, slot: usize, buf: &mut BytesMut) -> Option<ConnId> {
         let s = self.slots.get_mut(slot)?;
         match s.state {
-            ConnState::Negotiating(conn, false) => {
+            ConnState::Negotiating(conn, Negotiation::ToSend) => {
                 let deadline = now + self.setup_timeout;
                 let neg_seq = u64::MAX - slot as u64;
                 let req = Req {
@@ -38,7 +38,7 @@ impl Net {
                     late_timeouts: 0,
                     sent_on: None,
                 };
-                s.state = ConnState::Negotiating(conn, true);
+                s.state = ConnState::Negotiating(conn, Negotiation::InFlight);
                 let corr = s.in_flight.insert(req);
                 let mut header = self.header.clone();
                 header.api_key = ApiKey::API_VERSIONS;

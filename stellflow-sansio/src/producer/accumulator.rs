@@ -47,6 +47,16 @@ pub(crate) struct Appended<'a, H> {
     pub trace: Option<&'a TraceIds>,
 }
 
+/// Whether a batch that fails was closed (counted in its partition's pipeline) or was still
+/// the open one ([`Producer::fail_batch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BatchStage {
+    /// Closed: a finished blob, counted in the partition's pipeline.
+    Closed,
+    /// The partition's open batch, not counted yet.
+    Open,
+}
+
 /// One batch: open (a builder) or closed (a finished blob).
 #[derive(Debug)]
 pub(crate) struct Batch {
@@ -324,15 +334,54 @@ impl Producer {
         meta: &MetadataCache,
         trace: Option<&TraceIds>,
     ) -> Result<(ProduceId, Option<i32>), ProduceError> {
+        // 1. A closing or fenced producer takes nothing.
         if self.closing.is_some() || self.closed {
             return Err(ProduceError::Closed);
         }
         if self.fenced() {
             return Err(ProduceError::Fenced);
         }
+        // 2. The topic, and the record's size against the request and buffer limits.
         self.sync_metadata(now, meta);
         let ti = self.topic_index(rec.topic)?;
         let size = record_size(rec.key, rec.value, rec.headers.iter());
+        self.check_size(size)?;
+        let timestamp = match rec.timestamp {
+            Some(t) => t,
+            None => self.record_time(now),
+        };
+        // 3. Unknown topic (or records ahead of this one still wait): held until metadata
+        //    names its partitions.
+        let (count, waiting) = match self.topics.get(ti) {
+            Some(t) => (t.count, t.pending > 0),
+            None => (0, false),
+        };
+        if count == 0 || waiting {
+            if let (Some(p), true) = (rec.partition, count > 0)
+                && (p < 0 || p >= count)
+            {
+                return Err(self.invalid_partition(ti, p, count));
+            }
+            let id = self.hold_pending(now, ti, rec, size, timestamp, trace);
+            return Ok((id, None));
+        }
+        // 4. Known partitions: into its partition's batch.
+        let p = self.choose_partition(ti, rec.partition, rec.key, size)?;
+        let id = self.alloc_id();
+        let appended = Appended {
+            key: rec.key,
+            value: rec.value,
+            headers: rec.headers,
+            size,
+            trace,
+        };
+        self.append(now, ti, p, Slot { id, timestamp }, appended);
+        Ok((ProduceId(id), Some(p)))
+    }
+
+    /// Refuses a record of `size` bytes that no request could carry or the buffer could
+    /// never hold, or that does not fit in the buffer now.
+    fn check_size(&self, size: usize) -> Result<(), ProduceError> {
         let overhead = BATCH_OVERHEAD + 512;
         let max = self.cfg.max_request_size.saturating_sub(overhead);
         if size > max {
@@ -360,57 +409,43 @@ impl Producer {
                 limit: self.cfg.buffer_memory,
             });
         }
-        let timestamp = match rec.timestamp {
-            Some(t) => t,
-            None => self.record_time(now),
-        };
-        let (count, waiting) = match self.topics.get(ti) {
-            Some(t) => (t.count, t.pending > 0),
-            None => (0, false),
-        };
-        if count == 0 || waiting {
-            // Unknown topic (or records ahead of this one still wait): keep an owned copy
-            // until metadata names its partitions. Cold path.
-            if let (Some(p), true) = (rec.partition, count > 0)
-                && (p < 0 || p >= count)
-            {
-                return Err(self.invalid_partition(ti, p, count));
-            }
-            let id = self.alloc_id();
-            self.buffered += size;
-            self.want_refresh = true;
-            if let Some(t) = self.topics.get_mut(ti) {
-                t.pending += 1;
-            }
-            self.pending.push_back(Pending {
-                id,
-                topic: ti,
-                partition: rec.partition,
-                key: rec.key.map(Bytes::copy_from_slice),
-                value: rec.value.map(Bytes::copy_from_slice),
-                headers: rec
-                    .headers
-                    .iter()
-                    .map(|(k, v)| ((*k).to_owned(), v.map(Bytes::copy_from_slice)))
-                    .collect(),
-                timestamp,
-                size,
-                deadline: now + self.cfg.delivery_timeout,
-                trace: trace.cloned(),
-            });
-            return Ok((ProduceId(id), None));
-        }
-        let p = self.choose_partition(ti, rec.partition, rec.key, size)?;
+        Ok(())
+    }
+
+    /// Keeps an owned copy of a record whose topic's partitions are not known yet (a cold
+    /// path), and asks for metadata.
+    fn hold_pending(
+        &mut self,
+        now: Instant,
+        ti: usize,
+        rec: &ProducerRecord<'_>,
+        size: usize,
+        timestamp: i64,
+        trace: Option<&TraceIds>,
+    ) -> ProduceId {
         let id = self.alloc_id();
-        let appended = Appended {
-            key: rec.key,
-            value: rec.value,
-            headers: rec.headers,
+        self.buffered += size;
+        self.want_refresh = true;
+        if let Some(t) = self.topics.get_mut(ti) {
+            t.pending += 1;
+        }
+        self.pending.push_back(Pending {
+            id,
+            topic: ti,
+            partition: rec.partition,
+            key: rec.key.map(Bytes::copy_from_slice),
+            value: rec.value.map(Bytes::copy_from_slice),
+            headers: rec
+                .headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.map(Bytes::copy_from_slice)))
+                .collect(),
+            timestamp,
             size,
-            trace,
-        };
-        self.append(now, ti, p, Slot { id, timestamp }, appended);
-        Ok((ProduceId(id), Some(p)))
+            deadline: now + self.cfg.delivery_timeout,
+            trace: trace.cloned(),
+        });
+        ProduceId(id)
     }
 
     fn alloc_id(&mut self) -> u64 {
@@ -730,7 +765,7 @@ impl Producer {
             }
             Some(Err(e)) => {
                 let err = DeliveryError::Encode(e.to_string());
-                self.fail_batch(ti, pi, batch, err, false);
+                self.fail_batch(ti, pi, batch, err, BatchStage::Open);
             }
             None => {}
         }

@@ -71,7 +71,7 @@ use crate::event::Event;
 use crate::metadata::MetadataCache;
 use crate::net::Net;
 use crate::rng::Rng;
-use accumulator::{Batch, TopicState};
+use accumulator::{Batch, BatchStage, TopicState};
 use bytes::{Bytes, BytesMut};
 use idempotence::{Idempotence, PidState};
 use std::cmp::Reverse;
@@ -478,7 +478,13 @@ impl Producer {
                         break;
                     };
                     let last = b.last_error.clone().map(Box::new);
-                    self.fail_batch(ti, pi, b, DeliveryError::Timeout { after, last }, true);
+                    self.fail_batch(
+                        ti,
+                        pi,
+                        b,
+                        DeliveryError::Timeout { after, last },
+                        BatchStage::Closed,
+                    );
                 }
                 let expired = self
                     .part(ti, pi)
@@ -490,7 +496,7 @@ impl Producer {
                         pi,
                         b,
                         DeliveryError::Timeout { after, last: None },
-                        false,
+                        BatchStage::Open,
                     );
                 }
                 self.touch(ti, pi);
@@ -573,7 +579,7 @@ impl Producer {
         }
         // Every batch still holding records, failed oldest first so that outcomes keep the
         // order the records were produced in (per partition, as a caller expects).
-        let mut failing: Vec<(usize, usize, Batch, bool)> = Vec::new();
+        let mut failing: Vec<(usize, usize, Batch, BatchStage)> = Vec::new();
         for ti in 0..self.topics.len() {
             let parts = self.topics.get(ti).map_or(0, |t| t.parts.len());
             for pi in 0..parts {
@@ -582,8 +588,8 @@ impl Producer {
                 };
                 ps.in_flight = 0;
                 let open = ps.open.take();
-                failing.extend(ps.queue.drain(..).map(|b| (ti, pi, b, true)));
-                failing.extend(open.map(|b| (ti, pi, b, false)));
+                failing.extend(ps.queue.drain(..).map(|b| (ti, pi, b, BatchStage::Closed)));
+                failing.extend(open.map(|b| (ti, pi, b, BatchStage::Open)));
             }
         }
         for (seq, f) in self.inflight.drain() {
@@ -592,16 +598,16 @@ impl Producer {
                 let written = net.was_written(seq);
                 failing.extend(sent.into_iter().map(|mut s| {
                     s.batch.maybe_written |= written;
-                    (s.topic, s.part, s.batch, true)
+                    (s.topic, s.part, s.batch, BatchStage::Closed)
                 }));
             }
         }
         failing.sort_by_key(|(_, _, b, _)| b.first_id());
-        for (ti, pi, b, closed) in failing {
+        for (ti, pi, b, stage) in failing {
             if !b.reported {
                 failed += b.slots.len() as u64;
             }
-            self.fail_batch(ti, pi, b, error.clone(), closed);
+            self.fail_batch(ti, pi, b, error.clone(), stage);
         }
         if let Some(i) = &mut self.idem
             && i.pid == PidState::Requested

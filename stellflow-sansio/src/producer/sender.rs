@@ -34,13 +34,13 @@
 //! requests) sets what the answering half (`on_completion` to the end: outcomes, retries,
 //! recovery) relies on, and the other way round. Read it top to bottom in that order.
 
-use super::accumulator::{Batch, Slot};
+use super::accumulator::{Batch, BatchStage, Slot};
 use super::idempotence::{PidState, Stamp, restamp};
 use super::{Acks, DeliveryError, ProducedBatch, RecordMetadata};
 use super::{Flight, Producer, Sent};
 use crate::error::RequestError;
 use crate::event::Event;
-use crate::net::{Completion, Net, Origin};
+use crate::net::{Completion, Net, Origin, Reply};
 use crate::request::{RequestOptions, Target};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -69,28 +69,61 @@ enum Verdict {
 impl Producer {
     /// Sends every ready batch whose leader is known.
     pub(crate) fn drain(&mut self, now: Instant, net: &mut Net) -> bool {
+        // 1. Batches are stamped with the producer id, so idempotence must have one.
         self.resolve_doubts(net);
-        let stamp_base = match &self.idem {
-            None => None,
-            Some(i) => match i.pid {
-                PidState::Ready { producer_id, epoch } => Some((producer_id, epoch)),
-                PidState::Fenced => None,
-                _ => {
-                    if self.has_records() {
-                        self.request_pid(now, net);
-                    }
-                    return false;
-                }
-            },
+        let Some(stamp_base) = self.stamp_base(now, net) else {
+            return false;
         };
-        if self.idem.is_some() && stamp_base.is_none() {
-            return false; // fenced: batches wait for their delivery timeout or close
-        }
         if let Some(base) = stamp_base {
             self.fail_restamped_maybe_written(base);
         }
+        // 2. The partitions with a batch ready to go, sorted by leader.
         let mut picks = std::mem::take(&mut self.picks);
         picks.clear();
+        self.pick_ready(now, &mut picks);
+        if picks.is_empty() {
+            self.picks = picks;
+            return false;
+        }
+        picks.sort_unstable();
+        // 3. One Produce request per leader, as large as `max_request_size` allows.
+        let mut i = 0;
+        while let Some(&(leader, _, _)) = picks.get(i) {
+            self.send_to_leader(now, net, leader, &picks, &mut i, stamp_base);
+        }
+        self.picks = picks;
+        // Another batch of the same partition may be ready behind the one just sent.
+        if self.cfg.max_in_flight_per_partition > 1 {
+            self.dirty = true;
+        }
+        true
+    }
+
+    /// What batches are stamped with: `Some(None)` without idempotence, `Some(Some(id,
+    /// epoch))` once the producer id is known; `None` when nothing can be sent yet (the id
+    /// is asked for when records wait) or ever (fenced: batches wait for their delivery
+    /// timeout or the close).
+    fn stamp_base(&mut self, now: Instant, net: &mut Net) -> Option<Option<(i64, i16)>> {
+        let Some(i) = &self.idem else {
+            return Some(None);
+        };
+        match i.pid {
+            PidState::Ready { producer_id, epoch } => Some(Some((producer_id, epoch))),
+            PidState::Fenced => None,
+            _ => {
+                if self.has_records() {
+                    self.request_pid(now, net);
+                }
+                None
+            }
+        }
+    }
+
+    /// Adds `(leader, topic, partition)` to `picks` for every partition with a batch ready
+    /// to send and room in its pipeline: its first queued batch (not in doubt, its retry
+    /// due), or its open batch once it lingered, is flushed, or the producer closes. A ready
+    /// partition without a known leader asks for metadata instead.
+    fn pick_ready(&mut self, now: Instant, picks: &mut Vec<(i32, usize, usize)>) {
         let linger = self.cfg.linger;
         let max_in_flight = self.cfg.max_in_flight_per_partition;
         let flush_upto = self.flush_upto;
@@ -116,66 +149,65 @@ impl Producer {
                 }
             }
         }
-        if picks.is_empty() {
-            self.picks = picks;
-            return false;
-        }
-        picks.sort_unstable();
+    }
+
+    /// Sends one Produce request to `leader` with the ready batches of `picks` from `*i` on
+    /// (all of that leader's, up to `max_request_size`), moving `*i` past those taken.
+    fn send_to_leader(
+        &mut self,
+        now: Instant,
+        net: &mut Net,
+        leader: i32,
+        picks: &[(i32, usize, usize)],
+        i: &mut usize,
+        stamp_base: Option<(i64, i16)>,
+    ) {
         let max_size = self.cfg.max_request_size;
-        let mut i = 0;
-        while let Some(&(leader, _, _)) = picks.get(i) {
-            let mut topic_data: Vec<ProduceTopicData> = Vec::new();
-            let mut sent: Vec<Sent> = Vec::new();
-            let mut size = 0usize;
-            while let Some(&(l, ti, pi)) = picks.get(i) {
-                if l != leader {
-                    break;
-                }
-                let est = self.ready_size(ti, pi);
-                if !sent.is_empty() && size + est > max_size {
-                    break;
-                }
-                i += 1;
-                let Some(batch) = self.take_ready(ti, pi, stamp_base) else {
-                    continue;
-                };
-                size += batch.blob.len();
-                let Some(t) = self.topics.get(ti) else {
-                    continue;
-                };
-                let same_topic = sent.last().is_some_and(|s| s.topic == ti);
-                if !same_topic {
-                    topic_data.push(ProduceTopicData {
-                        topic: Some(t.wire_name.clone()),
-                        partitions: Vec::new(),
-                    });
-                }
-                let tpos = topic_data.len() - 1;
-                let Some(td) = topic_data.last_mut() else {
-                    continue;
-                };
-                td.partitions.push(ProducePartitionData {
-                    partition: i32::try_from(pi).unwrap_or(0),
-                    records: Some(batch.blob.clone()),
-                });
-                sent.push(Sent {
-                    topic: ti,
-                    part: pi,
-                    tpos,
-                    ppos: td.partitions.len() - 1,
-                    batch,
+        let mut topic_data: Vec<ProduceTopicData> = Vec::new();
+        let mut sent: Vec<Sent> = Vec::new();
+        let mut size = 0usize;
+        while let Some(&(l, ti, pi)) = picks.get(*i) {
+            if l != leader {
+                break;
+            }
+            let est = self.ready_size(ti, pi);
+            if !sent.is_empty() && size + est > max_size {
+                break;
+            }
+            *i += 1;
+            let Some(batch) = self.take_ready(ti, pi, stamp_base) else {
+                continue;
+            };
+            size += batch.blob.len();
+            let Some(t) = self.topics.get(ti) else {
+                continue;
+            };
+            let same_topic = sent.last().is_some_and(|s| s.topic == ti);
+            if !same_topic {
+                topic_data.push(ProduceTopicData {
+                    topic: Some(t.wire_name.clone()),
+                    partitions: Vec::new(),
                 });
             }
-            if !sent.is_empty() {
-                self.submit(now, net, leader, topic_data, sent);
-            }
+            let tpos = topic_data.len() - 1;
+            let Some(td) = topic_data.last_mut() else {
+                continue;
+            };
+            td.partitions.push(ProducePartitionData {
+                partition: i32::try_from(pi).unwrap_or(0),
+                records: Some(batch.blob.clone()),
+            });
+            sent.push(Sent {
+                topic: ti,
+                part: pi,
+                tpos,
+                ppos: td.partitions.len() - 1,
+                batch,
+            });
         }
-        self.picks = picks;
-        // Another batch of the same partition may be ready behind the one just sent.
-        if max_in_flight > 1 {
-            self.dirty = true;
+        if !sent.is_empty() {
+            self.submit(now, net, leader, topic_data, sent);
         }
-        true
     }
 
     /// Clears the doubt of every queued batch whose broker answered on a newer connection
@@ -280,7 +312,7 @@ impl Producer {
                     let lost = DeliveryError::Broker {
                         code: ErrorCode::OUT_OF_ORDER_SEQUENCE,
                     };
-                    self.fail_batch(ti, pi, batch, lost, true);
+                    self.fail_batch(ti, pi, batch, lost, BatchStage::Closed);
                     self.touch(ti, pi);
                 }
             }
@@ -317,7 +349,13 @@ impl Producer {
                 }
                 Err(e) => {
                     ps.in_flight -= 1;
-                    self.fail_batch(ti, pi, batch, DeliveryError::Encode(e.to_string()), true);
+                    self.fail_batch(
+                        ti,
+                        pi,
+                        batch,
+                        DeliveryError::Encode(e.to_string()),
+                        BatchStage::Closed,
+                    );
                     self.touch(ti, pi);
                     return None;
                 }
@@ -478,11 +516,11 @@ impl Producer {
             for pi in 0..parts {
                 while let Some(b) = self.part_mut(ti, pi).and_then(|ps| ps.queue.pop_front()) {
                     net.counters.producer_record_errors += b.slots.len() as u64;
-                    self.fail_batch(ti, pi, b, error.clone(), true);
+                    self.fail_batch(ti, pi, b, error.clone(), BatchStage::Closed);
                 }
                 if let Some(b) = self.part_mut(ti, pi).and_then(|ps| ps.open.take()) {
                     net.counters.producer_record_errors += b.slots.len() as u64;
-                    self.fail_batch(ti, pi, b, error.clone(), false);
+                    self.fail_batch(ti, pi, b, error.clone(), BatchStage::Open);
                 }
             }
         }
@@ -574,25 +612,7 @@ impl Producer {
         let partial = matches!(&c.result,
             Err(RequestError::Broker { code, .. }) if *code == ErrorCode::UNKNOWN_SERVER_ERROR);
         let mut doubt = None;
-        let parsed: Result<ProduceResponse, RequestError> = match c.result {
-            Ok(reply) => match reply.body {
-                Some(b) => ProduceResponse::decode(&mut Reader::new(b)).map_err(|error| {
-                    RequestError::Decode {
-                        api_key: ApiKey::PRODUCE,
-                        error,
-                    }
-                }),
-                None => Err(RequestError::Broker {
-                    api_key: ApiKey::PRODUCE,
-                    code: reply.header.error_code,
-                    address: net
-                        .address(reply.slot)
-                        .cloned()
-                        .unwrap_or_else(|| crate::address::BrokerAddress::new("", 0)),
-                }),
-            },
-            Err(e) => Err(e),
-        };
+        let parsed = parse_produce(net, c.result);
         for s in sent {
             if let Some(ps) = self.part_mut(s.topic, s.part) {
                 ps.in_flight = ps.in_flight.saturating_sub(1);
@@ -614,36 +634,7 @@ impl Producer {
                     doubt = Some(on);
                 }
             }
-            let verdict = match &parsed {
-                Ok(r) => match r
-                    .responses
-                    .get(s.tpos)
-                    .and_then(|t| t.partitions.get(s.ppos))
-                {
-                    Some(pr) => self.classify(pr, &s.batch),
-                    None => Verdict::Retry {
-                        refresh: false,
-                        error: DeliveryError::Request(RequestError::Decode {
-                            api_key: ApiKey::PRODUCE,
-                            error: stellflow_proto::DecodeError::invalid(
-                                "ProduceResponse",
-                                "a partition of the request is missing from the answer",
-                            ),
-                        }),
-                    },
-                },
-                Err(e) if matches!(e, RequestError::Broker { code, .. } if *code == ErrorCode::UNKNOWN_SERVER_ERROR) =>
-                {
-                    // Header-only 1: the request may have been partly applied. Not retried
-                    // (a retry could duplicate); the caller decides.
-                    Verdict::Fail(DeliveryError::Request(e.clone()))
-                }
-                Err(e) if e.is_retriable() => Verdict::Retry {
-                    refresh: e.wants_metadata_refresh(),
-                    error: DeliveryError::Request(e.clone()),
-                },
-                Err(e) => Verdict::Fail(DeliveryError::Request(e.clone())),
-            };
+            let verdict = self.verdict(&parsed, &s);
             self.apply(now, net, s.topic, s.part, s.batch, verdict);
             self.touch(s.topic, s.part);
         }
@@ -651,6 +642,41 @@ impl Producer {
             && self.doubt_on(slot).is_some()
         {
             self.probe(now, net, slot, conn);
+        }
+    }
+
+    /// What to do with one batch of a Produce request given the request's answer: its
+    /// partition's outcome in the answer, or the request's error.
+    fn verdict(&self, parsed: &Result<ProduceResponse, RequestError>, s: &Sent) -> Verdict {
+        match parsed {
+            Ok(r) => match r
+                .responses
+                .get(s.tpos)
+                .and_then(|t| t.partitions.get(s.ppos))
+            {
+                Some(pr) => self.classify(pr, &s.batch),
+                None => Verdict::Retry {
+                    refresh: false,
+                    error: DeliveryError::Request(RequestError::Decode {
+                        api_key: ApiKey::PRODUCE,
+                        error: stellflow_proto::DecodeError::invalid(
+                            "ProduceResponse",
+                            "a partition of the request is missing from the answer",
+                        ),
+                    }),
+                },
+            },
+            Err(e) if matches!(e, RequestError::Broker { code, .. } if *code == ErrorCode::UNKNOWN_SERVER_ERROR) =>
+            {
+                // Header-only 1: the request may have been partly applied. Not retried
+                // (a retry could duplicate); the caller decides.
+                Verdict::Fail(DeliveryError::Request(e.clone()))
+            }
+            Err(e) if e.is_retriable() => Verdict::Retry {
+                refresh: e.wants_metadata_refresh(),
+                error: DeliveryError::Request(e.clone()),
+            },
+            Err(e) => Verdict::Fail(DeliveryError::Request(e.clone())),
         }
     }
 
@@ -761,7 +787,13 @@ impl Producer {
                 if batch.lost_state > 3 {
                     let code = ErrorCode::OUT_OF_ORDER_SEQUENCE;
                     net.counters.producer_record_errors += batch.slots.len() as u64;
-                    self.fail_batch(ti, pi, batch, DeliveryError::Broker { code }, true);
+                    self.fail_batch(
+                        ti,
+                        pi,
+                        batch,
+                        DeliveryError::Broker { code },
+                        BatchStage::Closed,
+                    );
                     return;
                 }
                 if let Some(idem) = &mut self.idem
@@ -789,14 +821,14 @@ impl Producer {
                         attempts,
                         last: Box::new(error),
                     };
-                    self.fail_batch(ti, pi, batch, e, true);
+                    self.fail_batch(ti, pi, batch, e, BatchStage::Closed);
                 } else if now >= batch.deadline {
                     net.counters.producer_record_errors += batch.slots.len() as u64;
                     let e = DeliveryError::Timeout {
                         after: self.cfg.delivery_timeout,
                         last: Some(Box::new(error)),
                     };
-                    self.fail_batch(ti, pi, batch, e, true);
+                    self.fail_batch(ti, pi, batch, e, BatchStage::Closed);
                 } else {
                     net.counters.producer_retries += 1;
                     let topic = self.topics.get(ti).map(|t| &*t.name);
@@ -817,10 +849,10 @@ impl Producer {
                 let fatal = matches!(e, DeliveryError::Fenced | DeliveryError::ProducerIdConflict)
                     && self.idem.is_some();
                 if fatal {
-                    self.fail_batch(ti, pi, batch, e.clone(), true);
+                    self.fail_batch(ti, pi, batch, e.clone(), BatchStage::Closed);
                     self.make_fatal(net, e);
                 } else {
-                    self.fail_batch(ti, pi, batch, e, true);
+                    self.fail_batch(ti, pi, batch, e, BatchStage::Closed);
                 }
             }
         }
@@ -910,7 +942,7 @@ impl Producer {
         }
     }
 
-    /// Reports every record of a batch as failed and frees it. `closed` says whether the
+    /// Reports every record of a batch as failed and frees it. `stage` says whether the
     /// batch had been counted in the partition's pipeline (closed batches).
     pub(crate) fn fail_batch(
         &mut self,
@@ -918,7 +950,7 @@ impl Producer {
         pi: usize,
         batch: Batch,
         error: DeliveryError,
-        closed: bool,
+        stage: BatchStage,
     ) {
         let error = self.with_leaderless_cause(ti, pi, error);
         let error = match error {
@@ -944,7 +976,7 @@ impl Producer {
                 }),
             }
         }
-        if closed {
+        if stage == BatchStage::Closed {
             self.release(ti, pi, batch);
         } else {
             self.recycle(batch);
@@ -986,5 +1018,32 @@ impl Producer {
             id: super::ProduceId(id),
             result: Err(error),
         });
+    }
+}
+
+/// A Produce request's answer decoded, or why there is none: the request's error, a header
+/// that carries one (a header-only answer), or a body that does not decode.
+fn parse_produce(
+    net: &Net,
+    result: Result<Reply, RequestError>,
+) -> Result<ProduceResponse, RequestError> {
+    match result {
+        Ok(reply) => match reply.body {
+            Some(b) => {
+                ProduceResponse::decode(&mut Reader::new(b)).map_err(|error| RequestError::Decode {
+                    api_key: ApiKey::PRODUCE,
+                    error,
+                })
+            }
+            None => Err(RequestError::Broker {
+                api_key: ApiKey::PRODUCE,
+                code: reply.header.error_code,
+                address: net
+                    .address(reply.slot)
+                    .cloned()
+                    .unwrap_or_else(|| crate::address::BrokerAddress::new("", 0)),
+            }),
+        },
+        Err(e) => Err(e),
     }
 }
