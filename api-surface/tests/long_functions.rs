@@ -41,23 +41,8 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "one independent counter or gauge per figure, in order: a list",
     ),
     (
-        "stellflow-sansio/src/net/connection.rs",
-        "drop_connection",
-        "not cut yet",
-    ),
-    (
         "stellflow-sansio/src/net/input.rs",
         "handle_input",
-        "not cut yet",
-    ),
-    (
-        "stellflow-sansio/src/net/timeouts.rs",
-        "expire",
-        "not cut yet",
-    ),
-    (
-        "stellflow-sansio/src/net/transmit.rs",
-        "transmit_slot",
         "not cut yet",
     ),
     (

@@ -137,6 +137,9 @@ impl Net {
         self.drop_connection(now, slot, DisconnectReason::Core(error));
     }
 
+    /// A connection ended (closed by either side, failed, or given up): its slot goes idle
+    /// with a backoff before the next attempt, its requests in flight and its fail-fast
+    /// queued ones fail, the failure is noted for health, and the driver hears of it.
     fn drop_connection(&mut self, now: Instant, slot: usize, reason: DisconnectReason) {
         let Some(s) = self.slots.get_mut(slot) else {
             return;
@@ -186,34 +189,13 @@ impl Net {
             .counters
             .requests_in_flight
             .saturating_sub(in_flight.len() as u64);
-        let failed_in_flight = in_flight.into_iter().map(|(_, r)| (r, true));
-        for (r, written) in failed_in_flight.chain(fail.into_iter().map(|r| (r, false))) {
-            let err = if written {
-                RequestError::Disconnected {
-                    api_key: r.api_key,
-                    address: address.clone(),
-                    cause: cause.clone(),
-                }
-            } else {
-                RequestError::Unreachable {
-                    api_key: r.api_key,
-                    address: address.clone(),
-                    cause: cause.clone(),
-                }
-            };
-            self.complete(now, r, Err(err));
-        }
+        // The requests it held fail: those written as disconnected (their outcome unknown),
+        // those never sent as unreachable.
+        self.fail_requests(now, in_flight, fail, &address, &cause);
         if failed_someone {
             self.note_failure(now, slot, &cause, not_stellflow);
         }
-        if was_open {
-            tracing::warn!(broker = %address, conn = conn.0, ?delay, "connection lost: {cause}");
-        } else if self.last_cause.get(&slot) == Some(&cause) {
-            // The same failure again: said once at warn already.
-            tracing::debug!(broker = %address, conn = conn.0, ?delay, "cannot connect: {cause}");
-        } else {
-            tracing::warn!(broker = %address, conn = conn.0, ?delay, "cannot connect: {cause}");
-        }
+        self.log_disconnect(slot, conn, &address, was_open, delay, &cause);
         self.last_cause.insert(slot, cause);
         self.events.push_back(Event::Disconnected {
             conn,
@@ -222,6 +204,56 @@ impl Net {
             retry_in: delay,
         });
         self.ensure_connection(now, slot);
+    }
+
+    /// Fails a dropped connection's requests: `in_flight` ones (written, so their outcome is
+    /// unknown) with `Disconnected`, `unsent` ones with `Unreachable`, in that order.
+    fn fail_requests(
+        &mut self,
+        now: Instant,
+        in_flight: Vec<(i32, Req)>,
+        unsent: Vec<Req>,
+        address: &BrokerAddress,
+        cause: &str,
+    ) {
+        let failed_in_flight = in_flight.into_iter().map(|(_, r)| (r, true));
+        for (r, written) in failed_in_flight.chain(unsent.into_iter().map(|r| (r, false))) {
+            let err = if written {
+                RequestError::Disconnected {
+                    api_key: r.api_key,
+                    address: address.clone(),
+                    cause: cause.to_owned(),
+                }
+            } else {
+                RequestError::Unreachable {
+                    api_key: r.api_key,
+                    address: address.clone(),
+                    cause: cause.to_owned(),
+                }
+            };
+            self.complete(now, r, Err(err));
+        }
+    }
+
+    /// Logs a dropped connection: a lost one at warn, a failed attempt at warn the first time
+    /// its cause is seen and at debug while it repeats.
+    fn log_disconnect(
+        &self,
+        slot: usize,
+        conn: ConnId,
+        address: &BrokerAddress,
+        was_open: bool,
+        delay: Duration,
+        cause: &str,
+    ) {
+        if was_open {
+            tracing::warn!(broker = %address, conn = conn.0, ?delay, "connection lost: {cause}");
+        } else if self.last_cause.get(&slot).map(String::as_str) == Some(cause) {
+            // The same failure again: said once at warn already.
+            tracing::debug!(broker = %address, conn = conn.0, ?delay, "cannot connect: {cause}");
+        } else {
+            tracing::warn!(broker = %address, conn = conn.0, ?delay, "cannot connect: {cause}");
+        }
     }
 
     /// Fails every request (the client is closing) and forgets every connection.

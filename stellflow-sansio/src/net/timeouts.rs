@@ -42,47 +42,18 @@ impl Net {
         }
     }
 
+    /// A request's deadline passed: it fails with a timeout (or, for one still in flight that
+    /// may be answered late, waits on), and a connection that keeps timing out is closed.
     fn expire(&mut self, now: Instant, seq: u64) {
         let Some(loc) = self.live.remove(&seq) else {
             return;
         };
-        let req = match loc {
-            Loc::Parked => {
-                let pos = self.parked.iter().position(|r| r.seq == seq);
-                pos.and_then(|p| self.parked.remove(p))
-            }
-            Loc::Queued(slot) => self.slots.get_mut(slot).and_then(|s| {
-                let pos = s.queue.iter().position(|r| r.seq == seq)?;
-                s.queue.remove(pos)
-            }),
-            Loc::InFlight(slot, corr) => {
-                let waiting = self
-                    .slots
-                    .get_mut(slot)
-                    .and_then(|s| s.in_flight.get_mut(corr))
-                    .filter(|r| r.await_late)
-                    .map(|r| {
-                        r.late_timeouts += 1;
-                        r.late_timeouts
-                    });
-                if let Some(late) = waiting {
-                    return self.wait_late(now, seq, slot, corr, late);
-                }
-                let r = self
-                    .slots
-                    .get_mut(slot)
-                    .and_then(|s| s.in_flight.remove(corr));
-                if r.is_some() {
-                    self.counters.requests_in_flight =
-                        self.counters.requests_in_flight.saturating_sub(1);
-                }
-                r
-            }
-        };
-        let Some(req) = req else {
+        // Step 1: take the request out of where it waits (parked, queued or in flight).
+        let Some(req) = self.take_expired(now, seq, loc) else {
             return;
         };
         self.counters.timeouts += 1;
+        // Step 2: a connection that never answered ApiVersions is closed, nothing else.
         if req.origin == Origin::Negotiation {
             // A broker that never answers ApiVersions is useless: close and retry later.
             if let Loc::InFlight(slot, _) = loc {
@@ -95,24 +66,8 @@ impl Net {
             }
             return;
         }
-        let err = match (&req.target, loc) {
-            (Target::Broker(id), Loc::Parked) => RequestError::UnknownBroker { broker: *id },
-            (_, Loc::Queued(slot)) => match self.unsent_cause(slot) {
-                Some((address, cause)) => RequestError::Unreachable {
-                    api_key: req.api_key,
-                    address,
-                    cause,
-                },
-                None => RequestError::Timeout {
-                    api_key: req.api_key,
-                    after: now.saturating_duration_since(req.created),
-                },
-            },
-            _ => RequestError::Timeout {
-                api_key: req.api_key,
-                after: now.saturating_duration_since(req.created),
-            },
-        };
+        // Step 3: the error that names why, logged against its broker.
+        let err = self.timeout_error(now, &req, loc);
         let broker = match loc {
             Loc::Queued(slot) | Loc::InFlight(slot, _) => self.address(slot).cloned(),
             Loc::Parked => None,
@@ -121,6 +76,8 @@ impl Net {
             Some(b) => tracing::warn!(broker = %b, api = %req.api_key, "request failed: {err}"),
             None => tracing::warn!(api = %req.api_key, "request failed: {err}"),
         }
+        // Step 4: the connection's failure is noted, the request fails, and a connection
+        // that keeps timing out with nothing received is closed.
         if let Loc::InFlight(slot, _) = loc {
             let cause = format!(
                 "{} request got no answer within {:?}",
@@ -140,6 +97,68 @@ impl Net {
                 let timeouts = s.silent_timeouts;
                 self.close_with_error(now, slot, ConnectionError::Unresponsive { timeouts });
             }
+        }
+    }
+
+    /// Removes an expired request from where it waits; `None` when it is gone already or, in
+    /// flight and awaiting a late answer, is left to wait on.
+    fn take_expired(&mut self, now: Instant, seq: u64, loc: Loc) -> Option<Req> {
+        match loc {
+            Loc::Parked => {
+                let pos = self.parked.iter().position(|r| r.seq == seq);
+                pos.and_then(|p| self.parked.remove(p))
+            }
+            Loc::Queued(slot) => self.slots.get_mut(slot).and_then(|s| {
+                let pos = s.queue.iter().position(|r| r.seq == seq)?;
+                s.queue.remove(pos)
+            }),
+            Loc::InFlight(slot, corr) => {
+                let waiting = self
+                    .slots
+                    .get_mut(slot)
+                    .and_then(|s| s.in_flight.get_mut(corr))
+                    .filter(|r| r.await_late)
+                    .map(|r| {
+                        r.late_timeouts += 1;
+                        r.late_timeouts
+                    });
+                if let Some(late) = waiting {
+                    self.wait_late(now, seq, slot, corr, late);
+                    return None;
+                }
+                let r = self
+                    .slots
+                    .get_mut(slot)
+                    .and_then(|s| s.in_flight.remove(corr));
+                if r.is_some() {
+                    self.counters.requests_in_flight =
+                        self.counters.requests_in_flight.saturating_sub(1);
+                }
+                r
+            }
+        }
+    }
+
+    /// The error an expired request fails with: an unknown broker for one parked on a broker
+    /// id, the connection's cause for one never sent, a timeout otherwise.
+    fn timeout_error(&self, now: Instant, req: &Req, loc: Loc) -> RequestError {
+        match (&req.target, loc) {
+            (Target::Broker(id), Loc::Parked) => RequestError::UnknownBroker { broker: *id },
+            (_, Loc::Queued(slot)) => match self.unsent_cause(slot) {
+                Some((address, cause)) => RequestError::Unreachable {
+                    api_key: req.api_key,
+                    address,
+                    cause,
+                },
+                None => RequestError::Timeout {
+                    api_key: req.api_key,
+                    after: now.saturating_duration_since(req.created),
+                },
+            },
+            _ => RequestError::Timeout {
+                api_key: req.api_key,
+                after: now.saturating_duration_since(req.created),
+            },
         }
     }
 

@@ -17,110 +17,131 @@ impl Net {
         None
     }
 
+    /// Writes what one connection may send now: its ApiVersions while negotiating, else its
+    /// queued requests while in-flight room lasts. `Some(conn)` when bytes were written.
     fn transmit_slot(&mut self, now: Instant, slot: usize, buf: &mut BytesMut) -> Option<ConnId> {
-        let s = self.slots.get_mut(slot)?;
-        match s.state {
+        match self.slots.get(slot)?.state {
             ConnState::Negotiating(conn, Negotiation::ToSend) => {
-                let deadline = now + self.setup_timeout;
-                let neg_seq = u64::MAX - slot as u64;
-                let req = Req {
-                    seq: neg_seq,
-                    target: Target::Any,
-                    body: RequestBody::ApiVersions(self.api_versions_body.clone()),
-                    api_key: ApiKey::API_VERSIONS,
-                    explicit_version: Some(0),
-                    sent_version: 0,
-                    origin: Origin::Negotiation,
-                    created: now,
-                    trace: None,
-                    renegotiated: false,
-                    await_late: false,
-                    late_timeouts: 0,
-                    sent_on: None,
-                };
-                s.state = ConnState::Negotiating(conn, Negotiation::InFlight);
-                let corr = s.in_flight.insert(req);
-                let mut header = self.header.clone();
-                header.api_key = ApiKey::API_VERSIONS;
-                header.api_version = 0;
-                header.correlation_id = corr;
-                let n = frame::encode_request(buf, &header, &self.api_versions_body);
-                self.counters.bytes_sent += n as u64;
-                self.counters.requests += 1;
-                self.counters.requests_in_flight += 1;
-                if let Some(a) = self.counters.api_mut(ApiKey::API_VERSIONS) {
-                    a.requests += 1;
-                }
-                // Negotiation must finish within the request timeout too.
-                self.live.insert(neg_seq, Loc::InFlight(slot, corr));
-                self.timers.schedule(deadline, Timer::Request(neg_seq));
+                self.send_negotiation(now, slot, conn, buf);
                 Some(conn)
             }
-            ConnState::Ready(conn) => {
-                let mut wrote = false;
-                loop {
-                    let s = self.slots.get_mut(slot)?;
-                    if !s.in_flight.has_room() {
-                        break;
-                    }
-                    let Some(mut req) = s.queue.pop_front() else {
-                        break;
-                    };
-                    let version = match req.explicit_version {
-                        Some(v) => Some(v),
-                        None => s.versions.as_ref().and_then(|v| v.get(req.api_key)),
-                    };
-                    let Some(version) = version else {
-                        let err = RequestError::UnsupportedApi {
-                            api_key: req.api_key,
-                            address: s.address.clone(),
-                        };
-                        self.complete(now, req, Err(err));
-                        continue;
-                    };
-                    req.sent_version = version;
-                    req.sent_on = Some((slot, conn));
-                    let mut header = self.header.clone();
-                    header.api_key = req.api_key;
-                    header.api_version = version;
-                    if let Some(t) = &req.trace {
-                        header.trace_id.clone_from(&t.trace_id);
-                        header.span_id.clone_from(&t.span_id);
-                        header.trace_flags = t.flags;
-                    }
-                    let start = buf.len();
-                    let seq = req.seq;
-                    let api_key = req.api_key;
-                    let corr = s.in_flight.insert(req);
-                    header.correlation_id = corr;
-                    let n = match s.in_flight.get(corr) {
-                        Some(r) => frame::encode_request(buf, &header, &r.body),
-                        None => continue,
-                    };
-                    if n > MAX_REQUEST_FRAME {
-                        buf.truncate(start);
-                        if let Some(req) = s.in_flight.remove(corr) {
-                            let err = RequestError::TooLarge {
-                                api_key,
-                                size: n,
-                                max: MAX_REQUEST_FRAME,
-                            };
-                            self.complete(now, req, Err(err));
-                        }
-                        continue;
-                    }
-                    wrote = true;
-                    self.live.insert(seq, Loc::InFlight(slot, corr));
-                    self.counters.bytes_sent += n as u64;
-                    self.counters.requests += 1;
-                    self.counters.requests_in_flight += 1;
-                    if let Some(a) = self.counters.api_mut(api_key) {
-                        a.requests += 1;
-                    }
-                }
-                wrote.then_some(conn)
-            }
+            ConnState::Ready(conn) => self.send_queued(now, slot, conn, buf).then_some(conn),
             _ => None,
+        }
+    }
+
+    /// A new connection's first request: ApiVersions v0, bounded by the setup timeout.
+    fn send_negotiation(&mut self, now: Instant, slot: usize, conn: ConnId, buf: &mut BytesMut) {
+        let Some(s) = self.slots.get_mut(slot) else {
+            return;
+        };
+        let deadline = now + self.setup_timeout;
+        let neg_seq = u64::MAX - slot as u64;
+        let req = Req {
+            seq: neg_seq,
+            target: Target::Any,
+            body: RequestBody::ApiVersions(self.api_versions_body.clone()),
+            api_key: ApiKey::API_VERSIONS,
+            explicit_version: Some(0),
+            sent_version: 0,
+            origin: Origin::Negotiation,
+            created: now,
+            trace: None,
+            renegotiated: false,
+            await_late: false,
+            late_timeouts: 0,
+            sent_on: None,
+        };
+        s.state = ConnState::Negotiating(conn, Negotiation::InFlight);
+        let corr = s.in_flight.insert(req);
+        let mut header = self.header.clone();
+        header.api_key = ApiKey::API_VERSIONS;
+        header.api_version = 0;
+        header.correlation_id = corr;
+        let n = frame::encode_request(buf, &header, &self.api_versions_body);
+        self.count_sent(ApiKey::API_VERSIONS, n);
+        // Negotiation must finish within the request timeout too.
+        self.live.insert(neg_seq, Loc::InFlight(slot, corr));
+        self.timers.schedule(deadline, Timer::Request(neg_seq));
+    }
+
+    /// A ready connection's queued requests, in order, while it has in-flight room: each is
+    /// stamped with the version the broker supports (or failed when it supports none),
+    /// framed into `buf` (or failed when its frame is over the limit) and tracked until its
+    /// answer. `true` when at least one was written.
+    fn send_queued(&mut self, now: Instant, slot: usize, conn: ConnId, buf: &mut BytesMut) -> bool {
+        let mut wrote = false;
+        loop {
+            let Some(s) = self.slots.get_mut(slot) else {
+                break;
+            };
+            if !s.in_flight.has_room() {
+                break;
+            }
+            let Some(mut req) = s.queue.pop_front() else {
+                break;
+            };
+            // Step 1: the version to send, or the request fails.
+            let version = match req.explicit_version {
+                Some(v) => Some(v),
+                None => s.versions.as_ref().and_then(|v| v.get(req.api_key)),
+            };
+            let Some(version) = version else {
+                let err = RequestError::UnsupportedApi {
+                    api_key: req.api_key,
+                    address: s.address.clone(),
+                };
+                self.complete(now, req, Err(err));
+                continue;
+            };
+            req.sent_version = version;
+            req.sent_on = Some((slot, conn));
+            // Step 2: its header, carrying the trace context when it has one.
+            let mut header = self.header.clone();
+            header.api_key = req.api_key;
+            header.api_version = version;
+            if let Some(t) = &req.trace {
+                header.trace_id.clone_from(&t.trace_id);
+                header.span_id.clone_from(&t.span_id);
+                header.trace_flags = t.flags;
+            }
+            // Step 3: in flight under a fresh correlation id, framed into the buffer.
+            let start = buf.len();
+            let seq = req.seq;
+            let api_key = req.api_key;
+            let corr = s.in_flight.insert(req);
+            header.correlation_id = corr;
+            let n = match s.in_flight.get(corr) {
+                Some(r) => frame::encode_request(buf, &header, &r.body),
+                None => continue,
+            };
+            // Step 4: a frame over the limit is taken back out and fails the request.
+            if n > MAX_REQUEST_FRAME {
+                buf.truncate(start);
+                if let Some(req) = s.in_flight.remove(corr) {
+                    let err = RequestError::TooLarge {
+                        api_key,
+                        size: n,
+                        max: MAX_REQUEST_FRAME,
+                    };
+                    self.complete(now, req, Err(err));
+                }
+                continue;
+            }
+            wrote = true;
+            self.live.insert(seq, Loc::InFlight(slot, corr));
+            self.count_sent(api_key, n);
+        }
+        wrote
+    }
+
+    /// Counts one request of `n` bytes written.
+    fn count_sent(&mut self, api_key: ApiKey, n: usize) {
+        self.counters.bytes_sent += n as u64;
+        self.counters.requests += 1;
+        self.counters.requests_in_flight += 1;
+        if let Some(a) = self.counters.api_mut(api_key) {
+            a.requests += 1;
         }
     }
 }
