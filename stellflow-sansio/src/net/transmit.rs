@@ -71,10 +71,7 @@ impl Net {
     /// answer. `true` when at least one was written.
     fn send_queued(&mut self, now: Instant, slot: usize, conn: ConnId, buf: &mut BytesMut) -> bool {
         let mut wrote = false;
-        loop {
-            let Some(s) = self.slots.get_mut(slot) else {
-                break;
-            };
+        while let Some(s) = self.slots.get_mut(slot) {
             if !s.in_flight.has_room() {
                 break;
             }
