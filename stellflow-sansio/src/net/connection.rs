@@ -193,7 +193,12 @@ impl Net {
         // those never sent as unreachable.
         self.fail_requests(now, in_flight, fail, &address, &cause);
         if failed_someone {
-            self.note_failure(now, slot, &cause, not_stellflow);
+            let peer = if not_stellflow {
+                health::Peer::NotStellflow
+            } else {
+                health::Peer::MayBeBroker
+            };
+            self.note_failure(now, slot, &cause, peer);
         }
         self.log_disconnect(slot, conn, &address, was_open, delay, &cause);
         self.last_cause.insert(slot, cause);

@@ -38,6 +38,15 @@ pub(crate) struct Liveness {
     pub silent_since: Option<Instant>,
 }
 
+/// What a failure on the way to a broker says of the peer at its address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Peer {
+    /// Nothing beyond the failure: the broker may be back at the next attempt.
+    MayBeBroker,
+    /// The peer answered, and is not a Stellflow broker.
+    NotStellflow,
+}
+
 impl Net {
     /// A frame arrived from `slot`: the broker is alive.
     pub(super) fn note_answer(&mut self, now: Instant, slot: usize) {
@@ -51,20 +60,21 @@ impl Net {
 
     /// Something failed on the way to `slot` at `at` (never before the last answer of any
     /// broker, so an outage is counted from the first failure after the cluster fell silent).
-    pub(super) fn note_failure(&mut self, at: Instant, slot: usize, cause: &str, fatal: bool) {
+    pub(super) fn note_failure(&mut self, at: Instant, slot: usize, cause: &str, peer: Peer) {
+        let not_stellflow = peer == Peer::NotStellflow;
         let at = self.liveness.last_answer.map_or(at, |l| l.max(at));
         if let Some(h) = self.health.get_mut(slot) {
             match &mut h.failing {
                 Some(f) => {
                     f.cause.clear();
                     f.cause.push_str(cause);
-                    f.not_stellflow = fatal;
+                    f.not_stellflow = not_stellflow;
                 }
                 None => {
                     h.failing = Some(Failing {
                         since: at,
                         cause: cause.to_owned(),
-                        not_stellflow: fatal,
+                        not_stellflow,
                     })
                 }
             }

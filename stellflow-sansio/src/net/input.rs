@@ -68,27 +68,7 @@ impl Net {
                     return self.close_with_error(now, slot, err);
                 }
                 Err(FrameError::TooLong { length, max }) => {
-                    let size = u64::from(length) + 4;
-                    let refused =
-                        s.rx.get(4..8)
-                            .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                            .and_then(|id| s.in_flight.remove(i32::from_be_bytes(id)));
-                    if refused.is_none() && first_answer(s) {
-                        let detail = format!(
-                            "its first answer declares a frame of {size} bytes for a request never sent on the connection"
-                        );
-                        let err = ConnectionError::NotStellflow { detail };
-                        return self.close_with_error(now, slot, err);
-                    }
-                    if let Some(req) = refused {
-                        self.counters.requests_in_flight =
-                            self.counters.requests_in_flight.saturating_sub(1);
-                        let api_key = req.api_key;
-                        let err = RequestError::ResponseTooLarge { api_key, size, max };
-                        self.complete(now, req, Err(err));
-                    }
-                    let err = ConnectionError::FrameTooLarge { size, max };
-                    return self.close_with_error(now, slot, err);
+                    return self.refuse_oversize(now, slot, length, max);
                 }
                 Err(e) => {
                     let err = ConnectionError::Malformed(stellflow_proto::DecodeError::invalid(
@@ -99,6 +79,35 @@ impl Net {
                 }
             }
         }
+    }
+
+    /// A frame over `consumer.max_response_frame` (or the client's limit) declared on `slot`:
+    /// the request it answers fails with `ResponseTooLarge` and the connection is closed; a
+    /// first answer for a request never sent means the peer is not a Stellflow broker.
+    fn refuse_oversize(&mut self, now: Instant, slot: usize, length: u32, max: usize) {
+        let Some(s) = self.slots.get_mut(slot) else {
+            return;
+        };
+        let size = u64::from(length) + 4;
+        let refused =
+            s.rx.get(4..8)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .and_then(|id| s.in_flight.remove(i32::from_be_bytes(id)));
+        if refused.is_none() && first_answer(s) {
+            let detail = format!(
+                "its first answer declares a frame of {size} bytes for a request never sent on the connection"
+            );
+            let err = ConnectionError::NotStellflow { detail };
+            return self.close_with_error(now, slot, err);
+        }
+        if let Some(req) = refused {
+            self.counters.requests_in_flight = self.counters.requests_in_flight.saturating_sub(1);
+            let api_key = req.api_key;
+            let err = RequestError::ResponseTooLarge { api_key, size, max };
+            self.complete(now, req, Err(err));
+        }
+        let err = ConnectionError::FrameTooLarge { size, max };
+        self.close_with_error(now, slot, err);
     }
 
     fn handle_frame(&mut self, now: Instant, slot: usize, frame: Bytes) {

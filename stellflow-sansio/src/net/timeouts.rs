@@ -84,7 +84,7 @@ impl Net {
                 req.api_key,
                 now.saturating_duration_since(req.created)
             );
-            self.note_failure(req.created, slot, &cause, false);
+            self.note_failure(req.created, slot, &cause, health::Peer::MayBeBroker);
         }
         self.complete(now, req, Err(err));
         // Repeated in-flight timeouts with nothing received: the connection is presumed dead
@@ -178,7 +178,7 @@ impl Net {
             now.checked_sub(self.request_timeout).unwrap_or(now),
             slot,
             &cause,
-            false,
+            health::Peer::MayBeBroker,
         );
         if late >= LATE_TIMEOUTS_TO_CLOSE || silent >= slot::SILENT_TIMEOUTS_TO_CLOSE {
             let timeouts = silent.max(late);

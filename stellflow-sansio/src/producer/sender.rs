@@ -730,13 +730,15 @@ impl Producer {
         }
     }
 
+    /// Applies the broker's verdict on one batch of partition `(ti, pi)`; once the producer is
+    /// fatal, what would be retried fails with the fatal error.
     fn apply(
         &mut self,
         now: Instant,
         net: &mut Net,
         ti: usize,
         pi: usize,
-        mut batch: Batch,
+        batch: Batch,
         verdict: Verdict,
     ) {
         let verdict = match (&self.fatal, verdict) {
@@ -744,117 +746,163 @@ impl Producer {
             (Some(e), Verdict::Retry { .. } | Verdict::LostState) => Verdict::Fail(e.clone()),
             (_, v) => v,
         };
+        // One step per verdict: written, appended but not replicated, the broker lost the
+        // producer's state, worth a retry, or failed.
         match verdict {
-            Verdict::Written(offset) => {
-                let count = batch.count();
-                if let Some(ps) = self.part_mut(ti, pi)
-                    && batch.stamp.sequence >= 0
-                    && batch.stamp.epoch == ps.seq_epoch
-                {
-                    ps.next_seq = batch.stamp.sequence.wrapping_add(count);
-                }
-                net.counters.producer_records += batch.slots.len() as u64;
-                if let Some(t) = self.topics.get(ti) {
-                    let (n, bytes) = (batch.slots.len(), batch.bytes);
-                    crate::metrics::emit::produced(&mut net.counters, &t.name, n, bytes);
-                }
-                self.succeed_batch(ti, pi, batch, Some(offset));
-            }
-            Verdict::NotReplicated(offset) => {
-                net.counters.producer_record_errors += batch.slots.len() as u64;
-                let topic_part = (ti, pi);
-                let errors: Vec<(u64, DeliveryError)> = batch
-                    .slots
-                    .iter()
-                    .enumerate()
-                    .map(|(index, s)| {
-                        (
-                            s.id,
-                            DeliveryError::NotReplicated {
-                                offset,
-                                index: index as u32,
-                            },
-                        )
-                    })
-                    .collect();
-                for (id, e) in errors {
-                    self.emit_failure(id, e);
-                }
-                self.release(topic_part.0, topic_part.1, batch);
-            }
-            Verdict::LostState => {
-                batch.lost_state += 1;
-                if batch.lost_state > 3 {
-                    let code = ErrorCode::OUT_OF_ORDER_SEQUENCE;
-                    net.counters.producer_record_errors += batch.slots.len() as u64;
-                    self.fail_batch(
-                        ti,
-                        pi,
-                        batch,
-                        DeliveryError::Broker { code },
-                        BatchStage::Closed,
-                    );
-                    return;
-                }
-                if let Some(idem) = &mut self.idem
-                    && idem.bump_from(batch.stamp.epoch)
-                {
-                    net.counters.producer_epoch_bumps += 1;
-                }
-                net.counters.producer_retries += 1;
-                batch.retry_at = Some(now);
-                batch.awaits_leader = false;
-                batch.last_error = Some(DeliveryError::Broker {
-                    code: ErrorCode::OUT_OF_ORDER_SEQUENCE,
-                });
-                self.requeue(ti, pi, batch);
-            }
+            Verdict::Written(offset) => self.on_written(net, ti, pi, batch, offset),
+            Verdict::NotReplicated(offset) => self.on_not_replicated(net, ti, pi, batch, offset),
+            Verdict::LostState => self.on_lost_state(now, net, ti, pi, batch),
             Verdict::Retry { refresh, error } => {
-                batch.attempts += 1;
-                if refresh {
-                    self.want_refresh = true;
-                }
-                if batch.attempts > self.cfg.retries {
-                    let attempts = batch.attempts;
-                    net.counters.producer_record_errors += batch.slots.len() as u64;
-                    let e = DeliveryError::RetriesExhausted {
-                        attempts,
-                        last: Box::new(error),
-                    };
-                    self.fail_batch(ti, pi, batch, e, BatchStage::Closed);
-                } else if now >= batch.deadline {
-                    net.counters.producer_record_errors += batch.slots.len() as u64;
-                    let e = DeliveryError::Timeout {
-                        after: self.cfg.delivery_timeout,
-                        last: Some(Box::new(error)),
-                    };
-                    self.fail_batch(ti, pi, batch, e, BatchStage::Closed);
-                } else {
-                    net.counters.producer_retries += 1;
-                    let topic = self.topics.get(ti).map(|t| &*t.name);
-                    tracing::debug!(
-                        topic,
-                        partition = pi,
-                        attempt = batch.attempts,
-                        "retrying a batch: {error}"
-                    );
-                    batch.retry_at = Some(now + self.retry_delay(batch.attempts));
-                    batch.awaits_leader = refresh;
-                    batch.last_error = Some(error);
-                    self.requeue(ti, pi, batch);
-                }
+                self.on_retry(now, net, (ti, pi), batch, refresh, error);
             }
-            Verdict::Fail(e) => {
-                net.counters.producer_record_errors += batch.slots.len() as u64;
-                let fatal = matches!(e, DeliveryError::Fenced | DeliveryError::ProducerIdConflict)
-                    && self.idem.is_some();
-                if fatal {
-                    self.fail_batch(ti, pi, batch, e.clone(), BatchStage::Closed);
-                    self.make_fatal(net, e);
-                } else {
-                    self.fail_batch(ti, pi, batch, e, BatchStage::Closed);
-                }
-            }
+            Verdict::Fail(e) => self.on_failed(net, ti, pi, batch, e),
+        }
+    }
+
+    /// The batch was written at `offset`: the partition's next sequence moves past it and its
+    /// records succeed.
+    fn on_written(&mut self, net: &mut Net, ti: usize, pi: usize, batch: Batch, offset: i64) {
+        let count = batch.count();
+        if let Some(ps) = self.part_mut(ti, pi)
+            && batch.stamp.sequence >= 0
+            && batch.stamp.epoch == ps.seq_epoch
+        {
+            ps.next_seq = batch.stamp.sequence.wrapping_add(count);
+        }
+        net.counters.producer_records += batch.slots.len() as u64;
+        if let Some(t) = self.topics.get(ti) {
+            let (n, bytes) = (batch.slots.len(), batch.bytes);
+            crate::metrics::emit::produced(&mut net.counters, &t.name, n, bytes);
+        }
+        self.succeed_batch(ti, pi, batch, Some(offset));
+    }
+
+    /// The leader appended the batch at `offset` but could not replicate it: every record
+    /// fails as `NotReplicated` (its outcome unknown; decision 3) and the batch is released.
+    fn on_not_replicated(
+        &mut self,
+        net: &mut Net,
+        ti: usize,
+        pi: usize,
+        batch: Batch,
+        offset: i64,
+    ) {
+        net.counters.producer_record_errors += batch.slots.len() as u64;
+        let topic_part = (ti, pi);
+        let errors: Vec<(u64, DeliveryError)> = batch
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(index, s)| {
+                (
+                    s.id,
+                    DeliveryError::NotReplicated {
+                        offset,
+                        index: index as u32,
+                    },
+                )
+            })
+            .collect();
+        for (id, e) in errors {
+            self.emit_failure(id, e);
+        }
+        self.release(topic_part.0, topic_part.1, batch);
+    }
+
+    /// The broker lost the producer's sequence state: bump the epoch and re-send at once, or
+    /// fail the batch after three such answers.
+    fn on_lost_state(
+        &mut self,
+        now: Instant,
+        net: &mut Net,
+        ti: usize,
+        pi: usize,
+        mut batch: Batch,
+    ) {
+        batch.lost_state += 1;
+        if batch.lost_state > 3 {
+            let code = ErrorCode::OUT_OF_ORDER_SEQUENCE;
+            net.counters.producer_record_errors += batch.slots.len() as u64;
+            self.fail_batch(
+                ti,
+                pi,
+                batch,
+                DeliveryError::Broker { code },
+                BatchStage::Closed,
+            );
+            return;
+        }
+        if let Some(idem) = &mut self.idem
+            && idem.bump_from(batch.stamp.epoch)
+        {
+            net.counters.producer_epoch_bumps += 1;
+        }
+        net.counters.producer_retries += 1;
+        batch.retry_at = Some(now);
+        batch.awaits_leader = false;
+        batch.last_error = Some(DeliveryError::Broker {
+            code: ErrorCode::OUT_OF_ORDER_SEQUENCE,
+        });
+        self.requeue(ti, pi, batch);
+    }
+
+    /// A retriable failure: retry after the backoff (after a metadata refresh when `refresh`),
+    /// or fail once the retries or the delivery timeout are spent.
+    fn on_retry(
+        &mut self,
+        now: Instant,
+        net: &mut Net,
+        (ti, pi): (usize, usize),
+        mut batch: Batch,
+        refresh: bool,
+        error: DeliveryError,
+    ) {
+        batch.attempts += 1;
+        if refresh {
+            self.want_refresh = true;
+        }
+        if batch.attempts > self.cfg.retries {
+            let attempts = batch.attempts;
+            net.counters.producer_record_errors += batch.slots.len() as u64;
+            let e = DeliveryError::RetriesExhausted {
+                attempts,
+                last: Box::new(error),
+            };
+            self.fail_batch(ti, pi, batch, e, BatchStage::Closed);
+        } else if now >= batch.deadline {
+            net.counters.producer_record_errors += batch.slots.len() as u64;
+            let e = DeliveryError::Timeout {
+                after: self.cfg.delivery_timeout,
+                last: Some(Box::new(error)),
+            };
+            self.fail_batch(ti, pi, batch, e, BatchStage::Closed);
+        } else {
+            net.counters.producer_retries += 1;
+            let topic = self.topics.get(ti).map(|t| &*t.name);
+            tracing::debug!(
+                topic,
+                partition = pi,
+                attempt = batch.attempts,
+                "retrying a batch: {error}"
+            );
+            batch.retry_at = Some(now + self.retry_delay(batch.attempts));
+            batch.awaits_leader = refresh;
+            batch.last_error = Some(error);
+            self.requeue(ti, pi, batch);
+        }
+    }
+
+    /// A final failure: the batch fails, and a fencing of the idempotent producer makes it
+    /// fatal.
+    fn on_failed(&mut self, net: &mut Net, ti: usize, pi: usize, batch: Batch, e: DeliveryError) {
+        net.counters.producer_record_errors += batch.slots.len() as u64;
+        let fatal = matches!(e, DeliveryError::Fenced | DeliveryError::ProducerIdConflict)
+            && self.idem.is_some();
+        if fatal {
+            self.fail_batch(ti, pi, batch, e.clone(), BatchStage::Closed);
+            self.make_fatal(net, e);
+        } else {
+            self.fail_batch(ti, pi, batch, e, BatchStage::Closed);
         }
     }
 
