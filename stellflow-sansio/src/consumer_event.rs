@@ -32,6 +32,18 @@ pub enum LogStartAction {
     Stopped,
 }
 
+impl LogStartAction {
+    /// What a consumer does under `policy` when its position left the log.
+    pub(crate) fn under(policy: crate::consumer_config::OffsetReset) -> Self {
+        use crate::consumer_config::OffsetReset;
+        match policy {
+            OffsetReset::Earliest => LogStartAction::MovedToLogStart,
+            OffsetReset::Latest => LogStartAction::MovedToEnd,
+            _ => LogStartAction::Stopped,
+        }
+    }
+}
+
 /// Why a commit ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

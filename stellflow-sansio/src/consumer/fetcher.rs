@@ -170,11 +170,7 @@ impl PartState {
         policy: OffsetReset,
         sh: &mut Shared,
     ) -> LogStartAction {
-        let action = match policy {
-            OffsetReset::Earliest => LogStartAction::MovedToLogStart,
-            OffsetReset::Latest => LogStartAction::MovedToEnd,
-            _ => LogStartAction::Stopped,
-        };
+        let action = LogStartAction::under(policy);
         emit(
             sh,
             ConsumerEvent::LogStartMoved {

@@ -455,11 +455,7 @@ impl Consumer {
             p.not_before = Some(now + p.empty_backoff);
             return;
         }
-        let action = match policy {
-            OffsetReset::Earliest => LogStartAction::MovedToLogStart,
-            OffsetReset::Latest => LogStartAction::MovedToEnd,
-            _ => LogStartAction::Stopped,
-        };
+        let action = LogStartAction::under(policy);
         emit(
             sh,
             ConsumerEvent::PositionOutOfRange {
