@@ -27,13 +27,7 @@ impl World {
             consider(give_up_at(l.unacked_timeout, l.up.oldest_written()));
         }
         for ((client, _), l) in &self.links {
-            if !l.timed_out {
-                let since = [l.up.oldest_written(), l.unacked_since]
-                    .into_iter()
-                    .flatten()
-                    .min();
-                consider(give_up_at(l.unacked_timeout, since));
-            }
+            consider(l.gives_up_at());
             if !self.cut(*client, l.broker) {
                 consider(l.up.next_at());
                 // A paused client reads nothing: what comes for it waits in the network.
@@ -396,12 +390,7 @@ impl World {
             let Some(link) = self.links.get_mut(&key) else {
                 continue;
             };
-            let since = [link.up.oldest_written(), link.unacked_since]
-                .into_iter()
-                .flatten()
-                .min();
-            if !link.timed_out && give_up_at(link.unacked_timeout, since).is_some_and(|t| t <= now)
-            {
+            if link.gives_up_at().is_some_and(|t| t <= now) {
                 progress = true;
                 link.timed_out = true;
                 link.up.clear();

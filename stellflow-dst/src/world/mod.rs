@@ -168,6 +168,22 @@ struct Link {
     timed_out: bool,
 }
 
+impl Link {
+    /// When the client's host gives this connection up: its user timeout after the oldest
+    /// bytes still unacknowledged were written (in the pipe, or lost in a black hole); `None`
+    /// without a timeout, with nothing unacknowledged, or once given up.
+    fn gives_up_at(&self) -> Option<Instant> {
+        if self.timed_out {
+            return None;
+        }
+        let since = [self.up.oldest_written(), self.unacked_since]
+            .into_iter()
+            .flatten()
+            .min();
+        Some(since? + self.unacked_timeout?)
+    }
+}
+
 /// A connection the client closed gracefully with bytes still on their way to the broker:
 /// they keep arriving (a closed socket's host still delivers what it had sent), then the
 /// broker sees the close. Answers to it are dropped. An abortive close (`CloseMode::Abort`)

@@ -220,8 +220,8 @@ pub(crate) fn lease_margin(session: Duration, heartbeat: Duration) -> Duration {
 impl Consumer {
     /// How long the host may keep this client's written bytes unacknowledged
     /// ([`crate::ConnectRequest::unacked_timeout`]): the lease margin for a client with a
-    /// group id, on every connection, for the coordinator's connection is the slot of its
-    /// address, shared with everything sent to that broker and often opened before
+    /// group id, on every connection, because the coordinator's connection is the slot of
+    /// its address, shared with everything sent to that broker and often opened before
     /// FindCoordinator named it (decision 19 (e)). `None` without a group.
     pub(crate) fn unacked_timeout(&self) -> Option<Duration> {
         self.config.group_id.as_ref()?;
