@@ -174,6 +174,7 @@ impl ConsumerConfig {
     /// let e = c.validate().unwrap_err().to_string();
     /// assert!(e.contains("consumer.heartbeat_interval"), "{e}");
     /// ```
+    // Long by design: one independent check per field, in field order (a list).
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |field, reason| Err(ConfigError::Invalid { field, reason });
         let ms_i32 = |d: Duration| i32::try_from(d.as_millis()).is_ok();

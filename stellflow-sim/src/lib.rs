@@ -16,7 +16,7 @@
 //! * [`broker::Broker`], which answers decoded request frames exactly like the server
 //!   (PROTOCOL.md §2–§4, §8), and [`SimCluster`], N brokers plus a simulated controller behind a
 //!   sans-IO **byte-stream** interface: `connect` → `handle_input` (client bytes, any split) →
-//!   `poll_transmit`/`poll_output` (response bytes), `poll_closed`, `disconnect`,
+//!   `poll_transmit`/`take_replies` (response bytes), `poll_closed`, `disconnect`,
 //!   `handle_timeout`/`poll_timeout`. Time is the `Instant` passed in; randomness comes only
 //!   from the seed. Test knobs ([`Knobs`]): fault injection, response delays, response and
 //!   execution reordering, crash/restart, replication pauses, leader moves, log-start moves.

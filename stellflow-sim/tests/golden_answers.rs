@@ -119,7 +119,7 @@ fn produce_example_b_gives_example_c() {
     let mut buf = BytesMut::from(&example_b[..]);
     h.cluster.handle_input(h.conn, h.now, &mut buf);
     let mut out = BytesMut::new();
-    assert!(h.cluster.poll_output(h.conn, &mut out));
+    assert!(h.cluster.take_replies(h.conn, &mut out));
     assert_eq!(&out[..], &example_c[..]);
 }
 

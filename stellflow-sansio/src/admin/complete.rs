@@ -375,6 +375,8 @@ impl Admin {
         }
     }
 
+    // Long by design: one flat arm per one-request admin answer, each decoding into its
+    // result type (a table; cutting it would scatter the table).
     fn single_result(
         sh: &mut Shared,
         kind: &Single,

@@ -24,6 +24,7 @@ fn status_body() -> (stellflow_proto::NString, stellflow_proto::NString) {
 impl Admin {
     /// Starts a command: validates it, then sends its first request (or waits for
     /// metadata). The caller runs the client's pass after a command that started.
+    // Long by design: one flat arm per admin command building its request (a table).
     pub(crate) fn start(
         &mut self,
         sh: &mut Shared,

@@ -6,7 +6,7 @@
 //! Time comes in as `now` on every input; nothing reads the clock. Randomness comes from the
 //! seed given to [`SimCluster::new`]. After every input (`connect`, `handle_input`,
 //! `disconnect`, `handle_timeout`, control calls) drain [`SimCluster::poll_transmit`] (or
-//! [`SimCluster::poll_output`] per connection) and [`SimCluster::poll_closed`] until empty, then
+//! [`SimCluster::take_replies`] per connection) and [`SimCluster::poll_closed`] until empty, then
 //! wait until new client bytes or [`SimCluster::poll_timeout`]. Spurious `handle_timeout` calls
 //! are harmless.
 //!
@@ -466,7 +466,7 @@ impl SimCluster {
     }
 
     /// Appends every response ready on `conn` to `buf`; returns whether anything was appended.
-    pub fn poll_output(&mut self, conn: ConnId, buf: &mut BytesMut) -> bool {
+    pub fn take_replies(&mut self, conn: ConnId, buf: &mut BytesMut) -> bool {
         let mut any = false;
         let mut rest = VecDeque::with_capacity(self.ready.len());
         for (c, b) in self.ready.drain(..) {

@@ -55,7 +55,7 @@ impl Harness {
 
     pub fn take(&mut self, conn: ConnId) -> Vec<Bytes> {
         let mut out = BytesMut::new();
-        self.cluster.poll_output(conn, &mut out);
+        self.cluster.take_replies(conn, &mut out);
         let mut dec = FrameDecoder::new();
         let mut frames = Vec::new();
         while let Ok(Some(f)) = dec.decode(&mut out) {
