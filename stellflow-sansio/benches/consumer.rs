@@ -66,7 +66,7 @@ fn produce(sim: &mut SimCluster, now: Instant, partition: i32, blob: Bytes) {
     );
     sim.handle_input(conn, now, &mut buf);
     let mut out = BytesMut::new();
-    sim.poll_output(conn, &mut out);
+    sim.take_replies(conn, &mut out);
     sim.disconnect(conn);
     let frame = FrameDecoder::new()
         .decode(&mut out)

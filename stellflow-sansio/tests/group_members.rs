@@ -125,7 +125,7 @@ impl Fleet {
         encode_request(&mut buf, &h, &req);
         self.sim.handle_input(conn, self.now, &mut buf);
         let mut out = BytesMut::new();
-        self.sim.poll_output(conn, &mut out);
+        self.sim.take_replies(conn, &mut out);
         self.sim.disconnect(conn);
         let frame = FrameDecoder::new().decode(&mut out).unwrap().unwrap();
         let (_, body) = split_response(frame).unwrap();
@@ -142,7 +142,7 @@ impl Fleet {
         encode_request(&mut buf, &h, req);
         self.sim.handle_input(conn, self.now, &mut buf);
         let mut out = BytesMut::new();
-        self.sim.poll_output(conn, &mut out);
+        self.sim.take_replies(conn, &mut out);
         self.sim.disconnect(conn);
         let frame = FrameDecoder::new().decode(&mut out).unwrap().unwrap();
         let (_, body) = split_response(frame).unwrap();

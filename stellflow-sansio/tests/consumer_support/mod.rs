@@ -27,7 +27,7 @@ pub fn raw_call<R: Request>(w: &mut World, broker: i32, req: &R) -> R::Response 
     encode_request(&mut buf, &h, req);
     w.sim.handle_input(conn, w.now, &mut buf);
     let mut out = BytesMut::new();
-    w.sim.poll_output(conn, &mut out);
+    w.sim.take_replies(conn, &mut out);
     w.sim.disconnect(conn);
     let frame = FrameDecoder::new()
         .decode(&mut out)
