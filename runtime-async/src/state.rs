@@ -554,7 +554,8 @@ impl State {
                 drop(tx.send(result.map_err(Error::from)));
             }
         };
-        (self.batches).complete_batch(segment, batch.ids_with_timestamps(), single);
+        self.batches
+            .complete_batch(segment, batch.ids_with_timestamps(), single);
     }
 
     /// Hands one record its outcome: its place in an `enqueue_all` batch (found by its run),
