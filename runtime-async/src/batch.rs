@@ -55,6 +55,36 @@ enum Source {
     Failed(Error),
 }
 
+impl Source {
+    /// Whether both wrote to the same topic (the same `Arc`), partition and offset.
+    fn same_place(&self, other: &Source) -> bool {
+        match (self, other) {
+            (
+                Source::Written {
+                    topic,
+                    partition,
+                    offset,
+                },
+                Source::Written {
+                    topic: t,
+                    partition: p,
+                    offset: o,
+                },
+            ) => Arc::ptr_eq(topic, t) && (partition, offset) == (p, o),
+            _ => false,
+        }
+    }
+
+    /// The source of a record reported on its own.
+    fn written(m: RecordMetadata) -> Source {
+        Source::Written {
+            topic: m.topic,
+            partition: m.partition,
+            offset: m.offset,
+        }
+    }
+}
+
 /// One record's outcome, compactly: its source, its index in its blob and its timestamp.
 #[derive(Debug, Clone, Copy)]
 struct Slot {
@@ -215,9 +245,19 @@ impl BatchOutcome {
     }
 
     /// Adds `source` to the table; its number ([`NO_OUTCOME`] past `u32::MAX - 1` sources,
-    /// which no memory holds: such records read `Shutdown`).
+    /// which no memory holds: such records read `Shutdown`). A write to the same place as the
+    /// last source's (the same core batch reached again, or blobs without offsets with
+    /// `acks = 0`) shares it.
     fn add(&mut self, source: Source) -> u32 {
-        match u32::try_from(self.sources.len()) {
+        let n = self.sources.len();
+        if self
+            .sources
+            .last()
+            .is_some_and(|last| last.same_place(&source))
+        {
+            return u32::try_from(n - 1).unwrap_or(NO_OUTCOME);
+        }
+        match u32::try_from(n) {
             Ok(n) if n != NO_OUTCOME => {
                 self.sources.push(source);
                 n
@@ -622,20 +662,11 @@ impl Batches {
         let Some(b) = self.open.get_mut(&key) else {
             return;
         };
-        let (slot, source) = match result {
-            Ok(m) => {
-                let slot = (m.index, m.timestamp);
-                let source = Source::Written {
-                    topic: m.topic,
-                    partition: m.partition,
-                    offset: m.offset,
-                };
-                (slot, source)
-            }
-            Err(e) => ((0, 0), Source::Failed(Error::from(e))),
+        let (index_in_blob, timestamp, source) = match result {
+            Ok(m) => (m.index, m.timestamp, Source::written(m)),
+            Err(e) => (0, 0, Source::Failed(Error::from(e))),
         };
         let (source, failed) = b.add(|| source);
-        let (index_in_blob, timestamp) = slot;
         let slot = Slot {
             source,
             index: index_in_blob,
@@ -1051,8 +1082,8 @@ mod tests {
         assert!(b.runs.runs.is_empty());
     }
 
-    /// Two calls' records interleaved in one core batch: each call gets its own entry for
-    /// each stretch of its records, and its records only.
+    /// Two calls' records interleaved in one core batch: each call gets the core batch as an
+    /// entry of its own, and its records only.
     #[test]
     fn one_core_batch_serves_two_calls() {
         let mut b = Batches::default();
@@ -1073,7 +1104,8 @@ mod tests {
         let index = |o: &BatchOutcome| -> Vec<u32> { o.iter().map(|m| m.unwrap().index).collect() };
         assert_eq!(index(&one), [0, 1, 4, 5]);
         assert_eq!(index(&two), [2, 3]);
-        assert_eq!((one.sources.len(), two.sources.len()), (2, 1));
+        // The call's two stretches of one core batch share its entry.
+        assert_eq!((one.sources.len(), two.sources.len()), (1, 1));
     }
 
     /// An abandoned batch drops out of the table once its last record is in, keeping nothing.
