@@ -115,6 +115,7 @@ pub(crate) struct Segment<'a> {
 }
 
 impl Segment<'_> {
+    /// The source its records' outcomes are read from (the one clone of the topic's `Arc`).
     fn source(&self) -> Source {
         match self.result {
             Ok(offset) => Source::Written {
@@ -205,7 +206,7 @@ impl BatchOutcome {
 
     /// How many records were delivered (their outcome is `Ok`).
     pub fn delivered(&self) -> usize {
-        self.slots.len() - self.failed
+        self.slots.len().saturating_sub(self.failed)
     }
 
     /// How many records failed (refused at once, not delivered, or without an outcome because
