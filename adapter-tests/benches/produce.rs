@@ -65,14 +65,15 @@ async fn batch(client: &Client, record: &Record, n: usize) {
         let records = std::iter::repeat_n(record, k);
         pending.push_back(producer.enqueue_all(records).await.unwrap());
         while let Some(d) = pending.front_mut() {
-            let Some(outcomes) = d.try_wait() else { break };
-            outcomes.into_iter().for_each(|o| drop(o.unwrap()));
+            let Some(outcome) = d.try_wait() else { break };
+            assert_eq!(outcome.first_error().map(|(i, e)| (i, e.to_string())), None);
             pending.pop_front();
         }
     }
     producer.flush().await.unwrap();
     for d in pending {
-        d.await.into_iter().for_each(|o| drop(o.unwrap()));
+        let outcome = d.await;
+        assert_eq!(outcome.first_error().map(|(i, e)| (i, e.to_string())), None);
     }
 }
 

@@ -105,14 +105,18 @@ async fn produce<R: Runtime>(
                 .await?,
         );
         while let Some(d) = pending.front_mut() {
-            let Some(outcomes) = d.try_wait() else { break };
-            outcomes.into_iter().try_for_each(|o| o.map(drop))?;
+            let Some(outcome) = d.try_wait() else { break };
+            if let Some((_, e)) = outcome.first_error() {
+                return Err(e.clone().into());
+            }
             pending.pop_front();
         }
     }
     producer.flush().await?;
     for d in pending {
-        d.await.into_iter().try_for_each(|o| o.map(drop))?;
+        if let Some((_, e)) = d.await.first_error() {
+            return Err(e.clone().into());
+        }
     }
     let cpu = cpu_since(cpu);
     report(&format!("{label}-produce"), n, size, start.elapsed(), cpu);

@@ -1,21 +1,28 @@
-//! Batch sends: the outcome of `Producer::enqueue_all` ([`BatchDelivery`]) and the table that
-//! collects a batch's per-record outcomes while its records are on their way.
+//! Batch sends: the outcome of `Producer::enqueue_all` ([`BatchDelivery`], answering a
+//! [`BatchOutcome`]) and the table that collects a batch's per-record outcomes while its
+//! records are on their way.
 //!
 //! A batch costs a constant number of allocations whatever its length: one vector of
-//! outcomes (sized from the iterator's hint, so one allocation when the hint is exact), one
-//! one-shot channel, and its entry in the table. Its records take no slot of their own:
-//! records fed to the core in one go get consecutive produce ids and consecutive places in
-//! the outcome vector, so one [`Run`] (first id, first index, length) stands for all of them,
-//! and an outcome finds its place by arithmetic. The core reports a whole batch of the
-//! partition at once (`Event::ProducedBatch`), whose ids mostly fall in one run after the
-//! other, so finding the run is one comparison per record.
+//! 16-byte slots (sized from the iterator's hint, so one allocation when the hint is exact), a
+//! small table of sources (one per core batch that delivered records of the call, and one per
+//! run of records refused at once), one one-shot channel, and its entry in the table. Its
+//! records take no slot of their own in the table: records fed to the core in one go get
+//! consecutive produce ids and consecutive places in the outcome, so one [`Run`] (first id,
+//! first index, length) stands for all of them, and an outcome finds its place by
+//! arithmetic. The core reports a whole batch of the partition at once
+//! (`Event::ProducedBatch`), whose ids mostly fall in one run after the other, so finding the
+//! run is one comparison per record, and the batch becomes one source: a record's outcome is
+//! written as the source's number, its index in the blob and its timestamp. The
+//! [`RecordMetadata`] of a record is built only when the caller asks for it.
 
 use crate::state::{IdMap, Reply};
 use crate::{Error, RecordMetadata, Result};
 use futures_channel::oneshot;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
+use stellflow_sansio::{DeliveryError, ProduceId};
 
 /// What `State::feed` did.
 #[derive(Debug, PartialEq, Eq)]
@@ -28,16 +35,458 @@ pub(crate) enum Fed {
     Wait,
 }
 
+/// The source number of a slot without an outcome: it reads [`Error::Shutdown`].
+const NO_OUTCOME: u32 = u32::MAX;
+
+/// What a record without an outcome reads (the client stopped first).
+static SHUT_DOWN: Source = Source::Failed(Error::Shutdown);
+
+/// Where the outcomes of some records of a call came from: a core batch that wrote them (or
+/// failed them all with one error), or a refusal of records at once.
+#[derive(Debug, Clone)]
+enum Source {
+    /// Written: the blob's topic, partition and offset (`None` with `acks = 0`).
+    Written {
+        topic: Arc<str>,
+        partition: i32,
+        offset: Option<i64>,
+    },
+    /// Every record of this source failed with this error.
+    Failed(Error),
+}
+
+impl Source {
+    /// Whether both wrote to the same topic (the same `Arc`), partition and offset.
+    fn same_place(&self, other: &Source) -> bool {
+        match (self, other) {
+            (
+                Source::Written {
+                    topic,
+                    partition,
+                    offset,
+                },
+                Source::Written {
+                    topic: t,
+                    partition: p,
+                    offset: o,
+                },
+            ) => Arc::ptr_eq(topic, t) && (partition, offset) == (p, o),
+            _ => false,
+        }
+    }
+
+    /// The source of a record reported on its own.
+    fn written(m: RecordMetadata) -> Source {
+        Source::Written {
+            topic: m.topic,
+            partition: m.partition,
+            offset: m.offset,
+        }
+    }
+}
+
+/// One record's outcome, compactly: its source, its index in its blob and its timestamp.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// An index into [`BatchOutcome::sources`], or [`NO_OUTCOME`].
+    source: u32,
+    /// The record's index within its blob (when written).
+    index: u32,
+    /// The record's timestamp as written.
+    timestamp: i64,
+}
+
+impl Slot {
+    /// The slot of a record still on its way.
+    const PENDING: Slot = Slot {
+        source: NO_OUTCOME,
+        index: 0,
+        timestamp: 0,
+    };
+}
+
+/// A core batch's outcome as [`Batches::complete_batch`] takes it (`ProducedBatch`'s parts).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Segment<'a> {
+    pub topic: &'a Arc<str>,
+    pub partition: i32,
+    /// The blob's offset, or why none of its records was delivered.
+    pub result: std::result::Result<Option<i64>, &'a DeliveryError>,
+}
+
+impl Segment<'_> {
+    /// The source its records' outcomes are read from (the one clone of the topic's `Arc`).
+    fn source(&self) -> Source {
+        match self.result {
+            Ok(offset) => Source::Written {
+                topic: self.topic.clone(),
+                partition: self.partition,
+                offset,
+            },
+            Err(e) => Source::Failed(Error::from(e.clone())),
+        }
+    }
+}
+
+/// The outcome of every record of one `Producer::enqueue_all` (or `send_all`), in the order
+/// the records were given: what [`BatchDelivery`] completes with. Each record's outcome is its
+/// [`RecordMetadata`] (partition, offset and index) or the error that stopped it, built when
+/// asked for ([`BatchOutcome::get`], [`BatchOutcome::iter`]); the outcome itself keeps
+/// 16 bytes a record and one entry per core batch that delivered some of them, so the
+/// summaries ([`BatchOutcome::failed`], [`BatchOutcome::first_error`],
+/// [`BatchOutcome::errors`]) cost no allocation. [`BatchOutcome::into_vec`] gives the
+/// outcomes as a vector.
+///
+/// ```no_run
+/// # use stellflow_async::{Producer, Record, Runtime};
+/// # async fn f<R: Runtime>(producer: Producer<R>, records: Vec<Record>) -> stellflow_async::Result<()> {
+/// let outcome = producer.send_all(&records).await?;
+/// if let Some((i, e)) = outcome.first_error() {
+///     eprintln!("{} of {} records failed; record {i}: {e}", outcome.failed(), outcome.len());
+/// }
+/// for (i, result) in outcome.iter().enumerate() {
+///     if let Ok(written) = result {
+///         println!("record {i} at {}#{}", written.partition, written.index);
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Default)]
+pub struct BatchOutcome {
+    /// What the slots point at: a core batch's result, or a refusal.
+    sources: Vec<Source>,
+    /// One per record, in call order.
+    slots: Vec<Slot>,
+    /// Records whose outcome is an error (refused, not delivered, or without an outcome).
+    failed: usize,
+}
+
+impl BatchOutcome {
+    /// An outcome with room for `hint` records.
+    fn with_capacity(hint: usize) -> BatchOutcome {
+        BatchOutcome {
+            sources: Vec::new(),
+            slots: Vec::with_capacity(hint),
+            failed: 0,
+        }
+    }
+
+    /// `len` records that all read [`Error::Shutdown`] (the client stopped before answering).
+    fn shut_down(len: usize) -> BatchOutcome {
+        BatchOutcome {
+            sources: Vec::new(),
+            slots: vec![Slot::PENDING; len],
+            failed: len,
+        }
+    }
+
+    /// How many records the outcome holds (as many as the call was given).
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the call was given no record.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Record `i`'s outcome (its position in the call): where it was written, or why not;
+    /// `None` past the end.
+    pub fn get(&self, i: usize) -> Option<Result<RecordMetadata>> {
+        self.slots.get(i).map(|slot| self.read(slot))
+    }
+
+    /// Every record's outcome, in call order, each built as it is reached.
+    pub fn iter(&self) -> BatchOutcomeIter<'_> {
+        BatchOutcomeIter {
+            sources: &self.sources,
+            slots: self.slots.iter(),
+        }
+    }
+
+    /// How many records were delivered (their outcome is `Ok`).
+    pub fn delivered(&self) -> usize {
+        self.slots.len().saturating_sub(self.failed)
+    }
+
+    /// How many records failed (refused at once, not delivered, or without an outcome because
+    /// the client stopped).
+    pub fn failed(&self) -> usize {
+        self.failed
+    }
+
+    /// Whether every record was delivered.
+    pub fn all_delivered(&self) -> bool {
+        self.failed == 0
+    }
+
+    /// The first record (in call order) that failed: its position and its error.
+    pub fn first_error(&self) -> Option<(usize, &Error)> {
+        self.errors().next()
+    }
+
+    /// Every record that failed, in call order: its position and its error (records that
+    /// failed together share one error).
+    pub fn errors(&self) -> BatchErrors<'_> {
+        BatchErrors {
+            sources: &self.sources,
+            slots: self.slots.iter().enumerate(),
+            left: self.failed,
+        }
+    }
+
+    /// The outcomes as a vector, in call order (one [`RecordMetadata`] or error per record).
+    pub fn into_vec(self) -> Vec<Result<RecordMetadata>> {
+        self.into_iter().collect()
+    }
+
+    /// A slot's outcome.
+    fn read(&self, slot: &Slot) -> Result<RecordMetadata> {
+        read(&self.sources, slot)
+    }
+
+    /// Adds `source` to the table; its number ([`NO_OUTCOME`] past `u32::MAX - 1` sources,
+    /// which no memory holds: such records read `Shutdown`). A write to the same place as the
+    /// last source's (the same core batch reached again, or blobs without offsets with
+    /// `acks = 0`) shares it.
+    fn add(&mut self, source: Source) -> u32 {
+        let n = self.sources.len();
+        if self
+            .sources
+            .last()
+            .is_some_and(|last| last.same_place(&source))
+        {
+            return u32::try_from(n - 1).unwrap_or(NO_OUTCOME);
+        }
+        match u32::try_from(n) {
+            Ok(n) if n != NO_OUTCOME => {
+                self.sources.push(source);
+                n
+            }
+            _ => NO_OUTCOME,
+        }
+    }
+
+    /// Whether slots of source `n` read as an error.
+    fn fails(&self, n: u32) -> bool {
+        !matches!(source(&self.sources, n), Source::Written { .. })
+    }
+
+    /// Adds `n` records still on their way (their slots are written when their outcome comes).
+    fn push_pending(&mut self, n: usize) {
+        self.slots.resize(self.slots.len() + n, Slot::PENDING);
+    }
+
+    /// Adds `n` records that failed at once with `error` (one source for all of them).
+    fn push_failed(&mut self, error: Error, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let source = self.add(Source::Failed(error));
+        let slot = Slot {
+            source,
+            ..Slot::PENDING
+        };
+        self.slots.resize(self.slots.len() + n, slot);
+        self.failed += n;
+    }
+
+    /// Writes the outcome of the record at `at` (a place still pending).
+    fn write(&mut self, at: usize, slot: Slot, failed: bool) {
+        if let Some(s) = self.slots.get_mut(at) {
+            *s = slot;
+            self.failed += usize::from(failed);
+        }
+    }
+}
+
+/// Source `n` of `sources`; a slot without an outcome reads [`SHUT_DOWN`].
+fn source(sources: &[Source], n: u32) -> &Source {
+    usize::try_from(n)
+        .ok()
+        .and_then(|n| sources.get(n))
+        .unwrap_or(&SHUT_DOWN)
+}
+
+/// A slot's outcome, built from its source.
+fn read(sources: &[Source], slot: &Slot) -> Result<RecordMetadata> {
+    match source(sources, slot.source) {
+        Source::Written {
+            topic,
+            partition,
+            offset,
+        } => Ok(RecordMetadata {
+            topic: topic.clone(),
+            partition: *partition,
+            offset: *offset,
+            index: slot.index,
+            timestamp: slot.timestamp,
+        }),
+        Source::Failed(e) => Err(e.clone()),
+    }
+}
+
+impl std::fmt::Debug for BatchOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl IntoIterator for BatchOutcome {
+    type Item = Result<RecordMetadata>;
+    type IntoIter = BatchOutcomeIntoIter;
+
+    fn into_iter(self) -> BatchOutcomeIntoIter {
+        BatchOutcomeIntoIter {
+            sources: self.sources,
+            slots: self.slots.into_iter(),
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a BatchOutcome {
+    type Item = Result<RecordMetadata>;
+    type IntoIter = BatchOutcomeIter<'a>;
+
+    fn into_iter(self) -> BatchOutcomeIter<'a> {
+        self.iter()
+    }
+}
+
+/// The outcomes of a [`BatchOutcome`] by reference, in call order ([`BatchOutcome::iter`]).
+#[derive(Debug, Clone)]
+pub struct BatchOutcomeIter<'a> {
+    sources: &'a [Source],
+    slots: std::slice::Iter<'a, Slot>,
+}
+
+impl Iterator for BatchOutcomeIter<'_> {
+    type Item = Result<RecordMetadata>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.slots.next().map(|slot| read(self.sources, slot))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.slots.size_hint()
+    }
+
+    fn nth(&mut self, n: usize) -> Option<Self::Item> {
+        self.slots.nth(n).map(|slot| read(self.sources, slot))
+    }
+}
+
+impl DoubleEndedIterator for BatchOutcomeIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.slots.next_back().map(|slot| read(self.sources, slot))
+    }
+}
+
+impl ExactSizeIterator for BatchOutcomeIter<'_> {}
+impl std::iter::FusedIterator for BatchOutcomeIter<'_> {}
+
+/// The outcomes of a [`BatchOutcome`] taken by value, in call order (its `into_iter`).
+#[derive(Debug)]
+pub struct BatchOutcomeIntoIter {
+    sources: Vec<Source>,
+    slots: std::vec::IntoIter<Slot>,
+}
+
+impl Iterator for BatchOutcomeIntoIter {
+    type Item = Result<RecordMetadata>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.slots.next().map(|slot| read(&self.sources, &slot))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.slots.size_hint()
+    }
+
+    fn nth(&mut self, n: usize) -> Option<Self::Item> {
+        self.slots.nth(n).map(|slot| read(&self.sources, &slot))
+    }
+}
+
+impl DoubleEndedIterator for BatchOutcomeIntoIter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.slots
+            .next_back()
+            .map(|slot| read(&self.sources, &slot))
+    }
+}
+
+impl ExactSizeIterator for BatchOutcomeIntoIter {}
+impl std::iter::FusedIterator for BatchOutcomeIntoIter {}
+
+/// The records of a [`BatchOutcome`] that failed, in call order: each one's position and
+/// error ([`BatchOutcome::errors`]).
+#[derive(Debug, Clone)]
+pub struct BatchErrors<'a> {
+    sources: &'a [Source],
+    slots: std::iter::Enumerate<std::slice::Iter<'a, Slot>>,
+    /// Failed records not reached yet (the walk stops after the last one).
+    left: usize,
+}
+
+impl<'a> Iterator for BatchErrors<'a> {
+    type Item = (usize, &'a Error);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        let sources = self.sources;
+        let found = self
+            .slots
+            .find_map(|(i, slot)| match source(sources, slot.source) {
+                Source::Failed(e) => Some((i, e)),
+                Source::Written { .. } => None,
+            });
+        self.left = if found.is_some() { self.left - 1 } else { 0 };
+        found
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.left))
+    }
+}
+
+impl std::iter::FusedIterator for BatchErrors<'_> {}
+
 /// One batch's outcomes while its records are on their way.
 struct Collecting {
-    /// An outcome per record, in call order; a record still on its way holds a placeholder.
-    results: Vec<Result<RecordMetadata>>,
+    /// An outcome per record, in call order; a record still on its way holds a pending slot.
+    outcome: BatchOutcome,
     /// Records whose outcome is not in yet.
     waiting: usize,
     /// Every record was fed: the batch is answered once `waiting` reaches 0.
     sealed: bool,
     /// `None` once the caller went away: outcomes are then discarded.
-    reply: Option<Reply<Vec<Result<RecordMetadata>>>>,
+    reply: Option<Reply<BatchOutcome>>,
+}
+
+impl Collecting {
+    /// Whether the batch is complete (sealed, nothing on its way).
+    fn complete(&self) -> bool {
+        self.sealed && self.waiting == 0
+    }
+
+    /// Adds a source for records about to be written; its number and whether it fails them.
+    /// An abandoned batch keeps nothing.
+    fn add(&mut self, source: impl FnOnce() -> Source) -> (u32, bool) {
+        let n = match self.reply {
+            Some(_) => self.outcome.add(source()),
+            None => NO_OUTCOME,
+        };
+        (n, self.outcome.fails(n))
+    }
+
+    /// Record `at` of the batch has its outcome.
+    fn write(&mut self, at: usize, slot: Slot, failed: bool) {
+        self.waiting = self.waiting.saturating_sub(1);
+        self.outcome.write(at, slot, failed);
+    }
 }
 
 /// Records of one batch fed to the core in one go: ids `first_id..first_id + len` are the
@@ -94,19 +543,36 @@ impl Runs {
 
     /// The batch and place of record `id`, which leaves the table; `None` when no run holds it.
     fn take(&mut self, id: u64) -> Option<(u64, usize)> {
-        let at = match self.runs.get(self.hint) {
-            Some(r) if r.holds(id) => self.hint,
+        let at = self.find(id)?;
+        self.take_at(at, id)
+    }
+
+    /// The place of record `id` when a run of batch `key` holds it (it leaves the table);
+    /// `None` (and the record stays) when no run, or another batch's, holds it.
+    fn take_of(&mut self, key: u64, id: u64) -> Option<usize> {
+        let at = self.find(id)?;
+        if self.runs.get(at)?.key != key {
+            return None;
+        }
+        self.take_at(at, id).map(|(_, index)| index)
+    }
+
+    /// The position of the run that holds `id` (the last one found first).
+    fn find(&self, id: u64) -> Option<usize> {
+        match self.runs.get(self.hint) {
+            Some(r) if r.holds(id) => Some(self.hint),
             _ => {
                 let at = self
                     .runs
                     .partition_point(|r| r.first_id <= id)
                     .checked_sub(1)?;
-                if !self.runs.get(at)?.holds(id) {
-                    return None;
-                }
-                at
+                self.runs.get(at)?.holds(id).then_some(at)
             }
-        };
+        }
+    }
+
+    /// Takes record `id` out of the run at `at` (which holds it): its batch and place.
+    fn take_at(&mut self, at: usize, id: u64) -> Option<(u64, usize)> {
         let r = self.runs.get_mut(at)?;
         if r.left == 0 {
             return None; // taken before: an id has one outcome
@@ -133,11 +599,11 @@ pub(crate) struct Batches {
 
 impl Batches {
     /// Opens a batch of about `hint` records; its outcomes go to `reply`.
-    pub fn open(&mut self, hint: usize, reply: Reply<Vec<Result<RecordMetadata>>>) -> u64 {
+    pub fn open(&mut self, hint: usize, reply: Reply<BatchOutcome>) -> u64 {
         let key = self.next;
         self.next += 1;
         let batch = Collecting {
-            results: Vec::with_capacity(hint),
+            outcome: BatchOutcome::with_capacity(hint),
             waiting: 0,
             sealed: false,
             reply: Some(reply),
@@ -148,7 +614,7 @@ impl Batches {
 
     /// How many records batch `key` holds so far (the index of its next one).
     pub fn fed(&self, key: u64) -> usize {
-        self.open.get(&key).map_or(0, |b| b.results.len())
+        self.open.get(&key).map_or(0, |b| b.outcome.len())
     }
 
     /// Record `id`, the next of batch `key` (its index is [`Batches::fed`] plus the records
@@ -165,9 +631,7 @@ impl Batches {
         let Some(b) = self.open.get_mut(&key) else {
             return;
         };
-        // Placeholders, each replaced by its outcome.
-        let len = b.results.len() + n;
-        b.results.resize_with(len, || Err(Error::Shutdown));
+        b.outcome.push_pending(n);
         b.waiting += n;
     }
 
@@ -181,24 +645,77 @@ impl Batches {
         self.runs.waiting
     }
 
-    /// Adds a record whose outcome is known already (it was refused at once).
-    pub fn push_done(&mut self, key: u64, result: Result<RecordMetadata>) {
+    /// Adds `n` records whose outcome is known already: they were refused at once with
+    /// `error` (one entry for all of them).
+    pub fn push_refused(&mut self, key: u64, error: Error, n: usize) {
         if let Some(b) = self.open.get_mut(&key) {
-            b.results.push(result);
+            b.outcome.push_failed(error, n);
         }
     }
 
-    /// Record `index` of batch `key` has its outcome.
-    pub fn complete(&mut self, key: u64, index: usize, result: Result<RecordMetadata>) {
+    /// Record `index` of batch `key` has its outcome (one record reported on its own).
+    pub fn complete(
+        &mut self,
+        key: u64,
+        index: usize,
+        result: std::result::Result<RecordMetadata, DeliveryError>,
+    ) {
         let Some(b) = self.open.get_mut(&key) else {
             return;
         };
-        if let Some(slot) = b.results.get_mut(index) {
-            *slot = result;
+        let (index_in_blob, timestamp, source) = match result {
+            Ok(m) => (m.index, m.timestamp, Source::written(m)),
+            Err(e) => (0, 0, Source::Failed(Error::from(e))),
+        };
+        let (source, failed) = b.add(|| source);
+        let slot = Slot {
+            source,
+            index: index_in_blob,
+            timestamp,
+        };
+        b.write(index, slot, failed);
+        if b.complete() {
+            answer(&mut self.open, key);
         }
-        b.waiting -= 1;
-        if b.sealed && b.waiting == 0 {
-            self.answer(key);
+    }
+
+    /// A core batch reports its records' outcomes (`records`: each one's id and timestamp, in
+    /// blob order): each run of them that one call fed becomes one source of that call's
+    /// outcome, and each record's slot is written from it; the other records (single sends)
+    /// go to `single` with their index in the blob.
+    pub fn complete_batch(
+        &mut self,
+        segment: Segment<'_>,
+        records: impl Iterator<Item = (ProduceId, i64)>,
+        mut single: impl FnMut(ProduceId, usize),
+    ) {
+        let Batches { open, runs, .. } = self;
+        let mut records = records.enumerate().peekable();
+        while let Some((i, (id, timestamp))) = records.next() {
+            let Some((key, at)) = runs.take(id.0) else {
+                single(id, i);
+                continue;
+            };
+            let Some(b) = open.get_mut(&key) else {
+                continue;
+            };
+            let (source, failed) = b.add(|| segment.source());
+            let slot = |i: usize, timestamp| Slot {
+                source,
+                index: u32::try_from(i).unwrap_or(u32::MAX),
+                timestamp,
+            };
+            b.write(at, slot(i, timestamp), failed);
+            // The records right after it that the same call fed share the source.
+            while let Some(&(i, (id, timestamp))) = records.peek()
+                && let Some(at) = runs.take_of(key, id.0)
+            {
+                records.next();
+                b.write(at, slot(i, timestamp), failed);
+            }
+            if b.complete() {
+                answer(open, key);
+            }
         }
     }
 
@@ -209,7 +726,7 @@ impl Batches {
         };
         b.sealed = true;
         if b.waiting == 0 {
-            self.answer(key);
+            answer(&mut self.open, key);
         }
     }
 
@@ -220,7 +737,7 @@ impl Batches {
         };
         b.reply = None;
         b.sealed = true;
-        b.results = Vec::new();
+        b.outcome = BatchOutcome::default();
         if b.waiting == 0 {
             self.open.remove(&key);
         }
@@ -231,31 +748,34 @@ impl Batches {
     /// next step fails with `Shutdown`).
     pub fn shut_down(&mut self) {
         self.runs = Runs::default();
-        for (_, b) in self.open.drain() {
+        for (_, mut b) in self.open.drain() {
             if let (true, Some(reply)) = (b.sealed, b.reply) {
-                let _ = reply.send(b.results);
+                // Pending slots read `Shutdown`.
+                b.outcome.failed += b.waiting;
+                let _ = reply.send(b.outcome);
             }
-        }
-    }
-
-    fn answer(&mut self, key: u64) {
-        if let Some(b) = self.open.remove(&key)
-            && let Some(reply) = b.reply
-        {
-            let _ = reply.send(b.results);
         }
     }
 }
 
+/// Answers batch `key` (complete) and drops it from `open`.
+fn answer(open: &mut IdMap<u64, Collecting>, key: u64) {
+    if let Some(b) = open.remove(&key)
+        && let Some(reply) = b.reply
+    {
+        let _ = reply.send(b.outcome);
+    }
+}
+
 /// The outcome of one `Producer::enqueue_all`: `.await` it (async) or [`BatchDelivery::wait`]
-/// (blocking) for every record's outcome, in the order the records were given — the
-/// record's [`RecordMetadata`] (partition, offset and index) or the error that stopped it.
+/// (blocking) for the [`BatchOutcome`] of every record, in the order the records were given —
+/// the record's [`RecordMetadata`] (partition, offset and index) or the error that stopped it.
 /// It completes once every record has its outcome. Dropping it does not cancel the send; the
 /// outcomes are then discarded.
 #[derive(Debug)]
 #[must_use = "dropping a BatchDelivery discards the records' outcomes (they are still sent)"]
 pub struct BatchDelivery {
-    pub(crate) rx: oneshot::Receiver<Vec<Result<RecordMetadata>>>,
+    pub(crate) rx: oneshot::Receiver<BatchOutcome>,
     pub(crate) len: usize,
 }
 
@@ -272,14 +792,14 @@ impl BatchDelivery {
 
     /// Blocks the calling thread until every record's outcome is known (for blocking code;
     /// in async code `.await` the delivery instead).
-    pub fn wait(self) -> Vec<Result<RecordMetadata>> {
+    pub fn wait(self) -> BatchOutcome {
         futures_lite::future::block_on(self)
     }
 
     /// The outcomes if they are all known already (without waiting); `None` while some
     /// record is on its way. After it returned them once, every record reads
     /// [`Error::Shutdown`].
-    pub fn try_wait(&mut self) -> Option<Vec<Result<RecordMetadata>>> {
+    pub fn try_wait(&mut self) -> Option<BatchOutcome> {
         match self.rx.try_recv() {
             Ok(r) => r,
             Err(_) => Some(self.lost()),
@@ -287,18 +807,18 @@ impl BatchDelivery {
     }
 
     /// The outcome when the client stopped before answering.
-    fn lost(&self) -> Vec<Result<RecordMetadata>> {
-        (0..self.len).map(|_| Err(Error::Shutdown)).collect()
+    fn lost(&self) -> BatchOutcome {
+        BatchOutcome::shut_down(self.len)
     }
 }
 
 impl Future for BatchDelivery {
-    type Output = Vec<Result<RecordMetadata>>;
+    type Output = BatchOutcome;
 
     /// Cancel safety: dropping the delivery only discards the outcomes.
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match Pin::new(&mut self.rx).poll(cx) {
-            Poll::Ready(Ok(results)) => Poll::Ready(results),
+            Poll::Ready(Ok(outcome)) => Poll::Ready(outcome),
             Poll::Ready(Err(_)) => Poll::Ready(self.lost()),
             Poll::Pending => Poll::Pending,
         }
@@ -307,9 +827,12 @@ impl Future for BatchDelivery {
 
 #[cfg(test)]
 mod tests {
-    use super::Batches;
+    use super::{BatchDelivery, BatchOutcome, Batches, Segment};
     use crate::Error;
     use futures_channel::oneshot;
+    use std::sync::Arc;
+    use std::time::Duration;
+    use stellflow_sansio::{DeliveryError, ProduceId};
 
     fn meta(index: u32) -> crate::RecordMetadata {
         crate::RecordMetadata {
@@ -321,6 +844,35 @@ mod tests {
         }
     }
 
+    /// Feeds `ids` to batch `key` as one run of records on their way, from its next index.
+    fn feed(b: &mut Batches, key: u64, ids: std::ops::Range<u64>) {
+        let first = b.fed(key);
+        for (i, id) in ids.clone().enumerate() {
+            b.note_waiting(key, id, first + i);
+        }
+        b.push_waiting(key, ids.count());
+    }
+
+    /// A core batch of `topic`-`partition` at `offset` (or failed) reporting `ids`, each with
+    /// timestamp `1000 + id`; returns the ids nobody's batch held (single sends).
+    fn report(
+        b: &mut Batches,
+        topic: &Arc<str>,
+        partition: i32,
+        result: Result<Option<i64>, &DeliveryError>,
+        ids: &[u64],
+    ) -> Vec<(u64, usize)> {
+        let segment = Segment {
+            topic,
+            partition,
+            result,
+        };
+        let records = ids.iter().map(|&id| (ProduceId(id), 1000 + id as i64));
+        let mut singles = Vec::new();
+        b.complete_batch(segment, records, |id, i| singles.push((id.0, i)));
+        singles
+    }
+
     /// Outcomes land at their record's index whatever order they come in, and the batch is
     /// answered only once it is sealed and nothing is on its way.
     #[test]
@@ -330,7 +882,7 @@ mod tests {
         let key = b.open(3, tx);
         b.note_waiting(key, 10, 0);
         b.push_waiting(key, 1);
-        b.push_done(key, Err(Error::BufferFull(std::time::Duration::ZERO)));
+        b.push_refused(key, Error::BufferFull(Duration::ZERO), 1);
         assert_eq!(b.fed(key), 2);
         b.note_waiting(key, 11, 2);
         b.push_waiting(key, 1);
@@ -344,13 +896,153 @@ mod tests {
         assert!(rx.try_recv().unwrap().is_none(), "not sealed yet");
         b.seal(key);
         let got = rx.try_recv().unwrap().expect("answered");
-        assert_eq!(got.len(), 3);
-        assert_eq!(got[0].as_ref().unwrap().index, 0);
-        assert!(matches!(got[1], Err(Error::BufferFull(_))));
-        assert_eq!(got[2].as_ref().unwrap().index, 1);
+        assert_eq!((got.len(), got.delivered(), got.failed()), (3, 2, 1));
+        assert_eq!(got.get(0).unwrap().unwrap(), meta(0));
+        assert!(matches!(got.get(1), Some(Err(Error::BufferFull(_)))));
+        assert_eq!(got.get(2).unwrap().unwrap(), meta(1));
+        assert!(got.get(3).is_none());
+        assert!(matches!(got.first_error(), Some((1, Error::BufferFull(_)))));
         assert!(b.open.is_empty());
         assert_eq!(b.waiting(), 0);
         assert!(b.runs.runs.is_empty(), "complete runs leave");
+    }
+
+    /// One call's records spread over two partitions and several core batches, with a record
+    /// refused at once in the middle and a single send's id among them: every record reads
+    /// its own partition, offset, index in its blob and timestamp, in call order; a core
+    /// batch is one entry of the outcome, not one per record; the single send goes back.
+    #[test]
+    fn core_batches_fill_the_outcome_in_call_order() {
+        let mut b = Batches::default();
+        let (tx, mut rx) = oneshot::channel();
+        let key = b.open(8, tx);
+        // Call order: ids 1..=4 (index 0..4), a refused record (index 4), ids 6..=8 (5..8);
+        // id 5 is a single send of another caller.
+        feed(&mut b, key, 1..5);
+        b.push_refused(key, Error::Shutdown, 1);
+        feed(&mut b, key, 6..9);
+        b.seal(key);
+        let t: Arc<str> = "t".into();
+        // Partition 0 gets the even ids, partition 1 the odd ones (and the single send).
+        assert!(report(&mut b, &t, 1, Ok(Some(50)), &[1, 3, 5]) == [(5, 2)]);
+        assert_eq!(report(&mut b, &t, 0, Ok(Some(20)), &[2, 4]), []);
+        assert!(rx.try_recv().unwrap().is_none(), "6..=8 on their way");
+        assert_eq!(report(&mut b, &t, 0, Ok(Some(22)), &[6, 8]), []);
+        assert_eq!(report(&mut b, &t, 1, Ok(None), &[7]), []);
+        let got = rx.try_recv().unwrap().expect("answered");
+        assert_eq!(got.sources.len(), 5, "four core batches and one refusal");
+        assert_eq!(std::mem::size_of::<super::Slot>(), 16, "16 bytes a record");
+        let expect = [
+            (1, Some(50), 0, 1),
+            (0, Some(20), 0, 2),
+            (1, Some(50), 1, 3),
+            (0, Some(20), 1, 4),
+            (-1, None, 0, 0),
+            (0, Some(22), 0, 6),
+            (1, None, 0, 7),
+            (0, Some(22), 1, 8),
+        ];
+        assert_eq!(got.len(), expect.len());
+        for (i, (o, &(partition, offset, index, id))) in got.iter().zip(&expect).enumerate() {
+            if partition < 0 {
+                assert!(matches!(o, Err(Error::Shutdown)), "record {i}: {o:?}");
+                continue;
+            }
+            let m = o.unwrap_or_else(|e| panic!("record {i}: {e}"));
+            assert_eq!(
+                (m.partition, m.offset, m.index, m.timestamp),
+                (partition, offset, index, 1000 + id),
+                "record {i}"
+            );
+            assert_eq!(&*m.topic, "t");
+        }
+        assert_eq!((got.delivered(), got.failed()), (7, 1));
+        let errors: Vec<usize> = got.errors().map(|(i, _)| i).collect();
+        assert_eq!(errors, [4]);
+        let by_value = got.clone().into_vec();
+        assert_eq!(format!("{by_value:?}"), format!("{got:?}"));
+        assert_eq!(got.into_iter().rev().count(), 8);
+        assert!(b.open.is_empty() && b.runs.runs.is_empty());
+    }
+
+    /// A core batch that failed gives each of its records (and only those) its error, read as
+    /// today's `Error::Delivery`; the other records of the call keep theirs.
+    #[test]
+    fn a_failed_core_batch_fails_each_of_its_records() {
+        let mut b = Batches::default();
+        let (tx, mut rx) = oneshot::channel();
+        let key = b.open(0, tx);
+        feed(&mut b, key, 0..6);
+        b.seal(key);
+        let t: Arc<str> = "t".into();
+        let e = DeliveryError::Timeout {
+            after: Duration::from_secs(1),
+            last: None,
+        };
+        report(&mut b, &t, 0, Ok(Some(3)), &[0, 2, 4]);
+        report(&mut b, &t, 1, Err(&e), &[1, 3, 5]);
+        let got = rx.try_recv().unwrap().expect("answered");
+        assert_eq!((got.delivered(), got.failed()), (3, 3));
+        for (i, o) in got.iter().enumerate() {
+            match o {
+                Ok(m) => assert!(i % 2 == 0 && m.index == i as u32 / 2),
+                Err(Error::Delivery(d)) => assert!(i % 2 == 1 && d == e),
+                Err(other) => panic!("record {i}: {other}"),
+            }
+        }
+        let errors: Vec<(usize, String)> = got.errors().map(|(i, e)| (i, e.to_string())).collect();
+        let text = Error::Delivery(e).to_string();
+        assert_eq!(errors, [(1, text.clone()), (3, text.clone()), (5, text)]);
+        assert_eq!(got.sources.len(), 2);
+    }
+
+    /// Records still on their way when the client stops read `Shutdown` (a sealed batch is
+    /// answered with what is known); a batch not sealed yet is dropped.
+    #[test]
+    fn shutdown_answers_sealed_batches_with_what_is_known() {
+        let mut b = Batches::default();
+        let (tx, mut rx) = oneshot::channel();
+        let (tx2, mut rx2) = oneshot::channel();
+        let key = b.open(0, tx);
+        let open = b.open(0, tx2);
+        feed(&mut b, key, 0..3);
+        feed(&mut b, open, 3..4);
+        b.seal(key);
+        report(&mut b, &"t".into(), 0, Ok(Some(1)), &[1]);
+        b.shut_down();
+        let got = rx.try_recv().unwrap().expect("answered");
+        assert_eq!((got.len(), got.delivered(), got.failed()), (3, 1, 2));
+        assert!(matches!(got.get(0), Some(Err(Error::Shutdown))));
+        assert_eq!(got.get(1).unwrap().unwrap().offset, Some(1));
+        assert!(matches!(got.first_error(), Some((0, Error::Shutdown))));
+        assert_eq!(got.errors().map(|(i, _)| i).collect::<Vec<_>>(), [0, 2]);
+        assert!(rx2.try_recv().is_err(), "an unsealed batch is dropped");
+        assert_eq!(b.waiting(), 0);
+    }
+
+    /// `try_wait` gives the outcome once; after that every record reads `Shutdown`, and so
+    /// does a delivery whose batch was dropped unanswered.
+    #[test]
+    fn try_wait_twice_reads_shutdown() {
+        let mut b = Batches::default();
+        let (tx, rx) = oneshot::channel();
+        let key = b.open(0, tx);
+        feed(&mut b, key, 0..2);
+        b.seal(key);
+        let mut d = BatchDelivery { rx, len: 2 };
+        assert!(d.try_wait().is_none(), "on its way");
+        report(&mut b, &"t".into(), 0, Ok(Some(9)), &[0, 1]);
+        let first = d.try_wait().expect("answered");
+        assert_eq!(first.delivered(), 2);
+        let again = d.try_wait().expect("lost");
+        assert_eq!((again.len(), again.failed()), (2, 2));
+        assert!(again.iter().all(|o| matches!(o, Err(Error::Shutdown))));
+        let (tx, rx) = oneshot::channel::<BatchOutcome>();
+        drop(tx);
+        let lost = BatchDelivery { rx, len: 3 }.wait();
+        assert_eq!((lost.len(), lost.delivered()), (3, 0));
+        let empty = BatchOutcome::default();
+        assert!(empty.is_empty() && empty.first_error().is_none() && empty.get(0).is_none());
     }
 
     /// Consecutive ids of one batch share a run; a gap in ids (another caller's record) or in
@@ -391,19 +1083,47 @@ mod tests {
         assert!(b.runs.runs.is_empty());
     }
 
-    /// An abandoned batch drops out of the table once its last record is in.
+    /// Two calls' records interleaved in one core batch: each call gets the core batch as an
+    /// entry of its own, and its records only.
+    #[test]
+    fn one_core_batch_serves_two_calls() {
+        let mut b = Batches::default();
+        let (tx1, mut rx1) = oneshot::channel();
+        let (tx2, mut rx2) = oneshot::channel();
+        let k1 = b.open(0, tx1);
+        let k2 = b.open(0, tx2);
+        feed(&mut b, k1, 0..2);
+        feed(&mut b, k2, 2..4);
+        feed(&mut b, k1, 4..6);
+        b.seal(k1);
+        b.seal(k2);
+        report(&mut b, &"t".into(), 0, Ok(Some(0)), &[0, 1, 2, 3, 4, 5]);
+        let (one, two) = (
+            rx1.try_recv().unwrap().unwrap(),
+            rx2.try_recv().unwrap().unwrap(),
+        );
+        let index = |o: &BatchOutcome| -> Vec<u32> { o.iter().map(|m| m.unwrap().index).collect() };
+        assert_eq!(index(&one), [0, 1, 4, 5]);
+        assert_eq!(index(&two), [2, 3]);
+        // The call's two stretches of one core batch share its entry.
+        assert_eq!((one.sources.len(), two.sources.len()), (1, 1));
+    }
+
+    /// An abandoned batch drops out of the table once its last record is in, keeping nothing.
     #[test]
     fn an_abandoned_batch_leaves_when_its_records_are_in() {
         let mut b = Batches::default();
         let (tx, rx) = oneshot::channel();
         let key = b.open(1, tx);
-        b.note_waiting(key, 3, 0);
-        b.push_waiting(key, 1);
+        feed(&mut b, key, 3..5);
         b.abandon(key);
         drop(rx);
         assert_eq!(b.open.len(), 1);
         let (k, i) = b.take_record(3).unwrap();
         b.complete(k, i, Ok(meta(0)));
+        assert_eq!(b.open.len(), 1);
+        assert!(b.open[&key].outcome.sources.is_empty(), "discarded");
+        report(&mut b, &"t".into(), 0, Ok(Some(1)), &[4]);
         assert!(b.open.is_empty());
     }
 }

@@ -51,7 +51,7 @@ mod state;
 mod trace;
 
 pub use admin::Admin;
-pub use batch::BatchDelivery;
+pub use batch::{BatchDelivery, BatchErrors, BatchOutcome, BatchOutcomeIntoIter, BatchOutcomeIter};
 pub use client::Client;
 pub use consumer::Consumer;
 pub use error::{Error, Result};
@@ -69,8 +69,8 @@ pub mod prelude {
     #[cfg(feature = "opentelemetry")]
     pub use crate::otel;
     pub use crate::{
-        BatchDelivery, Committed, Delivery, Error, Events, Options, Rebalance, Record, Result,
-        Runtime,
+        BatchDelivery, BatchErrors, BatchOutcome, BatchOutcomeIntoIter, BatchOutcomeIter,
+        Committed, Delivery, Error, Events, Options, Rebalance, Record, Result, Runtime,
     };
     /// The `bytes` crate of record keys and values.
     pub use bytes;

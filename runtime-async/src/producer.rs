@@ -1,6 +1,6 @@
 //! The [`Producer`] handle and its [`Delivery`].
 
-use crate::batch::{BatchDelivery, Fed};
+use crate::batch::{BatchDelivery, BatchOutcome, Fed};
 use crate::state::{Link, Pending, Reply, State};
 use crate::{Client, ClientConfig, Error, Options, RecordMetadata, Result, Runtime};
 use futures_channel::oneshot;
@@ -172,11 +172,12 @@ impl<R: Runtime> Producer<R> {
     }
 
     /// Sends every record of `records` and waits for their outcomes (see
-    /// [`Producer::enqueue_all`]): one outcome per record, in the order given.
+    /// [`Producer::enqueue_all`]): one outcome per record, in the order given (a
+    /// [`BatchOutcome`]).
     ///
     /// Cancel safety: as [`Producer::enqueue_all`] while records are queued; once every record
     /// is queued, dropping the future only discards the outcomes.
-    pub async fn send_all<I>(&self, records: I) -> Result<Vec<Result<RecordMetadata>>>
+    pub async fn send_all<I>(&self, records: I) -> Result<BatchOutcome>
     where
         I: IntoIterator,
         I::Item: Borrow<Record>,

@@ -14,7 +14,7 @@
 //! invariants only if every path that takes the lock is read together; `Link`, the driver's
 //! side of a connection, is the rest.
 
-use crate::batch::{Batches, Fed};
+use crate::batch::{Batches, Fed, Segment};
 use crate::seq_map::SeqMap;
 use crate::{Error, Options, Record};
 use bytes::BytesMut;
@@ -392,7 +392,7 @@ impl State {
                 }
                 Err(e) => {
                     self.batches.push_waiting(key, std::mem::take(&mut noted));
-                    self.batches.push_done(key, Err(e.into()));
+                    self.batches.push_refused(key, e.into(), 1);
                     index += 1;
                 }
             }
@@ -419,12 +419,9 @@ impl State {
     where
         I: Iterator,
     {
-        let mut failed = 0;
-        for _ in held.into_iter().chain(records) {
-            failed += 1;
-            self.batches
-                .push_done(key, Err(Error::BufferFull(max_block)));
-        }
+        let failed = held.into_iter().chain(records).count();
+        self.batches
+            .push_refused(key, Error::BufferFull(max_block), failed);
         self.leave_lane(now, key);
         self.batches.seal(key);
         failed
@@ -541,20 +538,31 @@ impl State {
     }
 
     /// Hands every record of a batch the core reports at once its outcome: mostly records
-    /// of `enqueue_all` batches (found by their run), else single sends.
+    /// of `enqueue_all` batches (found by their run; the core batch becomes one entry of
+    /// each call's outcome, no [`RecordMetadata`] is built), else single sends.
     fn on_batch(&mut self, batch: &ProducedBatch) {
-        for (id, result) in batch.outcomes() {
-            self.complete_record(id, result);
-        }
+        let segment = Segment {
+            topic: batch.topic(),
+            partition: batch.partition(),
+            result: batch.result(),
+        };
+        let deliveries = &mut self.deliveries;
+        let single = |id: ProduceId, i: usize| {
+            if let Some(tx) = deliveries.remove(id.0)
+                && let Some((_, result)) = batch.outcome(i)
+            {
+                drop(tx.send(result.map_err(Error::from)));
+            }
+        };
+        self.batches
+            .complete_batch(segment, batch.ids_with_timestamps(), single);
     }
 
     /// Hands one record its outcome: its place in an `enqueue_all` batch (found by its run),
     /// else its single send's slot.
     fn complete_record(&mut self, id: ProduceId, result: Result<RecordMetadata, DeliveryError>) {
         match self.batches.take_record(id.0) {
-            Some((key, index)) => self
-                .batches
-                .complete(key, index, result.map_err(Error::from)),
+            Some((key, index)) => self.batches.complete(key, index, result),
             None => {
                 if let Some(tx) = self.deliveries.remove(id.0) {
                     drop(tx.send(result.map_err(Error::from)));

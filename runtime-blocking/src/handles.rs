@@ -2,11 +2,12 @@
 //! `stellflow-async`, each call run on the calling thread until it completes.
 
 use crate::{
-    AdminCall, AdminOutput, BatchDelivery, BrokerApiVersions, ClientConfig, ClusterMetadata,
-    ClusterStatus, Committed, CommittedOffset, ConsumerRecord, Counters, DecommissionResult,
-    Delivery, Events, FetchedBlob, ListedOffset, OffsetSpec, Options, PartitionOverride, Position,
-    ReassertedPartition, Rebalance, Record, RecordMetadata, RequestOptions, Result, RevocationId,
-    SeekTo, Target, TopicAdminResult, TopicDescription, TopicPartition,
+    AdminCall, AdminOutput, BatchDelivery, BatchOutcome, BrokerApiVersions, ClientConfig,
+    ClusterMetadata, ClusterStatus, Committed, CommittedOffset, ConsumerRecord, Counters,
+    DecommissionResult, Delivery, Events, FetchedBlob, ListedOffset, OffsetSpec, Options,
+    PartitionOverride, Position, ReassertedPartition, Rebalance, Record, RecordMetadata,
+    RequestOptions, Result, RevocationId, SeekTo, Target, TopicAdminResult, TopicDescription,
+    TopicPartition,
 };
 use crate::{Blocking, block_on};
 use std::sync::Arc;
@@ -204,9 +205,9 @@ impl Producer {
     }
 
     /// Sends every record of `records` (owned [`Record`]s or references to them) and blocks
-    /// until each has its outcome: one per record, in the order given (see
+    /// until each has its outcome: one per record, in the order given (a [`BatchOutcome`]; see
     /// [`Producer::enqueue_all`]).
-    pub fn send_all<I>(&self, records: I) -> Result<Vec<Result<RecordMetadata>>>
+    pub fn send_all<I>(&self, records: I) -> Result<BatchOutcome>
     where
         I: IntoIterator,
         I::Item: std::borrow::Borrow<Record>,

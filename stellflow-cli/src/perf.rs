@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 use stellflow_blocking::{
-    Acks, BatchDelivery, BatchFormat, ClientConfig, OffsetReset, Record, RecordMetadata,
+    Acks, BatchDelivery, BatchFormat, BatchOutcome, ClientConfig, OffsetReset, Record,
     TopicPartition,
 };
 use stellflow_sansio::stellflow_proto::record::Envelope;
@@ -161,13 +161,11 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
     let start = Instant::now();
     let mut window = (Instant::now(), 0u64, 0u64, 0u64); // start, count, latency sum, max
     // A batch's records share its enqueue time and the time its outcome is seen.
-    let mut take = |t: Instant,
-                    now: Instant,
-                    results: Vec<stellflow_blocking::Result<RecordMetadata>>,
-                    lat: &mut Histogram<u64>| {
-        let n = results.len() as u64;
-        for r in results {
-            r.map_err(|e| CliError(format!("record not delivered: {e}")))?;
+    let mut take = |t: Instant, now: Instant, outcome: BatchOutcome, lat: &mut Histogram<u64>| {
+        let n = outcome.len() as u64;
+        // The first error only: no record's metadata is built.
+        if let Some((_, e)) = outcome.first_error() {
+            return Err(CliError(format!("record not delivered: {e}")));
         }
         let us = u64::try_from(now.saturating_duration_since(t).as_micros()).unwrap_or(u64::MAX);
         lat.saturating_record_n(us, n);

@@ -89,6 +89,13 @@ impl ProducedBatch {
         self.records.iter().map(|&(id, _)| ProduceId(id))
     }
 
+    /// Each record's id and timestamp as written, in blob order: a record's index in the blob
+    /// is its position here. With [`ProducedBatch::result`] this is the whole outcome, for a
+    /// driver that records it per batch rather than building a [`RecordMetadata`] per record.
+    pub fn ids_with_timestamps(&self) -> impl ExactSizeIterator<Item = (ProduceId, i64)> + '_ {
+        self.records.iter().map(|&(id, ts)| (ProduceId(id), ts))
+    }
+
     /// Record `i` (its index in the blob): its id and its outcome, as its
     /// [`crate::Event::Produced`] would carry them; `None` past the end.
     pub fn outcome(&self, i: usize) -> Option<(ProduceId, Result<RecordMetadata, DeliveryError>)> {

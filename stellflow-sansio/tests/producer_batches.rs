@@ -79,11 +79,15 @@ fn run(p: ProducerConfig, batched: bool, fault: Option<Fault>, wait: Duration) -
                 run.batch_events += 1;
                 assert!(!b.is_empty());
                 assert_eq!(b.ids().len(), b.len());
-                for (i, (id, result)) in b.outcomes().enumerate() {
+                assert_eq!(b.ids_with_timestamps().len(), b.len());
+                let stamps = b.ids_with_timestamps();
+                for (i, ((id, result), stamp)) in b.outcomes().zip(stamps).enumerate() {
                     assert_eq!(b.outcome(i), Some((id, result.clone())));
+                    assert_eq!(stamp.0, id, "the same ids, in blob order");
                     if let Ok(m) = &result {
                         assert_eq!((&*m.topic, m.partition), (&**b.topic(), b.partition()));
                         assert_eq!(m.offset, b.result().unwrap());
+                        assert_eq!((m.index, m.timestamp), (i as u32, stamp.1));
                     }
                     assert!(run.outcomes.insert(id, result).is_none(), "{id:?} twice");
                 }

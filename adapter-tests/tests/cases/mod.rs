@@ -906,14 +906,17 @@ pub async fn broker_stops_answering() -> R<()> {
         format!("{} outcomes", outcomes.len())
     })?;
     let full = outcomes
-        .iter()
-        .filter(|r| matches!(r, Err(Error::BufferFull(_))));
+        .errors()
+        .filter(|(_, e)| matches!(e, Error::BufferFull(_)));
     let full = full.count();
-    check(full > 0 && outcomes.iter().all(Result::is_err), || {
+    check(full > 0 && outcomes.delivered() == 0, || {
         format!(
             "batch to a silent broker: {full} buffer-full of {:?}",
-            outcomes.first()
+            outcomes.get(0)
         )
+    })?;
+    check(outcomes.failed() == 500, || {
+        format!("{} failed of 500", outcomes.failed())
     })?;
     bounded(t, 30, "the batch")?;
     let c = admin.counters();
@@ -963,9 +966,14 @@ pub async fn batch_send_in_order() -> R<()> {
     check(outcomes.len() == N as usize, || {
         format!("{} outcomes", outcomes.len())
     })?;
-    check(matches!(outcomes[100], Err(Error::Produce(_))), || {
-        format!("the bad topic's outcome: {:?}", outcomes[100])
-    })?;
+    check(
+        matches!(outcomes.get(100), Some(Err(Error::Produce(_)))),
+        || format!("the bad topic's outcome: {:?}", outcomes.get(100)),
+    )?;
+    check(
+        outcomes.failed() == 1 && matches!(outcomes.first_error(), Some((100, _))),
+        || format!("failed: {:?}", outcomes.first_error()),
+    )?;
     // Where each record 0..=N landed, in call order.
     let mut written = vec![first];
     for (i, o) in outcomes.into_iter().enumerate() {

@@ -49,8 +49,9 @@ pub struct Failed {
 }
 
 impl Failed {
-    fn add(&mut self, e: &Error) {
-        self.count += 1;
+    /// Counts `n` failed records, of which `e` is the first.
+    fn add(&mut self, e: &Error, n: u64) {
+        self.count += n;
         if self.first.is_none() {
             // A record refused before it was queued was never on its way.
             let what = match e {
@@ -93,19 +94,18 @@ fn reap_batches(
 ) -> u64 {
     let mut n = 0;
     while let Some((mut p, len)) = queue.pop_front() {
-        let results = match p.try_wait() {
-            Some(results) => results,
+        let outcome = match p.try_wait() {
+            Some(outcome) => outcome,
             None if all => p.wait(),
             None => {
                 queue.push_front((p, len));
                 break;
             }
         };
-        for r in results {
-            match r {
-                Ok(_) => n += 1,
-                Err(e) => failed.add(&e),
-            }
+        // Counts and the first error only: no record's metadata is built.
+        n += outcome.delivered() as u64;
+        if let Some((_, e)) = outcome.first_error() {
+            failed.add(e, outcome.failed() as u64);
         }
     }
     n
@@ -225,7 +225,7 @@ pub fn produce(env: &Env, a: &ProduceArgs) -> CliResult {
                 };
                 match queued {
                     Ok(d) => queue.push_back((d, n)),
-                    Err(e) => (0..n).for_each(|_| failed.add(&e)),
+                    Err(e) => failed.add(&e, n as u64),
                 }
                 reap_batches(&mut queue, false, &mut failed);
             }
