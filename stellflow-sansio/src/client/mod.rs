@@ -236,15 +236,33 @@ impl Client {
     #[must_use = "an output is work for the driver; drain until Output::Timeout"]
     pub fn poll_output(&mut self, now: Instant, buf: &mut BytesMut) -> Output {
         loop {
-            let output = match self.drain.step {
-                DrainStep::Connect => self.poll_connect().map(Output::Connect),
-                DrainStep::Close => self.poll_close().map(Output::Close),
-                DrainStep::Transmit => self.poll_transmit(now, buf).map(Output::Transmit),
-                DrainStep::Event => self.poll_event().map(Output::Event),
-            };
-            if let Some(output) = output {
-                self.drain.moved = true;
-                return output;
+            // Each step returns its output where it finds it, so an event (the most frequent
+            // output, and a large one) is moved once, not through an `Option<Output>` first.
+            match self.drain.step {
+                DrainStep::Connect => {
+                    if let Some(c) = self.poll_connect() {
+                        self.drain.moved = true;
+                        return Output::Connect(c);
+                    }
+                }
+                DrainStep::Close => {
+                    if let Some(c) = self.poll_close() {
+                        self.drain.moved = true;
+                        return Output::Close(c);
+                    }
+                }
+                DrainStep::Transmit => {
+                    if let Some(conn) = self.poll_transmit(now, buf) {
+                        self.drain.moved = true;
+                        return Output::Transmit(conn);
+                    }
+                }
+                DrainStep::Event => {
+                    if let Some(e) = self.poll_event() {
+                        self.drain.moved = true;
+                        return Output::Event(e);
+                    }
+                }
             }
             self.drain.step = match self.drain.step {
                 DrainStep::Connect => DrainStep::Close,
