@@ -570,3 +570,21 @@ fn seed_5551234586126_lapsed_lease_redelivers_from_the_last_commit() {
          f=8564:halfopen:15;f=10917:reorder:94,12,3698;f=11719:reorder:36,58,2368",
     );
 }
+
+/// A lapsed lease while the application was not polling (seed 47008688 of the release soak
+/// from 47000000): the member delivered record (0, 0), its coordinator was gone for most of a
+/// session (a crash, then dropped Metadata answers until the connection was found
+/// unresponsive), the lease lapsed (`PartitionsLost`) and the new run fetched (0, 0) again.
+/// The check took the new run's records before the event that opens their redelivery window
+/// and reported a repeat; it takes events first now. Both the shrunk plan and the whole one.
+#[test]
+fn seed_47008688_records_after_a_lost_partition_are_checked_after_the_loss() {
+    assert_passes(
+        "seed=47008688;b=1;c=1;p=1;rf=1;rt=4000;mif=1;lat=1970;jit=4355;split=80;ops=1;\
+         safety=7009;wl=1040104940;f=384:crash:1,3961;f=510:drop:1,3",
+    );
+    assert_passes(
+        "seed=47008688;b=1;c=1;p=3;rf=1;rt=4000;mif=1;lat=1970;jit=4355;split=80;ops=9;\
+         safety=7009;wl=1040104940;f=384:crash:1,3961;f=510:drop:1,3",
+    );
+}
