@@ -45,10 +45,23 @@ impl Client {
             &self.shared.metadata,
             self.shared.trace.as_ref(),
         );
-        if self.producer.needs_attention() {
-            self.process(now);
+        // The id is taken out and the result made again after the pass: a result held
+        // across the call was copied whole right after its callee wrote it in pieces, a
+        // store-forwarding stall per record (a fifth of the adapters' produce CPU).
+        match r {
+            Ok(id) => {
+                if self.producer.needs_attention() {
+                    self.process(now);
+                }
+                Ok(id)
+            }
+            Err(e) => {
+                if self.producer.needs_attention() {
+                    self.process(now);
+                }
+                Err(e)
+            }
         }
-        r
     }
 
     /// Reports produce outcomes one [`crate::Event::ProducedBatch`] per batch instead of one
