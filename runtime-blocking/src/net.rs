@@ -485,17 +485,22 @@ fn send_now(_stream: &TcpStream, _buf: &[u8]) -> io::Result<usize> {
 mod writes {
     use super::*;
 
+    /// A socket of this module connected to a local listener, and the listener's side.
+    fn connected() -> (Socket, TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let address = BrokerAddress::new("127.0.0.1", port);
+        let socket = crate::block_on(connect(address, Duration::from_secs(5))).unwrap();
+        (socket, listener.accept().unwrap().0)
+    }
+
     /// Bytes handed over in turns arrive whole and in order whether the socket took them at
     /// once or the writer thread wrote them: the first hand-over is more than the socket takes
     /// without waiting (its peer reads nothing yet), so the second finds the writer busy and
     /// queues behind it; once all is written, the writer's count is back to zero.
     #[test]
     fn hand_overs_keep_their_order_across_direct_and_writer_writes() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let address = BrokerAddress::new("127.0.0.1", port);
-        let socket = crate::block_on(connect(address, Duration::from_secs(5))).unwrap();
-        let (mut peer, _) = listener.accept().unwrap();
+        let (socket, mut peer) = connected();
         let big: Vec<u8> = (0..32 << 20).map(|i: u32| (i % 251) as u8).collect();
         socket.hand_over(&mut BytesMut::from(&big[..])).unwrap();
         assert!(
@@ -537,11 +542,7 @@ mod writes {
     /// order handed over (a direct write that overtook the writer's queue would show here).
     #[test]
     fn a_stream_of_hand_overs_arrives_in_order_while_the_peer_reads() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let address = BrokerAddress::new("127.0.0.1", port);
-        let socket = crate::block_on(connect(address, Duration::from_secs(5))).unwrap();
-        let (mut peer, _) = listener.accept().unwrap();
+        let (socket, mut peer) = connected();
         let mut sent = Vec::new();
         let pieces: Vec<Vec<u8>> = (0..400u32)
             .map(|i| {
