@@ -319,6 +319,12 @@ impl Client {
     }
 
     /// The next outcome: connection changes, metadata updates, admin and raw results.
+    // Out of line: its result is then written whole and `poll_output` copies it in the same
+    // 16-byte pieces the driver reads back. Inlined, the event's first word (its variant) was
+    // split off, so every `Output::Event` reached the driver's match as stores that did not
+    // line up with its loads, a store-forwarding stall per event (core producer bench,
+    // unbatched).
+    #[inline(never)]
     fn poll_event(&mut self) -> Option<Event> {
         let mut event = loop {
             let event = (self.shared.events.pop_front()).or_else(|| self.producer.poll_event())?;
