@@ -15,8 +15,7 @@
 //! adapters. This crate is their [`Runtime`] for threads: the driver runs on a thread of its own
 //! that parks until a socket, a handle or a timer wakes it; `std::net` has no readiness
 //! multiplexing, so each connection gets a reader thread (it connects, then reads) and a
-//! writer thread (bytes go straight to the socket, without waiting for room, while the writer
-//! has nothing left to write; the rest waits for the writer). A handle's call runs the shared `async` method on the calling thread and
+//! writer thread. A handle's call runs the shared `async` method on the calling thread and
 //! parks it until the answer (or its time limit) comes.
 //!
 //! # Ending

@@ -2,10 +2,7 @@
 //! has a reader thread (it connects, then reads response frames, each into an allocation of its
 //! own size, reusing the allocations of frames the client has dropped, and queues them for the
 //! driver) and a writer thread (it writes what the driver hands over, in order). Bytes pass
-//! between the threads and the driver without copying. While the writer has nothing left to
-//! write, the thread handing bytes over first writes what the socket takes at once itself
-//! (a send that does not wait), so a request the core makes on an answer leaves without a
-//! thread wake-up in between; only the rest goes to the writer.
+//! between the threads and the driver without copying.
 
 use crate::read_buffers::ReadBuffers;
 use bytes::{Buf, Bytes, BytesMut};
@@ -15,7 +12,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::io::{self, BufReader, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
@@ -45,9 +42,6 @@ pub struct Socket {
     stream: TcpStream,
     inbox: Arc<Mutex<Inbox>>,
     writer: Sender<Bytes>,
-    /// Bytes handed to the writer thread and not written yet. While none are, bytes handed
-    /// over may go straight to the socket without breaking their order.
-    unwritten: Arc<AtomicUsize>,
     /// The close is a reset: the writer thread writes nothing more it was handed.
     aborted: Arc<AtomicBool>,
 }
@@ -92,27 +86,10 @@ impl Socket {
         }
     }
 
-    /// Sends all of `bytes`: what the socket takes at once, when the writer thread has
-    /// nothing left to write; the rest through the writer thread.
+    /// Hands all of `bytes` to the writer thread.
     pub fn hand_over(&self, bytes: &mut BytesMut) -> io::Result<()> {
-        if self.unwritten.load(Ordering::Acquire) == 0 && !self.aborted.load(Ordering::SeqCst) {
-            match send_now(&self.stream, bytes) {
-                Ok(n) => bytes.advance(n),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(e) => return Err(e),
-            }
-            if bytes.is_empty() {
-                return Ok(());
-            }
-        }
-        self.to_writer(bytes.split().freeze())
-    }
-
-    /// Queues `bytes` for the writer thread, counted until it wrote them.
-    fn to_writer(&self, bytes: Bytes) -> io::Result<()> {
         let gone = |_| io::Error::new(ErrorKind::BrokenPipe, "the connection's writer stopped");
-        self.unwritten.fetch_add(bytes.len(), Ordering::AcqRel);
-        self.writer.send(bytes).map_err(gone)
+        self.writer.send(bytes.split().freeze()).map_err(gone)
     }
 
     /// Copies what the reader thread queued into `buf` (the driver uses [`Socket::take_read`]).
@@ -138,7 +115,10 @@ impl Socket {
 
     /// Hands `buf` to the writer thread (it always takes all of it).
     pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
-        self.to_writer(Bytes::copy_from_slice(buf))?;
+        let gone = |_| io::Error::new(ErrorKind::BrokenPipe, "the connection's writer stopped");
+        self.writer
+            .send(Bytes::copy_from_slice(buf))
+            .map_err(gone)?;
         Ok(buf.len())
     }
 
@@ -209,8 +189,7 @@ fn open(
                 let (reader, mut out) = (stream.try_clone()?, stream.try_clone()?);
                 let (writer, queue) = channel::<Bytes>();
                 let aborted = Arc::new(AtomicBool::new(false));
-                let unwritten = Arc::new(AtomicUsize::new(0));
-                let (stop, written) = (aborted.clone(), unwritten.clone());
+                let stop = aborted.clone();
                 std::thread::Builder::new()
                     .name(format!("stellflow-write-{address}"))
                     .spawn(move || {
@@ -223,7 +202,6 @@ fn open(
                                 let _ = out.shutdown(Shutdown::Both);
                                 return;
                             }
-                            written.fetch_sub(bytes.len(), Ordering::AcqRel);
                         }
                     })?;
                 return Ok((
@@ -231,7 +209,6 @@ fn open(
                         stream,
                         inbox,
                         writer,
-                        unwritten,
                         aborted,
                     },
                     reader,
@@ -464,105 +441,5 @@ mod user_timeout_tests {
             .set_unacked_timeout(Duration::from_millis(750))
             .unwrap();
         assert_eq!(user_timeout().unwrap(), Some(Duration::from_millis(750)));
-    }
-}
-
-/// Writes what the socket takes of `buf` now, without waiting for room (`MSG_DONTWAIT`);
-/// `WouldBlock` when it takes nothing.
-#[cfg(unix)]
-fn send_now(stream: &TcpStream, buf: &[u8]) -> io::Result<usize> {
-    socket2::SockRef::from(stream).send_with_flags(buf, libc::MSG_DONTWAIT)
-}
-
-/// Without a send that does not wait, everything goes through the writer thread.
-#[cfg(not(unix))]
-fn send_now(_stream: &TcpStream, _buf: &[u8]) -> io::Result<usize> {
-    Err(ErrorKind::WouldBlock.into())
-}
-
-/// The writes of a real socket: straight out while the writer is idle, else behind it.
-#[cfg(test)]
-mod writes {
-    use super::*;
-
-    /// A socket of this module connected to a local listener, and the listener's side.
-    fn connected() -> (Socket, TcpStream) {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let address = BrokerAddress::new("127.0.0.1", port);
-        let socket = crate::block_on(connect(address, Duration::from_secs(5))).unwrap();
-        (socket, listener.accept().unwrap().0)
-    }
-
-    /// Bytes handed over in turns arrive whole and in order whether the socket took them at
-    /// once or the writer thread wrote them: the first hand-over is more than the socket takes
-    /// without waiting (its peer reads nothing yet), so the second finds the writer busy and
-    /// queues behind it; once all is written, the writer's count is back to zero.
-    #[test]
-    fn hand_overs_keep_their_order_across_direct_and_writer_writes() {
-        let (socket, mut peer) = connected();
-        let big: Vec<u8> = (0..32 << 20).map(|i: u32| (i % 251) as u8).collect();
-        socket.hand_over(&mut BytesMut::from(&big[..])).unwrap();
-        assert!(
-            socket.unwritten.load(Ordering::Acquire) > 0,
-            "32 MiB the peer does not read should not all fit in the socket at once"
-        );
-        socket
-            .hand_over(&mut BytesMut::from(&b"the end"[..]))
-            .unwrap();
-        let mut got = vec![0; big.len() + 7];
-        peer.read_exact(&mut got).unwrap();
-        assert!(
-            got[..big.len()] == big[..],
-            "the large write arrived changed"
-        );
-        assert_eq!(&got[big.len()..], b"the end");
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while socket.unwritten.load(Ordering::Acquire) != 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the writer never counted its writes"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        socket
-            .hand_over(&mut BytesMut::from(&b"direct"[..]))
-            .unwrap();
-        assert_eq!(
-            socket.unwritten.load(Ordering::Acquire),
-            0,
-            "an idle writer is bypassed"
-        );
-        let mut direct = [0; 6];
-        peer.read_exact(&mut direct).unwrap();
-        assert_eq!(&direct, b"direct");
-    }
-
-    /// Many hand-overs of mixed sizes while the peer reads: the stream is their bytes in the
-    /// order handed over (a direct write that overtook the writer's queue would show here).
-    #[test]
-    fn a_stream_of_hand_overs_arrives_in_order_while_the_peer_reads() {
-        let (socket, mut peer) = connected();
-        let mut sent = Vec::new();
-        let pieces: Vec<Vec<u8>> = (0..400u32)
-            .map(|i| {
-                let len = [1, 700, 64 << 10, 3, 300 << 10][i as usize % 5];
-                (0..len).map(|j| (i as usize * 31 + j) as u8).collect()
-            })
-            .collect();
-        pieces.iter().for_each(|p| sent.extend_from_slice(p));
-        let total = sent.len();
-        let reader = std::thread::spawn(move || {
-            let mut got = vec![0; total];
-            for chunk in got.chunks_mut(50_000) {
-                peer.read_exact(chunk).unwrap();
-            }
-            got
-        });
-        for p in &pieces {
-            socket.hand_over(&mut BytesMut::from(&p[..])).unwrap();
-        }
-        let got = reader.join().unwrap();
-        assert!(got == sent, "the bytes arrived out of order or changed");
     }
 }
