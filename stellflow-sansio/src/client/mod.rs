@@ -238,31 +238,19 @@ impl Client {
         loop {
             // Each step returns its output where it finds it, so an event (the most frequent
             // output, and a large one) is moved once, not through an `Option<Output>` first.
+            macro_rules! give {
+                ($found:expr, $variant:path) => {
+                    if let Some(found) = $found {
+                        self.drain.moved = true;
+                        return $variant(found);
+                    }
+                };
+            }
             match self.drain.step {
-                DrainStep::Connect => {
-                    if let Some(c) = self.poll_connect() {
-                        self.drain.moved = true;
-                        return Output::Connect(c);
-                    }
-                }
-                DrainStep::Close => {
-                    if let Some(c) = self.poll_close() {
-                        self.drain.moved = true;
-                        return Output::Close(c);
-                    }
-                }
-                DrainStep::Transmit => {
-                    if let Some(conn) = self.poll_transmit(now, buf) {
-                        self.drain.moved = true;
-                        return Output::Transmit(conn);
-                    }
-                }
-                DrainStep::Event => {
-                    if let Some(e) = self.poll_event() {
-                        self.drain.moved = true;
-                        return Output::Event(e);
-                    }
-                }
+                DrainStep::Connect => give!(self.poll_connect(), Output::Connect),
+                DrainStep::Close => give!(self.poll_close(), Output::Close),
+                DrainStep::Transmit => give!(self.poll_transmit(now, buf), Output::Transmit),
+                DrainStep::Event => give!(self.poll_event(), Output::Event),
             }
             self.drain.step = match self.drain.step {
                 DrainStep::Connect => DrainStep::Close,

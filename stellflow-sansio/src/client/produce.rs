@@ -50,17 +50,22 @@ impl Client {
         // store-forwarding stall per record (a fifth of the adapters' produce CPU).
         match r {
             Ok(id) => {
-                if self.producer.needs_attention() {
-                    self.process(now);
-                }
+                self.after_produce(now);
                 Ok(id)
             }
             Err(e) => {
-                if self.producer.needs_attention() {
-                    self.process(now);
-                }
+                self.after_produce(now);
                 Err(e)
             }
+        }
+    }
+
+    /// Runs the pass when the produce made something possible (a full batch, a wish for
+    /// metadata).
+    #[inline]
+    fn after_produce(&mut self, now: Instant) {
+        if self.producer.needs_attention() {
+            self.process(now);
         }
     }
 
