@@ -11,9 +11,9 @@
 use crate::Runtime;
 use crate::read_buffers::ReadBuffers;
 use crate::state::{Conn, Shared, State, Transmit};
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use futures_lite::future;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::io::{self, ErrorKind};
 use std::pin::Pin;
@@ -47,6 +47,9 @@ impl<R: Runtime> Transmit for Sock<R> {
     }
     fn hand_over(&self, buf: &mut BytesMut) -> Option<io::Result<()>> {
         R::hand_over(&self.0, buf)
+    }
+    fn hand_over_shared(&self, bytes: &mut Bytes) -> Option<io::Result<()>> {
+        R::hand_over_shared(&self.0, bytes)
     }
     fn set_abort_on_close(&self) -> io::Result<()> {
         R::set_abort_on_close(&self.0)
@@ -290,7 +293,7 @@ impl<R: Runtime> Driver<R> {
                     id,
                     Conn {
                         sock,
-                        pending: BytesMut::new(),
+                        pending: VecDeque::new(),
                     },
                 );
                 st.client.handle_connected(id, now);
@@ -548,7 +551,7 @@ mod tests {
             id,
             Conn {
                 sock: sock.clone(),
-                pending: BytesMut::new(),
+                pending: VecDeque::new(),
             },
         );
         st.client.handle_connected(id, now);

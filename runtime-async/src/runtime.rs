@@ -1,6 +1,6 @@
 //! The [`Runtime`] trait: the few things the driver cannot do without a runtime.
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use std::future::Future;
 use std::io;
 use std::task::{Context, Poll};
@@ -133,6 +133,13 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// For a runtime that writes on threads of its own: takes all of `bytes` without copying.
     /// `None` (the default): the driver writes with [`Runtime::try_write`].
     fn hand_over(_socket: &Self::Socket, _bytes: &mut BytesMut) -> Option<io::Result<()>> {
+        None
+    }
+
+    /// [`Runtime::hand_over`] for bytes the core shares (a record blob it keeps for a retry):
+    /// takes all of `bytes`, leaving it empty. `None` (the default): the driver writes with
+    /// [`Runtime::try_write`].
+    fn hand_over_shared(_socket: &Self::Socket, _bytes: &mut Bytes) -> Option<io::Result<()>> {
         None
     }
 }

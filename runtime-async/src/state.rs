@@ -17,7 +17,7 @@
 use crate::batch::{Batches, Fed, Segment};
 use crate::seq_map::SeqMap;
 use crate::{Error, Options, Record};
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use futures_channel::oneshot;
 use std::borrow::Borrow;
 use std::collections::{HashMap, VecDeque};
@@ -136,13 +136,14 @@ pub(crate) struct Pending {
 pub(crate) trait Transmit: Send + Sync {
     fn try_write(&self, buf: &[u8]) -> std::io::Result<usize>;
     fn hand_over(&self, buf: &mut BytesMut) -> Option<std::io::Result<()>>;
+    fn hand_over_shared(&self, bytes: &mut Bytes) -> Option<std::io::Result<()>>;
     fn set_abort_on_close(&self) -> std::io::Result<()>;
 }
 
 pub(crate) struct Conn {
     pub sock: Arc<dyn Transmit>,
-    /// Bytes the socket did not take yet (only under backpressure).
-    pub pending: BytesMut,
+    /// Bytes the socket did not take yet, in order (only under backpressure).
+    pub pending: VecDeque<Bytes>,
 }
 
 /// A close that callers wait for: done, the records it failed, and the waiting callers.
@@ -604,6 +605,7 @@ impl State {
                     }
                 }
                 Output::Transmit(id) => self.transmit(id, now),
+                Output::TransmitBytes(id, bytes) => self.transmit_shared(id, bytes, now),
                 Output::Event(e) => self.on_event(e),
                 Output::Timeout(t) => break t,
             }
@@ -645,22 +647,53 @@ impl State {
             return;
         };
         if !c.pending.is_empty() {
-            c.pending.extend_from_slice(&self.out);
+            c.pending.push_back(self.out.split().freeze());
             return;
         }
         match write_some(&*c.sock, &mut self.out) {
             Ok(()) if self.out.is_empty() => {}
-            Ok(()) => (c.pending, self.replan) = (self.out.split(), true),
+            Ok(()) => {
+                c.pending.push_back(self.out.split().freeze());
+                self.replan = true;
+            }
+            Err(e) => self.lost(id, now, DisconnectReason::io(&e)),
+        }
+    }
+
+    /// Writes shared bytes the core handed over ([`Output::TransmitBytes`]) to `id`, after
+    /// what is pending for it; what the socket does not take now waits, uncopied.
+    fn transmit_shared(&mut self, id: ConnId, mut bytes: Bytes, now: Instant) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if !c.pending.is_empty() {
+            c.pending.push_back(bytes);
+            return;
+        }
+        match write_shared(&*c.sock, &mut bytes) {
+            Ok(()) if bytes.is_empty() => {}
+            Ok(()) => {
+                c.pending.push_back(bytes);
+                self.replan = true;
+            }
             Err(e) => self.lost(id, now, DisconnectReason::io(&e)),
         }
     }
 
     /// Writes bytes a socket did not take earlier.
     pub fn write_pending(&mut self, id: ConnId, now: Instant) {
-        if let Some(c) = self.conns.get_mut(&id)
-            && let Err(e) = write_some(&*c.sock, &mut c.pending)
-        {
-            self.lost(id, now, DisconnectReason::io(&e));
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        while let Some(front) = c.pending.front_mut() {
+            if let Err(e) = write_shared(&*c.sock, front) {
+                self.lost(id, now, DisconnectReason::io(&e));
+                return;
+            }
+            if !front.is_empty() {
+                return;
+            }
+            c.pending.pop_front();
         }
     }
 
@@ -717,12 +750,24 @@ impl State {
 
 /// Writes as much of `buf` as the socket takes now.
 fn write_some(sock: &dyn Transmit, buf: &mut BytesMut) -> std::io::Result<()> {
-    use bytes::Buf;
-    if let Some(r) = sock.hand_over(buf) {
-        return r;
+    match sock.hand_over(buf) {
+        Some(r) => r,
+        None => write_with(sock, buf),
     }
-    while !buf.is_empty() {
-        match sock.try_write(buf) {
+}
+
+/// [`write_some`] for shared bytes.
+fn write_shared(sock: &dyn Transmit, bytes: &mut Bytes) -> std::io::Result<()> {
+    match sock.hand_over_shared(bytes) {
+        Some(r) => r,
+        None => write_with(sock, bytes),
+    }
+}
+
+/// Writes `buf` with `try_write` until it is empty or the socket is full.
+fn write_with(sock: &dyn Transmit, buf: &mut impl bytes::Buf) -> std::io::Result<()> {
+    while buf.has_remaining() {
+        match sock.try_write(buf.chunk()) {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
             Ok(n) => buf.advance(n),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),

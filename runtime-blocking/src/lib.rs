@@ -111,7 +111,7 @@ mod read_buffers;
 pub use handles::{Admin, Client, Consumer, Producer};
 pub use stellflow_async::prelude::*;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use std::cell::Cell;
 use std::future::Future;
 use std::io;
@@ -182,7 +182,11 @@ impl Runtime for Blocking {
     }
 
     fn hand_over(socket: &net::Socket, bytes: &mut BytesMut) -> Option<io::Result<()>> {
-        Some(socket.hand_over(bytes))
+        Some(socket.hand_over(bytes.split().freeze()))
+    }
+
+    fn hand_over_shared(socket: &net::Socket, bytes: &mut Bytes) -> Option<io::Result<()>> {
+        Some(socket.hand_over(std::mem::take(bytes)))
     }
 }
 

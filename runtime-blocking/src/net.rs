@@ -87,9 +87,9 @@ impl Socket {
     }
 
     /// Hands all of `bytes` to the writer thread.
-    pub fn hand_over(&self, bytes: &mut BytesMut) -> io::Result<()> {
+    pub fn hand_over(&self, bytes: Bytes) -> io::Result<()> {
         let gone = |_| io::Error::new(ErrorKind::BrokenPipe, "the connection's writer stopped");
-        self.writer.send(bytes.split().freeze()).map_err(gone)
+        self.writer.send(bytes).map_err(gone)
     }
 
     /// Copies what the reader thread queued into `buf` (the driver uses [`Socket::take_read`]).

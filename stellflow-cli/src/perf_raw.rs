@@ -219,15 +219,9 @@ impl Driver {
                 }
                 Output::Transmit(conn) => {
                     let bytes = self.out.split();
-                    // The reader thread keeps reading while this write blocks.
-                    let failed = match self.conns.get_mut(&conn) {
-                        Some(s) => s.write_all(&bytes).err(),
-                        None => None,
-                    };
-                    if let Some(e) = failed {
-                        self.apply(Msg::Down(conn, DisconnectReason::io(&e)));
-                    }
+                    self.write(conn, &bytes);
                 }
+                Output::TransmitBytes(conn, bytes) => self.write(conn, &bytes),
                 Output::Event(Event::Response { id, result }) => {
                     self.answers
                         .push_back((id, result.map_err(|e| e.to_string())));
@@ -236,6 +230,17 @@ impl Driver {
                 Output::Timeout(t) => break t,
             }
         };
+    }
+
+    /// Writes `bytes` to `conn` (the reader thread keeps reading while this write blocks).
+    fn write(&mut self, conn: ConnId, bytes: &[u8]) {
+        let failed = match self.conns.get_mut(&conn) {
+            Some(s) => s.write_all(bytes).err(),
+            None => None,
+        };
+        if let Some(e) = failed {
+            self.apply(Msg::Down(conn, DisconnectReason::io(&e)));
+        }
     }
 
     /// Connects on a thread of its own, which then reads the socket.

@@ -25,7 +25,7 @@
 use crate::api_key::ApiKey;
 use crate::header::{RequestHeader, ResponseHeader};
 use crate::messages::{EncodeBody, RequestBody};
-use crate::wire::{DecodeError, Reader, Wire};
+use crate::wire::{DecodeError, Reader, SharedPiece, Wire};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 /// Bytes of the length prefix.
@@ -178,6 +178,57 @@ pub fn encode_request<B: EncodeBody + ?Sized>(
     })
 }
 
+/// Appends one request frame as [`encode_request`] does, except that Produce record blobs of
+/// `min_shared` bytes or more are left out of `buf` and pushed to `shared` with their place
+/// (see [`SharedPiece`]): the frame is `buf`'s new bytes with each piece inserted at its
+/// `at`. Returns the frame size including the prefix and the pieces.
+///
+/// ```
+/// use bytes::{Bytes, BytesMut};
+/// use stellflow_proto::frame::{encode_request, encode_request_sharing};
+/// use stellflow_proto::header::RequestHeader;
+/// use stellflow_proto::messages::*;
+///
+/// let blob = Bytes::from(vec![7u8; 100_000]);
+/// let body = RequestBody::Produce(ProduceRequest {
+///     transactional_id: None,
+///     acks: 1,
+///     timeout_ms: 1000,
+///     topic_data: vec![ProduceTopicData {
+///         topic: Some("t".into()),
+///         partitions: vec![ProducePartitionData { partition: 0, records: Some(blob.clone()) }],
+///     }],
+/// });
+/// let header = RequestHeader::new(ProduceRequest::API_KEY, 1, Some("app"));
+/// let (mut buf, mut shared) = (BytesMut::new(), Vec::new());
+/// let n = encode_request_sharing(&mut buf, &header, &body, 64 * 1024, &mut shared);
+/// assert_eq!(shared.len(), 1);
+/// assert_eq!(n, buf.len() + blob.len());
+/// // Put back together, it is the frame `encode_request` writes.
+/// let mut whole = BytesMut::new();
+/// whole.extend_from_slice(&buf[..shared[0].at]);
+/// whole.extend_from_slice(&shared[0].bytes);
+/// whole.extend_from_slice(&buf[shared[0].at..]);
+/// let mut copied = BytesMut::new();
+/// encode_request(&mut copied, &header, &body);
+/// assert_eq!(whole, copied);
+/// ```
+pub fn encode_request_sharing(
+    buf: &mut BytesMut,
+    header: &RequestHeader,
+    body: &RequestBody,
+    min_shared: usize,
+    shared: &mut Vec<SharedPiece>,
+) -> usize {
+    let before = shared.len();
+    write_frame_with(buf, |buf| {
+        header.encode(buf);
+        body.encode_sharing(buf, min_shared, shared);
+        let pieces = shared.get(before..).unwrap_or_default();
+        pieces.iter().map(|p| p.bytes.len()).sum()
+    })
+}
+
 /// Appends one response frame to `buf` in one pass: the header, then the body if there is
 /// one (`None` gives a 12-byte header-only frame, the server's request-level error answer).
 /// Returns the frame size including the prefix.
@@ -202,10 +253,19 @@ pub fn encode_response_header_only(buf: &mut BytesMut, header: &ResponseHeader) 
 
 /// Writes a length placeholder, the payload, then patches the length.
 fn write_frame(buf: &mut BytesMut, payload: impl FnOnce(&mut BytesMut)) -> usize {
+    write_frame_with(buf, |buf| {
+        payload(buf);
+        0
+    })
+}
+
+/// [`write_frame`] for a payload that returns how many of its bytes it left out of `buf`
+/// (see [`encode_request_sharing`]); the frame size counts them.
+fn write_frame_with(buf: &mut BytesMut, payload: impl FnOnce(&mut BytesMut) -> usize) -> usize {
     let start = buf.len();
     buf.put_u32(0);
-    payload(buf);
-    let total = buf.len() - start;
+    let left_out = payload(buf);
+    let total = buf.len() - start + left_out;
     let length = u32::try_from(total - LENGTH_PREFIX_LEN).unwrap_or(u32::MAX);
     if let Some(prefix) = buf.get_mut(start..start + LENGTH_PREFIX_LEN) {
         prefix.copy_from_slice(&length.to_be_bytes());
@@ -260,6 +320,60 @@ mod tests {
     use super::*;
     use crate::error_code::ErrorCode;
     use crate::messages::{HeartbeatRequest, HeartbeatResponse};
+
+    /// `buf` with every piece put back at its place.
+    fn reassemble(buf: &[u8], pieces: &[SharedPiece]) -> Vec<u8> {
+        let (mut out, mut from) = (Vec::new(), 0);
+        for p in pieces {
+            out.extend_from_slice(&buf[from..p.at]);
+            out.extend_from_slice(&p.bytes);
+            from = p.at;
+        }
+        out.extend_from_slice(&buf[from..]);
+        out
+    }
+
+    #[test]
+    fn a_frame_with_shared_blobs_reassembles_to_the_copied_frame() {
+        use crate::messages::{ProducePartitionData, ProduceRequest, ProduceTopicData};
+        let blob = |n: usize, b: u8| Some(Bytes::from(vec![b; n]));
+        let part = |partition, records| ProducePartitionData { partition, records };
+        // Two topics; blobs below, at and above the limit, and a null one.
+        let body = RequestBody::Produce(ProduceRequest {
+            transactional_id: Some("tx".into()),
+            acks: -1,
+            timeout_ms: 30_000,
+            topic_data: vec![
+                ProduceTopicData {
+                    topic: Some("a".into()),
+                    partitions: vec![part(0, blob(999, 1)), part(1, blob(1000, 2))],
+                },
+                ProduceTopicData {
+                    topic: Some("b".into()),
+                    partitions: vec![part(0, None), part(3, blob(5000, 3)), part(4, blob(10, 4))],
+                },
+            ],
+        });
+        let header = RequestHeader::new(ApiKey::PRODUCE, 42, Some("c"));
+        let mut copied = BytesMut::new();
+        let whole = encode_request(&mut copied, &header, &body);
+        // Something before the frame in the buffer: positions are the buffer's.
+        let mut buf = BytesMut::from(&b"earlier"[..]);
+        let mut shared = Vec::new();
+        let n = encode_request_sharing(&mut buf, &header, &body, 1000, &mut shared);
+        assert_eq!(n, whole);
+        let sizes: Vec<usize> = shared.iter().map(|p| p.bytes.len()).collect();
+        assert_eq!(sizes, [1000, 5000]);
+        assert_eq!(buf.len() - 7 + 6000, whole);
+        let out = reassemble(&buf, &shared);
+        assert_eq!(&out[..7], b"earlier");
+        assert_eq!(&out[7..], &copied[..]);
+        // Nothing shared when every blob is under the limit, and for other bodies.
+        let (mut small, mut none) = (BytesMut::new(), Vec::new());
+        encode_request_sharing(&mut small, &header, &body, 5001, &mut none);
+        assert!(none.is_empty());
+        assert_eq!(small, copied);
+    }
 
     fn two_frames() -> (Bytes, Vec<Bytes>) {
         let mut buf = BytesMut::new();

@@ -182,6 +182,12 @@ fn run_with(envelope: Envelope, label: &str, take: Take, hooks: Hooks) -> f64 {
                         sim.handle_input(*sc, now, &mut buf);
                     }
                 }
+                // (Only produce requests share blobs; this client only fetches.)
+                Output::TransmitBytes(c, bytes) => {
+                    if let Some(sc) = links.get(&c) {
+                        sim.handle_input(*sc, now, &mut BytesMut::from(&bytes[..]));
+                    }
+                }
                 Output::Close(_) | Output::Event(_) => {}
                 Output::Timeout(t) => break t,
             }

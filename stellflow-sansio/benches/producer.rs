@@ -26,7 +26,7 @@
 //! counted per thread by the `alloc-counter` global allocator).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use stellflow_proto::frame;
@@ -54,6 +54,10 @@ struct Driver {
     back: HashMap<stellflow_sim::ConnId, ConnId>,
     tx: BytesMut,
     rx: BytesMut,
+    /// The front of a frame whose record blobs come shared (`Output::TransmitBytes`).
+    partial: BytesMut,
+    /// How many blobs came shared.
+    shared_blobs: u64,
     offsets: Vec<i64>,
     delivered: u64,
     failed: u64,
@@ -79,6 +83,10 @@ impl Driver {
                         self.client.handle_connected(cr.conn, self.now);
                     }
                     Output::Transmit(conn) => self.route(conn),
+                    Output::TransmitBytes(_, blob) => {
+                        self.shared_blobs += 1;
+                        self.shared(&blob);
+                    }
                     Output::Event(e) => self.on_event(e),
                     Output::Close(_) => {}
                     Output::Timeout(t) => break t,
@@ -114,14 +122,48 @@ impl Driver {
 
     /// Answers Produce frames itself; forwards everything else to the sim.
     fn route(&mut self, conn: ConnId) {
-        // Take the whole buffer (not `split`): once every slice of it is dropped it comes
-        // back unique, so the client encodes into the same memory next time, as it does
-        // with an adapter that writes its buffer out and clears it.
-        let all = std::mem::take(&mut self.tx).freeze();
-        let mut frames = all.clone();
         self.rx.clear();
+        if self.partial.is_empty() {
+            // Take the whole buffer (not `split`): once every slice of it is dropped it comes
+            // back unique, so the client encodes into the same memory next time, as it does
+            // with an adapter that writes its buffer out and clears it.
+            let all = std::mem::take(&mut self.tx).freeze();
+            let rest = self.answer(conn, all.clone());
+            self.partial.extend_from_slice(&rest);
+            drop(rest);
+            self.tx = all
+                .try_into_mut()
+                .unwrap_or_else(|_| BytesMut::with_capacity(32 << 20));
+            self.tx.clear();
+        } else {
+            self.partial.extend_from_slice(&self.tx);
+            let frames = std::mem::take(&mut self.partial).freeze();
+            let rest = self.answer(conn, frames);
+            self.partial.extend_from_slice(&rest);
+        }
+        if !self.rx.is_empty() {
+            self.client.handle_input(conn, self.now, &mut self.rx);
+        }
+    }
+
+    /// A record blob handed over shared (`Output::TransmitBytes`): the responder needs only
+    /// the partitions, so the frame it ends the front of is read as if the blob were empty
+    /// (its length field and the frame's length are patched), and the blob is not copied.
+    fn shared(&mut self, blob: &[u8]) {
+        let n = self.partial.len();
+        self.partial[n - 4..].copy_from_slice(&0i32.to_be_bytes());
+        let total = (&self.partial[..4]).get_u32() - blob.len() as u32;
+        self.partial[..4].copy_from_slice(&total.to_be_bytes());
+    }
+
+    /// Answers (into `rx`) or forwards the whole frames at the front of `frames`; returns
+    /// the incomplete rest (the front of a frame whose blobs are still to come).
+    fn answer(&mut self, conn: ConnId, mut frames: Bytes) -> Bytes {
         while frames.len() >= 4 {
             let len = (&frames[..4]).get_u32() as usize;
+            if frames.len() < 4 + len {
+                break;
+            }
             let whole = frames.split_to(4 + len);
             let payload = whole.slice(4..);
             let (header, body) = frame::split_request(payload).unwrap();
@@ -159,14 +201,7 @@ impl Driver {
                 self.sim.handle_input(self.links[&conn], self.now, &mut b);
             }
         }
-        drop(frames);
-        self.tx = all
-            .try_into_mut()
-            .unwrap_or_else(|_| BytesMut::with_capacity(32 << 20));
-        self.tx.clear();
-        if !self.rx.is_empty() {
-            self.client.handle_input(conn, self.now, &mut self.rx);
-        }
+        frames
     }
 }
 
@@ -195,6 +230,8 @@ fn new_driver(hooks: stellflow_sansio::Hooks, batched: bool) -> Driver {
         back: HashMap::new(),
         tx: BytesMut::with_capacity(32 << 20),
         rx: BytesMut::with_capacity(1 << 20),
+        partial: BytesMut::new(),
+        shared_blobs: 0,
         offsets: vec![0; PARTITIONS as usize],
         delivered: 0,
         failed: 0,

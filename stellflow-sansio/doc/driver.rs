@@ -33,6 +33,8 @@ fn main() {
                     if let Some(s) = links.remove(&close.conn) { broker.disconnect(s); }
                 }
                 Output::Transmit(conn) => broker.handle_input(links[&conn], now, &mut buf), // "the network"
+                Output::TransmitBytes(conn, bytes) =>     // a large record blob, shared: write it next
+                    broker.handle_input(links[&conn], now, &mut BytesMut::from(&bytes[..])),
                 Output::Event(Event::Admin { id, result: Ok(outcome) }) => {
                     assert_eq!(Some(id), asked.map(|a| a.id()));
                     let c = outcome.take(asked.unwrap()).unwrap();

@@ -73,21 +73,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     // to zero first (socket2's SockRef::set_linger), as the adapters do.
                     sockets.remove(&close.conn);
                 }
-                Output::Transmit(conn) => {
-                    if let Some(s) = sockets.get_mut(&conn) {
-                        // A blocking write of the whole buffer keeps the example short.
-                        s.set_nonblocking(false)?;
-                        let r = s.write_all(&out);
-                        s.set_nonblocking(true)?;
-                        if let Err(e) = r {
-                            sockets.remove(&conn);
-                            client.handle_disconnected(
-                                conn,
-                                Instant::now(),
-                                DisconnectReason::io(&e),
-                            );
-                        }
-                    }
+                Output::Transmit(conn) => send(&mut client, &mut sockets, conn, &out)?,
+                // A large record blob comes shared, not copied into `out`: write it next.
+                Output::TransmitBytes(conn, bytes) => {
+                    send(&mut client, &mut sockets, conn, &bytes)?
                 }
                 Output::Event(Event::Admin { id, result })
                     if pending.is_some_and(|p| p.id() == id) =>
@@ -143,4 +132,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Err("no answer within 10 s".into())
+}
+
+/// Writes `bytes` to `conn`'s socket; a failed write is reported as a disconnect.
+fn send(
+    client: &mut Client,
+    sockets: &mut HashMap<ConnId, TcpStream>,
+    conn: ConnId,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    if let Some(s) = sockets.get_mut(&conn) {
+        // A blocking write of the whole buffer keeps the example short.
+        s.set_nonblocking(false)?;
+        let r = s.write_all(bytes);
+        s.set_nonblocking(true)?;
+        if let Err(e) = r {
+            sockets.remove(&conn);
+            client.handle_disconnected(conn, Instant::now(), DisconnectReason::io(&e));
+        }
+    }
+    Ok(())
 }

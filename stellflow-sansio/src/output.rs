@@ -3,9 +3,10 @@
 //! of one drain.
 
 use crate::event::Event;
-use crate::net::ConnectRequest;
 pub use crate::net::{CloseMode, CloseRequest};
+use crate::net::{ConnectRequest, Transmitted};
 use crate::request::ConnId;
+use bytes::Bytes;
 use std::time::Instant;
 
 /// One thing the driver must do, from [`Client::poll_output`](crate::Client::poll_output).
@@ -22,11 +23,18 @@ pub enum Output {
     /// the matching [`Event::ConnectionError`] says why). Do not report it back as
     /// disconnected. A [`CloseMode::Abort`] must reset the socket, not just drop it.
     Close(CloseRequest),
-    /// The bytes appended to the caller's buffer during this call go to this connection.
+    /// The bytes appended to the caller's buffer during this call go to this connection,
+    /// after what earlier outputs gave it.
     ///
     /// One `Transmit` is one connection's bytes: a driver that writes per connection clears
     /// the buffer (or notes its length) before each call and writes what was added.
     Transmit(ConnId),
+    /// These bytes go to this connection, right after what earlier outputs gave it: a large
+    /// record blob of a Produce request, handed over without a copy (the client keeps it for a
+    /// retry, so it is shared, and read-only). The rest of its frame comes in the
+    /// [`Output::Transmit`]s around it; write each connection's outputs in the order they
+    /// come.
+    TransmitBytes(ConnId, Bytes),
     /// An outcome for the application: connection changes, metadata updates, admin and raw
     /// results, produce outcomes, consumer events.
     Event(Event),
@@ -35,6 +43,16 @@ pub enum Output {
     /// no timer is armed; wait for socket readiness or a command). It holds until the next
     /// input or command, after which the driver drains again.
     Timeout(Option<Instant>),
+}
+
+impl Output {
+    /// The output for what the router gave the driver to send.
+    pub(crate) fn transmitted(t: Transmitted) -> Output {
+        match t {
+            Transmitted::Buffer(conn) => Output::Transmit(conn),
+            Transmitted::Shared(conn, bytes) => Output::TransmitBytes(conn, bytes),
+        }
+    }
 }
 
 /// Where a drain is: the order outputs come in (connects, closes, transmits, events) and

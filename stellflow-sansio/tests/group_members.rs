@@ -235,6 +235,12 @@ impl Fleet {
                                 self.sim.handle_input(*sc, now, &mut buf);
                             }
                         }
+                        Output::TransmitBytes(c, bytes) => {
+                            if let Some(sc) = m.to_sim.get(&c) {
+                                self.sim
+                                    .handle_input(*sc, now, &mut BytesMut::from(&bytes[..]));
+                            }
+                        }
                         Output::Event(Event::Consumer(c)) => {
                             self.seq += 1;
                             m.events.push((self.seq, now, c));

@@ -179,7 +179,14 @@ impl World {
         };
         slot.deadline = loop {
             self.buf.clear();
-            let output = slot.client.poll_output(now, &mut self.buf);
+            let output = match slot.client.poll_output(now, &mut self.buf) {
+                // Shared bytes travel like buffered ones (the buffer is empty: cleared above).
+                Output::TransmitBytes(c, bytes) => {
+                    self.buf.extend_from_slice(&bytes);
+                    Output::Transmit(c)
+                }
+                output => output,
+            };
             progress |= !matches!(output, Output::Timeout(_));
             match output {
                 Output::Connect(cr) => {
@@ -233,7 +240,8 @@ impl World {
                         }
                     }
                 }
-                Output::Transmit(c) => {
+                // (`TransmitBytes` was made a `Transmit` of its bytes above.)
+                Output::Transmit(c) | Output::TransmitBytes(c, _) => {
                     self.trace.record(b'U', m, &self.buf);
                     let timeouts = slot.client.counters().timeouts;
                     let Some(link) = self.links.get_mut(&(i, c.0)) else {

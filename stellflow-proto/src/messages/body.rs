@@ -121,6 +121,21 @@ macro_rules! api_table {
                     RequestBody::Opaque { payload, .. } => buf.extend_from_slice(payload),
                 }
             }
+
+            /// Appends the body bytes as [`RequestBody::encode`] does, leaving Produce record
+            /// blobs of `min_shared` bytes or more out of `buf` (pushed to `shared`, see
+            /// [`crate::wire::SharedPiece`]); other bodies are written whole.
+            pub fn encode_sharing(
+                &self,
+                buf: &mut BytesMut,
+                min_shared: usize,
+                shared: &mut Vec<crate::wire::SharedPiece>,
+            ) {
+                match self {
+                    RequestBody::Produce(p) => p.encode_sharing(buf, min_shared, shared),
+                    other => other.encode(buf),
+                }
+            }
         }
 
         impl Describe for RequestBody {

@@ -1,7 +1,8 @@
 //! Produce (key 2): append one record blob per partition entry (PROTOCOL.md §3.3).
 
 use crate::error_code::ErrorCode;
-use crate::wire::{NBytes, NString};
+use crate::wire::{NBytes, NString, SharedPiece, Wire};
+use bytes::{BufMut, BytesMut};
 
 crate::wire_struct! {
     /// Produce request.
@@ -70,5 +71,39 @@ crate::wire_struct! {
         pub log_append_time_ms: i64,
         /// Current log start offset.
         pub log_start_offset: i64,
+    }
+}
+
+impl ProduceRequest {
+    /// Appends the request as [`Wire::encode`] does, except that a record blob of
+    /// `min_shared` bytes or more is not copied: only its length is written, and the blob is
+    /// pushed to `shared` with its place in `buf` (see [`SharedPiece`]).
+    pub fn encode_sharing(
+        &self,
+        buf: &mut BytesMut,
+        min_shared: usize,
+        shared: &mut Vec<SharedPiece>,
+    ) {
+        self.transactional_id.encode(buf);
+        self.acks.encode(buf);
+        self.timeout_ms.encode(buf);
+        buf.put_i32(self.topic_data.len() as i32);
+        for topic in &self.topic_data {
+            topic.topic.encode(buf);
+            buf.put_i32(topic.partitions.len() as i32);
+            for p in &topic.partitions {
+                p.partition.encode(buf);
+                match &p.records {
+                    Some(blob) if blob.len() >= min_shared => {
+                        buf.put_i32(blob.len() as i32);
+                        shared.push(SharedPiece {
+                            at: buf.len(),
+                            bytes: blob.clone(),
+                        });
+                    }
+                    records => records.encode(buf),
+                }
+            }
+        }
     }
 }

@@ -25,6 +25,20 @@ pub type NString = Option<StrBytes>;
 /// Nullable bytes as they travel on the wire: `None` is length −1.
 pub type NBytes = Option<Bytes>;
 
+/// Bytes of an encoding left out of its buffer so that they are not copied (a large record
+/// blob the caller keeps anyway): `bytes` belong right after the buffer's first `at` bytes.
+///
+/// [`crate::frame::encode_request_sharing`] writes these; whoever sends the frame writes the
+/// buffer up to the first piece's `at`, that piece's bytes, the buffer up to the next
+/// piece's `at`, and so on, then the rest of the buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedPiece {
+    /// Where in the buffer the bytes go.
+    pub at: usize,
+    /// The bytes.
+    pub bytes: Bytes,
+}
+
 /// Why bytes could not be decoded. Each variant names the position and the field kind so a
 /// corrupt frame can be diagnosed from the error alone.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -16,7 +16,7 @@ use crate::error::RequestError;
 use crate::event::{DisconnectReason, Event};
 use crate::metadata::{ClusterMetadata, MetadataCache};
 use crate::metrics::Counters;
-use crate::net::{Completion, ConnectRequest, Net, Origin};
+use crate::net::{Completion, ConnectRequest, Net, Origin, Transmitted};
 use crate::output::{CloseRequest, DrainCursor, DrainStep, Output};
 use crate::refresh::Refresher;
 use crate::refresh::{RoundReply, Urgency};
@@ -56,8 +56,10 @@ use stellflow_proto::{ApiKey, Reader, Wire};
 /// [`Output::Timeout`], acting on each output: open the connection of [`Output::Connect`] and
 /// report back, drop the socket of [`Output::Close`] (resetting it first when its mode is
 /// [`CloseMode::Abort`](crate::CloseMode::Abort)), write the bytes that
-/// [`Output::Transmit`] appended to your buffer to its connection, hand
-/// [`Output::Event`] to the application. `poll_output` keeps the order of one round
+/// [`Output::Transmit`] appended to your buffer to its connection, and the shared bytes of
+/// [`Output::TransmitBytes`] (a large record blob, not copied into your buffer) likewise —
+/// each connection's bytes in the order the outputs come — and hand [`Output::Event`] to the
+/// application. `poll_output` keeps the order of one round
 /// (connects, closes, transmits, events) and repeats rounds until a whole round gives
 /// nothing: the drain ends with `Timeout` and never earlier. Then take records (taking them
 /// frees fetch buffer space; a consumer whose records are not taken stops fetching once its
@@ -79,6 +81,7 @@ use stellflow_proto::{ApiKey, Reader, Wire};
 ///         Output::Connect(request) => { /* open a socket to request.address */ }
 ///         Output::Close(close) => { /* drop close.conn's socket (reset it on CloseMode::Abort) */ }
 ///         Output::Transmit(conn) => { /* write buf to conn's socket */ }
+///         Output::TransmitBytes(conn, bytes) => { /* write bytes to conn's socket */ }
 ///         Output::Event(event) => { /* hand it to the application */ }
 ///         Output::Timeout(at) => break at,
 ///     }
@@ -249,7 +252,7 @@ impl Client {
             match self.drain.step {
                 DrainStep::Connect => give!(self.poll_connect(), Output::Connect),
                 DrainStep::Close => give!(self.poll_close(), Output::Close),
-                DrainStep::Transmit => give!(self.poll_transmit(now, buf), Output::Transmit),
+                DrainStep::Transmit => give!(self.poll_transmit(now, buf), Output::transmitted),
                 DrainStep::Event => give!(self.poll_event(), Output::Event),
             }
             self.drain.step = match self.drain.step {
@@ -275,9 +278,9 @@ impl Client {
         self.shared.net.poll_close()
     }
 
-    /// Appends the bytes to send on one connection to `buf` and returns that connection, after
-    /// running the pass (`process`).
-    fn poll_transmit(&mut self, now: Instant, buf: &mut BytesMut) -> Option<ConnId> {
+    /// Appends the bytes to send on one connection to `buf` (or hands over a shared blob for
+    /// it) and returns that connection, after running the pass (`process`).
+    fn poll_transmit(&mut self, now: Instant, buf: &mut BytesMut) -> Option<Transmitted> {
         let span = self.shared.obs.span.clone();
         let _entered = span.enter();
         self.shared.last_now = now;

@@ -42,6 +42,7 @@ mod transmit;
 
 pub use crate::request::MAX_REQUEST_FRAME;
 pub use connection::{CloseMode, CloseRequest};
+pub(crate) use transmit::Transmitted;
 
 /// Request timeouts a request that awaits its late answer (`Net::await_late_answer`) waits
 /// before its connection is closed.
@@ -218,6 +219,10 @@ pub struct Net {
     health: Vec<health::SlotHealth>,
     /// When any broker last answered, and since when none has.
     liveness: health::Liveness,
+    /// The rest of a frame whose record blobs go out without a copy, for the calls after.
+    unsent: transmit::Unsent,
+    /// Room for [`frame::encode_request_sharing`]'s pieces, reused.
+    pieces: Vec<stellflow_proto::wire::SharedPiece>,
 }
 
 fn nstr(s: &Option<String>) -> NString {
@@ -282,6 +287,8 @@ impl Net {
             last_cause: HashMap::new(),
             health: Vec::new(),
             liveness: health::Liveness::default(),
+            unsent: transmit::Unsent::default(),
+            pieces: Vec::new(),
         };
         for a in &config.bootstrap {
             net.slot_for(a);

@@ -1,20 +1,104 @@
 //! Writing requests: queued requests of ready connections framed with fresh correlation ids
-//! into the driver's buffer, within the in-flight limit.
+//! into the driver's buffer, within the in-flight limit; large record blobs handed over
+//! shared instead of copied into it.
 
 use super::*;
+use stellflow_proto::wire::SharedPiece;
+
+/// Record blobs at least this long reach the driver as shared bytes
+/// ([`Transmitted::Shared`]) instead of being copied into its buffer: past this size the copy
+/// costs more than the driver's extra write.
+pub(crate) const SHARE_BLOBS_FROM: usize = 32 * 1024;
+
+/// What one [`Net::poll_transmit`] gave the driver.
+#[derive(Debug)]
+pub(crate) enum Transmitted {
+    /// Bytes appended to the caller's buffer, for this connection.
+    Buffer(ConnId),
+    /// These bytes, for this connection, right after what it was given before.
+    Shared(ConnId, Bytes),
+}
+
+/// The rest of a frame whose record blobs go out shared: the pieces after what the driver
+/// already has, in order, for the calls that follow.
+#[derive(Debug, Default)]
+pub(crate) struct Unsent {
+    conn: Option<ConnId>,
+    pieces: VecDeque<Piece>,
+}
+
+/// One piece of an [`Unsent`] frame.
+#[derive(Debug)]
+enum Piece {
+    /// Frame bytes between two blobs (or after the last), copied into the driver's buffer.
+    Buffer(Bytes),
+    /// A blob, handed over shared.
+    Shared(Bytes),
+}
+
+impl Unsent {
+    /// Holds back what follows the first piece's place: `buf` keeps the bytes before it, and
+    /// the pieces and the frame bytes between them wait (the latter copied: they are short).
+    fn hold(&mut self, conn: ConnId, buf: &mut BytesMut, pieces: &mut Vec<SharedPiece>) {
+        let Some(first) = pieces.first().map(|p| p.at) else {
+            return;
+        };
+        let tail = Bytes::copy_from_slice(buf.get(first..).unwrap_or_default());
+        buf.truncate(first);
+        self.conn = Some(conn);
+        let mut iter = pieces.drain(..).peekable();
+        while let Some(p) = iter.next() {
+            self.pieces.push_back(Piece::Shared(p.bytes));
+            let end = iter.peek().map_or(first + tail.len(), |next| next.at);
+            if end > p.at {
+                let between = tail.slice(p.at - first..end - first);
+                self.pieces.push_back(Piece::Buffer(between));
+            }
+        }
+    }
+}
 
 impl Net {
-    /// Writes queued requests of one connection into `buf` and returns that connection.
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut BytesMut) -> Option<ConnId> {
+    /// Gives the driver the next piece of bytes to send: the rest of a frame with shared
+    /// blobs first, else queued requests of one connection written into `buf`.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut BytesMut) -> Option<Transmitted> {
+        if let Some(t) = self.next_unsent(buf) {
+            return Some(t);
+        }
         let n = self.slots.len();
         for k in 0..n {
             let slot = (self.rr + k) % n;
             if let Some(conn) = self.transmit_slot(now, slot, buf) {
                 self.rr = (slot + 1) % n;
-                return Some(conn);
+                return Some(Transmitted::Buffer(conn));
             }
         }
         None
+    }
+
+    /// The next piece of a frame with shared blobs, while its connection is open (one that
+    /// closed meanwhile takes nothing more: its requests failed with it).
+    fn next_unsent(&mut self, buf: &mut BytesMut) -> Option<Transmitted> {
+        let conn = self.unsent.conn?;
+        let open = self
+            .slot_of_conn(conn)
+            .and_then(|slot| self.slots.get(slot))
+            .is_some_and(|s| s.state.is_open());
+        let piece = if open {
+            self.unsent.pieces.pop_front()
+        } else {
+            None
+        };
+        if self.unsent.pieces.is_empty() || !open {
+            self.unsent = Unsent::default();
+        }
+        match piece? {
+            Piece::Buffer(bytes) => {
+                buf.extend_from_slice(&bytes);
+                Some(Transmitted::Buffer(conn))
+            }
+            Piece::Shared(bytes) => Some(Transmitted::Shared(conn, bytes)),
+        }
     }
 
     /// Writes what one connection may send now: its ApiVersions while negotiating, else its
@@ -68,7 +152,8 @@ impl Net {
     /// A ready connection's queued requests, in order, while it has in-flight room: each is
     /// stamped with the version the broker supports (or failed when it supports none),
     /// framed into `buf` (or failed when its frame is over the limit) and tracked until its
-    /// answer. `true` when at least one was written.
+    /// answer; a frame with shared blobs ends the call ([`Unsent`]). `true` when at least one
+    /// was written.
     fn send_queued(&mut self, now: Instant, slot: usize, conn: ConnId, buf: &mut BytesMut) -> bool {
         let mut wrote = false;
         while let Some(s) = self.slots.get_mut(slot) {
@@ -109,12 +194,19 @@ impl Net {
             let corr = s.in_flight.insert(req);
             header.correlation_id = corr;
             let n = match s.in_flight.get(corr) {
-                Some(r) => frame::encode_request(buf, &header, &r.body),
+                Some(r) => frame::encode_request_sharing(
+                    buf,
+                    &header,
+                    &r.body,
+                    SHARE_BLOBS_FROM,
+                    &mut self.pieces,
+                ),
                 None => continue,
             };
             // Step 4: a frame over the limit is taken back out and fails the request.
             if n > MAX_REQUEST_FRAME {
                 buf.truncate(start);
+                self.pieces.clear();
                 if let Some(req) = s.in_flight.remove(corr) {
                     let err = RequestError::TooLarge {
                         api_key,
@@ -128,6 +220,12 @@ impl Net {
             wrote = true;
             self.live.insert(seq, Loc::InFlight(slot, corr));
             self.count_sent(api_key, n);
+            // Step 5: a frame with shared blobs ends this call at its first blob; the rest
+            // goes out in the calls after, before anything else.
+            if !self.pieces.is_empty() {
+                self.unsent.hold(conn, buf, &mut self.pieces);
+                break;
+            }
         }
         wrote
     }

@@ -26,6 +26,13 @@ pub struct World {
     /// nothing and gives the same instant.
     pub check_drain_end: bool,
     buf: BytesMut,
+    /// How many `Output::TransmitBytes` (shared record blobs) the client gave.
+    pub shared_transmits: usize,
+    /// Loses the connection of the first `Output::TransmitBytes` instead of writing it.
+    pub cut_first_shared: bool,
+    /// The connection lost so, and how many outputs went to it afterwards.
+    pub cut: Option<ConnId>,
+    pub sent_after_cut: usize,
 }
 
 pub fn config(bootstrap: &str) -> ClientConfig {
@@ -54,6 +61,10 @@ impl World {
             deadline: None,
             check_drain_end: false,
             buf: BytesMut::with_capacity(64 * 1024),
+            shared_transmits: 0,
+            cut_first_shared: false,
+            cut: None,
+            sent_after_cut: 0,
         };
         w.step();
         w
@@ -80,8 +91,30 @@ impl World {
                     }
                     Output::Transmit(c) => {
                         progress = true;
+                        self.sent_after_cut += usize::from(self.cut == Some(c));
                         if let Some(sc) = self.to_sim.get(&c) {
                             self.sim.handle_input(*sc, now, &mut self.buf);
+                        }
+                    }
+                    Output::TransmitBytes(c, bytes) => {
+                        progress = true;
+                        self.shared_transmits += 1;
+                        self.sent_after_cut += usize::from(self.cut == Some(c));
+                        if self.cut_first_shared && self.cut.is_none() {
+                            // The connection is lost with the frame's front sent, before
+                            // the blob: the broker drops the connection and its bytes.
+                            self.cut = Some(c);
+                            if let Some(sc) = self.to_sim.remove(&c) {
+                                self.to_client.remove(&sc);
+                                self.sim.disconnect(sc);
+                            }
+                            self.client
+                                .handle_disconnected(c, now, DisconnectReason::PeerClosed);
+                            continue;
+                        }
+                        if let Some(sc) = self.to_sim.get(&c) {
+                            self.sim
+                                .handle_input(*sc, now, &mut BytesMut::from(&bytes[..]));
                         }
                     }
                     Output::Event(e) => {
@@ -250,6 +283,7 @@ pub fn drain_by_hand(client: &mut Client, now: Instant) -> Drained {
             Output::Connect(cr) => d.connects.push(cr),
             Output::Close(c) => d.closes.push(c.conn),
             Output::Transmit(c) => d.sent.push((c, buf.split())),
+            Output::TransmitBytes(c, bytes) => d.sent.push((c, BytesMut::from(&bytes[..]))),
             Output::Event(e) => d.events.push(e),
             Output::Timeout(t) => {
                 d.timeout = t;
