@@ -521,22 +521,26 @@ struct Runs {
 }
 
 impl Runs {
-    fn push(&mut self, key: u64, id: u64, index: usize) {
-        self.waiting += 1;
+    /// Notes `len` records of batch `key`: ids `id..id + len` at places `index..index + len`.
+    fn push(&mut self, key: u64, id: u64, index: usize, len: usize) {
+        if len == 0 {
+            return;
+        }
+        self.waiting += len;
         if let Some(r) = self.runs.back_mut()
             && r.key == key
             && r.first_id + r.len as u64 == id
             && r.first_index + r.len == index
         {
-            r.len += 1;
-            r.left += 1;
+            r.len += len;
+            r.left += len;
             return;
         }
         self.runs.push_back(Run {
             first_id: id,
             first_index: index,
-            len: 1,
-            left: 1,
+            len,
+            left: len,
             key,
         });
     }
@@ -545,16 +549,6 @@ impl Runs {
     fn take(&mut self, id: u64) -> Option<(u64, usize)> {
         let at = self.find(id)?;
         self.take_at(at, id)
-    }
-
-    /// The place of record `id` when a run of batch `key` holds it (it leaves the table);
-    /// `None` (and the record stays) when no run, or another batch's, holds it.
-    fn take_of(&mut self, key: u64, id: u64) -> Option<usize> {
-        let at = self.find(id)?;
-        if self.runs.get(at)?.key != key {
-            return None;
-        }
-        self.take_at(at, id).map(|(_, index)| index)
     }
 
     /// The position of the run that holds `id` (the last one found first).
@@ -573,19 +567,43 @@ impl Runs {
 
     /// Takes record `id` out of the run at `at` (which holds it): its batch and place.
     fn take_at(&mut self, at: usize, id: u64) -> Option<(u64, usize)> {
-        let r = self.runs.get_mut(at)?;
+        let (key, index, _) = self.first_of(at, id)?;
+        self.take_n(at, 1);
+        Some((key, index))
+    }
+
+    /// Record `id` of the run at `at` (which holds it): its batch, its place, and how many of
+    /// the ids right after it the run holds and still waits for (at most that many can be
+    /// taken with it). `None` when the run waits for nothing more (an id has one outcome).
+    fn first_of(&self, at: usize, id: u64) -> Option<(u64, usize, usize)> {
+        let r = self.runs.get(at)?;
         if r.left == 0 {
-            return None; // taken before: an id has one outcome
+            return None;
         }
-        r.left -= 1;
-        self.waiting -= 1;
-        let found = (r.key, r.first_index + (id - r.first_id) as usize);
+        let offset = (id - r.first_id) as usize;
+        let after = (r.len - offset - 1).min(r.left - 1);
+        Some((r.key, r.first_index + offset, after))
+    }
+
+    /// The run holding record `id` and [`Runs::first_of`] it, when a run waits for it.
+    fn locate(&self, id: u64) -> Option<(usize, (u64, usize, usize))> {
+        let at = self.find(id)?;
+        Some((at, self.first_of(at, id)?))
+    }
+
+    /// Takes `n` records (found with [`Runs::first_of`]) out of the run at `at`; runs at the
+    /// front that wait for nothing more leave.
+    fn take_n(&mut self, at: usize, n: usize) {
+        let Some(r) = self.runs.get_mut(at) else {
+            return;
+        };
+        r.left -= n;
+        self.waiting -= n;
         self.hint = at;
         while self.runs.front().is_some_and(|r| r.left == 0) {
             self.runs.pop_front();
             self.hint = self.hint.saturating_sub(1);
         }
-        Some(found)
     }
 }
 
@@ -617,10 +635,11 @@ impl Batches {
         self.open.get(&key).map_or(0, |b| b.outcome.len())
     }
 
-    /// Record `id`, the next of batch `key` (its index is [`Batches::fed`] plus the records
-    /// noted since), is on its way. [`Batches::push_waiting`] then adds their places.
-    pub fn note_waiting(&mut self, key: u64, id: u64, index: usize) {
-        self.runs.push(key, id, index);
+    /// Records `id..id + len`, the next `len` of batch `key` (the first one's index is
+    /// [`Batches::fed`] plus the records noted since), are on their way.
+    /// [`Batches::push_waiting`] then adds their places.
+    pub fn note_waiting(&mut self, key: u64, id: u64, index: usize, len: usize) {
+        self.runs.push(key, id, index, len);
     }
 
     /// Adds `n` records that are on their way (noted with [`Batches::note_waiting`]).
@@ -692,11 +711,13 @@ impl Batches {
         let Batches { open, runs, .. } = self;
         let mut records = records.enumerate().peekable();
         while let Some((i, (id, timestamp))) = records.next() {
-            let Some((key, at)) = runs.take(id.0) else {
+            let Some((mut run, (key, mut at, mut after))) = runs.locate(id.0) else {
                 single(id, i);
                 continue;
             };
             let Some(b) = open.get_mut(&key) else {
+                // An abandoned batch that left: its record only leaves the table.
+                runs.take_n(run, 1);
                 continue;
             };
             let (source, failed) = b.add(|| segment.source());
@@ -706,12 +727,32 @@ impl Batches {
                 timestamp,
             };
             b.write(at, slot(i, timestamp), failed);
-            // The records right after it that the same call fed share the source.
-            while let Some(&(i, (id, timestamp))) = records.peek()
-                && let Some(at) = runs.take_of(key, id.0)
-            {
-                records.next();
-                b.write(at, slot(i, timestamp), failed);
+            let mut id = id.0;
+            loop {
+                // The records right after it with the next ids are the run's next places:
+                // they are taken together, without looking each one up.
+                let mut taken = 1;
+                while taken <= after
+                    && let Some((i, (_, timestamp))) =
+                        records.next_if(|&(_, (next, _))| next.0 == id + taken as u64)
+                {
+                    b.write(at + taken, slot(i, timestamp), failed);
+                    taken += 1;
+                }
+                runs.take_n(run, taken);
+                // A later record of the same call (another of its runs, or past a gap)
+                // shares the source.
+                let Some(&(i, (next, timestamp))) = records.peek() else {
+                    break;
+                };
+                match runs.locate(next.0) {
+                    Some((r, (k, place, more))) if k == key => {
+                        records.next();
+                        b.write(place, slot(i, timestamp), failed);
+                        (run, id, at, after) = (r, next.0, place, more);
+                    }
+                    _ => break,
+                }
             }
             if b.complete() {
                 answer(open, key);
@@ -847,9 +888,7 @@ mod tests {
     /// Feeds `ids` to batch `key` as one run of records on their way, from its next index.
     fn feed(b: &mut Batches, key: u64, ids: std::ops::Range<u64>) {
         let first = b.fed(key);
-        for (i, id) in ids.clone().enumerate() {
-            b.note_waiting(key, id, first + i);
-        }
+        b.note_waiting(key, ids.start, first, ids.clone().count());
         b.push_waiting(key, ids.count());
     }
 
@@ -880,11 +919,11 @@ mod tests {
         let mut b = Batches::default();
         let (tx, mut rx) = oneshot::channel();
         let key = b.open(3, tx);
-        b.note_waiting(key, 10, 0);
+        b.note_waiting(key, 10, 0, 1);
         b.push_waiting(key, 1);
         b.push_refused(key, Error::BufferFull(Duration::ZERO), 1);
         assert_eq!(b.fed(key), 2);
-        b.note_waiting(key, 11, 2);
+        b.note_waiting(key, 11, 2, 1);
         b.push_waiting(key, 1);
         let (k, third) = b.take_record(11).unwrap();
         assert_eq!((k, third), (key, 2));
@@ -963,6 +1002,59 @@ mod tests {
         assert_eq!(format!("{by_value:?}"), format!("{got:?}"));
         assert_eq!(got.into_iter().rev().count(), 8);
         assert!(b.open.is_empty() && b.runs.runs.is_empty());
+    }
+
+    /// Consecutive ids of one run are taken together: a span stops where the run ends (the
+    /// next call's records, even with the next ids), where an id is skipped, and where the
+    /// run waits for nothing more; each record still lands at its own place.
+    #[test]
+    fn spans_of_consecutive_ids_stop_at_run_ends_and_gaps() {
+        let mut b = Batches::default();
+        let (tx1, mut rx1) = oneshot::channel();
+        let (tx2, mut rx2) = oneshot::channel();
+        let k1 = b.open(6, tx1);
+        let k2 = b.open(3, tx2);
+        feed(&mut b, k1, 0..6);
+        feed(&mut b, k2, 6..9);
+        b.seal(k1);
+        b.seal(k2);
+        let t: Arc<str> = "t".into();
+        // Ids 4..=7 cross from call 1's run into call 2's; 1 and 3 went elsewhere.
+        assert_eq!(report(&mut b, &t, 0, Ok(Some(10)), &[0, 2, 4, 5, 6, 7]), []);
+        // Out of blob order, and an id nobody waits for in the middle.
+        assert_eq!(report(&mut b, &t, 1, Ok(Some(20)), &[3, 1, 9, 8]), [(9, 2)]);
+        let (one, two) = (
+            rx1.try_recv().unwrap().expect("answered"),
+            rx2.try_recv().unwrap().expect("answered"),
+        );
+        let got = |o: &BatchOutcome| -> Vec<(i32, u32, i64)> {
+            o.iter()
+                .map(|m| m.map(|m| (m.partition, m.index, m.timestamp)).unwrap())
+                .collect()
+        };
+        assert_eq!(
+            got(&one),
+            [
+                (0, 0, 1000),
+                (1, 1, 1001),
+                (0, 1, 1002),
+                (1, 0, 1003),
+                (0, 2, 1004),
+                (0, 3, 1005)
+            ]
+        );
+        assert_eq!(got(&two), [(0, 4, 1006), (0, 5, 1007), (1, 3, 1008)]);
+        assert_eq!(b.waiting(), 0);
+        assert!(b.open.is_empty() && b.runs.runs.is_empty());
+        // A run that waits for nothing more takes no further record.
+        let (tx3, _rx3) = oneshot::channel();
+        let k3 = b.open(2, tx3);
+        feed(&mut b, k3, 20..22);
+        assert_eq!(report(&mut b, &t, 0, Ok(Some(30)), &[20, 21]), []);
+        assert_eq!(
+            report(&mut b, &t, 0, Ok(Some(32)), &[20, 21]),
+            [(20, 0), (21, 1)]
+        );
     }
 
     /// A core batch that failed gives each of its records (and only those) its error, read as
@@ -1057,16 +1149,16 @@ mod tests {
         let k2 = b.open(0, tx2);
         let mut expect = Vec::new();
         for id in 1..=5 {
-            b.note_waiting(k1, id, (id - 1) as usize);
+            b.note_waiting(k1, id, (id - 1) as usize, 1);
             expect.push((id, k1, (id - 1) as usize));
         }
         // id 6 is a single send; 7..=8 go to batch 2; 9..=10 to batch 1 after a refused record.
         for id in 7..=8 {
-            b.note_waiting(k2, id, (id - 7) as usize);
+            b.note_waiting(k2, id, (id - 7) as usize, 1);
             expect.push((id, k2, (id - 7) as usize));
         }
         for id in 9..=10 {
-            b.note_waiting(k1, id, id as usize - 3);
+            b.note_waiting(k1, id, id as usize - 3, 1);
             expect.push((id, k1, id as usize - 3));
         }
         assert_eq!(b.runs.runs.len(), 3);
