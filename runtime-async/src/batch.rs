@@ -607,6 +607,51 @@ impl Runs {
     }
 }
 
+/// The records one feeding of batch `key` queued or refused, noted as it goes: consecutive
+/// ids as one run, places added in one go ([`Noting::done`]) before anything else touches
+/// the batch.
+pub(crate) struct Noting {
+    key: u64,
+    /// The index of the next record in the batch.
+    index: usize,
+    /// The run being noted: its first id and index, and its length.
+    run: (u64, usize, usize),
+    /// Records queued since places were last added.
+    queued: usize,
+}
+
+impl Noting {
+    /// The record with id `id` is queued.
+    pub fn queued(&mut self, batches: &mut Batches, id: u64) {
+        let (first, _, len) = self.run;
+        if len == 0 || id != first + len as u64 {
+            self.flush_run(batches);
+            self.run = (id, self.index, 0);
+        }
+        self.run.2 += 1;
+        self.index += 1;
+        self.queued += 1;
+    }
+
+    /// The next record was refused at once with `error`.
+    pub fn refused(&mut self, batches: &mut Batches, error: Error) {
+        self.done(batches);
+        batches.push_refused(self.key, error, 1);
+        self.index += 1;
+    }
+
+    /// Adds the places of the records queued so far.
+    pub fn done(&mut self, batches: &mut Batches) {
+        self.flush_run(batches);
+        batches.push_waiting(self.key, std::mem::take(&mut self.queued));
+    }
+
+    fn flush_run(&mut self, batches: &mut Batches) {
+        let (id, index, len) = std::mem::take(&mut self.run);
+        batches.note_waiting(self.key, id, index, len);
+    }
+}
+
 /// The batches on their way, by key.
 #[derive(Default)]
 pub(crate) struct Batches {
@@ -628,6 +673,16 @@ impl Batches {
         };
         self.open.insert(key, batch);
         key
+    }
+
+    /// Starts noting the records fed to batch `key` from its next index.
+    pub fn noting(&self, key: u64) -> Noting {
+        Noting {
+            key,
+            index: self.fed(key),
+            run: (0, 0, 0),
+            queued: 0,
+        }
     }
 
     /// How many records batch `key` holds so far (the index of its next one).

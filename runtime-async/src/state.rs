@@ -362,12 +362,7 @@ impl State {
             }
             return Fed::Wait;
         }
-        // Queued records are noted as runs of consecutive ids (`note_waiting`) and their
-        // places added in one go (`push_waiting`) before anything else touches the batch.
-        let mut index = self.batches.fed(key);
-        let mut noted = 0;
-        // The run being noted: its first id and index, and its length.
-        let mut run = (0, index, 0);
+        let mut noting = self.batches.noting(key);
         let mut step = Fed::More;
         for _ in 0..limit {
             let Some(record) = held.take().or_else(|| records.next()) else {
@@ -379,14 +374,7 @@ impl State {
                 .borrow()
                 .with_borrowed(|rec| self.client.produce(now, rec));
             match result {
-                Ok(id) => {
-                    if run.2 == 0 || id.0 != run.0 + run.2 as u64 {
-                        self.batches.note_waiting(key, run.0, run.1, run.2);
-                        run = (id.0, index, 0);
-                    }
-                    run.2 += 1;
-                    (index, noted) = (index + 1, noted + 1);
-                }
+                Ok(id) => noting.queued(&mut self.batches, id.0),
                 Err(ProduceError::BufferFull { .. }) => {
                     *held = Some(record);
                     *fed -= 1;
@@ -397,17 +385,10 @@ impl State {
                     step = Fed::Wait;
                     break;
                 }
-                Err(e) => {
-                    self.batches.note_waiting(key, run.0, run.1, run.2);
-                    run.2 = 0;
-                    self.batches.push_waiting(key, std::mem::take(&mut noted));
-                    self.batches.push_refused(key, e.into(), 1);
-                    index += 1;
-                }
+                Err(e) => noting.refused(&mut self.batches, e.into()),
             }
         }
-        self.batches.note_waiting(key, run.0, run.1, run.2);
-        self.batches.push_waiting(key, noted);
+        noting.done(&mut self.batches);
         if step == Fed::Done {
             self.leave_lane(now, key);
             self.batches.seal(key);
