@@ -83,9 +83,9 @@ impl Driver {
                         self.client.handle_connected(cr.conn, self.now);
                     }
                     Output::Transmit(conn) => self.route(conn),
-                    Output::TransmitBytes(_, blob) => {
+                    Output::TransmitBytes(conn, blob) => {
                         self.shared_blobs += 1;
-                        self.shared(&blob);
+                        self.shared(conn, &blob);
                     }
                     Output::Event(e) => self.on_event(e),
                     Output::Close(_) => {}
@@ -149,11 +149,19 @@ impl Driver {
     /// A record blob handed over shared (`Output::TransmitBytes`): the responder needs only
     /// the partitions, so the frame it ends the front of is read as if the blob were empty
     /// (its length field and the frame's length are patched), and the blob is not copied.
-    fn shared(&mut self, blob: &[u8]) {
+    /// A blob can end its frame, so the frame is answered here once it is whole.
+    fn shared(&mut self, conn: ConnId, blob: &[u8]) {
         let n = self.partial.len();
         self.partial[n - 4..].copy_from_slice(&0i32.to_be_bytes());
         let total = (&self.partial[..4]).get_u32() - blob.len() as u32;
         self.partial[..4].copy_from_slice(&total.to_be_bytes());
+        self.rx.clear();
+        let frames = std::mem::take(&mut self.partial).freeze();
+        let rest = self.answer(conn, frames);
+        self.partial.extend_from_slice(&rest);
+        if !self.rx.is_empty() {
+            self.client.handle_input(conn, self.now, &mut self.rx);
+        }
     }
 
     /// Answers (into `rx`) or forwards the whole frames at the front of `frames`; returns
