@@ -122,28 +122,24 @@ impl Driver {
 
     /// Answers Produce frames itself; forwards everything else to the sim.
     fn route(&mut self, conn: ConnId) {
-        self.rx.clear();
-        if self.partial.is_empty() {
-            // Take the whole buffer (not `split`): once every slice of it is dropped it comes
-            // back unique, so the client encodes into the same memory next time, as it does
-            // with an adapter that writes its buffer out and clears it.
-            let all = std::mem::take(&mut self.tx).freeze();
-            let rest = self.answer(conn, all.clone());
-            self.partial.extend_from_slice(&rest);
-            drop(rest);
-            self.tx = all
-                .try_into_mut()
-                .unwrap_or_else(|_| BytesMut::with_capacity(32 << 20));
-            self.tx.clear();
-        } else {
+        if !self.partial.is_empty() {
             self.partial.extend_from_slice(&self.tx);
-            let frames = std::mem::take(&mut self.partial).freeze();
-            let rest = self.answer(conn, frames);
-            self.partial.extend_from_slice(&rest);
+            self.answer_partial(conn);
+            return;
         }
-        if !self.rx.is_empty() {
-            self.client.handle_input(conn, self.now, &mut self.rx);
-        }
+        self.rx.clear();
+        // Take the whole buffer (not `split`): once every slice of it is dropped it comes
+        // back unique, so the client encodes into the same memory next time, as it does
+        // with an adapter that writes its buffer out and clears it.
+        let all = std::mem::take(&mut self.tx).freeze();
+        let rest = self.answer(conn, all.clone());
+        self.partial.extend_from_slice(&rest);
+        drop(rest);
+        self.tx = all
+            .try_into_mut()
+            .unwrap_or_else(|_| BytesMut::with_capacity(32 << 20));
+        self.tx.clear();
+        self.hand_answers(conn);
     }
 
     /// A record blob handed over shared (`Output::TransmitBytes`): the responder needs only
@@ -155,10 +151,20 @@ impl Driver {
         self.partial[n - 4..].copy_from_slice(&0i32.to_be_bytes());
         let total = (&self.partial[..4]).get_u32() - blob.len() as u32;
         self.partial[..4].copy_from_slice(&total.to_be_bytes());
+        self.answer_partial(conn);
+    }
+
+    /// Answers the whole frames held in `partial`, keeping the incomplete rest there.
+    fn answer_partial(&mut self, conn: ConnId) {
         self.rx.clear();
         let frames = std::mem::take(&mut self.partial).freeze();
         let rest = self.answer(conn, frames);
         self.partial.extend_from_slice(&rest);
+        self.hand_answers(conn);
+    }
+
+    /// Gives the client the answers `answer` wrote into `rx`.
+    fn hand_answers(&mut self, conn: ConnId) {
         if !self.rx.is_empty() {
             self.client.handle_input(conn, self.now, &mut self.rx);
         }
