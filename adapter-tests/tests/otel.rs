@@ -218,6 +218,10 @@ fn spans_reach_request_headers_and_records() -> R<()> {
 /// The Produce of a record sent inside a span and the Fetch of a poll inside another carry
 /// their spans' ids, on smol (`.instrument`) and on blocking (the span entered on the calling
 /// thread).
+///
+/// Fetching runs ahead of polls, so the Fetch that brought the record may have gone out before
+/// the first poll set the poll's context; the test polls inside the span until a Fetch sent
+/// since then shows up at the sim (or a deadline passes, and the test fails).
 #[test]
 fn smol_and_blocking_requests_carry_the_span() -> R<()> {
     install_tracing();
@@ -225,21 +229,30 @@ fn smol_and_blocking_requests_carry_the_span() -> R<()> {
         let taken = server.with_cluster(|c, _| c.take_headers())?;
         Ok(taken.into_iter().map(|(_, h)| h).collect())
     };
+    let fetch_with = |headers: &[RequestHeader], poll: &SpanContext| {
+        headers
+            .iter()
+            .any(|h| h.api_key == ApiKey::FETCH && carries(h, poll))
+    };
     let expect = |headers: &[RequestHeader], send: &SpanContext, poll: &SpanContext, who| {
-        let of = |key: ApiKey| headers.iter().filter(move |h| h.api_key == key);
-        check(of(ApiKey::PRODUCE).any(|h| carries(h, send)), || {
-            format!("{who}: no Produce with the send span's ids")
-        })?;
-        check(of(ApiKey::FETCH).any(|h| carries(h, poll)), || {
+        check(
+            headers
+                .iter()
+                .any(|h| h.api_key == ApiKey::PRODUCE && carries(h, send)),
+            || format!("{who}: no Produce with the send span's ids"),
+        )?;
+        check(fetch_with(headers, poll), || {
             format!("{who}: no Fetch with the poll span's ids")
         })
     };
+    let deadline = || Instant::now() + Duration::from_secs(10);
 
     // smol
     let server = sim()?;
     server.with_cluster(|c, _| c.record_headers(true))?;
     let (send_span, poll_span) = (tracing::info_span!("send"), tracing::info_span!("poll"));
     let (send_sc, poll_sc) = (span_context(&send_span), span_context(&poll_span));
+    let mut headers = Vec::new();
     smol::block_on(async {
         use stellflow_smol as s;
         let client = s::Client::connect(config(&server)?).await?;
@@ -253,13 +266,20 @@ fn smol_and_blocking_requests_carry_the_span() -> R<()> {
         consumer.assign(&[s::TopicPartition::new("traced", 0)])?;
         let got = consumer
             .poll(Duration::from_secs(10))
-            .instrument(poll_span)
+            .instrument(poll_span.clone())
             .await?;
         check(got.len() == 1, || format!("smol: {} records", got.len()))?;
+        let end = deadline();
+        while !fetch_with(&headers, &poll_sc) && Instant::now() < end {
+            let more = consumer.poll(Duration::from_millis(100));
+            more.instrument(poll_span.clone()).await?;
+            headers.extend(headers_of(&server)?);
+        }
         client.close().await?;
         Ok::<_, stellflow_adapter_tests::BoxError>(())
     })?;
-    expect(&headers_of(&server)?, &send_sc, &poll_sc, "smol")?;
+    headers.extend(headers_of(&server)?);
+    expect(&headers, &send_sc, &poll_sc, "smol")?;
 
     // blocking
     use stellflow_blocking as b;
@@ -267,6 +287,7 @@ fn smol_and_blocking_requests_carry_the_span() -> R<()> {
     server.with_cluster(|c, _| c.record_headers(true))?;
     let (send_span, poll_span) = (tracing::info_span!("send"), tracing::info_span!("poll"));
     let (send_sc, poll_sc) = (span_context(&send_span), span_context(&poll_span));
+    let mut headers = Vec::new();
     let client = b::Client::connect(config(&server)?)?;
     client.admin().create_topic("traced", 1, b::Target::Any)?;
     send_span.in_scope(|| client.producer().send(b::Record::new("traced", "hello")))?;
@@ -276,6 +297,12 @@ fn smol_and_blocking_requests_carry_the_span() -> R<()> {
     check(got.len() == 1, || {
         format!("blocking: {} records", got.len())
     })?;
+    let end = deadline();
+    while !fetch_with(&headers, &poll_sc) && Instant::now() < end {
+        poll_span.in_scope(|| consumer.poll(Duration::from_millis(100)))?;
+        headers.extend(headers_of(&server)?);
+    }
     client.close()?;
-    expect(&headers_of(&server)?, &send_sc, &poll_sc, "blocking")
+    headers.extend(headers_of(&server)?);
+    expect(&headers, &send_sc, &poll_sc, "blocking")
 }
