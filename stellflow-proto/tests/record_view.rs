@@ -1,6 +1,7 @@
-//! Borrowed record views (`BlobRecords::next_view`) yield exactly what the owned iteration
-//! yields: the same records, indexes, keys, values, headers and errors, over v1 blobs of
-//! several batches and gzip SRFB envelopes.
+//! Borrowed record views (`BlobRecords::next_view`) and records built from their parts
+//! (`BlobRecords::next_with`) yield exactly what the owned iteration yields: the same
+//! records, indexes, keys, values, headers, errors and blob ends, over v1 blobs of several
+//! batches and gzip SRFB envelopes.
 #![allow(clippy::unwrap_used)]
 
 use bytes::Bytes;
@@ -84,6 +85,49 @@ fn viewed(blob: Bytes) -> Vec<Result<Owned, String>> {
     out
 }
 
+/// Whether each record the owned iteration yields is its blob's last (`at_end` after it).
+fn owned_ends(blob: Bytes) -> Vec<bool> {
+    let mut records = blob_records(blob);
+    let mut out = Vec::new();
+    while let Some(r) = records.next() {
+        if r.is_ok() {
+            out.push(records.at_end());
+        }
+    }
+    out
+}
+
+/// The records built by `next_with`, and whether each was its blob's last.
+fn built(blob: Bytes) -> (Vec<Result<Owned, String>>, Vec<bool>) {
+    let format = stellflow_proto::record::sniff(&blob);
+    let mut records = blob_records(blob);
+    let (mut out, mut ends) = (Vec::new(), Vec::new());
+    while let Some(r) = records.next_with(|p| {
+        assert_eq!(p.format(), format);
+        let headers = p.headers();
+        let h = headers
+            .iter_raw()
+            .map(|(k, v)| (k.map(<[u8]>::to_vec), v.map(<[u8]>::to_vec)))
+            .collect();
+        let (key, value) = (p.key(), p.value());
+        let len = key.as_ref().map_or(0, |k| k.len()) + value.as_ref().map_or(0, |v| v.len());
+        assert_eq!(p.key_and_value_len(), len);
+        ends.push(p.is_last_in_blob());
+        (
+            p.index_in_blob(),
+            p.batch_index(),
+            p.timestamp(),
+            key.map(|k| k.to_vec()),
+            value.map(|v| v.to_vec()),
+            h,
+        )
+    }) {
+        out.push(r.map_err(|e| e.to_string()));
+    }
+    assert!(records.next_with(|_| ()).is_none(), "fused");
+    (out, ends)
+}
+
 #[test]
 fn views_match_owned_records_over_formats_batches_and_corruption() {
     let mut v1 = batch(Envelope::V1, 7, 0).to_vec();
@@ -96,7 +140,8 @@ fn views_match_owned_records_over_formats_batches_and_corruption() {
     ];
     for blob in blobs {
         let a = owned(blob.clone());
-        assert_eq!(a, viewed(blob));
+        assert_eq!(a, viewed(blob.clone()));
+        assert_eq!((a, owned_ends(blob.clone())), built(blob));
     }
     // A corrupt second batch: the first batch's records, then the same error.
     let mut bad = v1.clone();
@@ -106,5 +151,12 @@ fn views_match_owned_records_over_formats_batches_and_corruption() {
     let a = owned(bad.clone());
     assert!(a.last().unwrap().is_err());
     assert_eq!(a.len(), 8);
-    assert_eq!(a, viewed(bad));
+    assert_eq!(a, viewed(bad.clone()));
+    let (b, ends) = built(bad.clone());
+    assert_eq!(a, b);
+    assert_eq!(ends, owned_ends(bad));
+    assert!(
+        !ends.contains(&true),
+        "a corrupt remainder follows every record"
+    );
 }

@@ -389,6 +389,15 @@ impl BlobRecords {
         self.current.as_ref().map_or(&[], |(_, r)| r.bytes())
     }
 
+    /// [`BlobRecords::current_bytes`] as the shared buffer (empty before the first record).
+    #[inline]
+    pub(crate) fn current_shared_bytes(&self) -> &Bytes {
+        static EMPTY: Bytes = Bytes::new();
+        self.current
+            .as_ref()
+            .map_or(&EMPTY, |(_, r)| r.shared_bytes())
+    }
+
     /// The index (in the blob's v1 batches) of the batch the last record came from.
     #[inline]
     pub(crate) fn current_batch_index(&self) -> u32 {

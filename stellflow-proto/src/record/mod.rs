@@ -18,6 +18,7 @@ mod builder;
 mod checksum;
 mod cursor;
 mod error;
+mod parts;
 pub mod srfb;
 pub mod v1;
 mod view;
@@ -28,6 +29,7 @@ pub use blob::{
 };
 pub use builder::{BatchBuilder, BatchParams, Envelope};
 pub use error::BatchError;
+pub use parts::RecordParts;
 pub use srfb::{Compression, SrfbBatch, SrfbHeader, SrfbParams};
 pub use v1::{Header, HeaderRef, Headers, Record, V1Batch, V1BatchHeader, V1Records, record_size};
 pub use view::{HeaderViews, HeadersView, RecordView};

@@ -3,7 +3,7 @@
 //! out ([`Consumer::lease_records`]); taking the last record of a blob moves its partition's
 //! position past it and frees its buffer space.
 
-use super::lease::{LeasedBlob, RecordLease, build_record, record_bytes};
+use super::lease::{LeasedBlob, RecordLease, build_record};
 use super::partition::ReadyBlob;
 use super::{Consumer, ConsumerEvent, ConsumerRecord, TopicPartition};
 use crate::event::Event;
@@ -83,7 +83,7 @@ impl Consumer {
     }
 
     /// Decodes the next record and hands it to `emit` (inlined so that `emit` can build it in
-    /// place); `None` when nothing is buffered.
+    /// place, see `RecordParts`); `None` when nothing is buffered.
     #[inline(always)]
     fn next_record<T>(
         &mut self,
@@ -91,9 +91,20 @@ impl Consumer {
         counters: &mut Counters,
         emit: impl FnOnce(ConsumerRecord) -> T,
     ) -> Option<T> {
+        let mut emit = Some(emit);
         loop {
             let front = self.ready.front_mut()?;
-            match front.records.next() {
+            let (tp, offset, skip) = (&front.tp, front.offset, front.skip);
+            let step = front.records.next_with(|p| {
+                let last = p.is_last_in_blob();
+                if p.index_in_blob() < skip {
+                    return (None, last);
+                }
+                let bytes = p.key_and_value_len();
+                let out = emit.take().map(|emit| emit(build_record(tp, offset, &p)));
+                (out.map(|out| (out, bytes)), last)
+            });
+            match step {
                 None => self.finish_front(),
                 Some(Err(error)) => {
                     events.push_back(Event::Consumer(ConsumerEvent::CorruptBlob {
@@ -103,26 +114,16 @@ impl Consumer {
                     }));
                     self.finish_front();
                 }
-                Some(Ok(r)) => {
-                    let done = front.records.at_end();
-                    if r.index_in_blob < front.skip {
-                        if done {
-                            self.finish_front();
-                        }
-                        continue;
+                Some(Ok((out, last))) => {
+                    if let Some((_, bytes)) = &out {
+                        crate::metrics::emit::consumed(counters, &front.tp.topic, 1, *bytes);
                     }
-                    let record = build_record(&front.tp, front.offset, r, done);
-                    crate::metrics::emit::consumed(
-                        counters,
-                        &front.tp.topic,
-                        1,
-                        record_bytes(&record),
-                    );
-                    let out = emit(record);
-                    if done {
+                    if last {
                         self.finish_front();
                     }
-                    return Some(out);
+                    if let Some((out, _)) = out {
+                        return Some(out);
+                    }
                 }
             }
         }

@@ -2,7 +2,7 @@
 //! them outside its lock), then delivered, or dropped when the queue moved meanwhile.
 
 use super::{ConsumerRecord, TopicPartition};
-use stellflow_proto::record::{BatchError, BlobRecord, BlobRecords, Record};
+use stellflow_proto::record::{BatchError, BlobRecords, RecordParts};
 
 /// Up to `max` records of the blobs at the front of the delivery queue, lent out by
 /// [`crate::Client::lease_records`] so that they can be decoded without `&mut Client`.
@@ -97,21 +97,26 @@ impl RecordLease {
                 break;
             }
             reached += 1;
+            let (tp, offset, skip) = (&b.tp, b.offset, b.skip);
             while out.len() < self.max {
-                match b.records.next() {
+                // Each record is built in its slot of `out` (see `RecordParts`).
+                let step = b.records.next_with(|p| {
+                    let taken = p.index_in_blob() >= skip;
+                    if taken {
+                        b.bytes += p.key_and_value_len();
+                        out.push(build_record(tp, offset, &p));
+                    }
+                    (taken, p.is_last_in_blob())
+                });
+                match step {
                     None => b.finished = true,
                     Some(Err(error)) => {
                         b.error = Some(error);
                         b.finished = true;
                     }
-                    Some(Ok(r)) => {
-                        let done = b.records.at_end();
-                        b.finished = done;
-                        if r.index_in_blob >= b.skip {
-                            b.taken += 1;
-                            b.bytes += value_and_key_len(&r.record);
-                            out.push(build_record(&b.tp, b.offset, r, done));
-                        }
+                    Some(Ok((taken, last))) => {
+                        b.finished = last;
+                        b.taken += u64::from(taken);
                     }
                 }
                 if b.finished {
@@ -132,37 +137,23 @@ impl RecordLease {
     }
 }
 
-/// The record `r` of the blob at `offset` of `tp`, which is the blob's last when `done`.
+/// The record `r` of the blob at `offset` of `tp`, built from its parts.
 #[inline(always)]
 pub(crate) fn build_record(
     tp: &TopicPartition,
     offset: i64,
-    r: BlobRecord,
-    done: bool,
+    r: &RecordParts<'_>,
 ) -> ConsumerRecord {
-    let rec = r.record;
     ConsumerRecord {
         topic: tp.topic.clone(),
         partition: tp.partition,
         offset,
-        index: r.index_in_blob,
-        timestamp: rec.timestamp,
-        key: rec.key,
-        value: rec.value,
-        headers: rec.headers,
-        format: r.format,
-        last_in_blob: done,
+        index: r.index_in_blob(),
+        timestamp: r.timestamp(),
+        key: r.key(),
+        value: r.value(),
+        headers: r.headers(),
+        format: r.format(),
+        last_in_blob: r.is_last_in_blob(),
     }
-}
-
-/// Key and value bytes of a record (what the consumed-bytes counters count).
-#[inline(always)]
-pub(crate) fn record_bytes(r: &ConsumerRecord) -> usize {
-    r.value.as_ref().map_or(0, |v| v.len()) + r.key.as_ref().map_or(0, |k| k.len())
-}
-
-/// [`record_bytes`] of a record still in its decoded form.
-#[inline(always)]
-fn value_and_key_len(r: &Record) -> usize {
-    r.value.as_ref().map_or(0, |v| v.len()) + r.key.as_ref().map_or(0, |k| k.len())
 }

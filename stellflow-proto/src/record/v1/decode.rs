@@ -307,6 +307,12 @@ impl V1Records {
     pub(crate) fn bytes(&self) -> &[u8] {
         &self.bytes
     }
+
+    /// [`V1Records::bytes`] as the shared buffer, for slicing owned parts out of it.
+    #[inline]
+    pub(crate) fn shared_bytes(&self) -> &Bytes {
+        &self.bytes
+    }
 }
 
 /// One record of a batch as byte ranges of the batch (see `V1Records::next_raw`).
