@@ -31,8 +31,10 @@ pub(crate) enum Fed {
     Done,
     /// The limit of records per call was reached: call again (after releasing the lock).
     More,
-    /// The batch waits (for the lane in front of it, or for buffer space).
+    /// The batch waits for the lane in front of it.
     Wait,
+    /// The batch waits for buffer space (`State::wait_for_room`).
+    WaitForRoom,
 }
 
 /// The source number of a slot without an outcome: it reads [`Error::Shutdown`].

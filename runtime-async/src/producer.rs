@@ -247,15 +247,17 @@ impl<R: Runtime> Producer<R> {
                     let step = st.traced(trace.clone(), |st| {
                         st.feed(now, key, &mut held, &mut records, PER_LOCK, &mut fed)
                     });
-                    if step == Fed::Wait {
-                        st.wait(cx);
+                    match step {
+                        Fed::Wait => st.wait(cx),
+                        Fed::WaitForRoom => st.wait_for_room(cx),
+                        Fed::Done | Fed::More => {}
                     }
                     step
                 });
                 match step {
                     Ok(Fed::More) => continue,
                     Ok(Fed::Done) => return Poll::Ready(Ok(true)),
-                    Ok(Fed::Wait) => return Poll::Pending,
+                    Ok(Fed::Wait | Fed::WaitForRoom) => return Poll::Pending,
                     Err(e) => return Poll::Ready(Err(e)),
                 }
             }

@@ -208,6 +208,12 @@ pub(crate) struct State {
     parked_records: usize,
     /// Tasks waiting for records, lane room or shutdown; woken after every driver pass.
     waiters: Vec<Waker>,
+    /// The batch send at the lane's front, waiting for buffer space: woken after a driver
+    /// pass only once the producer holds at most `room_mark` bytes (or at shutdown), so a
+    /// producer that runs ahead of its broker is woken per eighth of `buffer_memory` freed,
+    /// not per answer or per pass.
+    room_waiters: Vec<Waker>,
+    room_mark: usize,
     pub conns: HashMap<ConnId, Conn>,
     out: BytesMut,
     /// Connects the driver must start.
@@ -330,7 +336,7 @@ impl State {
     /// (queued or refused) in `fed`. A batch waits behind the
     /// lane: when the lane holds something else first, it takes a place at the lane's back
     /// and waits; when the core's buffer is full, it keeps the record in `held`, takes the
-    /// lane's front and waits (`Fed::Wait`: wake the caller after the driver's next pass).
+    /// lane's front and waits (`Fed::WaitForRoom`: wake the caller once there is room).
     pub fn feed<I>(
         &mut self,
         now: Instant,
@@ -375,14 +381,15 @@ impl State {
                 .with_borrowed(|rec| self.client.produce(now, rec));
             match result {
                 Ok(id) => noting.queued(&mut self.batches, id.0),
-                Err(ProduceError::BufferFull { .. }) => {
+                Err(ProduceError::BufferFull { needed, limit, .. }) => {
                     *held = Some(record);
                     *fed -= 1;
                     if self.parked.is_empty() {
                         self.parked.push_back(Parked::Batch(key));
                         self.replan = true; // the driver re-plans and wakes us after its pass
                     }
-                    step = Fed::Wait;
+                    self.room_mark = limit.saturating_sub(needed.max(limit / 8));
+                    step = Fed::WaitForRoom;
                     break;
                 }
                 Err(e) => noting.refused(&mut self.batches, e.into()),
@@ -461,9 +468,23 @@ impl State {
         }
     }
 
-    /// Wakes every waiting caller (after a driver pass).
+    /// Registers the batch send at the lane's front to be woken once there is buffer space
+    /// (see `room_waiters`).
+    pub fn wait_for_room(&mut self, cx: &Context<'_>) {
+        if !self.room_waiters.iter().any(|w| w.will_wake(cx.waker())) {
+            self.room_waiters.push(cx.waker().clone());
+        }
+    }
+
+    /// Wakes every waiting caller (after a driver pass), and the one waiting for buffer
+    /// space once there is enough of it.
     pub fn wake_waiters(&mut self) {
         self.waiters.drain(..).for_each(Waker::wake);
+        if !self.room_waiters.is_empty()
+            && (self.stop || self.client.producer_buffered_bytes() <= self.room_mark)
+        {
+            self.room_waiters.drain(..).for_each(Waker::wake);
+        }
     }
 
     fn on_event(&mut self, event: Event) {
@@ -734,6 +755,7 @@ impl State {
         self.consumer_closed.waiters.clear();
         self.parked.clear();
         self.conns.clear();
+        self.room_waiters.drain(..).for_each(Waker::wake);
         self.wake_waiters();
     }
 }
@@ -843,6 +865,8 @@ impl Link {
             parked: VecDeque::new(),
             parked_records: 0,
             waiters: Vec::new(),
+            room_waiters: Vec::new(),
+            room_mark: 0,
             conns: HashMap::new(),
             out: BytesMut::new(),
             connects: Vec::new(),
@@ -910,6 +934,63 @@ pub(crate) fn os_seed() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts its wake-ups.
+    struct Count(AtomicUsize);
+
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A batch send that finds the buffer full waits for room, and the driver's passes wake it
+    /// only once an eighth of `buffer_memory` (or the record's size, if larger) is free again:
+    /// not while the buffer stays full, and at once when it empties (here: the records
+    /// expire, as nothing answers) or at shutdown.
+    #[test]
+    fn a_batch_waiting_for_room_is_woken_once_there_is_room() {
+        let mut config = ClientConfig::new("127.0.0.1:9").unwrap();
+        config.producer.buffer_memory = 16 * 1024;
+        config.producer.batch_size = 4 * 1024;
+        config.producer.delivery_timeout = Duration::from_secs(1);
+        let (link, _wake) = Link::new(config, Options::default()).unwrap();
+        let mut st = link.shared.lock();
+        let now = Instant::now();
+        let (reply, _rx) = oneshot::channel();
+        let key = st.batches.open(64, reply);
+        let mut records = (0..64).map(|i| Record::new("room", vec![i as u8; 1000]));
+        let (mut held, mut fed) = (None, 0);
+        let step = st.feed(now, key, &mut held, &mut records, 512, &mut fed);
+        assert_eq!(step, Fed::WaitForRoom);
+        assert!(held.is_some() && fed < 64, "the buffer held {fed} of 64");
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        st.wait_for_room(&Context::from_waker(&waker));
+        st.wait_for_room(&Context::from_waker(&waker));
+        assert_eq!(st.room_waiters.len(), 1, "one registration per waker");
+        // Driver passes while the buffer stays full: no wake-up.
+        for _ in 0..3 {
+            st.drain(now);
+            st.wake_waiters();
+        }
+        assert_eq!(count.0.load(Ordering::SeqCst), 0, "woken without room");
+        // The records expire (nothing answers): the buffer empties, and the next pass wakes.
+        let later = now + Duration::from_secs(120);
+        st.client.handle_timeout(later);
+        st.drain(later);
+        assert!(st.client.producer_buffered_bytes() <= st.room_mark);
+        st.wake_waiters();
+        assert_eq!(count.0.load(Ordering::SeqCst), 1, "not woken with room");
+        // Shutdown wakes a waiter whatever the buffer holds.
+        st.wait_for_room(&Context::from_waker(&waker));
+        st.room_mark = 0;
+        st.shut_down();
+        assert_eq!(count.0.load(Ordering::SeqCst), 2, "not woken at shutdown");
+    }
+
     /// Two clients made at once get different seeds (and so different default client ids).
     #[test]
     fn seeds_come_from_the_os_and_differ() {
