@@ -528,10 +528,9 @@ async fn io_ready<R: Runtime>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fake::{Fake, socket};
+    use crate::fake::{Fake, WakeCount, socket};
     use crate::state::Link;
     use crate::{ClientConfig, Options};
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::task::Context;
     use std::time::Duration;
 
@@ -561,15 +560,6 @@ mod tests {
         (driver, id)
     }
 
-    /// Counts the wake-ups of a caller that waits for records.
-    struct Flag(AtomicUsize);
-
-    impl std::task::Wake for Flag {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
     /// A frame of `len` bytes arrives in pieces while a handle holds the client's lock: the
     /// driver drains the socket anyway, hands nothing over until the lock is free, then hands
     /// over every byte it read, once, and the core wants exactly the rest of the frame. A
@@ -577,7 +567,7 @@ mod tests {
     #[test]
     fn reads_on_while_the_lock_is_taken_and_hands_every_byte_over_after() {
         let (mut driver, id) = connected();
-        let flag = Arc::new(Flag(AtomicUsize::new(0)));
+        let flag = Arc::new(WakeCount::default());
         let waker = std::task::Waker::from(flag.clone());
         driver.shared.lock().wait(&Context::from_waker(&waker));
         let shared = driver.shared.clone();
@@ -625,16 +615,12 @@ mod tests {
         );
         assert_eq!(shared.lock().client.input_wanted(id), len + 4 - 700 * 1024);
         assert!(driver.socks[&id].held.is_empty());
-        assert_eq!(flag.0.load(Ordering::SeqCst), 0, "woken inside a frame");
+        assert_eq!(flag.get(), 0, "woken inside a frame");
         // The rest of the frame, the lock free again.
         feed(len + 4 - 700 * 1024);
         driver.read(id, Instant::now());
         assert_eq!(received() - base, len as u64 + 4);
         assert_eq!(shared.lock().client.input_wanted(id), 0);
-        assert_eq!(
-            flag.0.load(Ordering::SeqCst),
-            1,
-            "not woken at the frame's end"
-        );
+        assert_eq!(flag.get(), 1, "not woken at the frame's end");
     }
 }

@@ -86,3 +86,20 @@ pub(crate) fn socket(len: usize, per_read: usize, eof: bool) -> Mutex<Held> {
         written: 0,
     })
 }
+
+/// A waker that counts its wake-ups (`Waker::from(Arc::new(WakeCount::default()))`).
+#[derive(Default)]
+pub(crate) struct WakeCount(pub std::sync::atomic::AtomicUsize);
+
+impl WakeCount {
+    /// The wake-ups so far.
+    pub fn get(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl std::task::Wake for WakeCount {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}

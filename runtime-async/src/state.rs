@@ -935,16 +935,7 @@ pub(crate) fn os_seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    /// Counts its wake-ups.
-    struct Count(AtomicUsize);
-
-    impl std::task::Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
+    use crate::fake::WakeCount;
 
     /// A batch send that finds the buffer full waits for room, and the driver's passes wake it
     /// only once an eighth of `buffer_memory` (or the record's size, if larger) is free again:
@@ -966,7 +957,7 @@ mod tests {
         let step = st.feed(now, key, &mut held, &mut records, 512, &mut fed);
         assert_eq!(step, Fed::WaitForRoom);
         assert!(held.is_some() && fed < 64, "the buffer held {fed} of 64");
-        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let count = Arc::new(WakeCount::default());
         let waker = Waker::from(count.clone());
         st.wait_for_room(&Context::from_waker(&waker));
         st.wait_for_room(&Context::from_waker(&waker));
@@ -976,19 +967,19 @@ mod tests {
             st.drain(now);
             st.wake_waiters();
         }
-        assert_eq!(count.0.load(Ordering::SeqCst), 0, "woken without room");
+        assert_eq!(count.get(), 0, "woken without room");
         // The records expire (nothing answers): the buffer empties, and the next pass wakes.
         let later = now + Duration::from_secs(120);
         st.client.handle_timeout(later);
         st.drain(later);
         assert!(st.client.producer_buffered_bytes() <= st.room_mark);
         st.wake_waiters();
-        assert_eq!(count.0.load(Ordering::SeqCst), 1, "not woken with room");
+        assert_eq!(count.get(), 1, "not woken with room");
         // Shutdown wakes a waiter whatever the buffer holds.
         st.wait_for_room(&Context::from_waker(&waker));
         st.room_mark = 0;
         st.shut_down();
-        assert_eq!(count.0.load(Ordering::SeqCst), 2, "not woken at shutdown");
+        assert_eq!(count.get(), 2, "not woken at shutdown");
     }
 
     /// Two clients made at once get different seeds (and so different default client ids).
