@@ -137,6 +137,7 @@ impl Record {
     /// Calls `f` with the record in its borrowed form ([`ProducerRecord`], what the sans-IO
     /// core's `produce` takes; a driver's concern, not an application's). Nothing is copied
     /// (a record without headers allocates nothing).
+    #[inline]
     pub fn with_borrowed<T>(&self, f: impl FnOnce(&ProducerRecord<'_>) -> T) -> T {
         let headers: Vec<(&str, Option<&[u8]>)> = self
             .headers
