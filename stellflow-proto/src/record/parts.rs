@@ -56,13 +56,13 @@ impl RecordParts<'_> {
     /// The key (`None` when null), sharing the batch's memory.
     #[inline(always)]
     pub fn key(&self) -> Option<Bytes> {
-        self.raw.key.clone().map(|r| self.batch.slice(r))
+        self.raw.key_in(self.batch)
     }
 
     /// The value (`None` when null, a tombstone), sharing the batch's memory.
     #[inline(always)]
     pub fn value(&self) -> Option<Bytes> {
-        self.raw.value.clone().map(|r| self.batch.slice(r))
+        self.raw.value_in(self.batch)
     }
 
     /// The key's and the value's lengths added (a null counts 0), without taking either.
@@ -75,14 +75,7 @@ impl RecordParts<'_> {
     /// The headers, split lazily (nothing shared when there are none).
     #[inline(always)]
     pub fn headers(&self) -> Headers {
-        if self.raw.n_headers == 0 {
-            Headers::default()
-        } else {
-            Headers::new(
-                self.batch.slice(self.raw.headers.clone()),
-                self.raw.n_headers,
-            )
-        }
+        self.raw.headers_in(self.batch)
     }
 }
 

@@ -254,19 +254,15 @@ impl V1Records {
     #[inline]
     fn read(&mut self) -> Result<Record, BatchError> {
         let raw = self.read_raw()?;
-        let headers = if raw.n_headers == 0 {
-            Headers::default()
-        } else {
-            Headers::new(self.bytes.slice(raw.headers), raw.n_headers)
-        };
+        let batch = &self.bytes;
         Ok(Record {
             attributes: raw.attributes,
             timestamp_delta: raw.timestamp_delta,
             timestamp: raw.timestamp,
             offset_delta: raw.offset_delta,
-            key: raw.key.map(|k| self.bytes.slice(k)),
-            value: raw.value.map(|v| self.bytes.slice(v)),
-            headers,
+            key: raw.key_in(batch),
+            value: raw.value_in(batch),
+            headers: raw.headers_in(batch),
         })
     }
 
@@ -327,6 +323,30 @@ pub(crate) struct RawRecord {
     /// The encoded headers (without their count), and how many.
     pub headers: std::ops::Range<usize>,
     pub n_headers: u32,
+}
+
+impl RawRecord {
+    /// The key (`None` when null), sliced out of `batch`, the bytes the ranges index.
+    #[inline(always)]
+    pub(crate) fn key_in(&self, batch: &Bytes) -> Option<Bytes> {
+        self.key.clone().map(|r| batch.slice(r))
+    }
+
+    /// The value (`None` when null), sliced out of `batch`.
+    #[inline(always)]
+    pub(crate) fn value_in(&self, batch: &Bytes) -> Option<Bytes> {
+        self.value.clone().map(|r| batch.slice(r))
+    }
+
+    /// The headers, sliced out of `batch` (nothing shared when there are none).
+    #[inline(always)]
+    pub(crate) fn headers_in(&self, batch: &Bytes) -> Headers {
+        if self.n_headers == 0 {
+            Headers::default()
+        } else {
+            Headers::new(batch.slice(self.headers.clone()), self.n_headers)
+        }
+    }
 }
 
 impl Iterator for V1Records {
