@@ -88,7 +88,7 @@ impl Source {
 }
 
 /// One record's outcome, compactly: its source, its index in its blob and its timestamp.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Slot {
     /// An index into [`BatchOutcome::sources`], or [`NO_OUTCOME`].
     source: u32,
@@ -106,6 +106,43 @@ impl Slot {
         timestamp: 0,
     };
 }
+
+/// Records `at..at + len` of a call that share one outcome but for their index in the blob:
+/// record `at + k` reads `first` with index `first.index + k`. A stretch of records of one core
+/// batch (consecutive in the call and in the blob, one timestamp) is one span, however long.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    /// The first record's place in the call.
+    at: usize,
+    /// How many records it holds.
+    len: usize,
+    /// The first record's outcome.
+    first: Slot,
+}
+
+impl Span {
+    /// The place after its last record.
+    fn end(&self) -> usize {
+        self.at + self.len
+    }
+
+    /// Whether it holds the record at place `i`.
+    fn holds(&self, i: usize) -> bool {
+        i >= self.at && i < self.end()
+    }
+
+    /// The outcome of the record at place `i` (which it holds).
+    fn slot(&self, i: usize) -> Slot {
+        let k = u32::try_from(i - self.at).unwrap_or(u32::MAX);
+        Slot {
+            index: self.first.index.saturating_add(k),
+            ..self.first
+        }
+    }
+}
+
+/// Stretches shorter than this are written record by record (a span costs two slots).
+const SPAN_MIN: usize = 4;
 
 /// A core batch's outcome as [`Batches::complete_batch`] takes it (`ProducedBatch`'s parts).
 #[derive(Debug, Clone, Copy)]
@@ -133,11 +170,13 @@ impl Segment<'_> {
 /// The outcome of every record of one `Producer::enqueue_all` (or `send_all`), in the order
 /// the records were given: what [`BatchDelivery`] completes with. Each record's outcome is its
 /// [`RecordMetadata`] (partition, offset and index) or the error that stopped it, built when
-/// asked for ([`BatchOutcome::get`], [`BatchOutcome::iter`]); the outcome itself keeps
-/// 16 bytes a record and one entry per core batch that delivered some of them, so the
-/// summaries ([`BatchOutcome::failed`], [`BatchOutcome::first_error`],
-/// [`BatchOutcome::errors`]) cost no allocation. [`BatchOutcome::into_vec`] gives the
-/// outcomes as a vector.
+/// asked for ([`BatchOutcome::get`], [`BatchOutcome::iter`]). The outcome itself keeps one
+/// entry per core batch that delivered some of the records and one span per stretch of records
+/// written together (a stretch of one core batch, however long, is one span), so a batch
+/// send to one partition keeps a few dozen bytes whatever its length; records written
+/// apart (keyed records spread over partitions) take 16 bytes each. The summaries
+/// ([`BatchOutcome::failed`], [`BatchOutcome::first_error`], [`BatchOutcome::errors`]) cost no
+/// allocation. [`BatchOutcome::into_vec`] gives the outcomes as a vector.
 ///
 /// ```no_run
 /// # use stellflow_async::{Producer, Record, Runtime};
@@ -155,60 +194,57 @@ impl Segment<'_> {
 /// ```
 #[derive(Clone, Default)]
 pub struct BatchOutcome {
-    /// What the slots point at: a core batch's result, or a refusal.
+    /// What the spans and slots point at: a core batch's result, or a refusal.
     sources: Vec<Source>,
-    /// One per record, in call order.
+    /// Stretches of records written together, in place order once the outcome is answered.
+    spans: Vec<Span>,
+    /// The records written one by one: one slot per record of the call (empty until the
+    /// first such record). A record in no span and no slot has no outcome (`Shutdown`).
     slots: Vec<Slot>,
+    /// How many records the call was given.
+    len: usize,
     /// Records whose outcome is an error (refused, not delivered, or without an outcome).
     failed: usize,
 }
 
 impl BatchOutcome {
-    /// An outcome with room for `hint` records.
-    fn with_capacity(hint: usize) -> BatchOutcome {
-        BatchOutcome {
-            sources: Vec::new(),
-            slots: Vec::with_capacity(hint),
-            failed: 0,
-        }
-    }
-
     /// `len` records that all read [`Error::Shutdown`] (the client stopped before answering).
     fn shut_down(len: usize) -> BatchOutcome {
         BatchOutcome {
-            sources: Vec::new(),
-            slots: vec![Slot::PENDING; len],
+            len,
             failed: len,
+            ..BatchOutcome::default()
         }
     }
 
     /// How many records the outcome holds (as many as the call was given).
     pub fn len(&self) -> usize {
-        self.slots.len()
+        self.len
     }
 
     /// Whether the call was given no record.
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.len == 0
     }
 
     /// Record `i`'s outcome (its position in the call): where it was written, or why not;
     /// `None` past the end.
     pub fn get(&self, i: usize) -> Option<Result<RecordMetadata>> {
-        self.slots.get(i).map(|slot| self.read(slot))
+        (i < self.len).then(|| read(&self.sources, self.places().slot(i, &mut 0)))
     }
 
     /// Every record's outcome, in call order, each built as it is reached.
     pub fn iter(&self) -> BatchOutcomeIter<'_> {
         BatchOutcomeIter {
             sources: &self.sources,
-            slots: self.slots.iter(),
+            places: self.places(),
+            cursor: Cursor::new(self.len, self.spans.len()),
         }
     }
 
     /// How many records were delivered (their outcome is `Ok`).
     pub fn delivered(&self) -> usize {
-        self.slots.len().saturating_sub(self.failed)
+        self.len.saturating_sub(self.failed)
     }
 
     /// How many records failed (refused at once, not delivered, or without an outcome because
@@ -232,7 +268,10 @@ impl BatchOutcome {
     pub fn errors(&self) -> BatchErrors<'_> {
         BatchErrors {
             sources: &self.sources,
-            slots: self.slots.iter().enumerate(),
+            places: self.places(),
+            next: 0,
+            len: self.len,
+            hint: 0,
             left: self.failed,
         }
     }
@@ -242,9 +281,12 @@ impl BatchOutcome {
         self.into_iter().collect()
     }
 
-    /// A slot's outcome.
-    fn read(&self, slot: &Slot) -> Result<RecordMetadata> {
-        read(&self.sources, slot)
+    /// Where each record's outcome is kept.
+    fn places(&self) -> Places<'_> {
+        Places {
+            spans: &self.spans,
+            slots: &self.slots,
+        }
     }
 
     /// Adds `source` to the table; its number ([`NO_OUTCOME`] past `u32::MAX - 1` sources,
@@ -269,36 +311,100 @@ impl BatchOutcome {
         }
     }
 
-    /// Whether slots of source `n` read as an error.
+    /// Whether records of source `n` read as an error.
     fn fails(&self, n: u32) -> bool {
         !matches!(source(&self.sources, n), Source::Written { .. })
     }
 
-    /// Adds `n` records still on their way (their slots are written when their outcome comes).
+    /// Adds `n` records still on their way (their outcomes are written when they come).
     fn push_pending(&mut self, n: usize) {
-        self.slots.resize(self.slots.len() + n, Slot::PENDING);
+        self.len += n;
     }
 
-    /// Adds `n` records that failed at once with `error` (one source for all of them).
+    /// Adds `n` records that failed at once with `error` (one source and one span for all).
     fn push_failed(&mut self, error: Error, n: usize) {
         if n == 0 {
             return;
         }
         let source = self.add(Source::Failed(error));
-        let slot = Slot {
+        let at = self.len;
+        self.len += n;
+        let first = Slot {
             source,
             ..Slot::PENDING
         };
-        self.slots.resize(self.slots.len() + n, slot);
+        self.push_span(at, n, first, true);
         self.failed += n;
     }
 
-    /// Writes the outcome of the record at `at` (a place still pending).
-    fn write(&mut self, at: usize, slot: Slot, failed: bool) {
-        if let Some(s) = self.slots.get_mut(at) {
-            *s = slot;
-            self.failed += usize::from(failed);
+    /// Writes the outcomes of the `n` records from place `at` on (places still pending):
+    /// record `at + k` reads `first` with index `first.index + k`.
+    fn write(&mut self, at: usize, n: usize, first: Slot, failed: bool) {
+        let n = n.min(self.len.saturating_sub(at));
+        if n >= SPAN_MIN {
+            self.push_span(at, n, first, failed);
+        } else if n > 0 {
+            if self.slots.len() < self.len {
+                self.slots.resize(self.len, Slot::PENDING);
+            }
+            let span = Span { at, len: n, first };
+            for (k, s) in self.slots[at..at + n].iter_mut().enumerate() {
+                *s = span.slot(at + k);
+            }
         }
+        self.failed += if failed { n } else { 0 };
+    }
+
+    /// Adds a span, or lengthens the last one when this one continues it.
+    fn push_span(&mut self, at: usize, len: usize, first: Slot, failed: bool) {
+        if let Some(last) = self.spans.last_mut()
+            && last.end() == at
+            && last.first.source == first.source
+            && last.first.timestamp == first.timestamp
+            && (failed || u64::from(last.first.index) + last.len as u64 == u64::from(first.index))
+        {
+            last.len += len;
+            return;
+        }
+        self.spans.push(Span { at, len, first });
+    }
+
+    /// Puts the spans in place order (they come in the order core batches answered).
+    fn finish(&mut self) {
+        if !self.spans.is_sorted_by_key(|s| s.at) {
+            self.spans.sort_unstable_by_key(|s| s.at);
+        }
+    }
+}
+
+/// Where a [`BatchOutcome`] keeps its records' outcomes: spans in place order, and slots.
+#[derive(Debug, Clone, Copy)]
+struct Places<'a> {
+    spans: &'a [Span],
+    slots: &'a [Slot],
+}
+
+impl Places<'_> {
+    /// The outcome of the record at place `i`. `hint` is the span the last look-up found
+    /// (a walk in place order mostly finds the next place there or in the span after it).
+    fn slot(&self, i: usize, hint: &mut usize) -> Slot {
+        for h in [*hint, hint.wrapping_add(1)] {
+            if let Some(s) = self.spans.get(h)
+                && s.holds(i)
+            {
+                *hint = h;
+                return s.slot(i);
+            }
+        }
+        let k = self.spans.partition_point(|s| s.at <= i);
+        if let Some(h) = k.checked_sub(1)
+            && let Some(s) = self.spans.get(h)
+            && s.holds(i)
+        {
+            *hint = h;
+            return s.slot(i);
+        }
+        self.slots.get(i).copied().unwrap_or(Slot::PENDING)
     }
 }
 
@@ -311,7 +417,7 @@ fn source(sources: &[Source], n: u32) -> &Source {
 }
 
 /// A slot's outcome, built from its source.
-fn read(sources: &[Source], slot: &Slot) -> Result<RecordMetadata> {
+fn read(sources: &[Source], slot: Slot) -> Result<RecordMetadata> {
     match source(sources, slot.source) {
         Source::Written {
             topic,
@@ -340,8 +446,8 @@ impl IntoIterator for BatchOutcome {
 
     fn into_iter(self) -> BatchOutcomeIntoIter {
         BatchOutcomeIntoIter {
-            sources: self.sources,
-            slots: self.slots.into_iter(),
+            cursor: Cursor::new(self.len, self.spans.len()),
+            outcome: self,
         }
     }
 }
@@ -355,32 +461,78 @@ impl<'a> IntoIterator for &'a BatchOutcome {
     }
 }
 
+/// The places an outcome iterator has not reached from either end, with a span hint for each.
+#[derive(Debug, Clone)]
+struct Cursor {
+    front: usize,
+    back: usize,
+    front_hint: usize,
+    back_hint: usize,
+}
+
+impl Cursor {
+    fn new(len: usize, spans: usize) -> Cursor {
+        Cursor {
+            front: 0,
+            back: len,
+            front_hint: 0,
+            back_hint: spans.saturating_sub(1),
+        }
+    }
+
+    fn next(&mut self, places: Places<'_>) -> Option<Slot> {
+        (self.front < self.back).then(|| {
+            self.front += 1;
+            places.slot(self.front - 1, &mut self.front_hint)
+        })
+    }
+
+    fn next_back(&mut self, places: Places<'_>) -> Option<Slot> {
+        (self.front < self.back).then(|| {
+            self.back -= 1;
+            places.slot(self.back, &mut self.back_hint)
+        })
+    }
+
+    fn skip(&mut self, n: usize) {
+        self.front = self.front.saturating_add(n).min(self.back);
+    }
+
+    fn left(&self) -> usize {
+        self.back - self.front
+    }
+}
+
 /// The outcomes of a [`BatchOutcome`] by reference, in call order ([`BatchOutcome::iter`]).
 #[derive(Debug, Clone)]
 pub struct BatchOutcomeIter<'a> {
     sources: &'a [Source],
-    slots: std::slice::Iter<'a, Slot>,
+    places: Places<'a>,
+    cursor: Cursor,
 }
 
 impl Iterator for BatchOutcomeIter<'_> {
     type Item = Result<RecordMetadata>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.slots.next().map(|slot| read(self.sources, slot))
+        let slot = self.cursor.next(self.places)?;
+        Some(read(self.sources, slot))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.slots.size_hint()
+        (self.cursor.left(), Some(self.cursor.left()))
     }
 
     fn nth(&mut self, n: usize) -> Option<Self::Item> {
-        self.slots.nth(n).map(|slot| read(self.sources, slot))
+        self.cursor.skip(n);
+        self.next()
     }
 }
 
 impl DoubleEndedIterator for BatchOutcomeIter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.slots.next_back().map(|slot| read(self.sources, slot))
+        let slot = self.cursor.next_back(self.places)?;
+        Some(read(self.sources, slot))
     }
 }
 
@@ -390,31 +542,32 @@ impl std::iter::FusedIterator for BatchOutcomeIter<'_> {}
 /// The outcomes of a [`BatchOutcome`] taken by value, in call order (its `into_iter`).
 #[derive(Debug)]
 pub struct BatchOutcomeIntoIter {
-    sources: Vec<Source>,
-    slots: std::vec::IntoIter<Slot>,
+    outcome: BatchOutcome,
+    cursor: Cursor,
 }
 
 impl Iterator for BatchOutcomeIntoIter {
     type Item = Result<RecordMetadata>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.slots.next().map(|slot| read(&self.sources, &slot))
+        let slot = self.cursor.next(self.outcome.places())?;
+        Some(read(&self.outcome.sources, slot))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.slots.size_hint()
+        (self.cursor.left(), Some(self.cursor.left()))
     }
 
     fn nth(&mut self, n: usize) -> Option<Self::Item> {
-        self.slots.nth(n).map(|slot| read(&self.sources, &slot))
+        self.cursor.skip(n);
+        self.next()
     }
 }
 
 impl DoubleEndedIterator for BatchOutcomeIntoIter {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.slots
-            .next_back()
-            .map(|slot| read(&self.sources, &slot))
+        let slot = self.cursor.next_back(self.outcome.places())?;
+        Some(read(&self.outcome.sources, slot))
     }
 }
 
@@ -426,7 +579,12 @@ impl std::iter::FusedIterator for BatchOutcomeIntoIter {}
 #[derive(Debug, Clone)]
 pub struct BatchErrors<'a> {
     sources: &'a [Source],
-    slots: std::iter::Enumerate<std::slice::Iter<'a, Slot>>,
+    places: Places<'a>,
+    /// The next place to look at.
+    next: usize,
+    len: usize,
+    /// The span the last look-up found.
+    hint: usize,
     /// Failed records not reached yet (the walk stops after the last one).
     left: usize,
 }
@@ -435,18 +593,26 @@ impl<'a> Iterator for BatchErrors<'a> {
     type Item = (usize, &'a Error);
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.left == 0 {
-            return None;
+        while self.left > 0 && self.next < self.len {
+            let i = self.next;
+            let slot = self.places.slot(i, &mut self.hint);
+            match source(self.sources, slot.source) {
+                Source::Failed(e) => {
+                    self.next += 1;
+                    self.left -= 1;
+                    return Some((i, e));
+                }
+                // A delivered span is passed over whole.
+                Source::Written { .. } => {
+                    self.next = match self.places.spans.get(self.hint) {
+                        Some(s) if s.holds(i) => s.end(),
+                        _ => i + 1,
+                    };
+                }
+            }
         }
-        let sources = self.sources;
-        let found = self
-            .slots
-            .find_map(|(i, slot)| match source(sources, slot.source) {
-                Source::Failed(e) => Some((i, e)),
-                Source::Written { .. } => None,
-            });
-        self.left = if found.is_some() { self.left - 1 } else { 0 };
-        found
+        self.left = 0;
+        None
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -458,7 +624,7 @@ impl std::iter::FusedIterator for BatchErrors<'_> {}
 
 /// One batch's outcomes while its records are on their way.
 struct Collecting {
-    /// An outcome per record, in call order; a record still on its way holds a pending slot.
+    /// The outcomes so far, in call order; a record still on its way has none yet.
     outcome: BatchOutcome,
     /// Records whose outcome is not in yet.
     waiting: usize,
@@ -484,10 +650,10 @@ impl Collecting {
         (n, self.outcome.fails(n))
     }
 
-    /// Record `at` of the batch has its outcome.
-    fn write(&mut self, at: usize, slot: Slot, failed: bool) {
-        self.waiting = self.waiting.saturating_sub(1);
-        self.outcome.write(at, slot, failed);
+    /// Records `at..at + n` of the batch have their outcome ([`BatchOutcome::write`]).
+    fn write(&mut self, at: usize, n: usize, first: Slot, failed: bool) {
+        self.waiting = self.waiting.saturating_sub(n);
+        self.outcome.write(at, n, first, failed);
     }
 }
 
@@ -671,12 +837,12 @@ pub(crate) struct Batches {
 }
 
 impl Batches {
-    /// Opens a batch of about `hint` records; its outcomes go to `reply`.
-    pub fn open(&mut self, hint: usize, reply: Reply<BatchOutcome>) -> u64 {
+    /// Opens a batch; its outcomes go to `reply`.
+    pub fn open(&mut self, reply: Reply<BatchOutcome>) -> u64 {
         let key = self.next;
         self.next += 1;
         let batch = Collecting {
-            outcome: BatchOutcome::with_capacity(hint),
+            outcome: BatchOutcome::default(),
             waiting: 0,
             sealed: false,
             reply: Some(reply),
@@ -757,7 +923,7 @@ impl Batches {
             index: index_in_blob,
             timestamp,
         };
-        b.write(index, slot, failed);
+        b.write(index, 1, slot, failed);
         if b.complete() {
             answer(&mut self.open, key);
         }
@@ -765,8 +931,8 @@ impl Batches {
 
     /// A core batch reports its records' outcomes (`records`: each one's id and timestamp, in
     /// blob order): each run of them that one call fed becomes one source of that call's
-    /// outcome, and each record's slot is written from it; the other records (single sends)
-    /// go to `single` with their index in the blob.
+    /// outcome, and each stretch of a run's records with one timestamp is written from it at
+    /// once; the other records (single sends) go to `single` with their index in the blob.
     pub fn complete_batch(
         &mut self,
         segment: Segment<'_>,
@@ -786,35 +952,34 @@ impl Batches {
                 continue;
             };
             let (source, failed) = b.add(|| segment.source());
-            let slot = |i: usize, timestamp| Slot {
-                source,
-                index: u32::try_from(i).unwrap_or(u32::MAX),
-                timestamp,
-            };
-            b.write(at, slot(i, timestamp), failed);
-            let mut id = id.0;
+            let (mut id, mut i, mut timestamp) = (id.0, i, timestamp);
             loop {
-                // The records right after it with the next ids are the run's next places:
-                // they are taken together, without looking each one up.
+                // The records right after it with the next ids and its timestamp are the
+                // run's next places: one stretch, taken and written together.
                 let mut taken = 1;
                 while taken <= after
-                    && let Some((i, (_, timestamp))) =
-                        records.next_if(|&(_, (next, _))| next.0 == id + taken as u64)
+                    && records
+                        .next_if(|&(_, (next, t))| next.0 == id + taken as u64 && t == timestamp)
+                        .is_some()
                 {
-                    b.write(at + taken, slot(i, timestamp), failed);
                     taken += 1;
                 }
+                let first = Slot {
+                    source,
+                    index: u32::try_from(i).unwrap_or(u32::MAX),
+                    timestamp,
+                };
+                b.write(at, taken, first, failed);
                 runs.take_n(run, taken);
-                // A later record of the same call (another of its runs, or past a gap)
-                // shares the source.
-                let Some(&(i, (next, timestamp))) = records.peek() else {
+                // A later record of the same call (another of its runs, past a gap, or with
+                // another timestamp) shares the source.
+                let Some(&(j, (next, t))) = records.peek() else {
                     break;
                 };
                 match runs.locate(next.0) {
                     Some((r, (k, place, more))) if k == key => {
                         records.next();
-                        b.write(place, slot(i, timestamp), failed);
-                        (run, id, at, after) = (r, next.0, place, more);
+                        (run, id, i, timestamp, at, after) = (r, next.0, j, t, place, more);
                     }
                     _ => break,
                 }
@@ -856,8 +1021,9 @@ impl Batches {
         self.runs = Runs::default();
         for (_, mut b) in self.open.drain() {
             if let (true, Some(reply)) = (b.sealed, b.reply) {
-                // Pending slots read `Shutdown`.
+                // Records without an outcome read `Shutdown`.
                 b.outcome.failed += b.waiting;
+                b.outcome.finish();
                 let _ = reply.send(b.outcome);
             }
         }
@@ -866,9 +1032,10 @@ impl Batches {
 
 /// Answers batch `key` (complete) and drops it from `open`.
 fn answer(open: &mut IdMap<u64, Collecting>, key: u64) {
-    if let Some(b) = open.remove(&key)
+    if let Some(mut b) = open.remove(&key)
         && let Some(reply) = b.reply
     {
+        b.outcome.finish();
         let _ = reply.send(b.outcome);
     }
 }
@@ -966,15 +1133,165 @@ mod tests {
         result: Result<Option<i64>, &DeliveryError>,
         ids: &[u64],
     ) -> Vec<(u64, usize)> {
+        let records: Vec<(u64, i64)> = ids.iter().map(|&id| (id, 1000 + id as i64)).collect();
+        report_stamped(b, topic, partition, result, &records)
+    }
+
+    /// [`report`] with each record's id and timestamp given.
+    fn report_stamped(
+        b: &mut Batches,
+        topic: &Arc<str>,
+        partition: i32,
+        result: Result<Option<i64>, &DeliveryError>,
+        records: &[(u64, i64)],
+    ) -> Vec<(u64, usize)> {
         let segment = Segment {
             topic,
             partition,
             result,
         };
-        let records = ids.iter().map(|&id| (ProduceId(id), 1000 + id as i64));
+        let records = records.iter().map(|&(id, ts)| (ProduceId(id), ts));
         let mut singles = Vec::new();
         b.complete_batch(segment, records, |id, i| singles.push((id.0, i)));
         singles
+    }
+
+    /// Every way of reading `o` (by place, forwards, backwards, skipping, by value) gives the
+    /// same outcomes; returned as (partition, offset, index, timestamp), or `None` for an error.
+    fn read_all(o: &BatchOutcome) -> Vec<Option<(i32, Option<i64>, u32, i64)>> {
+        let key = |r: Result<crate::RecordMetadata, Error>| {
+            r.ok()
+                .map(|m| (m.partition, m.offset, m.index, m.timestamp))
+        };
+        let forward: Vec<_> = o.iter().map(key).collect();
+        let mut backward: Vec<_> = o.iter().rev().map(key).collect();
+        backward.reverse();
+        assert_eq!(forward, backward);
+        let by_place: Vec<_> = (0..o.len()).map(|i| key(o.get(i).unwrap())).collect();
+        assert_eq!(forward, by_place);
+        assert_eq!(o.clone().into_iter().map(key).collect::<Vec<_>>(), forward);
+        let mut it = o.iter();
+        for (i, want) in forward.iter().enumerate().step_by(3) {
+            let got = if i == 0 { it.next() } else { it.nth(2) };
+            assert_eq!(got.map(key).as_ref(), Some(want), "nth to {i}");
+        }
+        let failed: Vec<usize> = o.errors().map(|(i, _)| i).collect();
+        let none: Vec<usize> = (0..forward.len())
+            .filter(|&i| forward[i].is_none())
+            .collect();
+        assert_eq!(failed, none);
+        assert_eq!(o.failed(), none.len());
+        forward
+    }
+
+    /// A stretch of one core batch (consecutive ids, one timestamp) is kept as one span
+    /// however long, with no slot per record; spans that answer out of call order read in
+    /// call order; a timestamp change or a short stretch splits them, short ones kept per
+    /// record.
+    #[test]
+    fn stretches_of_a_core_batch_are_spans() {
+        let mut b = Batches::default();
+        let (tx, mut rx) = oneshot::channel();
+        let key = b.open(tx);
+        feed(&mut b, key, 0..1000);
+        b.seal(key);
+        let t: Arc<str> = "t".into();
+        let stamped = |ids: std::ops::Range<u64>, ts: i64| -> Vec<(u64, i64)> {
+            ids.map(|id| (id, ts)).collect()
+        };
+        // Partition 1 answers first with the call's last 300; partition 0's 700 come in
+        // two blobs, the second with two timestamps and a stretch of two.
+        assert_eq!(
+            report_stamped(&mut b, &t, 1, Ok(Some(20)), &stamped(700..1000, 9)),
+            []
+        );
+        assert_eq!(
+            report_stamped(&mut b, &t, 0, Ok(Some(10)), &stamped(0..500, 7)),
+            []
+        );
+        let mut last = stamped(500..690, 7);
+        last.extend(stamped(690..698, 8));
+        last.extend(stamped(698..700, 9));
+        assert_eq!(report_stamped(&mut b, &t, 0, Ok(Some(30)), &last), []);
+        let got = rx.try_recv().unwrap().expect("answered");
+        assert_eq!(got.spans.len(), 4, "{:?}", got.spans);
+        assert_eq!(
+            got.slots.len(),
+            1000,
+            "the stretch of two is kept per record"
+        );
+        let want: Vec<_> = (0..1000u32)
+            .map(|i| {
+                Some(match i {
+                    0..500 => (0, Some(10), i, 7),
+                    500..690 => (0, Some(30), i - 500, 7),
+                    690..698 => (0, Some(30), i - 500, 8),
+                    698..700 => (0, Some(30), i - 500, 9),
+                    _ => (1, Some(20), i - 700, 9),
+                })
+            })
+            .collect();
+        assert_eq!(read_all(&got), want);
+        assert_eq!((got.delivered(), got.failed()), (1000, 0));
+        assert!(b.open.is_empty() && b.runs.runs.is_empty());
+
+        // One blob for one call: one span and no slots at all.
+        let (tx, mut rx) = oneshot::channel();
+        let key = b.open(tx);
+        feed(&mut b, key, 1000..1512);
+        b.seal(key);
+        report_stamped(&mut b, &t, 0, Ok(Some(40)), &stamped(1000..1512, 3));
+        let got = rx.try_recv().unwrap().expect("answered");
+        assert_eq!((got.spans.len(), got.slots.len()), (1, 0));
+        assert_eq!(read_all(&got)[511], Some((0, Some(40), 511, 3)));
+    }
+
+    /// Spans mixed with refusals, a failed core batch and records that never had an outcome
+    /// (the client stopped): each record reads its own outcome, and the errors are exactly
+    /// the records that failed, in call order.
+    #[test]
+    fn spans_refusals_failures_and_shutdown_read_in_call_order() {
+        let mut b = Batches::default();
+        let (tx, mut rx) = oneshot::channel();
+        let key = b.open(tx);
+        feed(&mut b, key, 0..10);
+        b.push_refused(key, Error::BufferFull(Duration::ZERO), 3);
+        feed(&mut b, key, 10..30);
+        b.seal(key);
+        let t: Arc<str> = "t".into();
+        let e = DeliveryError::Timeout {
+            after: Duration::from_secs(1),
+            last: None,
+        };
+        let stamped =
+            |ids: std::ops::Range<u64>| -> Vec<(u64, i64)> { ids.map(|id| (id, 5)).collect() };
+        report_stamped(&mut b, &t, 0, Ok(Some(1)), &stamped(0..10));
+        report_stamped(&mut b, &t, 1, Err(&e), &stamped(10..18));
+        // 18..30 never answer.
+        b.shut_down();
+        let got = rx.try_recv().unwrap().expect("answered at shutdown");
+        assert_eq!(got.len(), 33);
+        let read = read_all(&got);
+        assert!((0..10).all(|i| read[i] == Some((0, Some(1), i as u32, 5))));
+        assert!(read[10..].iter().all(Option::is_none));
+        assert_eq!((got.delivered(), got.failed()), (10, 23));
+        let kinds: Vec<&str> = got
+            .errors()
+            .map(|(_, e)| match e {
+                Error::BufferFull(_) => "full",
+                Error::Delivery(_) => "delivery",
+                Error::Shutdown => "shutdown",
+                _ => "other",
+            })
+            .collect();
+        let mut want = vec!["full"; 3];
+        want.extend(["delivery"; 8]);
+        want.extend(["shutdown"; 12]);
+        assert_eq!(kinds, want);
+        assert!(matches!(
+            got.first_error(),
+            Some((10, Error::BufferFull(_)))
+        ));
     }
 
     /// Outcomes land at their record's index whatever order they come in, and the batch is
@@ -983,7 +1300,7 @@ mod tests {
     fn answers_in_call_order_once_sealed_and_complete() {
         let mut b = Batches::default();
         let (tx, mut rx) = oneshot::channel();
-        let key = b.open(3, tx);
+        let key = b.open(tx);
         b.note_waiting(key, 10, 0, 1);
         b.push_waiting(key, 1);
         b.push_refused(key, Error::BufferFull(Duration::ZERO), 1);
@@ -1019,7 +1336,7 @@ mod tests {
     fn core_batches_fill_the_outcome_in_call_order() {
         let mut b = Batches::default();
         let (tx, mut rx) = oneshot::channel();
-        let key = b.open(8, tx);
+        let key = b.open(tx);
         // Call order: ids 1..=4 (index 0..4), a refused record (index 4), ids 6..=8 (5..8);
         // id 5 is a single send of another caller.
         feed(&mut b, key, 1..5);
@@ -1077,8 +1394,8 @@ mod tests {
         let mut b = Batches::default();
         let (tx1, mut rx1) = oneshot::channel();
         let (tx2, mut rx2) = oneshot::channel();
-        let k1 = b.open(6, tx1);
-        let k2 = b.open(3, tx2);
+        let k1 = b.open(tx1);
+        let k2 = b.open(tx2);
         feed(&mut b, k1, 0..6);
         feed(&mut b, k2, 6..9);
         b.seal(k1);
@@ -1113,7 +1430,7 @@ mod tests {
         assert!(b.open.is_empty() && b.runs.runs.is_empty());
         // A run that waits for nothing more takes no further record.
         let (tx3, _rx3) = oneshot::channel();
-        let k3 = b.open(2, tx3);
+        let k3 = b.open(tx3);
         feed(&mut b, k3, 20..22);
         assert_eq!(report(&mut b, &t, 0, Ok(Some(30)), &[20, 21]), []);
         assert_eq!(
@@ -1128,7 +1445,7 @@ mod tests {
     fn a_failed_core_batch_fails_each_of_its_records() {
         let mut b = Batches::default();
         let (tx, mut rx) = oneshot::channel();
-        let key = b.open(0, tx);
+        let key = b.open(tx);
         feed(&mut b, key, 0..6);
         b.seal(key);
         let t: Arc<str> = "t".into();
@@ -1160,8 +1477,8 @@ mod tests {
         let mut b = Batches::default();
         let (tx, mut rx) = oneshot::channel();
         let (tx2, mut rx2) = oneshot::channel();
-        let key = b.open(0, tx);
-        let open = b.open(0, tx2);
+        let key = b.open(tx);
+        let open = b.open(tx2);
         feed(&mut b, key, 0..3);
         feed(&mut b, open, 3..4);
         b.seal(key);
@@ -1183,7 +1500,7 @@ mod tests {
     fn try_wait_twice_reads_shutdown() {
         let mut b = Batches::default();
         let (tx, rx) = oneshot::channel();
-        let key = b.open(0, tx);
+        let key = b.open(tx);
         feed(&mut b, key, 0..2);
         b.seal(key);
         let mut d = BatchDelivery { rx, len: 2 };
@@ -1210,8 +1527,8 @@ mod tests {
         let mut b = Batches::default();
         let (tx1, _rx1) = oneshot::channel();
         let (tx2, _rx2) = oneshot::channel();
-        let k1 = b.open(0, tx1);
-        let k2 = b.open(0, tx2);
+        let k1 = b.open(tx1);
+        let k2 = b.open(tx2);
         let mut expect = Vec::new();
         for id in 1..=5 {
             b.note_waiting(k1, id, (id - 1) as usize, 1);
@@ -1247,8 +1564,8 @@ mod tests {
         let mut b = Batches::default();
         let (tx1, mut rx1) = oneshot::channel();
         let (tx2, mut rx2) = oneshot::channel();
-        let k1 = b.open(0, tx1);
-        let k2 = b.open(0, tx2);
+        let k1 = b.open(tx1);
+        let k2 = b.open(tx2);
         feed(&mut b, k1, 0..2);
         feed(&mut b, k2, 2..4);
         feed(&mut b, k1, 4..6);
@@ -1271,7 +1588,7 @@ mod tests {
     fn an_abandoned_batch_leaves_when_its_records_are_in() {
         let mut b = Batches::default();
         let (tx, rx) = oneshot::channel();
-        let key = b.open(1, tx);
+        let key = b.open(tx);
         feed(&mut b, key, 3..5);
         b.abandon(key);
         drop(rx);

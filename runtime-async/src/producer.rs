@@ -231,9 +231,8 @@ impl<R: Runtime> Producer<R> {
         let trace = crate::trace::current();
         let mut records = records.into_iter();
         let (reply, rx) = oneshot::channel();
-        let hint = records.size_hint().0;
         let span = tracing::debug_span!("enqueue_all", records = tracing::field::Empty);
-        let (key, start) = link.with(|st, now| (st.batches.open(hint, reply), now))?;
+        let (key, start) = link.with(|st, now| (st.batches.open(reply), now))?;
         let mut guard = Abandon {
             link,
             key,

@@ -951,7 +951,7 @@ mod tests {
         let mut st = link.shared.lock();
         let now = Instant::now();
         let (reply, _rx) = oneshot::channel();
-        let key = st.batches.open(64, reply);
+        let key = st.batches.open(reply);
         let mut records = (0..64).map(|i| Record::new("room", vec![i as u8; 1000]));
         let (mut held, mut fed) = (None, 0);
         let step = st.feed(now, key, &mut held, &mut records, 512, &mut fed);
