@@ -1156,9 +1156,12 @@ mod tests {
         singles
     }
 
+    /// A delivered record's partition, offset, index in its blob and timestamp.
+    type Written = (i32, Option<i64>, u32, i64);
+
     /// Every way of reading `o` (by place, forwards, backwards, skipping, by value) gives the
     /// same outcomes; returned as (partition, offset, index, timestamp), or `None` for an error.
-    fn read_all(o: &BatchOutcome) -> Vec<Option<(i32, Option<i64>, u32, i64)>> {
+    fn read_all(o: &BatchOutcome) -> Vec<Option<Written>> {
         let key = |r: Result<crate::RecordMetadata, Error>| {
             r.ok()
                 .map(|m| (m.partition, m.offset, m.index, m.timestamp))
