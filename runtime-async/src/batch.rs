@@ -2,18 +2,20 @@
 //! [`BatchOutcome`]) and the table that collects a batch's per-record outcomes while its
 //! records are on their way.
 //!
-//! A batch costs a constant number of allocations whatever its length: one vector of
-//! 16-byte slots (sized from the iterator's hint, so one allocation when the hint is exact), a
-//! small table of sources (one per core batch that delivered records of the call, and one per
-//! run of records refused at once), one one-shot channel, and its entry in the table. Its
+//! A batch costs a constant number of allocations whatever its length: a small table of
+//! sources (one per core batch that delivered records of the call, and one per run of records
+//! refused at once), a few spans, one one-shot channel, and its entry in the table. Its
 //! records take no slot of their own in the table: records fed to the core in one go get
 //! consecutive produce ids and consecutive places in the outcome, so one [`Run`] (first id,
 //! first index, length) stands for all of them, and an outcome finds its place by
 //! arithmetic. The core reports a whole batch of the partition at once
 //! (`Event::ProducedBatch`), whose ids mostly fall in one run after the other, so finding the
-//! run is one comparison per record, and the batch becomes one source: a record's outcome is
-//! written as the source's number, its index in the blob and its timestamp. The
-//! [`RecordMetadata`] of a record is built only when the caller asks for it.
+//! run is one comparison per record, and the batch becomes one source. A stretch of its
+//! records with consecutive ids and one timestamp is written as one [`Span`] (place, length,
+//! source, first index in the blob, timestamp) however long; only stretches shorter than
+//! [`SPAN_MIN`] (keyed records spread over partitions) are written record by record, into a
+//! vector of 16-byte slots made when the first one comes. The [`RecordMetadata`] of a record
+//! is built only when the caller asks for it.
 
 use crate::state::{IdMap, Reply};
 use crate::{Error, RecordMetadata, Result};
@@ -1124,6 +1126,15 @@ mod tests {
         b.push_waiting(key, ids.count());
     }
 
+    /// Opens a batch, feeds it `ids` and seals it; its answer comes on the receiver.
+    fn sealed(b: &mut Batches, ids: std::ops::Range<u64>) -> oneshot::Receiver<BatchOutcome> {
+        let (tx, rx) = oneshot::channel();
+        let key = b.open(tx);
+        feed(b, key, ids);
+        b.seal(key);
+        rx
+    }
+
     /// A core batch of `topic`-`partition` at `offset` (or failed) reporting `ids`, each with
     /// timestamp `1000 + id`; returns the ids nobody's batch held (single sends).
     fn report(
@@ -1194,10 +1205,7 @@ mod tests {
     #[test]
     fn stretches_of_a_core_batch_are_spans() {
         let mut b = Batches::default();
-        let (tx, mut rx) = oneshot::channel();
-        let key = b.open(tx);
-        feed(&mut b, key, 0..1000);
-        b.seal(key);
+        let mut rx = sealed(&mut b, 0..1000);
         let t: Arc<str> = "t".into();
         let stamped = |ids: std::ops::Range<u64>, ts: i64| -> Vec<(u64, i64)> {
             ids.map(|id| (id, ts)).collect()
@@ -1239,10 +1247,7 @@ mod tests {
         assert!(b.open.is_empty() && b.runs.runs.is_empty());
 
         // One blob for one call: one span and no slots at all.
-        let (tx, mut rx) = oneshot::channel();
-        let key = b.open(tx);
-        feed(&mut b, key, 1000..1512);
-        b.seal(key);
+        let mut rx = sealed(&mut b, 1000..1512);
         report_stamped(&mut b, &t, 0, Ok(Some(40)), &stamped(1000..1512, 3));
         let got = rx.try_recv().unwrap().expect("answered");
         assert_eq!((got.spans.len(), got.slots.len()), (1, 0));
@@ -1447,10 +1452,7 @@ mod tests {
     #[test]
     fn a_failed_core_batch_fails_each_of_its_records() {
         let mut b = Batches::default();
-        let (tx, mut rx) = oneshot::channel();
-        let key = b.open(tx);
-        feed(&mut b, key, 0..6);
-        b.seal(key);
+        let mut rx = sealed(&mut b, 0..6);
         let t: Arc<str> = "t".into();
         let e = DeliveryError::Timeout {
             after: Duration::from_secs(1),
