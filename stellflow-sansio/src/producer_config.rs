@@ -66,7 +66,9 @@ pub struct ProducerConfig {
     /// Largest batch (one blob) per partition, in bytes. A single larger record gets a batch of
     /// its own. Default 1 MiB (DESIGN §3.12: the server wants big blobs).
     pub batch_size: usize,
-    /// How long a batch waits for more records before it is sent. Default 5 ms.
+    /// How long a batch waits for more records before it is sent. Default 5 ms. A batch
+    /// stops waiting once the buffer refused a record (`buffer_memory` reached), as Kafka's
+    /// do while a sender waits for memory.
     pub linger: Duration,
     /// Bytes of records held (waiting, in flight, or being retried); beyond it `produce`
     /// returns [`ProduceError::BufferFull`](crate::ProduceError::BufferFull) at once. Default

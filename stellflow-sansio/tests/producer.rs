@@ -292,6 +292,61 @@ fn a_batch_never_waits_past_linger() {
     );
 }
 
+/// A record refused for want of buffer space makes every open batch ready at once, whatever
+/// its linger (Kafka's rule while a sender waits for memory): partial batches of four
+/// partitions that hold the whole buffer go out at the next pass instead of keeping the
+/// caller waiting for 30 s, and the refused record fits once they are answered.
+#[test]
+fn a_full_buffer_sends_open_batches_without_waiting_for_linger() {
+    let mut p = cfg();
+    p.batch_size = 64 * 1024;
+    p.buffer_memory = 64 * 1024;
+    p.linger = Duration::from_secs(30);
+    let mut w = world(1, "x", 4, 1, p);
+    let value = vec![1u8; 1000];
+    let record = |i: i32| ProducerRecord::new("x", &value).with_partition(i % 4);
+    let logs = |w: &World| {
+        (0..4)
+            .map(|p| log_values(w, 1, "x", p).len())
+            .collect::<Vec<_>>()
+    };
+    let mut ids = Vec::new();
+    let mut i = 0;
+    let refused = loop {
+        if i == 40 {
+            // Well below the bound: the partial batches linger.
+            w.step();
+            assert_eq!(logs(&w), [0, 0, 0, 0], "nothing sent before linger");
+        }
+        match w.client.produce(w.now, &record(i)) {
+            Ok(id) => ids.push(id),
+            Err(e) => break e,
+        }
+        i += 1;
+    };
+    assert!(
+        matches!(refused, ProduceError::BufferFull { .. }),
+        "{refused:?}"
+    );
+    assert!(ids.len() > 40, "{} records took the buffer", ids.len());
+    w.step();
+    assert!(
+        logs(&w).iter().all(|&n| n > 0),
+        "every partition's open batch went out at once: {:?}",
+        logs(&w)
+    );
+    assert!(w.run_until(Duration::from_secs(1), |w| {
+        w.events
+            .iter()
+            .filter(|e| matches!(e, Event::Produced { .. }))
+            .count()
+            == ids.len()
+    }));
+    let out = outcomes(&mut w);
+    assert!(ids.iter().all(|id| out[id].is_ok()));
+    w.client.produce(w.now, &record(i)).expect("room again");
+}
+
 #[test]
 fn buffer_bound_refuses_at_once_and_recovers() {
     let mut p = cfg();

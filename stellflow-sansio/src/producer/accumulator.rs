@@ -356,7 +356,13 @@ impl Producer {
         self.sync_metadata(now, meta);
         let ti = self.topic_index(rec.topic)?;
         let size = record_size(rec.key, rec.value, rec.headers.iter());
-        self.check_size(size)?;
+        if let Err(e) = self.check_size(size) {
+            if matches!(e, ProduceError::BufferFull { .. }) {
+                self.buffer_exhausted();
+            }
+            return Err(e);
+        }
+        self.exhausted = false;
         let timestamp = match rec.timestamp {
             Some(t) => t,
             None => self.record_time(now),
@@ -388,6 +394,15 @@ impl Producer {
         self.append(now, ti, p, Slot { id, timestamp }, appended);
         *partition = Some(p);
         Ok(ProduceId(id))
+    }
+
+    /// The buffer refused a record: open batches are ready at the next pass whatever their
+    /// linger (with partial batches of many partitions holding the whole buffer, waiting for
+    /// their linger would keep the caller waiting for nothing).
+    #[cold]
+    fn buffer_exhausted(&mut self) {
+        self.exhausted = true;
+        self.dirty = true;
     }
 
     /// Refuses a record of `size` bytes that no request could carry or the buffer could

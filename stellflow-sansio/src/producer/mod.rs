@@ -154,6 +154,10 @@ pub(crate) struct Producer {
     pub(crate) batch_outcomes: bool,
     /// Something may be sendable: run the sender at the next `process`.
     dirty: bool,
+    /// A record was refused for want of buffer space and none was taken since: open batches
+    /// go out without waiting for their linger, so that space comes back (Kafka's rule while
+    /// a sender waits for memory).
+    exhausted: bool,
     /// Ask the client for a metadata refresh.
     want_refresh: bool,
     meta_gen: u64,
@@ -219,6 +223,7 @@ impl Producer {
             events: VecDeque::new(),
             batch_outcomes: false,
             dirty: false,
+            exhausted: false,
             want_refresh: false,
             meta_gen: u64::MAX,
             leaders_moved: false,

@@ -1,8 +1,9 @@
 //! The sender: drains ready batches per leader broker into Produce requests and turns the
 //! answers into outcomes, retries, metadata refreshes and idempotence recovery.
 //!
-//! * A batch is ready when it is full, its linger expired, a flush or close asks for it, or it
-//!   waits for a retry whose backoff has passed; it goes out only while its partition has fewer
+//! * A batch is ready when it is full, its linger expired, a flush or close asks for it, the
+//!   buffer refused a record (and none was taken since), or it waits for a retry whose
+//!   backoff has passed; it goes out only while its partition has fewer
 //!   than `max_in_flight_per_partition` requests in flight (1 by default) and its leader is
 //!   known.
 //! * All ready batches for one leader go into one request (several partitions, one blob each),
@@ -121,13 +122,14 @@ impl Producer {
 
     /// Adds `(leader, topic, partition)` to `picks` for every partition with a batch ready
     /// to send and room in its pipeline: its first queued batch (not in doubt, its retry
-    /// due), or its open batch once it lingered, is flushed, or the producer closes. A ready
+    /// due), or its open batch once it lingered, is flushed, the buffer is exhausted, or the
+    /// producer closes. A ready
     /// partition without a known leader asks for metadata instead.
     fn pick_ready(&mut self, now: Instant, picks: &mut Vec<(i32, usize, usize)>) {
         let linger = self.cfg.linger;
         let max_in_flight = self.cfg.max_in_flight_per_partition;
         let flush_upto = self.flush_upto;
-        let closing = self.closing.is_some();
+        let no_linger = self.closing.is_some() || self.exhausted;
         for (ti, t) in self.topics.iter().enumerate() {
             for (pi, ps) in t.parts.iter().enumerate() {
                 if ps.in_flight >= max_in_flight {
@@ -137,7 +139,7 @@ impl Producer {
                     Some(b) => b.in_doubt.is_none() && b.retry_at.is_none_or(|r| r <= now),
                     None => ps.open.as_ref().is_some_and(|b| {
                         !b.slots.is_empty()
-                            && (b.created + linger <= now || b.first_id() < flush_upto || closing)
+                            && (b.created + linger <= now || b.first_id() < flush_upto || no_linger)
                     }),
                 };
                 if !ready {
