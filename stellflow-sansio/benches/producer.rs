@@ -17,9 +17,14 @@
 //! bytes (key and value) into a batch-sized buffer — the floor any producer pays — so figures
 //! from different machines or loads can be compared.
 //!
-//! Each figure is printed for three clients run in alternate rounds: without a hook (no
+//! Each figure is printed for four clients run in alternate rounds: without a hook (no
 //! suffix), with one hook (`-hooked`), and reporting outcomes a batch at a time
-//! (`-batched`: `Client::set_batch_outcomes`, the mode the adapters run the core in).
+//! (`-batched`: `Client::set_batch_outcomes`, the mode the adapters run the core in). These
+//! three are answered every 4 096 records, so their batches reuse a few warm buffers. The
+//! fourth (`-batched-full`) is `-batched` answered only when the buffer refuses a record: its
+//! records go into every buffer of `buffer_memory` in turn, each written long before, as in
+//! a run whose broker is slower than its producer (a full buffer, the end-to-end
+//! `perf produce` case).
 //!
 //! Run: `cargo bench -p stellflow-sansio --bench producer`. Also prints
 //! `RESULT producer-allocs-per-record X` (heap allocations per record in the measured loops,
@@ -285,24 +290,28 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(6_000_000);
-    // Three clients, each with its own broker, run in alternate rounds (A B C A B C):
+    // Four clients, each with its own broker, run in alternate rounds (A B C D A B C D):
     // without a hook, with one cheap hook registered (counting sends and acknowledgements),
-    // and without a hook reporting outcomes a batch at a time (`set_batch_outcomes`, as the
-    // adapters run the core).
+    // without a hook reporting outcomes a batch at a time (`set_batch_outcomes`, as the
+    // adapters run the core), and the same answered only when the buffer is full.
     let mut hooks = stellflow_sansio::Hooks::default();
     hooks.producer(CountHook::default());
     let mut drivers = [
         new_driver(Default::default(), false),
         new_driver(hooks, false),
         new_driver(Default::default(), true),
+        new_driver(Default::default(), true),
     ];
+    /// The client answered only when its buffer is full.
+    const FULL: usize = 3;
 
     let value = [0x5au8; 100];
     let mut keys = [[0u8; 8]; 1024];
     for (i, k) in keys.iter_mut().enumerate() {
         *k = (i as u64).to_be_bytes();
     }
-    let run = |d: &mut Driver, n: u64| {
+    // `answer_every`: answer the requests every 4 096 records (else only on a full buffer).
+    let run = |d: &mut Driver, n: u64, answer_every: bool| {
         for i in 0..n {
             let key = &keys[(i % 1024) as usize];
             let rec = ProducerRecord::new(TOPIC, &value).with_key(key);
@@ -313,7 +322,7 @@ fn main() {
                     Err(e) => panic!("{e}"),
                 }
             }
-            if i % 4096 == 4095 {
+            if answer_every && i % 4096 == 4095 {
                 d.pump();
             }
         }
@@ -324,19 +333,24 @@ fn main() {
         }
     };
     // Warm-up (pools, buffers, maps reach their steady size).
-    for d in &mut drivers {
-        run(d, records / 10);
+    for (k, d) in drivers.iter_mut().enumerate() {
+        run(d, records / 10, k != FULL);
     }
     let reps: usize = std::env::var("PRODUCER_BENCH_REPS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(5)
         .max(1);
-    let labels = ["no hook", "one hook", "batch outcomes"];
-    let mut walls: [Vec<f64>; 3] = std::array::from_fn(|_| Vec::with_capacity(reps));
-    let mut cpus: [Vec<f64>; 3] = std::array::from_fn(|_| Vec::with_capacity(reps));
+    let labels = [
+        "no hook",
+        "one hook",
+        "batch outcomes",
+        "batch outcomes, full buffer",
+    ];
+    let mut walls: [Vec<f64>; 4] = std::array::from_fn(|_| Vec::with_capacity(reps));
+    let mut cpus: [Vec<f64>; 4] = std::array::from_fn(|_| Vec::with_capacity(reps));
     let mut copies = Vec::with_capacity(reps);
-    let mut allocs = [0u64; 3];
+    let mut allocs = [0u64; 4];
     let mut elapsed_total = Duration::ZERO;
     let mut sink = vec![0u8; 1 << 20];
     for rep in 0..reps {
@@ -348,7 +362,7 @@ fn main() {
             let allocs_before = alloc_counter::allocations() as u64;
             let cpu_before = cpu_time();
             let t = Instant::now();
-            run(d, records);
+            run(d, records, k != FULL);
             let elapsed = t.elapsed();
             let cpu = cpu_before.zip(cpu_time()).map(|(a, b)| b.saturating_sub(a));
             allocs[k] += alloc_counter::allocations() as u64 - allocs_before;
@@ -376,7 +390,7 @@ fn main() {
     }
     let c = drivers[0].client.counters();
     eprintln!(
-        "{reps} x 3 x {records} records of 100 B (8 B keys) to {PARTITIONS} partitions in {elapsed_total:?}; {} blobs, {} requests per client; size_of::<Event>() = {} B",
+        "{reps} x 4 x {records} records of 100 B (8 B keys) to {PARTITIONS} partitions in {elapsed_total:?}; {} blobs, {} requests per client; size_of::<Event>() = {} B",
         c.producer_batches,
         c.api(ApiKey::PRODUCE).requests,
         std::mem::size_of::<Event>()
@@ -385,7 +399,7 @@ fn main() {
         .map(|(a, b)| format!("{:.3}", b / a))
         .collect();
     eprintln!("one hook / no hook, wall, per pair: {}", ratios.join(" "));
-    for k in 0..3 {
+    for k in 0..4 {
         eprintln!(
             "{}: wall records/s: {}; on-CPU records/s: {}",
             labels[k],
@@ -394,8 +408,8 @@ fn main() {
         );
     }
     eprintln!("memcpy MB/s: {}", spread(&mut copies));
-    let suffix = ["", "-hooked", "-batched"];
-    for k in 0..3 {
+    let suffix = ["", "-hooked", "-batched", "-batched-full"];
+    for k in 0..4 {
         let sfx = suffix[k];
         println!(
             "RESULT producer-records-per-sec{sfx} {:.0}",

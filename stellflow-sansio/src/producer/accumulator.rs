@@ -823,7 +823,7 @@ impl Producer {
     }
 }
 
-/// Whether two topic names are equal, compared in place for names of 4 to 16 bytes (every
+/// Whether two topic names are equal, compared in place for names of up to 16 bytes (every
 /// record of a send compares its topic with the last one's: a call to `memcmp` each time
 /// was 2–5 % of a produce run).
 #[inline]
@@ -841,6 +841,9 @@ fn same_name(a: &str, b: &str) -> bool {
     match n {
         8..=16 => ends::<8>(a, b),
         4..=7 => ends::<4>(a, b),
+        2..=3 => ends::<2>(a, b),
+        1 => a[0] == b[0],
+        0 => true,
         _ => a == b,
     }
 }
