@@ -842,7 +842,7 @@ fn same_name(a: &str, b: &str) -> bool {
         8..=16 => ends::<8>(a, b),
         4..=7 => ends::<4>(a, b),
         2..=3 => ends::<2>(a, b),
-        1 => a[0] == b[0],
+        1 => ends::<1>(a, b),
         0 => true,
         _ => a == b,
     }
