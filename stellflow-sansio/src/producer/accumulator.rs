@@ -20,6 +20,7 @@ use super::topics::Topics;
 use super::waiting::{WaitingRecord, WaitingRecords};
 use super::{BatchFormat, DeliveryError, Partitioner, ProduceError, ProduceId, ProducerConfig};
 use crate::metadata::MetadataCache;
+use crate::shared::Shared;
 use crate::trace::TraceIds;
 use bytes::Bytes;
 use std::time::Instant;
@@ -271,19 +272,18 @@ impl Accumulator {
 
     /// Takes one record: into its partition's batch, or held until its topic's partitions
     /// are known. Its partition goes to `partition` when known (for the hooks).
-    #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(crate) fn take(
         &mut self,
+        sh: &Shared,
         now: Instant,
         rec: &ProducerRecord<'_>,
-        meta: &MetadataCache,
-        trace: Option<&TraceIds>,
-        rng: &mut Rng,
-        out: &mut Outcomes,
+        (rng, out): (&mut Rng, &mut Outcomes),
         partition: &mut Option<i32>,
     ) -> Result<ProduceId, ProduceError> {
+        let trace = sh.trace.as_ref();
         // 1. The topic, and the record's size against the request and buffer limits.
-        self.sync_metadata(now, meta, rng, out);
+        self.sync_metadata(now, &sh.metadata, rng, out);
         let (ti, new) = self.topics.index(rec.topic)?;
         if new {
             self.meta_gen = u64::MAX; // pick up its partitions at the next sync

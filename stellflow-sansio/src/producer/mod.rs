@@ -159,6 +159,7 @@ impl ProducerCore {
     }
 
     /// Next event of the producer.
+    #[inline]
     pub(crate) fn poll_event(&mut self) -> Option<Event> {
         self.outcomes.poll()
     }
@@ -250,9 +251,8 @@ impl ProducerCore {
         if self.sender.fenced() {
             return Err(ProduceError::Fenced);
         }
-        let (meta, trace) = (&sh.metadata, sh.trace.as_ref());
-        let (rng, out) = (&mut self.rng, &mut self.outcomes);
-        self.acc.take(now, rec, meta, trace, rng, out, partition)
+        let parts = (&mut self.rng, &mut self.outcomes);
+        self.acc.take(sh, now, rec, parts, partition)
     }
 
     /// Runs the sender if something may be sendable; returns whether requests were submitted.

@@ -22,6 +22,7 @@ pub(crate) struct Outcomes {
 
 impl Outcomes {
     /// The next event for the driver.
+    #[inline]
     pub(crate) fn poll(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
