@@ -664,7 +664,7 @@ fn decommission(ctx: &Ctx) -> CaseResult {
     Ok(())
 }
 
-/// Issue 13 item 4, the broker's side: right after CreateTopic answers, Metadata names this
+/// A topic just created, the broker's side: right after CreateTopic answers, Metadata names this
 /// broker leader of every partition and ListOffsets answers — so a client that fails there
 /// only lacks a metadata refresh.
 fn create_then_route(ctx: &Ctx) -> CaseResult {
