@@ -457,9 +457,7 @@ fn with_laggard(ctx: &Ctx, c: &mut Conn) -> Result<(String, i32, i32), String> {
 }
 
 fn acks_all_timeout_idempotent(ctx: &Ctx) -> CaseResult {
-    let key = ctx.name("k");
-    let mut c = ctx.conn()?.with_client_id(Some(&key));
-    let pid = init_pid(&mut c, None)?;
+    let (mut c, pid) = keyed_producer(ctx, "k")?;
     let (t, _, _) = with_laggard(ctx, &mut c)?;
     let batch = Srfb::new(pid, 0, 0, 1, b"idempotent").encode();
     let send = |c: &mut Conn, acks: i16| -> Result<ProducePartResp, String> {
