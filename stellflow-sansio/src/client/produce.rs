@@ -41,8 +41,8 @@ impl Client {
         }
         let r = self.producer.produce(&self.shared, now, record);
         // The id is taken out and the result made again after the pass: a result held
-        // across the call is copied whole right after the callee wrote it in pieces, which
-        // makes every record wait for those writes.
+        // across the call would be copied whole right after its callee wrote it in pieces, a
+        // store-forwarding stall per record.
         match r {
             Ok(id) => {
                 self.after_produce(now);
