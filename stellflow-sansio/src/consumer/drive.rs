@@ -17,7 +17,8 @@ impl Consumer {
             self.fail_commits(sh);
             return false;
         }
-        let mut sent = self.drive_group(now, sh);
+        let mut sent = self.check_missing(now, sh);
+        sent |= self.drive_group(now, sh);
         sent |= self.resolve_starts(now, sh);
         sent |= self.send_fetches(now, sh);
         sent
@@ -48,6 +49,8 @@ impl Consumer {
         };
         // A write unanswered for the lease margin is withdrawn then (see `drive_group`).
         take(self.withdraw_deadline());
+        // A topic no broker knows: a fresh metadata round before the poll error.
+        take(self.missing_deadline());
         for p in self.parts.values() {
             match p.start {
                 Start::Ready
