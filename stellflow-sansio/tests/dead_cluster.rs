@@ -8,7 +8,9 @@ mod consumer_support;
 
 use consumer_support::*;
 use std::time::{Duration, Instant};
-use stellflow_sansio::{AdminCall, ClusterUnreachable, HealthState, Target, TopicPartition};
+use stellflow_sansio::{
+    AdminCall, ClusterUnreachable, ConsumerEvent, HealthState, Target, TopicPartition,
+};
 use stellflow_sim::ClusterConfig;
 
 /// How late after `unreachable_timeout` the error may come: the health check runs at the
@@ -42,6 +44,14 @@ fn a_group_member_gets_the_unreachable_error_in_time() {
     let took = at - crashed;
     assert!(took <= Duration::from_secs(10) + SLACK, "after {took:?}: {e}");
     assert!(e.to_string().contains("broker-1:9092"), "{e}");
+    // Closing now does not wait to free the registry slot, which no broker can write.
+    let asked = w.now;
+    w.client.close_consumer(w.now);
+    let closed = wait_for(&mut w, Duration::from_secs(60), |e| {
+        matches!(e, ConsumerEvent::Closed)
+    });
+    assert!(closed, "never closed");
+    assert!(w.now - asked < Duration::from_secs(1), "closed after {:?}", w.now - asked);
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! The consumer's part of the client's loop: one pass (`drive`), its earliest deadline
 //! (`deadline`) and the routing of its requests' outcomes (`on_completion`).
 
+use super::membership::Leave;
 use super::partition::Start;
+use crate::health::HealthState;
 use super::{Consumer, Op};
 use crate::net::{Completion, OwnerTag};
 use crate::shared::Shared;
@@ -16,6 +18,16 @@ impl Consumer {
         if sh.closed {
             self.fail_commits(sh);
             return false;
+        }
+        if self.closing
+            && matches!(sh.health.state, HealthState::Unreachable { .. })
+            && matches!(self.group.reg.leave, Leave::Wanted { .. })
+        {
+            // Closing while no broker answers: freeing the registry slot cannot succeed, so
+            // the close does not wait for it (the others count the member gone a session
+            // after its last refresh, as after a crash).
+            self.group.reg.leave = Leave::Done;
+            self.finish_close(sh);
         }
         let mut sent = self.check_missing(now, sh);
         sent |= self.drive_group(now, sh);
