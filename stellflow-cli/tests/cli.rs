@@ -136,10 +136,16 @@ fn topics_produce_consume_offsets_against_a_broker() {
 
     let (code, line) = fails(&["consume", "nope", "--count", "1"]);
     assert_eq!(code, 1);
-    assert!(line.contains("topic nope is unknown to every broker"), "{line}");
+    assert!(
+        line.contains("topic nope is unknown to every broker"),
+        "{line}"
+    );
     let (code, line) = fails(&["consume", "nope", "-g", "g1"]);
     assert_eq!(code, 1);
-    assert!(line.contains("topic nope is unknown to every broker"), "{line}");
+    assert!(
+        line.contains("topic nope is unknown to every broker"),
+        "{line}"
+    );
     let (_, line) = fails(&["produce", "nope"]);
     assert!(line.contains("unknown topic"), "{line}");
     assert!(run(&["api-versions"], None).contains("Produce"));
@@ -410,7 +416,14 @@ fn consume_flushes_its_output_when_a_poll_comes_back_empty() {
     use std::io::BufRead;
     let (_server, addr) = common::sim_with_topic("live");
     let mut child = Command::new(env!("CARGO_BIN_EXE_stellflow"))
-        .args(["--bootstrap", &addr, "consume", "live", "--idle-timeout", "0"])
+        .args([
+            "--bootstrap",
+            &addr,
+            "consume",
+            "live",
+            "--idle-timeout",
+            "0",
+        ])
         .env_remove("STELLFLOW_BOOTSTRAP")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -12,10 +12,17 @@ use stellflow_sansio::{ConsumerError, ConsumerEvent, Event, TopicPartition};
 use stellflow_sim::ClusterConfig;
 
 /// The instant the consumer event matching `f` came, running `w` for at most `max`.
-fn event_at(w: &mut common::World, max: Duration, f: impl Fn(&ConsumerEvent) -> bool) -> Option<Instant> {
+fn event_at(
+    w: &mut common::World,
+    max: Duration,
+    f: impl Fn(&ConsumerEvent) -> bool,
+) -> Option<Instant> {
     let mut at = None;
     w.run_until(max, |w| {
-        let seen = w.events.iter().any(|e| matches!(e, Event::Consumer(c) if f(c)));
+        let seen = w
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Consumer(c) if f(c)));
         if seen {
             at = Some(w.now);
         }
@@ -47,11 +54,17 @@ fn assigning_a_missing_topic_gives_an_event_then_a_poll_error_and_picks_it_up_on
     let asked = w.now;
     let tp = TopicPartition::new("typo", 0);
     w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
-    let seen = event_at(&mut w, Duration::from_secs(5), |e| {
-        matches!(e, ConsumerEvent::TopicUnknown { topic, error_after } if topic == "typo" && *error_after == Duration::from_secs(5))
-    });
+    let seen = event_at(
+        &mut w,
+        Duration::from_secs(5),
+        |e| matches!(e, ConsumerEvent::TopicUnknown { topic, error_after } if topic == "typo" && *error_after == Duration::from_secs(5)),
+    );
     let seen = seen.expect("no TopicUnknown event");
-    assert!(seen - asked < Duration::from_secs(1), "event after {:?}", seen - asked);
+    assert!(
+        seen - asked < Duration::from_secs(1),
+        "event after {:?}",
+        seen - asked
+    );
     let (at, e) = poll_error(&mut w, Duration::from_secs(30)).expect("no poll error");
     assert!(
         matches!(&e, ConsumerError::UnknownTopic { topic, .. } if topic == "typo"),
@@ -79,9 +92,11 @@ fn assigning_a_missing_topic_gives_an_event_then_a_poll_error_and_picks_it_up_on
 fn subscribing_to_a_missing_topic_gives_the_event_and_the_poll_error() {
     let mut w = world(Some("g-missing"));
     w.client.subscribe(w.now, &["nope"]).unwrap();
-    let seen = event_at(&mut w, Duration::from_secs(5), |e| {
-        matches!(e, ConsumerEvent::TopicUnknown { topic, .. } if topic == "nope")
-    });
+    let seen = event_at(
+        &mut w,
+        Duration::from_secs(5),
+        |e| matches!(e, ConsumerEvent::TopicUnknown { topic, .. } if topic == "nope"),
+    );
     assert!(seen.is_some(), "no TopicUnknown event: {:?}", w.events);
     let (_, e) = poll_error(&mut w, Duration::from_secs(30)).expect("no poll error");
     assert!(

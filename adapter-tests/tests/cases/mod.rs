@@ -812,6 +812,8 @@ pub async fn dead_cluster_reaches_group_member_and_admin() -> R<()> {
     cfg.unreachable_timeout = Duration::from_secs(2);
     cfg.request_timeout = Duration::from_secs(30);
     cfg.consumer.group_id = Some("dead-g".into());
+    // A close commit is retried until rebalance_timeout (Kafka's close waits for it too).
+    cfg.consumer.enable_auto_commit = false;
     cfg.consumer.session_timeout = Duration::from_secs(30);
     cfg.consumer.heartbeat_interval = Duration::from_secs(1);
     let client = client(cfg, Duration::from_secs(5)).await?;
@@ -844,14 +846,18 @@ pub async fn dead_cluster_reaches_group_member_and_admin() -> R<()> {
     let asked = Instant::now();
     aw!(client.close())?;
     let took = asked.elapsed();
-    check(took <= Duration::from_secs(4), || format!("close took {took:?}"))?;
+    check(took <= Duration::from_secs(4), || {
+        format!("close took {took:?}")
+    })?;
     Ok(())
 }
 
 /// Nothing listens at the bootstrap address from the start: a consumer's first `poll`, and
 /// an admin call, fail with the unreachable error within `unreachable_timeout` + 2 s.
 pub async fn dead_cluster_before_the_first_poll() -> R<()> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let mut cfg = ClientConfig::new(&format!("127.0.0.1:{port}"))?;
     cfg.unreachable_timeout = Duration::from_secs(2);
     cfg.request_timeout = Duration::from_secs(30);
@@ -862,7 +868,8 @@ pub async fn dead_cluster_before_the_first_poll() -> R<()> {
     let admin = client.admin();
     let d = aw!(admin.describe_cluster(Target::Any));
     check(
-        d.as_ref().is_err_and(|e| e.to_string().contains("Connection refused")),
+        d.as_ref()
+            .is_err_and(|e| e.to_string().contains("Connection refused")),
         || format!("describe_cluster: {d:?}"),
     )?;
     let end = Instant::now() + Duration::from_secs(10);
@@ -911,7 +918,9 @@ pub async fn missing_topic_reported_then_picked_up() -> R<()> {
     create_topic(&client.admin(), "later", 1).await?;
     aw!(client.producer().send(record("later", 0)))?;
     let got = poll_n(&consumer, 1, Duration::from_secs(20)).await?;
-    check(got.len() == 1, || "the topic created later was not consumed".into())?;
+    check(got.len() == 1, || {
+        "the topic created later was not consumed".into()
+    })?;
     aw!(client.close())?;
     Ok(())
 }

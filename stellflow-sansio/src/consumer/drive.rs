@@ -3,8 +3,8 @@
 
 use super::membership::Leave;
 use super::partition::Start;
-use crate::health::HealthState;
 use super::{Consumer, Op};
+use crate::health::HealthState;
 use crate::net::{Completion, OwnerTag};
 use crate::shared::Shared;
 use std::time::Instant;

@@ -137,13 +137,20 @@ impl Net {
             let (gone, kept): (VecDeque<Req>, VecDeque<Req>) =
                 std::mem::take(&mut s.queue).into_iter().partition(command);
             s.queue = kept;
-            failed.extend(gone.into_iter().map(|r| (r, address.clone(), cause.clone())));
+            failed.extend(
+                gone.into_iter()
+                    .map(|r| (r, address.clone(), cause.clone())),
+            );
         }
         if let Some((address, cause)) = self.silent_broker() {
-            let (gone, kept): (VecDeque<Req>, VecDeque<Req>) =
-                std::mem::take(&mut self.parked).into_iter().partition(command);
+            let (gone, kept): (VecDeque<Req>, VecDeque<Req>) = std::mem::take(&mut self.parked)
+                .into_iter()
+                .partition(command);
             self.parked = kept;
-            failed.extend(gone.into_iter().map(|r| (r, address.clone(), cause.clone())));
+            failed.extend(
+                gone.into_iter()
+                    .map(|r| (r, address.clone(), cause.clone())),
+            );
         }
         for (req, address, cause) in failed {
             let err = RequestError::Unreachable {
