@@ -45,7 +45,8 @@ pub enum ConfigError {
         /// Why, and what to use instead.
         reason: &'static str,
     },
-    /// A `.properties` text that cannot be read as one ([`crate::parse_properties`]).
+    /// A `.properties` text that cannot be read as one
+    /// ([`crate::ClientConfig::from_properties`]).
     #[error("properties line {line}: {reason}")]
     PropertiesSyntax {
         /// The line, counted from 1.

@@ -10,18 +10,9 @@ use crate::config_error::ConfigError;
 use std::path::Path;
 
 /// Parses the text of a Java `.properties` file into `(key, value)` pairs, in file order (a
-/// key given twice appears twice; the last one wins when the pairs are applied in order).
-///
-/// The format is `java.util.Properties.load`'s:
-/// - one entry a line: `key=value`, `key: value` or `key value`; whitespace around the
-///   separator is dropped, and so is leading whitespace of the line;
-/// - lines whose first non-blank character is `#` or `!` are comments, blank lines are skipped;
-/// - a line ending in an odd number of backslashes continues on the next line (whose leading
-///   whitespace is dropped);
-/// - escapes: `\t`, `\n`, `\r`, `\f`, `\uXXXX`, and a backslash before any other character
-///   stands for that character (`\=`, `\:`, `\ `, `\#`, `\\`), in keys and values alike.
-///
-/// The only error is a malformed `\uXXXX` escape, named with its line.
+/// key given twice appears twice; the last one wins when the pairs are applied in order). The
+/// format is `java.util.Properties.load`'s, described on [`ClientConfig::from_properties`]. The
+/// only error is a malformed `\uXXXX` escape, named with its line.
 ///
 /// ```
 /// # use stellflow_sansio::parse_properties;
@@ -66,11 +57,23 @@ pub fn parse_properties(text: &str) -> Result<Vec<(String, String)>, ConfigError
 }
 
 impl ClientConfig {
-    /// A configuration from the text of a Java `.properties` file (see [`parse_properties`]
-    /// for the format): every entry is a Kafka-style key, applied in file order through
-    /// [`ClientConfig::from_kafka_properties`], so `bootstrap.servers` is required and the
-    /// result is validated. An unknown key fails naming it (and the key it was probably meant
-    /// to be), a Kafka key without an equivalent here says what to use instead.
+    /// A configuration from the text of a Java `.properties` file: every entry is a
+    /// Kafka-style key, applied in file order through [`ClientConfig::from_kafka_properties`],
+    /// so `bootstrap.servers` is required and the result is validated. An unknown key fails
+    /// naming it (and the key it was probably meant to be), a Kafka key without an equivalent
+    /// here says what to use instead.
+    ///
+    /// The format is `java.util.Properties.load`'s:
+    /// - one entry a line: `key=value`, `key: value` or `key value`; whitespace around the
+    ///   separator is dropped, and so is leading whitespace of the line;
+    /// - lines whose first non-blank character is `#` or `!` are comments, blank lines are
+    ///   skipped;
+    /// - a line ending in an odd number of backslashes continues on the next line (whose
+    ///   leading whitespace is dropped);
+    /// - escapes: `\t`, `\n`, `\r`, `\f`, `\uXXXX`, and a backslash before any other
+    ///   character stands for that character (`\=`, `\:`, `\ `, `\#`, `\\`), in keys and
+    ///   values alike. A malformed `\uXXXX` escape fails with
+    ///   [`ConfigError::PropertiesSyntax`] naming its line.
     ///
     /// ```
     /// # use stellflow_sansio::{Acks, ClientConfig};
