@@ -45,7 +45,8 @@
 //!   `commit_async`, `commit_positions`. For at-least-once processing set
 //!   `consumer.commit_marked_only` and call `Consumer::mark_processed(&record)` once the
 //!   record's outputs are acknowledged: commits then take only marked positions (the
-//!   `transform_tokio` example is the whole service).
+//!   `transform_tokio` example is the whole service; `transform_batched_tokio` the same a
+//!   batch at a time, with `send_all`, bounded resends and Ctrl-C).
 //! * **Close**: `Client::close()` flushes, commits and waits for the driver.
 //! * **Errors**: every call returns [`Error`]; `is_retriable()` says whether trying again can
 //!   help, and a failed record's [`DeliveryError`] says whether it may be in the log anyway
