@@ -286,7 +286,7 @@ pub(crate) const KEYS: &[Key] = &[
     key!("stellflow.batch.format", Format, producer.format),
     key!("max.block.ms", Ms, producer.max_block),
     key!("max.poll.records", Usize, consumer.max_poll_records),
-    // Liveness settings of issue 27 (one block).
+    // Liveness settings (one block).
     key!(
         "socket.connection.setup.timeout.ms",
         Ms,
