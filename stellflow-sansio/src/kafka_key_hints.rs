@@ -20,6 +20,30 @@ const UNSUPPORTED: &[(&str, &str)] = &[
         "this server has no TLS or SASL: connections are always plaintext; remove the key",
     ),
     (
+        "key.serializer",
+        "records are bytes here (Record::new takes &str, bytes, Vec<u8>, Bytes): serialize in your code; remove the key",
+    ),
+    (
+        "value.serializer",
+        "records are bytes here (Record::new takes &str, bytes, Vec<u8>, Bytes): serialize in your code; remove the key",
+    ),
+    (
+        "key.deserializer",
+        "records are bytes here (ConsumerRecord's key and value are Bytes): deserialize in your code; remove the key",
+    ),
+    (
+        "value.deserializer",
+        "records are bytes here (ConsumerRecord's key and value are Bytes): deserialize in your code; remove the key",
+    ),
+    (
+        "partitioner.class",
+        "the partitioners are settings: producer.keyed (the Stellflow Java SDK's hash by default, or the Go SDK's) and producer.keyless (sticky by default), or a Partitioner of your own",
+    ),
+    (
+        "interceptor.classes",
+        "interceptors are hooks: register them with config.hooks (ProducerHook, ConsumerHook)",
+    ),
+    (
         "ssl.",
         "this server has no TLS: connections are always plaintext; remove the ssl.* keys",
     ),
@@ -167,6 +191,9 @@ mod tests {
             ("sasl.mechanism", "no SASL"),
             ("sasl.jaas.config", "no SASL"),
             ("max.partition.fetch.bytes", "whole blob"),
+            ("value.serializer", "serialize in your code"),
+            ("key.deserializer", "deserialize in your code"),
+            ("interceptor.classes", "config.hooks"),
         ] {
             match not_a_key(key, KNOWN.iter().copied()) {
                 ConfigError::Unsupported { reason, .. } => {
