@@ -84,12 +84,13 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use stellflow_blocking::{Client, ClientConfig, OffsetReset, Record, Target, TopicPartition};
+//! use stellflow_blocking::{Client, ClientConfig, OffsetReset, Record, Target};
 //!
 //! # fn main() -> Result<(), stellflow_blocking::Error> {
 //! # let server = stellflow_sim::serve("127.0.0.1:0").unwrap();
 //! # let bootstrap = server.local_addr().to_string();
 //! let mut config = ClientConfig::new(&bootstrap)?;
+//! config.consumer.group_id = Some("greeters".into()); // its members share the partitions
 //! config.consumer.auto_offset_reset = OffsetReset::Earliest;
 //! let client = Client::connect(config)?;
 //!
@@ -98,7 +99,7 @@
 //! assert_eq!(meta.partition, 0);
 //!
 //! let consumer = client.consumer();
-//! consumer.assign(&[TopicPartition::new("greetings", 0)])?;
+//! consumer.subscribe(&["greetings"])?; // or assign(&[TopicPartition::new("greetings", 0)])
 //! let record = consumer.recv()?;
 //! assert_eq!(record.value.as_deref(), Some(&b"hello"[..]));
 //! client.close()?;

@@ -76,20 +76,21 @@
 //! `127.0.0.1:9092`.
 //!
 //! ```
-//! use stellflow_smol::{Client, ClientConfig, OffsetReset, Record, Target, TopicPartition};
+//! use stellflow_smol::{Client, ClientConfig, OffsetReset, Record, Target};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let server = stellflow_sim::serve("127.0.0.1:0")?;
 //! # let bootstrap = server.local_addr().to_string();
 //! smol::block_on(async {
 //!     let mut config = ClientConfig::new(&bootstrap)?; // e.g. "127.0.0.1:9092"
+//!     config.consumer.group_id = Some("greeters".into()); // its members share the partitions
 //!     config.consumer.auto_offset_reset = OffsetReset::Earliest;
 //!     let client = Client::connect(config).await?;
 //!     client.admin().create_topic("greetings", 1, Target::Any).await?;
 //!     client.producer().send(Record::new("greetings", "hello")).await?;
 //!
 //!     let consumer = client.consumer();
-//!     consumer.assign(&[TopicPartition::new("greetings", 0)])?;
+//!     consumer.subscribe(&["greetings"])?; // or assign(&[TopicPartition::new("greetings", 0)])
 //!     let record = consumer.recv().await?;
 //!     assert_eq!(record.value.as_deref(), Some(&b"hello"[..]));
 //!     client.close().await?;

@@ -79,13 +79,14 @@
 //! connect to `127.0.0.1:9092`.
 //!
 //! ```
-//! use stellflow_tokio::{Client, ClientConfig, OffsetReset, Record, Target, TopicPartition};
+//! use stellflow_tokio::{Client, ClientConfig, OffsetReset, Record, Target};
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     # let server = stellflow_sim::serve("127.0.0.1:0")?;
 //!     # let bootstrap = server.local_addr().to_string();
 //!     let mut config = ClientConfig::new(&bootstrap)?; // e.g. "127.0.0.1:9092"
+//!     config.consumer.group_id = Some("greeters".into()); // its members share the partitions
 //!     config.consumer.auto_offset_reset = OffsetReset::Earliest;
 //!     let client = Client::connect(config).await?;
 //!     client.admin().create_topic("greetings", 1, Target::Any).await?;
@@ -94,7 +95,7 @@
 //!     println!("written at {:?}#{}", meta.offset, meta.index);
 //!
 //!     let consumer = client.consumer();
-//!     consumer.assign(&[TopicPartition::new("greetings", 0)])?;
+//!     consumer.subscribe(&["greetings"])?; // or assign(&[TopicPartition::new("greetings", 0)])
 //!     let record = consumer.recv().await?;
 //!     assert_eq!(record.value.as_deref(), Some(&b"hello"[..]));
 //!     client.close().await?; // flushes, commits, and waits for the driver
