@@ -10,6 +10,7 @@ mod data;
 mod perf;
 mod perf_raw;
 mod progress;
+mod settings;
 
 use clap::{Args, Parser, Subcommand};
 use std::process::ExitCode;
@@ -64,6 +65,13 @@ struct Global {
     /// options.
     #[arg(short = 'X', global = true, value_name = "KEY=VALUE")]
     property: Vec<String>,
+    /// Kafka-style client settings from a Java `.properties` file (`key=value` lines, `#`
+    /// comments), like kcat's `-F`. Applied before `-X` (which overrides it); like `-X` it
+    /// overrides the command's own options, except that `--bootstrap` overrides the file's
+    /// `bootstrap.servers`. The file's (or `-X`'s) `bootstrap.servers` stands for
+    /// `--bootstrap` when that is not given.
+    #[arg(long = "config", short = 'F', global = true, value_name = "FILE")]
+    config_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -212,8 +220,9 @@ impl Global {
             return fail("--timeout must be a positive number of seconds");
         }
         let timeout = Duration::from_secs_f64(secs);
-        let (bootstrap, embedded) = match &self.bootstrap {
-            Some(b) => (b.clone(), None),
+        let properties = self.properties()?;
+        let (bootstrap, embedded) = match properties.bootstrap(self.bootstrap.as_deref()) {
+            Some(b) => (b.to_owned(), None),
             None => {
                 // The server's defaults, except a retention of 64 segments (2 GiB) per
                 // partition instead of 8, so that perf runs read back what they wrote.
@@ -241,14 +250,7 @@ impl Global {
         config.producer.max_block = timeout.max(Duration::from_secs(30));
         config.header.client_id.clone_from(&self.client_id);
         tune(&mut config);
-        for property in &self.property {
-            let (key, value) = property.split_once('=').ok_or_else(|| {
-                CliError(format!(
-                    "-X {property}: expected KEY=VALUE, e.g. -X linger.ms=20"
-                ))
-            })?;
-            config.set(key.trim(), value)?;
-        }
+        properties.apply(&mut config)?;
         let mut options = Options::default();
         options.close_timeout = timeout;
         let client = Client::connect_with(config, options)?;
@@ -326,15 +328,24 @@ impl Env {
     /// The partition count of `topic`, or a clear error when no broker knows it. On the
     /// embedded broker a missing topic is created with `create_partitions` partitions.
     pub fn topic_partitions(&self, topic: &str, create_partitions: i32) -> CliResult<i32> {
+        match self.known_partitions(topic, create_partitions)? {
+            Some(count) => Ok(count),
+            None => fail(format!(
+                "unknown topic {topic:?}: create it with `stellflow topics create {topic}`"
+            )),
+        }
+    }
+
+    /// The partition count of `topic`; `None` when no broker knows it (on the embedded
+    /// broker a missing topic is created with `create_partitions` partitions instead).
+    pub fn known_partitions(&self, topic: &str, create_partitions: i32) -> CliResult<Option<i32>> {
         let admin = self.client.admin();
         let (topics, _) = admin.describe_topics(&[topic])?;
         if let Some(t) = topics.first() {
-            return Ok(i32::try_from(t.partitions.len()).unwrap_or(i32::MAX));
+            return Ok(Some(i32::try_from(t.partitions.len()).unwrap_or(i32::MAX)));
         }
         if !self.is_embedded() {
-            return fail(format!(
-                "unknown topic {topic:?}: create it with `stellflow topics create {topic}`"
-            ));
+            return Ok(None);
         }
         let r = admin.create_topic(topic, create_partitions, stellflow_blocking::Target::Any)?;
         if !r.is_ok() {
@@ -345,7 +356,7 @@ impl Env {
         );
         // Let the metadata see it before producing.
         let _ = admin.describe_topics(&[topic])?;
-        Ok(create_partitions)
+        Ok(Some(create_partitions))
     }
 }
 

@@ -447,6 +447,8 @@ impl Client {
             });
             id
         } else {
+            let bounded = self.outage_options(opts);
+            let opts = bounded.as_ref().unwrap_or(opts);
             let traced = self.shared.traced_options(opts);
             let opts = traced.as_ref().unwrap_or(opts);
             self.shared
