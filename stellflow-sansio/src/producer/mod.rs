@@ -35,7 +35,7 @@
 //!   connection, up to [`crate::net::LATE_TIMEOUTS_TO_CLOSE`] request timeouts; when the
 //!   connection is given up (or lost), its batches are *in doubt* and are re-sent once the
 //!   same broker has answered on a newer connection (the producer asks for that round trip)
-//!   and a short settle has passed (100 ms; plus the ack timeout for an `acks = -1` batch of
+//!   and a settle has passed (1 s; plus the ack timeout for an `acks = -1` batch of
 //!   a replicated partition, which the broker may hold that long), in order and with the
 //!   same sequence numbers, which the broker answers as a duplicate with the original
 //!   offset if the first attempt was written. A broker that is frozen keeps the batches waiting
