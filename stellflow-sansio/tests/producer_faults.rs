@@ -6,7 +6,7 @@
 mod common;
 
 use common::World;
-use common::producer::{Outcomes, client_config, collect, flush, leader, log_numbers};
+use common::producer::{Outcomes, client_config, collect, flush, leader, log_numbers, log_values};
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 use stellflow_proto::{ApiKey, ErrorCode};
