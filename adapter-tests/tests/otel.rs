@@ -13,8 +13,8 @@
 use opentelemetry::trace::{SpanContext, TraceContextExt, TracerProvider as _};
 use std::time::{Duration, Instant};
 use stellflow_adapter_tests::{R, check, config, sim};
-use stellflow_sansio::stellflow_proto::ApiKey;
-use stellflow_sansio::stellflow_proto::header::RequestHeader;
+use stellflow_proto::header::RequestHeader;
+use stellflow_sansio::ApiKey;
 use stellflow_tokio as sf;
 use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -41,7 +41,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Whether `h` carries `sc`'s trace id, span id and flags.
 fn carries(h: &RequestHeader, sc: &SpanContext) -> bool {
-    let s = |v: &stellflow_sansio::stellflow_proto::NString| v.as_ref().map(|v| v.to_string());
+    let s = |v: &stellflow_sansio::NString| v.as_ref().map(|v| v.to_string());
     s(&h.trace_id) == Some(hex(&sc.trace_id().to_bytes()))
         && s(&h.span_id) == Some(hex(&sc.span_id().to_bytes()))
         && h.trace_flags as u8 == sc.trace_flags().to_u8()

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant};
-use stellflow_sansio::stellflow_proto::frame::whole_frames;
+use stellflow_proto::frame::whole_frames;
 use stellflow_sansio::{ConnId, DisconnectReason};
 
 /// Size of a fresh read buffer (one allocation, shared by the record slices cut from it).

@@ -77,7 +77,7 @@ mod tests {
     #[test]
     fn a_delivery_is_classified_by_the_core() {
         let timed_out = RequestError::Timeout {
-            api_key: stellflow_sansio::stellflow_proto::ApiKey::PRODUCE,
+            api_key: stellflow_sansio::ApiKey::PRODUCE,
             after: Duration::from_secs(1),
         };
         let cases = [

@@ -78,25 +78,12 @@ pub mod prelude {
     /// (futures-lite's traits; any `futures::StreamExt` works as well, it is the same
     /// `Stream` trait).
     pub use futures_lite::stream::{Stream, StreamExt};
-    /// Why a broker's answer could not be decoded ([`ConnectionError::Malformed`]).
-    pub use stellflow_sansio::stellflow_proto::DecodeError;
-    /// A header key: UTF-8 bytes shared with the fetched response (derefs to `str`).
-    pub use stellflow_sansio::stellflow_proto::StrBytes;
     /// Compression of the native (SRFB) batch format, for [`BatchFormat::Native`].
-    pub use stellflow_sansio::stellflow_proto::record::Compression;
-    /// What a [`ConsumerRecord`] carries beside its key and value: [`Headers`] (split lazily
-    /// into [`Header`]s) and the [`BlobFormat`] of the blob it came from.
-    pub use stellflow_sansio::stellflow_proto::record::v1::{HeadersIter, RawHeadersIter};
-    /// What iterating a [`FetchedBlob`] yields: each record with its index in the blob, or
-    /// the error that ends a corrupt blob.
-    pub use stellflow_sansio::stellflow_proto::record::{BatchError, BlobRecord};
-    pub use stellflow_sansio::stellflow_proto::record::{BlobFormat, Header, Headers};
-    /// What [`FetchedBlob::next_view`] yields: a record borrowed from the blob (key, value and
-    /// headers as slices of it), read without a reference count per record.
-    pub use stellflow_sansio::stellflow_proto::record::{HeaderViews, HeadersView, RecordView};
-    pub use stellflow_sansio::stellflow_proto::{ApiKey, ErrorClass, ErrorCode};
-    /// A [`Header`]'s key and value: an optional [`StrBytes`] and optional [`bytes::Bytes`].
-    pub use stellflow_sansio::stellflow_proto::{NBytes, NString};
+    pub use stellflow_sansio::Compression;
+    /// Why a broker's answer could not be decoded ([`ConnectionError::Malformed`]).
+    pub use stellflow_sansio::DecodeError;
+    /// A header key: UTF-8 bytes shared with the fetched response (derefs to `str`).
+    pub use stellflow_sansio::StrBytes;
     /// Hooks and trace context (see the crate docs of the core for each).
     pub use stellflow_sansio::{
         Acknowledgement, CommitOutcome, ConsumerHook, HeaderSink, Hooks, ProduceId, ProducerHook,
@@ -118,6 +105,19 @@ pub mod prelude {
     pub use stellflow_sansio::{
         ApiCounters, DurationHistogram, KeyedPartitioner, KeylessPartitioner, Partitioner,
     };
+    pub use stellflow_sansio::{ApiKey, ErrorClass, ErrorCode};
+    /// What iterating a [`FetchedBlob`] yields: each record with its index in the blob, or
+    /// the error that ends a corrupt blob.
+    pub use stellflow_sansio::{BatchError, BlobRecord};
+    pub use stellflow_sansio::{BlobFormat, Header, Headers};
+    /// What [`FetchedBlob::next_view`] yields: a record borrowed from the blob (key, value and
+    /// headers as slices of it), read without a reference count per record.
+    pub use stellflow_sansio::{HeaderViews, HeadersView, RecordView};
+    /// What a [`ConsumerRecord`] carries beside its key and value: [`Headers`] (split lazily
+    /// into [`Header`]s) and the [`BlobFormat`] of the blob it came from.
+    pub use stellflow_sansio::{HeadersIter, RawHeadersIter};
+    /// A [`Header`]'s key and value: an optional [`StrBytes`] and optional [`bytes::Bytes`].
+    pub use stellflow_sansio::{NBytes, NString};
 }
 
 use std::time::Duration;

@@ -17,8 +17,8 @@ use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
+use stellflow_proto::frame::{LENGTH_PREFIX_LEN, frame_length};
 use stellflow_sansio::BrokerAddress;
-use stellflow_sansio::stellflow_proto::frame::{LENGTH_PREFIX_LEN, frame_length};
 
 /// The reader's buffer for small reads (length prefixes and small frames, several a syscall);
 /// a frame body larger than this is read straight into the frame's own allocation.

@@ -12,7 +12,7 @@ use stellflow_blocking::{
     Acks, BatchDelivery, BatchFormat, BatchOutcome, ClientConfig, OffsetReset, Record,
     TopicPartition,
 };
-use stellflow_sansio::stellflow_proto::record::Envelope;
+use stellflow_proto::record::Envelope;
 
 /// `stellflow perf …`
 #[derive(Subcommand, Debug)]

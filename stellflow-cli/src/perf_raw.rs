@@ -23,14 +23,14 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
-use stellflow_sansio::stellflow_proto::messages::{
+use stellflow_proto::messages::{
     FetchPartition, FetchRequest, FetchResponse, FetchTopic, ProducePartitionData, ProduceRequest,
     ProduceResponse, ProduceTopicData,
 };
-use stellflow_sansio::stellflow_proto::record::{
+use stellflow_proto::record::{
     BatchBuilder, BatchParams, Envelope, blob_records, declared_record_count,
 };
-use stellflow_sansio::stellflow_proto::{ApiKey, ErrorCode, Reader, StrBytes, Wire};
+use stellflow_proto::{ApiKey, ErrorCode, Reader, StrBytes, Wire};
 use stellflow_sansio::{
     Client, ClientConfig, ConnId, ConnectRequest, DisconnectReason, Event, IoFailure, Output,
     RawResponse, RequestId, RequestOptions, Target,

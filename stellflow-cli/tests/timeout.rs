@@ -124,7 +124,7 @@ fn a_produce_blocked_on_a_full_buffer_ends_within_the_timeout() {
     server
         .with_cluster(|c, _| {
             c.inject_fault(stellflow_sim::FaultRule::random(
-                stellflow_sansio::stellflow_proto::ApiKey::PRODUCE,
+                stellflow_sansio::ApiKey::PRODUCE,
                 1.0,
                 stellflow_sim::Fault::DropResponse,
             ))

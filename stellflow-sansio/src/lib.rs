@@ -146,7 +146,17 @@ pub use producer::{
 };
 pub use properties::{parse_properties, read_properties_file};
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
-pub use stellflow_proto;
+// The codec types the core's API names (error codes, API keys, fetched records and their
+// headers, the native batch compression), and those needed to use them, so a user of the core
+// needs no second dependency; the rest of `stellflow-proto` stays out of this crate's API.
+pub use stellflow_proto::record::v1::{HeadersIter, RawHeadersIter};
+pub use stellflow_proto::record::{
+    BatchError, BlobFormat, BlobRecord, Compression, Header, HeaderViews, Headers, HeadersView,
+    RecordView,
+};
+pub use stellflow_proto::{
+    ApiKey, DecodeError, ErrorClass, ErrorCode, NBytes, NString, ResponseHeader, StrBytes,
+};
 pub use topic::validate_topic_name;
 pub use topic_partition::{IntoTopic, TopicPartition};
 pub use trace::{TRACEPARENT, TRACESTATE, TraceIds};
