@@ -8,6 +8,7 @@ use futures_lite::{Stream, future};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+use stellflow_sansio::DriverExt;
 use stellflow_sansio::TraceIds;
 use stellflow_sansio::{
     AdminCall, ConsumerError, ConsumerRecord, FetchedBlob, ListedOffset, OffsetSpec, Position,

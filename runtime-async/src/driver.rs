@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 use stellflow_proto::frame::whole_frames;
+use stellflow_sansio::DriverExt;
 use stellflow_sansio::{ConnId, DisconnectReason};
 
 /// Size of a fresh read buffer (one allocation, shared by the record slices cut from it).
@@ -69,7 +70,7 @@ struct Reader<R: Runtime> {
     /// A large frame being read into a vector of its own, and its total length (runtimes
     /// with [`Runtime::READS_INTO_VEC`] only).
     frame: Option<(Vec<u8>, usize)>,
-    /// What the core still wants of the frame it is receiving (`Client::input_wanted`), less
+    /// What the core still wants of the frame it is receiving (`DriverExt::input_wanted`), less
     /// what `held` has of it.
     want: usize,
     /// Bytes of the current frame read while a handle held the lock, not yet handed to the

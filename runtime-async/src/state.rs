@@ -20,6 +20,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Waker};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use stellflow_sansio::DriverExt;
 use stellflow_sansio::{
     AdminError, AdminOutcome, Client, ClientConfig, CloseMode, CommitId, ConnId, ConnectRequest,
     ConsumerEvent, DeliveryError, DisconnectReason, Event, FetchedBlob, FlushId, Output, Position,

@@ -25,6 +25,7 @@ use stellflow_proto::messages::{
 };
 use stellflow_proto::record::{BatchBuilder, BatchParams, Compression, Envelope};
 use stellflow_proto::wire::Wire;
+use stellflow_sansio::DriverExt;
 use stellflow_sansio::{
     Client, ClientConfig, DisconnectReason, Hooks, OffsetReset, Output, Position, SeekTo,
     TopicPartition,

@@ -19,7 +19,7 @@
 //!
 //! Each figure is printed for four clients run in alternate rounds: without a hook (no
 //! suffix), with one hook (`-hooked`), and reporting outcomes a batch at a time
-//! (`-batched`: `Client::set_batch_outcomes`, the mode the adapters run the core in). These
+//! (`-batched`: `DriverExt::set_batch_outcomes`, the mode the adapters run the core in). These
 //! three are answered every 4 096 records, so their batches reuse a few warm buffers. The
 //! fourth (`-batched-full`) is `-batched` answered only when the buffer refuses a record: its
 //! records go into every buffer of `buffer_memory` in turn, each written long before, as in
@@ -40,6 +40,7 @@ use stellflow_proto::messages::{
     ProducePartitionResponse, ProduceRequest, ProduceResponse, ProduceTopicResponse,
 };
 use stellflow_proto::{ApiKey, ErrorCode, Reader, Wire};
+use stellflow_sansio::DriverExt;
 use stellflow_sansio::{Client, ClientConfig, ConnId, Event, Output};
 use stellflow_sansio::{ProduceError, ProducerRecord};
 use stellflow_sim::SimCluster;

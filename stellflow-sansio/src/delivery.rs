@@ -34,7 +34,7 @@ pub struct RecordMetadata {
 
 /// The outcome of every record of one batch at once, in [`crate::Event::ProducedBatch`]: what
 /// the [`crate::Event::Produced`] of each of its records would have said, for a driver that
-/// asked for it with [`crate::Client::set_batch_outcomes`]. The records are in the batch's
+/// asked for it with [`crate::DriverExt::set_batch_outcomes`]. The records are in the batch's
 /// order, which is their produce order within the partition; a record's index in the blob
 /// is its position here.
 ///

@@ -149,7 +149,7 @@ pub enum Event {
     },
     /// The outcome of every record of one batch at once, in place of their
     /// [`Event::Produced`] events, for a driver that asked for it
-    /// ([`crate::Client::set_batch_outcomes`]). A record that fails before it reaches a batch
+    /// ([`crate::DriverExt::set_batch_outcomes`]). A record that fails before it reaches a batch
     /// still has its own [`Event::Produced`].
     ProducedBatch(crate::delivery::ProducedBatch),
     /// Every record produced before the [`crate::Client::flush`] with this id has its outcome.

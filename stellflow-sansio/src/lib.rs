@@ -20,8 +20,8 @@
 //!
 //! Records can also be taken in three steps, so that the decoding (the costliest part of
 //! consuming small records) runs without `&mut Client`, e.g. outside a lock that guards it:
-//! [`Client::lease_records`] lends records out, [`RecordLease::decode`] decodes them, and
-//! [`Client::redeem_lease`] delivers them, or returns `None` when something took or moved
+//! [`DriverExt::lease_records`] lends records out, [`RecordLease::decode`] decodes them, and
+//! [`DriverExt::redeem_lease`] delivers them, or returns `None` when something took or moved
 //! them meanwhile (then lease again). Whole blobs ([`Client::poll_blob`]) are the other way.
 //!
 //! # What the core does
@@ -117,7 +117,7 @@ pub use admin::{
     CommittedOffset, DecommissionResult, ListedOffset, OffsetInfo, OffsetSpec, PartitionOutcome,
     PartitionOverride, ReassertedPartition, TopicAdminResult, TopicDescription,
 };
-pub use client::Client;
+pub use client::{Client, DriverExt};
 pub use config::{ClientConfig, HeaderFields};
 pub use config_error::ConfigError;
 pub use consumer::{REGISTRY_TOPIC, RecordLease, SeekTo};

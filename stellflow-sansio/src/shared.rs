@@ -47,7 +47,7 @@ pub(crate) struct Shared {
     /// The cluster health last reported (see [`crate::health`]).
     pub(crate) health: crate::health::HealthReport,
     /// The trace context of the commands being made
-    /// ([`Client::set_trace`](crate::Client::set_trace)).
+    /// ([`DriverExt::set_trace`](crate::DriverExt::set_trace)).
     pub(crate) trace: Option<TraceIds>,
     /// The hooks of the configuration (called by the producer, the consumer and the client).
     pub(crate) hooks: Hooks,

@@ -3,8 +3,8 @@
 //!
 //! The core reads no ambient context (no thread-local, no global): a driver that knows the
 //! application's current span (the adapters, with their `opentelemetry` feature) passes its ids
-//! in with the command, through [`crate::Client::set_trace`] (produce, commits, admin and raw
-//! requests) and [`crate::Client::set_fetch_trace`] (the Fetch requests a poll leads to). The
+//! in with the command, through [`crate::DriverExt::set_trace`] (produce, commits, admin and raw
+//! requests) and [`crate::DriverExt::set_fetch_trace`] (the Fetch requests a poll leads to). The
 //! request header then carries them in its `traceId`/`spanId`/`traceFlags` fields
 //! (PROTOCOL.md §2.1); a record carries them only when a hook writes them into its headers
 //! ([`crate::TracePropagation`] writes `traceparent` and `tracestate`).

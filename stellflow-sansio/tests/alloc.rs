@@ -17,6 +17,7 @@ use consumer_support::{Kind, blob, consumer_config, produce, values};
 use std::time::Duration;
 use stellflow_proto::ApiKey;
 use stellflow_proto::messages::{HealthCheckRequest, RequestBody};
+use stellflow_sansio::DriverExt;
 use stellflow_sansio::{Event, Output, Position, RequestOptions, SeekTo, Target, TopicPartition};
 
 #[global_allocator]

@@ -8,6 +8,7 @@ use common::World;
 use consumer_support::*;
 use std::time::Duration;
 use stellflow_proto::{ApiKey, ErrorCode};
+use stellflow_sansio::DriverExt;
 use stellflow_sansio::{
     ConsumerEvent, LogStartAction, OffsetReset, Position, SeekTo, TopicPartition,
 };

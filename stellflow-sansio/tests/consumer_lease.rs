@@ -1,4 +1,4 @@
-//! Record leases (`Client::lease_records` / `RecordLease::decode` / `Client::redeem_lease`):
+//! Record leases (`DriverExt::lease_records` / `RecordLease::decode` / `DriverExt::redeem_lease`):
 //! the same records, positions and counters as `poll_records`; nothing moves until a lease is
 //! redeemed; a lease whose records were taken or moved meanwhile delivers nothing.
 
@@ -7,6 +7,7 @@ mod consumer_support;
 
 use consumer_support::*;
 use std::time::Duration;
+use stellflow_sansio::DriverExt;
 use stellflow_sansio::{Position, SeekTo, TopicPartition};
 
 /// The positions of `tps`, in order.

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use stellflow_proto::record::{blob_records, srfb::SrfbHeader};
 use stellflow_proto::{ApiKey, ErrorCode};
+use stellflow_sansio::DriverExt;
 use stellflow_sansio::Event;
 use stellflow_sansio::{
     Acks, BatchFormat, DeliveryError, ProduceError, ProduceId, ProducerConfig, ProducerRecord,

@@ -1,4 +1,4 @@
-//! Batch outcomes (`Client::set_batch_outcomes`): one `Event::ProducedBatch` per batch says
+//! Batch outcomes (`DriverExt::set_batch_outcomes`): one `Event::ProducedBatch` per batch says
 //! exactly what the per-record `Event::Produced` events of the same run say — same ids, same
 //! metadata, same errors — in successes, failures and with `acks = 0`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -9,6 +9,7 @@ use common::World;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use stellflow_proto::{ApiKey, ErrorCode};
+use stellflow_sansio::DriverExt;
 use stellflow_sansio::{
     Acks, DeliveryError, Event, ProduceId, ProducerConfig, ProducerRecord, RecordMetadata,
 };

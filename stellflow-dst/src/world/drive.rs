@@ -3,6 +3,7 @@
 //! the per-step invariants checked on the way.
 
 use super::*;
+use stellflow_sansio::DriverExt;
 use stellflow_sansio::{CloseMode, HealthState, Output};
 
 impl World {

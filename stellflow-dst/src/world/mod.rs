@@ -122,7 +122,7 @@ enum Run {
 }
 
 /// How the world takes a client's records as it drains: one by one, or through leases
-/// (`Client::lease_records`, decoded, then `Client::redeem_lease`) of `max` records, every
+/// (`DriverExt::lease_records`, decoded, then `DriverExt::redeem_lease`) of `max` records, every
 /// `stale_every`-th of them made stale on purpose by taking a record before redeeming it (the
 /// exactness checks then catch a stale lease that delivers).
 #[derive(Debug, Clone, Copy)]

@@ -2,7 +2,7 @@
 
 use crate::client::Client;
 use crate::consumer::positions::Pausing;
-use crate::consumer::{Close, RecordLease, Revocations, SeekTo, Unowned};
+use crate::consumer::{Close, Revocations, SeekTo, Unowned};
 use crate::consumer_event::{CommitId, CommitKind, ConsumerError, RevocationId};
 use crate::consumer_record::ConsumerRecord;
 use crate::fetched_blob::FetchedBlob;
@@ -14,7 +14,7 @@ use std::time::Instant;
 
 /// Hands records on their way to the application to the consumer hooks.
 #[cold]
-fn consumed(hooks: &crate::hooks::Hooks, records: &[ConsumerRecord]) {
+pub(super) fn consumed(hooks: &crate::hooks::Hooks, records: &[ConsumerRecord]) {
     hooks.consumer.iter().for_each(|h| h.on_consume(records));
 }
 
@@ -179,34 +179,6 @@ impl Client {
             consumed(&self.shared.hooks, out.get(start..).unwrap_or_default());
         }
         n
-    }
-
-    /// Lends out up to `max` records of the blobs first in line, to be decoded away from the
-    /// client and then delivered by [`Client::redeem_lease`] (see [`RecordLease`] for the
-    /// contract). An adapter that guards the client with a lock decodes outside it, so the
-    /// lock is held only to lend and to redeem. `None` when nothing is buffered.
-    pub fn lease_records(&self, max: usize) -> Option<RecordLease> {
-        self.consumer.lease_records(max)
-    }
-
-    /// Delivers the records of `lease` as [`Client::poll_records`] would have (decoding them
-    /// first if [`RecordLease::decode`] was not called): positions move past them and their
-    /// buffer space is freed. `None`, with nothing delivered or changed, when the lease is
-    /// stale (the records it lent were taken or moved meanwhile): lease again.
-    pub fn redeem_lease(&mut self, lease: RecordLease) -> Option<Vec<ConsumerRecord>> {
-        let Client {
-            consumer,
-            shared: Shared { events, net, .. },
-            ..
-        } = self;
-        let records = consumer.redeem_lease(events, &mut net.counters, lease);
-        if let Some(r) = &records
-            && !r.is_empty()
-            && !self.shared.hooks.consumer.is_empty()
-        {
-            consumed(&self.shared.hooks, r);
-        }
-        records
     }
 
     /// The next fetched blob, handed over whole: its records decode as the caller iterates

@@ -3,9 +3,9 @@
 
 mod admin;
 mod consume;
+mod driver;
 mod health;
 mod produce;
-mod trace;
 
 use crate::address::BrokerAddress;
 use crate::admin::Admin;
@@ -29,6 +29,8 @@ use std::time::Instant;
 use stellflow_proto::messages::{MetadataResponse, RequestBody};
 use stellflow_proto::{ApiKey, Reader, Wire};
 
+pub use driver::DriverExt;
+
 /// The sans-IO Stellflow client: a state machine that takes bytes, time and commands in and
 /// gives connections to open, bytes to send, deadlines and events out. The crate docs hold a
 /// complete driver ([crate docs](crate)).
@@ -40,7 +42,7 @@ use stellflow_proto::{ApiKey, Reader, Wire};
 /// The methods come in four groups:
 ///
 /// 1. **Inputs** (the driver reports what happened): [`Client::handle_connected`],
-///    [`Client::handle_input`] (takes every byte out of the buffer; [`Client::input_wanted`]
+///    [`Client::handle_input`] (takes every byte out of the buffer; [`DriverExt::input_wanted`]
 ///    says how much of the current frame is still missing), [`Client::handle_disconnected`],
 ///    [`Client::handle_timeout`] (calling it early or twice is harmless).
 /// 2. **Commands** (the application asks): [`Client::produce`], [`Client::flush`],
@@ -50,7 +52,10 @@ use stellflow_proto::{ApiKey, Reader, Wire};
 ///    error at once; everything else ends in exactly one event.
 /// 3. **The driver's output**, one door: [`Client::poll_output`] → [`Output`].
 /// 4. **Records**, the application's door: [`Client::poll_record`], [`Client::poll_records`],
-///    [`Client::lease_records`] with [`Client::redeem_lease`], and [`Client::poll_blob`].
+///    [`DriverExt::lease_records`] with [`DriverExt::redeem_lease`], and [`Client::poll_blob`].
+///
+/// The methods only a driver calls (the wall clock, trace context, batched produce outcomes,
+/// frame sizes, leased records) are on [`DriverExt`], the driver's part of this contract.
 ///
 /// **The order.** After every input or command, call [`Client::poll_output`] until it returns
 /// [`Output::Timeout`], acting on each output: open the connection of [`Output::Connect`] and
@@ -196,14 +201,6 @@ impl Client {
         self.shared.last_now = now;
         self.shared.net.handle_input(now, conn, buf);
         self.process(now);
-    }
-
-    /// Bytes still missing of the response frame `conn` has started to receive (0 when no
-    /// frame is partly received, or its length is not known yet). A driver that reads into one
-    /// buffer can make room for that much before it reads on, so the frame stays in one
-    /// allocation and is never copied (see [`Client::handle_input`]).
-    pub fn input_wanted(&self, conn: ConnId) -> usize {
-        self.shared.net.input_wanted(conn)
     }
 
     /// `conn` failed to connect, or closed, or failed on read/write. Requests in flight on it

@@ -64,37 +64,6 @@ impl Client {
         }
     }
 
-    /// Reports produce outcomes one [`crate::Event::ProducedBatch`] per batch instead of one
-    /// [`crate::Event::Produced`] per record (off by default). A driver that completes whole
-    /// batches at once turns it on (the adapters do): the core then makes one event, not one
-    /// per record, and the driver finds its waiting callers a batch at a time. Records that
-    /// fail before they reach a batch still have their own `Event::Produced`; either way,
-    /// every accepted record has exactly one outcome. Hooks see each record's outcome as
-    /// before.
-    ///
-    /// ```
-    /// use std::time::Instant;
-    /// use stellflow_sansio::{Client, ClientConfig, Event, Output};
-    /// let now = Instant::now();
-    /// let mut client = Client::new(ClientConfig::new("broker-1:9092").unwrap(), now, 1).unwrap();
-    /// client.set_batch_outcomes(true);
-    /// let mut buf = bytes::BytesMut::new();
-    /// loop {
-    ///     match client.poll_output(now, &mut buf) {
-    ///         Output::Event(Event::ProducedBatch(batch)) => {
-    ///             for (id, outcome) in batch.outcomes() {
-    ///                 # let _ = (id, outcome);
-    ///             }
-    ///         }
-    ///         Output::Timeout(_) => break,
-    ///         _ => { /* connections, bytes and other events: see `Client::poll_output` */ }
-    ///     }
-    /// }
-    /// ```
-    pub fn set_batch_outcomes(&mut self, on: bool) {
-        self.producer.set_batch_outcomes(on);
-    }
-
     /// Sends every batch at once (ignoring linger) and reports [`crate::Event::Flushed`] with
     /// the returned id when every record produced before this call has its outcome.
     pub fn flush(&mut self, now: Instant) -> FlushId {
@@ -117,13 +86,6 @@ impl Client {
     /// Replaces the partitioner for records without an explicit partition.
     pub fn set_partitioner(&mut self, partitioner: Box<dyn Partitioner>) {
         self.producer.set_partitioner(partitioner);
-    }
-
-    /// Tells the core the wall-clock time: `unix_ms` (ms since the Unix epoch) at `now`.
-    /// Records without a timestamp get `unix_ms + (their now − now)`; without this call they
-    /// get −1. The core never reads a clock itself.
-    pub fn set_wall_clock(&mut self, now: Instant, unix_ms: i64) {
-        self.producer.set_wall_clock(now, unix_ms);
     }
 
     /// Bytes of records the producer holds (waiting, in flight or being retried), the figure

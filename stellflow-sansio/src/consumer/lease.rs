@@ -5,14 +5,14 @@ use super::{ConsumerRecord, TopicPartition};
 use stellflow_proto::record::{BatchError, BlobRecords, RecordParts};
 
 /// Up to `max` records of the blobs at the front of the delivery queue, lent out by
-/// [`crate::Client::lease_records`] so that they can be decoded without `&mut Client`.
+/// [`crate::DriverExt::lease_records`] so that they can be decoded without `&mut Client`.
 ///
 /// The contract, in three steps:
-/// 1. [`crate::Client::lease_records`] lends the records out. Nothing moves: positions,
+/// 1. [`crate::DriverExt::lease_records`] lends the records out. Nothing moves: positions,
 ///    commits and buffer space are as before.
 /// 2. [`RecordLease::decode`] decodes them and checks their batches. It needs only the lease,
 ///    so an adapter runs it outside the lock that guards the client.
-/// 3. [`crate::Client::redeem_lease`] delivers them: the positions move past them and their
+/// 3. [`crate::DriverExt::redeem_lease`] delivers them: the positions move past them and their
 ///    buffer space is freed, as [`crate::Client::poll_records`] would have done. When
 ///    something took or moved those records in the meantime (another poll, a seek, a pause,
 ///    a rebalance), the lease is stale: nothing is delivered and the caller leases again.

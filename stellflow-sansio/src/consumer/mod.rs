@@ -161,7 +161,7 @@ pub struct Consumer {
     pub(crate) processed: processed::Processed,
     /// When `close_consumer` was called.
     pub(crate) close_started: Option<Instant>,
-    /// The trace context of the latest poll ([`crate::Client::set_fetch_trace`]) and the
+    /// The trace context of the latest poll ([`crate::DriverExt::set_fetch_trace`]) and the
     /// request options carrying it, which Fetch requests are sent with.
     pub(crate) fetch_trace: Option<crate::trace::TraceIds>,
     pub(crate) fetch_options: RequestOptions,

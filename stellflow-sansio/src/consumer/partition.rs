@@ -85,7 +85,7 @@ pub struct PartState {
     /// position is kept for the commit that comes before the release.
     pub handing_over: bool,
     /// The trace context of the seek whose target is being resolved (`Client::seek` with the
-    /// caller's [`crate::Client::set_trace`]): the ListOffsets or OffsetFetch that resolves it
+    /// caller's [`crate::DriverExt::set_trace`]): the ListOffsets or OffsetFetch that resolves it
     /// carries it, retries too; cleared once the position is known.
     pub seek_trace: Option<crate::trace::TraceIds>,
 }

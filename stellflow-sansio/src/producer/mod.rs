@@ -148,7 +148,7 @@ impl ProducerCore {
         self.acc.set_wall_clock(now, unix_ms);
     }
 
-    /// Reports outcomes one [`Event::ProducedBatch`] per batch (`Client::set_batch_outcomes`).
+    /// Reports outcomes one [`Event::ProducedBatch`] per batch (`DriverExt::set_batch_outcomes`).
     pub(crate) fn set_batch_outcomes(&mut self, on: bool) {
         self.outcomes.batch_outcomes = on;
     }

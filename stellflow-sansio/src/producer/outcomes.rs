@@ -12,7 +12,7 @@ use std::sync::Arc;
 #[derive(Debug, Default)]
 pub(crate) struct Outcomes {
     events: VecDeque<Event>,
-    /// Outcomes go out one [`Event::ProducedBatch`] per batch (`Client::set_batch_outcomes`).
+    /// Outcomes go out one [`Event::ProducedBatch`] per batch (`DriverExt::set_batch_outcomes`).
     pub(crate) batch_outcomes: bool,
     /// Flushes not finished: `(flush id, first record id not covered)`.
     flushes: VecDeque<(u64, u64)>,
