@@ -150,6 +150,8 @@ impl<R: Runtime> Consumer<R> {
                 None if st.consumer_closed.done.is_some() => {
                     Some(Err(ConsumerError::Closed.into()))
                 }
+                // Fenced by a consumer with the same group.instance.id: fatal, said every time.
+                None if let Some(e) = st.client.fatal_consumer_error() => Some(Err(e.into())),
                 // The cluster is unreachable: said once per outage instead of waiting forever.
                 None if let Some(e) = st.client.take_unreachable_error() => {
                     Some(Err(ConsumerError::Unreachable(e).into()))
