@@ -493,7 +493,7 @@ fn static_group_simulation_seeds() {
 
 /// Three static members over six partitions (session 10 s, heartbeat 500 ms); member 0
 /// crashes 8 s in and starts again under its id 1 s later. Its new member gets exactly the
-/// partitions it held, within the static lease (3 × 500 ms) plus a settling quarter
+/// partitions it held, within the static lease (5 × 500 ms, less what the old member was already silent) plus a settling quarter
 /// interval and a claim round of its start, and no other member is assigned anything
 /// meanwhile. A dynamic member would wait for the session instead, or take others'.
 #[test]

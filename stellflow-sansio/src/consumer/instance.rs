@@ -27,13 +27,15 @@ use crate::shared::Shared;
 use std::time::{Duration, Instant};
 
 /// How long a static member may go without a refresh answered in time before it stops
-/// delivering (its lease, margin included): three heartbeat intervals, at most the session.
+/// delivering (its lease, margin included): five heartbeat intervals, at most the session, so
+/// that it rides out three refreshes in a row answered late (a coordinator stalled for a
+/// moment) without dropping its partitions.
 /// A restarted member of the instance waits this long after first reading the old
 /// registration before it starts the old member's partitions.
 pub(crate) fn static_lease(config: &ConsumerConfig) -> Duration {
     config
         .session_timeout
-        .min(config.heartbeat_interval.saturating_mul(3))
+        .min(config.heartbeat_interval.saturating_mul(5))
 }
 
 impl Consumer {
