@@ -44,7 +44,8 @@ pub struct ConsumerConfig {
     /// else's move; a closing static member keeps its partitions for the session instead of
     /// handing them over. A second member running with the same name fences the first, which
     /// drops its partitions and fails with [`crate::ConsumerError::FencedInstanceId`].
-    /// Requires [`group_id`](Self::group_id); at most 200 bytes, no whitespace. Default `None`
+    /// Used with [`group_id`](Self::group_id) (ignored without one); 1 to 200 bytes, no
+    /// whitespace. Default `None`
     /// (dynamic membership). `docs/groups.md` has the timings.
     pub group_instance_id: Option<String>,
     /// The broker asked for the coordinator (FindCoordinator). Every broker names itself and
@@ -194,19 +195,13 @@ impl ConsumerConfig {
                 "must not be empty (use None for no group)",
             );
         }
-        if let Some(id) = &self.group_instance_id {
-            if self.group_id.is_none() {
-                return bad(
-                    "consumer.group_instance_id",
-                    "needs consumer.group_id (static membership is membership of a group)",
-                );
-            }
-            if id.is_empty() || id.len() > 200 || id.chars().any(char::is_whitespace) {
-                return bad(
-                    "consumer.group_instance_id",
-                    "must be 1 to 200 bytes without whitespace (use None for dynamic membership)",
-                );
-            }
+        if let Some(id) = &self.group_instance_id
+            && (id.is_empty() || id.len() > 200 || id.chars().any(char::is_whitespace))
+        {
+            return bad(
+                "consumer.group_instance_id",
+                "must be 1 to 200 bytes without whitespace (use None for dynamic membership)",
+            );
         }
         if self.session_timeout.is_zero() || !ms_i32(self.session_timeout) {
             return bad(
@@ -294,10 +289,9 @@ mod tests {
         type Break = fn(&mut ConsumerConfig);
         let cases: [(&str, Break); 10] = [
             ("consumer.group_instance_id", |c| {
-                c.group_instance_id = Some("a".into())
+                c.group_instance_id = Some(String::new())
             }),
             ("consumer.group_instance_id", |c| {
-                c.group_id = Some("g".into());
                 c.group_instance_id = Some("two words".into())
             }),
             ("consumer.heartbeat_interval", |c| {
