@@ -145,19 +145,16 @@ pub fn member_config(
 }
 
 impl Member {
-    /// Starts member `index` in `world` and subscribes it to the topic.
+    /// Starts member `index` in `world` with `config` (see [`member_config`]; its
+    /// `group_instance_id` makes it a static member) and subscribes it to the topic.
     pub fn start(
         world: &mut World,
-        brokers: u32,
+        config: ClientConfig,
         index: usize,
-        session: Duration,
-        heartbeat: Duration,
-        auto_commit: bool,
         listener: Listener,
-        instance: Option<String>,
     ) -> Option<Member> {
-        let mut config = member_config(brokers, session, heartbeat, auto_commit, index);
-        config.consumer.group_instance_id = instance.clone();
+        let auto_commit = config.consumer.enable_auto_commit;
+        let instance = config.consumer.group_instance_id.clone();
         let client = match world.add_client(config) {
             Ok(c) => c,
             Err(e) => {

@@ -3,7 +3,7 @@
 //! phase (every record delivered, the group converged), and shrinking a failing plan.
 
 use super::feed::Feed;
-use super::member::{Listener, Member, MemberState};
+use super::member::{Listener, Member, MemberState, member_config};
 use super::plan::{GroupEvent, GroupPlan, MAX_MEMBERS};
 use super::watch::{COORDINATOR, GroupCounts, GroupWatch};
 use crate::check::Violation;
@@ -75,16 +75,9 @@ impl GroupRun {
         }
         let auto = self.commit_bits >> (index % 32) & 1 == 1;
         let listener = Listener::from_bits(self.commit_bits, index);
-        if let Some(m) = Member::start(
-            world,
-            self.brokers,
-            index,
-            self.session,
-            self.heartbeat,
-            auto,
-            listener,
-            instance,
-        ) {
+        let mut config = member_config(self.brokers, self.session, self.heartbeat, auto, index);
+        config.consumer.group_instance_id = instance;
+        if let Some(m) = Member::start(world, config, index, listener) {
             self.members.push(m);
         }
     }

@@ -168,9 +168,11 @@ impl View {
             };
             if m.gone {
                 out.push((i, encode_free(&r.member, r.counter, FreeReason::Expired)));
-            } else if m.slot != i && r.counter < m.reg.counter {
-                out.push((i, encode_free(&r.member, r.counter, FreeReason::Moved)));
-            } else if m.superseded && m.stopped && r.counter == m.reg.counter {
+            } else if (m.slot != i && r.counter < m.reg.counter)
+                || (m.superseded && m.stopped && r.counter == m.reg.counter)
+            {
+                // An older copy of a registration that lives on elsewhere, or a static
+                // member's registration that a newer member of its instance replaced.
                 out.push((i, encode_free(&r.member, r.counter, FreeReason::Moved)));
             }
         }
