@@ -250,16 +250,23 @@ pub fn run_scale(cfg: ScaleConfig) -> ScaleReport {
     report.bytes_per_heartbeat = report.reads_per_heartbeat * report.bytes_per_read as f64;
     report.forced_bytes_per_heartbeat = 16.0 * members;
 
-    // Changes: a join, a close, a crash, each to convergence.
+    // Changes: a join, a close, a crash, each to convergence. Members started together
+    // keep their rounds in step, and the group converges right after a round: each change
+    // comes a little over an interval later, just after the members' next round — the
+    // slowest moment for the others to see it.
+    let after_rounds = cfg.heartbeat + cfg.heartbeat / 20;
     let (ops, t0) = (s.group_requests(), s.world.elapsed());
+    s.run_for(after_rounds);
     s.start();
     report.join = s.until_converged();
+    s.run_for(after_rounds);
     let closing = s.members[0].take();
     if let Some(id) = closing {
         let now = s.world.now();
         s.world.client(id).close_consumer(now);
     }
     report.close = s.until_converged();
+    s.run_for(after_rounds);
     let crashed = s.members[1].take();
     if let Some(id) = crashed {
         s.world.crash_client(id);
