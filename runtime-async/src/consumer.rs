@@ -157,10 +157,9 @@ impl<R: Runtime> Consumer<R> {
                 }
                 // Fenced by a consumer with the same group.instance.id: fatal, said every time.
                 None if let Some(e) = st.client.fatal_consumer_error() => Some(Err(e.into())),
-                // The cluster is unreachable: said once per outage instead of waiting forever.
-                None if let Some(e) = st.client.take_unreachable_error() => {
-                    Some(Err(ConsumerError::Unreachable(e).into()))
-                }
+                // The cluster is unreachable, or a topic asked for is unknown: said once
+                // instead of waiting forever.
+                None if let Some(e) = st.client.take_poll_error() => Some(Err(e.into())),
                 None => {
                     st.wait(cx);
                     None
