@@ -38,6 +38,16 @@ pub struct ConsumerConfig {
     /// and OffsetFetch go to the group's coordinator). `None`: manual assignment without
     /// commits.
     pub group_id: Option<String>,
+    /// Static membership (Kafka's `group.instance.id`): a name for this member that stays the
+    /// same across restarts of one instance of the application. A member that comes back
+    /// under the same name within its session takes its old partitions back, and nobody
+    /// else's move; a closing static member keeps its partitions for the session instead of
+    /// handing them over. A second member running with the same name fences the first, which
+    /// drops its partitions and fails with [`crate::ConsumerError::FencedInstanceId`].
+    /// Used with [`group_id`](Self::group_id) (ignored without one); 1 to 200 bytes, no
+    /// whitespace. Default `None`
+    /// (dynamic membership). `docs/groups.md` has the timings.
+    pub group_instance_id: Option<String>,
     /// The broker asked for the coordinator (FindCoordinator). Every broker names itself and
     /// keeps its own group state and offsets (PROTOCOL.md §3.8), so all members of a group must
     /// ask the same one. Default: the first bootstrap address.
@@ -142,6 +152,7 @@ impl Default for ConsumerConfig {
     fn default() -> Self {
         ConsumerConfig {
             group_id: None,
+            group_instance_id: None,
             coordinator_bootstrap: None,
             auto_offset_reset: OffsetReset::Latest,
             missing_topic_wait: Duration::from_secs(5),
@@ -190,6 +201,14 @@ impl ConsumerConfig {
             return bad(
                 "consumer.group_id",
                 "must not be empty (use None for no group)",
+            );
+        }
+        if let Some(id) = &self.group_instance_id
+            && (id.is_empty() || id.len() > 200 || id.chars().any(char::is_whitespace))
+        {
+            return bad(
+                "consumer.group_instance_id",
+                "must be 1 to 200 bytes without whitespace (use None for dynamic membership)",
             );
         }
         if self.session_timeout.is_zero() || !ms_i32(self.session_timeout) {
@@ -276,7 +295,13 @@ mod tests {
     fn defaults_are_valid_and_each_rule_names_its_field() {
         assert_eq!(ConsumerConfig::default().validate(), Ok(()));
         type Break = fn(&mut ConsumerConfig);
-        let cases: [(&str, Break); 8] = [
+        let cases: [(&str, Break); 10] = [
+            ("consumer.group_instance_id", |c| {
+                c.group_instance_id = Some(String::new())
+            }),
+            ("consumer.group_instance_id", |c| {
+                c.group_instance_id = Some("two words".into())
+            }),
             ("consumer.heartbeat_interval", |c| {
                 c.heartbeat_interval = c.session_timeout
             }),

@@ -215,6 +215,15 @@ pub enum ConsumerEvent {
         /// The window.
         window: Duration,
     },
+    /// Another consumer joined the group with this member's `consumer.group_instance_id`
+    /// (Kafka's `FENCED_INSTANCE_ID`): this member dropped its partitions without committing
+    /// them (`PartitionsLost` came first) and takes no part in the group any more; `poll`
+    /// fails with [`ConsumerError::FencedInstanceId`]. Fatal: give every running instance
+    /// its own id.
+    Fenced {
+        /// The instance id both consumers use.
+        instance_id: String,
+    },
     /// Closing the consumer finished (final commit done or failed); the client may be closed
     /// now.
     Closed,
@@ -252,6 +261,17 @@ pub enum ConsumerError {
     /// itself once a broker answers; alert, or restart the service, as you see fit.
     #[error(transparent)]
     Unreachable(crate::health::ClusterUnreachable),
+    /// Another consumer joined the group with the same `consumer.group_instance_id` (Kafka:
+    /// `FENCED_INSTANCE_ID`) and took this member's place: its partitions were dropped
+    /// without committing, and it takes no part in the group any more. Not retriable: give
+    /// each running instance its own id, then create a new client.
+    #[error(
+        "fenced: another consumer joined the group with group.instance.id = {instance_id:?} and took this member's place; its partitions were dropped without committing. Give each running instance its own group.instance.id"
+    )]
+    FencedInstanceId {
+        /// The instance id both consumers use.
+        instance_id: String,
+    },
     /// A topic a `subscribe` or `assign` asked for is unknown to every broker, and still was
     /// `consumer.missing_topic_wait` after the first metadata answer without it (once per
     /// topic and command; [`ConsumerEvent::TopicUnknown`] came first). Create the topic (or

@@ -305,6 +305,7 @@ pub(crate) const KEYS: &[Key] = &[
     ),
     key!("stellflow.ack.timeout.ms", Ms, producer.ack_timeout),
     key!("group.id", OptString, consumer.group_id),
+    key!("group.instance.id", OptString, consumer.group_instance_id),
     key!("auto.offset.reset", Reset, consumer.auto_offset_reset),
     key!("enable.auto.commit", Bool, consumer.enable_auto_commit),
     key!("auto.commit.interval.ms", Ms, consumer.auto_commit_interval),
@@ -572,7 +573,7 @@ mod tests {
     fn changed(key: &str, default: &str) -> String {
         match key {
             "bootstrap.servers" => "x:1,y:2".into(),
-            "client.id" | "group.id" => "someone".into(),
+            "client.id" | "group.id" | "group.instance.id" => "someone".into(),
             "acks" => "1".into(),
             "auto.offset.reset" => "earliest".into(),
             "stellflow.batch.format" => "native-gzip".into(),

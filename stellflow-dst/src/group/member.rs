@@ -99,6 +99,8 @@ pub struct Member {
     pub state: MemberState,
     /// How it answers revocations.
     pub listener: Listener,
+    /// Its `group.instance.id` when it is a static member.
+    pub instance: Option<String>,
     next_commit: Duration,
     answers: Vec<Answer>,
 }
@@ -143,17 +145,16 @@ pub fn member_config(
 }
 
 impl Member {
-    /// Starts member `index` in `world` and subscribes it to the topic.
+    /// Starts member `index` in `world` with `config` (see [`member_config`]; its
+    /// `group_instance_id` makes it a static member) and subscribes it to the topic.
     pub fn start(
         world: &mut World,
-        brokers: u32,
+        config: ClientConfig,
         index: usize,
-        session: Duration,
-        heartbeat: Duration,
-        auto_commit: bool,
         listener: Listener,
     ) -> Option<Member> {
-        let config = member_config(brokers, session, heartbeat, auto_commit, index);
+        let auto_commit = config.consumer.enable_auto_commit;
+        let instance = config.consumer.group_instance_id.clone();
         let client = match world.add_client(config) {
             Ok(c) => c,
             Err(e) => {
@@ -176,6 +177,7 @@ impl Member {
             auto_commit,
             state: MemberState::Live,
             listener,
+            instance,
             next_commit: world.elapsed() + COMMIT_EVERY,
             answers: Vec::new(),
         })
@@ -237,9 +239,12 @@ impl Member {
                     }
                 }
                 ConsumerEvent::GroupMembers(view) => watch.view(self.index, view),
-                ConsumerEvent::PartitionsRevoked(tps)
-                | ConsumerEvent::PartitionsLost(tps)
-                | ConsumerEvent::PartitionsAssigned(tps) => {
+                ConsumerEvent::PartitionsAssigned(tps) => {
+                    let parts = (tps.iter())
+                        .filter(|tp| &*tp.topic == TOPIC)
+                        .map(|tp| tp.partition)
+                        .collect();
+                    watch.assigned(self.index, &parts, world.elapsed());
                     watch.reassigned(
                         self.index,
                         tps.iter()
@@ -247,6 +252,15 @@ impl Member {
                             .map(|tp| tp.partition),
                     );
                 }
+                ConsumerEvent::PartitionsRevoked(tps) | ConsumerEvent::PartitionsLost(tps) => {
+                    watch.reassigned(
+                        self.index,
+                        tps.iter()
+                            .filter(|tp| &*tp.topic == TOPIC)
+                            .map(|tp| tp.partition),
+                    );
+                }
+                ConsumerEvent::Fenced { instance_id } => self.fenced(world, watch, instance_id),
                 ConsumerEvent::Closed if matches!(self.state, MemberState::Closing(_)) => {
                     self.finish_close(world, watch);
                 }
@@ -322,6 +336,32 @@ impl Member {
         world.client(self.client).close(now);
         self.state = MemberState::Gone;
         watch.stopped(self.index);
+    }
+
+    /// A newer member of this member's instance fenced it: the error `poll` returns must name
+    /// the instance; the application gives up and closes its client.
+    fn fenced(&mut self, world: &mut World, watch: &mut GroupWatch, instance_id: String) {
+        let error = world.client(self.client).fatal_consumer_error();
+        let named = error.as_ref().is_some_and(|e| {
+            self.instance.as_deref() == Some(instance_id.as_str())
+                && e.to_string().contains(&format!("{instance_id:?}"))
+        });
+        if !named {
+            world.report(
+                "group-fence-names-the-instance",
+                format!(
+                    "member {} ({:?}) fenced as {instance_id:?} with error {error:?}",
+                    self.index, self.instance
+                ),
+            );
+        }
+        watch.fenced();
+        if self.state != MemberState::Gone {
+            let now = world.now();
+            world.client(self.client).close(now);
+            self.state = MemberState::Gone;
+            watch.stopped(self.index);
+        }
     }
 
     /// Crashes the member: its client is dropped without any close.

@@ -13,12 +13,14 @@
 //! (`STELLFLOW_GROUP_PLAN`) and shrinks ([`shrink_group`]) as the fault plans of
 //! [`crate::run_plan`] do. One file per job: `plan.rs` (plans), `member.rs` (a member as an
 //! application runs it), `feed.rs` (the producer), `watch.rs` (the invariants), `run.rs`
-//! (the phases and shrinking).
+//! (the phases and shrinking), `scale.rs` (large groups: convergence and
+//! the registry's cost).
 
 mod feed;
 mod member;
 mod plan;
 mod run;
+pub mod scale;
 pub mod watch;
 
 pub use member::{CLOSE_WAIT, COMMIT_EVERY, GROUP, Listener, bootstrap_config, member_config};

@@ -36,6 +36,8 @@ pub struct GroupScenario {
     /// Bits choosing per-member behaviour: bit `i` set makes the `i`-th member started
     /// auto-commit (else it commits explicitly every [`super::COMMIT_EVERY`]).
     pub commit_bits: u32,
+    /// 1: static members (each started with its own `group.instance.id`); 0: dynamic.
+    pub static_members: u32,
 }
 
 /// A membership change or fault in a group world. Member selectors pick among the members
@@ -77,6 +79,20 @@ pub enum GroupEvent {
         /// Selector among open links.
         link: u32,
     },
+    /// A static member crashes and a new member starts under its instance id `after_ms`
+    /// later (a restart within the session).
+    Restart {
+        /// Selector among the live members.
+        member: u32,
+        /// Virtual milliseconds between the crash and the new start.
+        after_ms: u32,
+    },
+    /// A second member starts under the instance id of a live one (two processes with one
+    /// id): the older is fenced.
+    Twin {
+        /// Selector among the live members.
+        member: u32,
+    },
     /// Every response is delayed by `delay_ms` for `for_ms`.
     Delay {
         /// Added response delay in milliseconds.
@@ -105,6 +121,8 @@ impl GroupEvent {
             GroupEvent::Pause { member, for_ms } => ("pause", vec![member, for_ms]),
             GroupEvent::Isolate { member, for_ms } => ("isolate", vec![member, for_ms]),
             GroupEvent::Reset { link } => ("reset", vec![link]),
+            GroupEvent::Restart { member, after_ms } => ("restart", vec![member, after_ms]),
+            GroupEvent::Twin { member } => ("twin", vec![member]),
             GroupEvent::Delay { delay_ms, for_ms } => ("delay", vec![delay_ms, for_ms]),
         }
     }
@@ -124,6 +142,11 @@ impl GroupEvent {
                 for_ms: u(1)?,
             },
             "reset" => GroupEvent::Reset { link: u(0)? },
+            "restart" => GroupEvent::Restart {
+                member: u(0)?,
+                after_ms: u(1)?,
+            },
+            "twin" => GroupEvent::Twin { member: u(0)? },
             "delay" => GroupEvent::Delay {
                 delay_ms: u(0)?,
                 for_ms: u(1)?,
@@ -171,6 +194,7 @@ impl GroupPlan {
             keyed_pct: [0, 50, 100, 80][rng.below(4) as usize],
             safety_ms: 12_000 + rng.below(18_000) as u32,
             commit_bits: rng.next_u64() as u32,
+            static_members: 0,
         };
         let n = 2 + rng.below(6);
         let mut events = Vec::new();
@@ -208,6 +232,30 @@ impl GroupPlan {
             scenario,
             events,
         }
+    }
+
+    /// The static-membership plan of `seed`: the plan of [`GroupPlan::from_seed`] with
+    /// static members, where some joins start a twin of a live member and some crashes are
+    /// restarts within the session (chosen by a generator of their own, so the dynamic
+    /// plans stay as they were).
+    pub fn static_from_seed(seed: u64) -> GroupPlan {
+        let mut plan = GroupPlan::from_seed(seed);
+        plan.scenario.static_members = 1;
+        let mut rng = SimRng::new(seed ^ 0x57a7_1c00_0000_0046);
+        let session = u64::from(plan.scenario.session_ms);
+        for e in &mut plan.events {
+            e.event = match e.event {
+                GroupEvent::Crash { member } if rng.below(3) > 0 => GroupEvent::Restart {
+                    member,
+                    after_ms: 200 + rng.below(session / 2) as u32,
+                },
+                GroupEvent::Join if rng.below(2) == 0 => GroupEvent::Twin {
+                    member: rng.below(8) as u32,
+                },
+                other => other,
+            };
+        }
+        plan
     }
 
     /// The plan as one line that [`GroupPlan::parse`] reads back (`STELLFLOW_GROUP_PLAN`).
@@ -267,7 +315,7 @@ struct Knob {
 }
 
 /// Every number of a scenario, in the order the code and the readable plan give them.
-const KNOBS: [Knob; 12] = [
+const KNOBS: [Knob; 13] = [
     Knob {
         key: "b",
         get: |s| s.brokers,
@@ -340,6 +388,19 @@ const KNOBS: [Knob; 12] = [
         set: |s, v| s.commit_bits = v,
         say: |v| format!("commit bits {v:#x}"),
     },
+    Knob {
+        key: "static",
+        get: |s| s.static_members,
+        set: |s, v| s.static_members = v.min(1),
+        say: |v| {
+            (if v == 1 {
+                "static members"
+            } else {
+                "dynamic members"
+            })
+            .to_owned()
+        },
+    },
 ];
 
 impl fmt::Display for GroupPlan {
@@ -364,6 +425,8 @@ mod tests {
     fn code_round_trips() {
         for seed in 0..200 {
             let plan = GroupPlan::from_seed(seed);
+            assert_eq!(GroupPlan::parse(&plan.to_code()), Some(plan));
+            let plan = GroupPlan::static_from_seed(seed);
             assert_eq!(GroupPlan::parse(&plan.to_code()), Some(plan));
         }
     }

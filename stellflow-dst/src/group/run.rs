@@ -3,7 +3,7 @@
 //! phase (every record delivered, the group converged), and shrinking a failing plan.
 
 use super::feed::Feed;
-use super::member::{Listener, Member, MemberState};
+use super::member::{Listener, Member, MemberState, member_config};
 use super::plan::{GroupEvent, GroupPlan, MAX_MEMBERS};
 use super::watch::{COORDINATOR, GroupCounts, GroupWatch};
 use crate::check::Violation;
@@ -52,6 +52,10 @@ struct GroupRun {
     heartbeat: Duration,
     partitions: i32,
     commit_bits: u32,
+    /// Members are static: each gets its own `group.instance.id`.
+    static_members: bool,
+    /// Restarts of crashed static members: when, and under which instance id.
+    restarts: Vec<(Duration, String)>,
     members: Vec<Member>,
     feed: Option<Feed>,
     watch: GroupWatch,
@@ -60,19 +64,20 @@ struct GroupRun {
 }
 
 impl GroupRun {
-    fn start_member(&mut self, world: &mut World) {
+    /// Starts a member: under `instance` (a restart or a twin), else under an id of its own
+    /// when the members are static.
+    fn start_member(&mut self, world: &mut World, instance: Option<String>) {
         let index = self.members.len();
+        let instance =
+            instance.or_else(|| self.static_members.then(|| format!("instance-{index}")));
+        if let Some(id) = &instance {
+            self.watch.instance(index, id);
+        }
         let auto = self.commit_bits >> (index % 32) & 1 == 1;
         let listener = Listener::from_bits(self.commit_bits, index);
-        if let Some(m) = Member::start(
-            world,
-            self.brokers,
-            index,
-            self.session,
-            self.heartbeat,
-            auto,
-            listener,
-        ) {
+        let mut config = member_config(self.brokers, self.session, self.heartbeat, auto, index);
+        config.consumer.group_instance_id = instance;
+        if let Some(m) = Member::start(world, config, index, listener) {
             self.members.push(m);
         }
     }
@@ -96,7 +101,8 @@ impl GroupRun {
             .filter(|m| world.client_running(m.client))
             .filter_map(|m| m.next_at());
         let f = self.feed.as_ref().and_then(|f| f.next_at());
-        m.chain(f).chain(Some(self.next_sample)).min()
+        let r = self.restarts.iter().map(|(at, _)| *at);
+        m.chain(f).chain(r).chain(Some(self.next_sample)).min()
     }
 
     fn apply(&mut self, world: &mut World, event: GroupEvent) {
@@ -106,7 +112,31 @@ impl GroupRun {
         match event {
             GroupEvent::Join => {
                 if self.live().len() < MAX_MEMBERS {
-                    self.start_member(world);
+                    self.start_member(world, None);
+                }
+            }
+            GroupEvent::Restart { member, after_ms } => {
+                if self.live().len() > 1
+                    && let Some(i) = self.pick(member)
+                    && let Some(id) = self.members[i].instance.clone()
+                {
+                    let held = (world.client(self.members[i].client).assignment())
+                        .iter()
+                        .map(|tp| tp.partition)
+                        .collect();
+                    self.members[i].crash(world, &mut self.watch);
+                    self.watch.restart_begins(&id, held);
+                    let back = at + ms(after_ms);
+                    self.restarts.push((back, id));
+                    self.watch.change(back);
+                }
+            }
+            GroupEvent::Twin { member } => {
+                if self.live().len() < MAX_MEMBERS
+                    && let Some(i) = self.pick(member)
+                    && let Some(id) = self.members[i].instance.clone()
+                {
+                    self.start_member(world, Some(id));
                 }
             }
             GroupEvent::Close { member } => {
@@ -156,8 +186,18 @@ impl GroupRun {
         }
     }
 
-    /// Everything after a step: the feed, the members, the per-step and sampled checks.
+    /// Everything after a step: restarts due, the feed, the members, the per-step and
+    /// sampled checks.
     fn on_step(&mut self, world: &mut World) {
+        let at = world.elapsed();
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.restarts)
+            .into_iter()
+            .partition(|(t, _)| *t <= at);
+        self.restarts = later;
+        for (_, id) in due {
+            self.watch.restarted(&id, self.members.len(), at);
+            self.start_member(world, Some(id));
+        }
         if let Some(f) = &mut self.feed {
             f.drive(world);
         }
@@ -232,6 +272,8 @@ fn run(plan: &GroupPlan, keep_log: bool) -> (GroupReport, Vec<String>) {
         heartbeat,
         partitions,
         commit_bits: s.commit_bits,
+        static_members: s.static_members == 1,
+        restarts: Vec::new(),
         members: Vec::new(),
         feed: None,
         watch,
@@ -247,7 +289,7 @@ fn run(plan: &GroupPlan, keep_log: bool) -> (GroupReport, Vec<String>) {
         s.keyed_pct,
     );
     for _ in 0..s.members.clamp(1, MAX_MEMBERS as u32) {
-        run.start_member(&mut world);
+        run.start_member(&mut world, None);
     }
     let mut events = plan.events.iter().peekable();
 

@@ -32,6 +32,12 @@
 //!   checks no membership on OffsetCommit) — and the owner after it would then redeliver
 //!   more than the records delivered after the old owner's last commit.
 //!
+//! For static members (`group.instance.id`), per delivery:
+//!
+//! * `group-static-one-deliverer`: once a member of an instance delivered `p`, no older
+//!   member of the same instance (one started before it) delivers `p` again — a restart or
+//!   a twin never overlaps the member it replaces, whatever views the two had.
+//!
 //! Once membership has been stable for the convergence bound ([`GroupWatch::bound`]: the
 //! session timeout plus [`CONVERGENCE_HEARTBEATS`] heartbeat intervals after the last join,
 //! close, crash, pause, isolation or network fault, its start or its end):
@@ -60,6 +66,15 @@ const INDEX_PREFIX: &str = "stellflow-index:";
 
 /// The group's coordinator: FindCoordinator goes to the bootstrap broker, which names itself.
 pub const COORDINATOR: i32 = 1;
+
+/// A restart of a static member under way.
+#[derive(Debug)]
+struct RestartWatch {
+    /// The partitions the crashed member was assigned.
+    held: BTreeSet<i32>,
+    /// The new member and when it started, once it did.
+    new: Option<(usize, Duration)>,
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Tenure {
@@ -98,6 +113,18 @@ pub struct GroupCounts {
     /// The longest time from a membership change to the first sample with exactly one
     /// owner per partition, in milliseconds.
     pub max_convergence_ms: u64,
+    /// Static members fenced by a newer member of their instance.
+    pub fenced: u64,
+    /// Restarted static members that got their first assignment.
+    pub restarts_done: u64,
+    /// The longest time from a restarted static member's start to its first assignment, in
+    /// milliseconds.
+    pub max_restart_takeback_ms: u64,
+    /// Restarted static members whose first assignment was not what their crashed
+    /// predecessor held.
+    pub restarts_given_other_partitions: u64,
+    /// Partitions assigned to other members while a static member was being restarted.
+    pub moved_during_restarts: u64,
 }
 
 /// The group invariants of one world (see the module docs).
@@ -115,6 +142,13 @@ pub struct GroupWatch {
     /// Every distinct view reported, numbered.
     view_ids: BTreeMap<Vec<String>, u64>,
     counts: GroupCounts,
+    /// Each static member's instance id.
+    instances: BTreeMap<usize, String>,
+    /// Per instance and partition, the newest member of the instance that delivered it.
+    instance_deliverer: BTreeMap<(String, i32), usize>,
+    /// Restarts under way, by instance: when the old member crashed, and the new member
+    /// and its start once it started. Closed at the new member's first assignment.
+    restarts: BTreeMap<String, RestartWatch>,
 }
 
 fn position(offset: i64, metadata: Option<&str>) -> Option<Pos> {
@@ -169,7 +203,72 @@ impl GroupWatch {
             views: BTreeMap::new(),
             view_ids: BTreeMap::new(),
             counts: GroupCounts::default(),
+            instances: BTreeMap::new(),
+            instance_deliverer: BTreeMap::new(),
+            restarts: BTreeMap::new(),
         }
+    }
+
+    /// A static member of `instance`, assigned `held`, crashed to be restarted.
+    pub fn restart_begins(&mut self, instance: &str, held: BTreeSet<i32>) {
+        let r = RestartWatch { held, new: None };
+        self.restarts.insert(instance.to_owned(), r);
+    }
+
+    /// Member `m` started at `at` as the restart of `instance`.
+    pub fn restarted(&mut self, instance: &str, m: usize, at: Duration) {
+        if let Some(r) = self.restarts.get_mut(instance) {
+            r.new = Some((m, at));
+        }
+    }
+
+    /// Member `m` was assigned `partitions` at `at`: when it is a restarted member, the end
+    /// of its restart (how long it took is counted, and whether it got back exactly what the
+    /// crashed member held); otherwise partitions moved during a restart of another
+    /// instance, if one is under way.
+    pub fn assigned(&mut self, m: usize, partitions: &BTreeSet<i32>, at: Duration) {
+        let mine = (self.restarts.iter())
+            .find(|(_, r)| r.new.is_some_and(|(i, _)| i == m))
+            .map(|(id, _)| id.clone());
+        if let Some(r) = mine.and_then(|id| self.restarts.remove(&id)) {
+            let started = r.new.map_or(at, |(_, t)| t);
+            let took = at.saturating_sub(started).as_millis() as u64;
+            let c = &mut self.counts;
+            c.restarts_done += 1;
+            c.max_restart_takeback_ms = c.max_restart_takeback_ms.max(took);
+            if r.held != *partitions {
+                c.restarts_given_other_partitions += 1;
+            }
+            return;
+        }
+        if !self.restarts.is_empty() {
+            self.counts.moved_during_restarts += partitions.len() as u64;
+        }
+    }
+
+    /// Member `m` is a static member of `instance` (members are numbered in start order).
+    pub fn instance(&mut self, m: usize, instance: &str) {
+        self.instances.insert(m, instance.to_owned());
+    }
+
+    /// A member was fenced by a newer member of its instance.
+    pub fn fenced(&mut self) {
+        self.counts.fenced += 1;
+    }
+
+    /// Checks `group-static-one-deliverer` for a delivery of `p` by `m` at `at`.
+    fn check_instance(&mut self, world: &mut World, m: usize, p: i32, at: Duration) {
+        let Some(id) = self.instances.get(&m) else {
+            return;
+        };
+        let newest = self.instance_deliverer.entry((id.clone(), p)).or_insert(m);
+        if *newest > m {
+            let detail = format!(
+                "member {m} of instance {id:?} delivered partition {p} at {at:?} after member {newest}, a newer member of the same instance, had delivered it"
+            );
+            world.report("group-static-one-deliverer", detail);
+        }
+        *newest = (*newest).max(m);
     }
 
     /// The convergence bound: the session timeout plus [`CONVERGENCE_HEARTBEATS`]
@@ -256,6 +355,7 @@ impl GroupWatch {
     /// Member `m` delivered record `pos` of partition `p` at `at`.
     pub fn delivered(&mut self, world: &mut World, m: usize, p: i32, pos: Pos) {
         let at = world.elapsed();
+        self.check_instance(world, m, p, at);
         let committed = self.committed(world, p);
         let Some(w) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
             world.report(

@@ -283,6 +283,15 @@ impl Client {
         }
     }
 
+    /// The error that ended the consumer's part in its group for good, if one did: today
+    /// only [`ConsumerError::FencedInstanceId`] (another consumer took over this member's
+    /// `consumer.group_instance_id`). It stays: adapters return it from every `poll`/`recv`
+    /// that finds no record.
+    pub fn fatal_consumer_error(&self) -> Option<ConsumerError> {
+        let instance_id = self.consumer.group.fenced.clone()?;
+        Some(ConsumerError::FencedInstanceId { instance_id })
+    }
+
     /// One consumer pass inside [`Client::process`]; whether it sent anything.
     pub(crate) fn consumer_drive(&mut self, now: Instant) -> bool {
         self.consumer.drive(now, &mut self.shared)

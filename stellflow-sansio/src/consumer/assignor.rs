@@ -4,7 +4,7 @@
 //! same membership compute the same owners.
 
 use super::TopicPartition;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// One live member as the assignment sees it.
 #[derive(Debug)]
@@ -17,7 +17,8 @@ pub(crate) struct MemberInput<'a> {
     pub current: BTreeSet<&'a TopicPartition>,
 }
 
-/// The partitions of `topic` for `member`, given every live member.
+/// The partitions of `topic` (`partitions`, sorted) for each member, given every live
+/// member.
 ///
 /// Per topic: the `n` partitions go to the `m` subscribed members, `n / m` each and one more
 /// to `n % m` of them — those that hold the most of the topic now (then the smallest ids).
@@ -39,33 +40,36 @@ pub(crate) fn assign_topic(
     if eligible.is_empty() || partitions.is_empty() {
         return out;
     }
-    let held = |m: &MemberInput<'_>| {
-        partitions
-            .iter()
-            .filter(|tp| m.current.contains(tp))
-            .count()
-    };
+    // What each member holds of this topic, in partition order: the work is the members'
+    // holdings and the partitions once each, whatever the number of members.
+    let kept: Vec<Vec<&TopicPartition>> = (eligible.iter())
+        .map(|m| {
+            (m.current.iter().copied())
+                .filter(|tp| &*tp.topic == topic && partitions.binary_search(tp).is_ok())
+                .collect()
+        })
+        .collect();
     let (n, count) = (partitions.len(), eligible.len());
     let (base, extra) = (n / count, n % count);
     let mut by_holding: Vec<usize> = (0..count).collect();
     by_holding.sort_by(|a, b| {
-        held(eligible[*b])
-            .cmp(&held(eligible[*a]))
+        (kept[*b].len())
+            .cmp(&kept[*a].len())
             .then(eligible[*a].id.cmp(eligible[*b].id))
     });
     let mut quota = vec![base; count];
     for i in by_holding.iter().take(extra) {
         quota[*i] += 1;
     }
-    let mut taken: BTreeSet<&TopicPartition> = BTreeSet::new();
+    let mut taken: HashSet<&TopicPartition> = HashSet::with_capacity(n);
     let mut owned: Vec<Vec<TopicPartition>> = vec![Vec::new(); count];
-    for i in 0..count {
-        for tp in partitions {
+    for (i, held) in kept.iter().enumerate() {
+        for tp in held {
             if owned[i].len() >= quota[i] {
                 break;
             }
-            if eligible[i].current.contains(tp) && taken.insert(tp) {
-                owned[i].push(tp.clone());
+            if taken.insert(tp) {
+                owned[i].push((*tp).clone());
             }
         }
     }

@@ -94,6 +94,9 @@ impl Consumer {
         if self.config.group_id.is_none() {
             return Err(ConsumerError::NoGroup);
         }
+        if let Some(instance_id) = self.group.fenced.clone() {
+            return Err(ConsumerError::FencedInstanceId { instance_id });
+        }
         for t in topics {
             validate_topic_name(t)?;
         }

@@ -4,7 +4,7 @@
 //! an empty one (always, on today's server) hands over to the member registry
 //! (`membership.rs`, ARCHITECTURE.md decision 19), which shares the partitions among the
 //! members without heartbeats. Commits, auto-commit and mid-blob positions included, are in
-//! `commit.rs` (DESIGN §3.7), and this file routes their answers there. A request that merely
+//! `commit.rs` (DESIGN §3.7); the coordinator's answers are taken in `coordinator.rs`. A request that merely
 //! timed out is no reason to rejoin (its answer may be what got lost): a heartbeat goes again
 //! at once, a SyncGroup is asked again for the same generation while the session can be
 //! alive. A lost connection to the coordinator is no reason either: the session lives on the
@@ -24,20 +24,17 @@ use super::{
 };
 use crate::address::BrokerAddress;
 use crate::backoff::Backoff;
-use crate::error::RequestError;
-use crate::net::{Origin, Reply};
+use crate::net::Origin;
 use crate::offset_model::Position;
 use crate::refresh::Urgency;
 use crate::request::{RequestOptions, Target};
 use crate::shared::Shared;
-use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
+use stellflow_proto::ErrorCode;
 use stellflow_proto::messages::{
-    FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
-    JoinGroupRequest, JoinGroupResponse, RequestBody, SyncGroupRequest, SyncGroupResponse,
+    FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, RequestBody, SyncGroupRequest,
 };
-use stellflow_proto::{ErrorCode, Reader, Wire};
 
 /// SyncGroups sent for one generation before a member whose SyncGroups keep timing out
 /// joins again (its heartbeats may keep the session alive meanwhile, so the session alone
@@ -47,41 +44,44 @@ const MAX_SYNC_ATTEMPTS: u32 = 3;
 /// Group and coordinator state.
 #[derive(Debug)]
 pub struct Group {
-    bootstrap: Option<BrokerAddress>,
+    pub(super) bootstrap: Option<BrokerAddress>,
     /// The coordinator's address, once found.
     pub(crate) coordinator: Option<BrokerAddress>,
     pub(crate) want_coordinator: bool,
-    find_in_flight: bool,
-    find_retry_at: Option<Instant>,
+    pub(super) find_in_flight: bool,
+    pub(super) find_retry_at: Option<Instant>,
     pub(crate) subscription: Vec<String>,
     pub(crate) member: Member,
-    member_id: Option<String>,
-    generation: i32,
-    join_seq: Option<u64>,
+    pub(super) member_id: Option<String>,
+    pub(super) generation: i32,
+    pub(super) join_seq: Option<u64>,
     /// When the JoinGroup that the current generation came from was sent: the server refreshed
     /// the member's session no earlier than that (SyncGroup does not refresh it).
-    joined_at: Option<Instant>,
-    sync_seq: Option<u64>,
+    pub(super) joined_at: Option<Instant>,
+    pub(super) sync_seq: Option<u64>,
     /// SyncGroups sent for the current generation.
-    sync_attempts: u32,
+    pub(super) sync_attempts: u32,
     /// A SyncGroup lost with its connection waits for the coordinator to be found again.
-    resync: bool,
-    hb_seq: Option<u64>,
-    next_heartbeat: Option<Instant>,
-    last_ok: Option<Instant>,
-    stable_since: Option<Instant>,
+    pub(super) resync: bool,
+    pub(super) hb_seq: Option<u64>,
+    pub(super) next_heartbeat: Option<Instant>,
+    pub(super) last_ok: Option<Instant>,
+    pub(super) stable_since: Option<Instant>,
     /// Delays of rejoins the membership asked for (19, 1, …): the rejoin rate cap.
-    backoff: Backoff,
+    pub(super) backoff: Backoff,
     /// Delays of retries after a failed join or sync exchange: Kafka's 1 s cap.
-    retry_backoff: Backoff,
-    joins: VecDeque<Instant>,
-    thrash_warned: Option<Instant>,
+    pub(super) retry_backoff: Backoff,
+    pub(super) joins: VecDeque<Instant>,
+    pub(super) thrash_warned: Option<Instant>,
     pub(crate) server_assignment: bool,
-    is_leader: bool,
+    pub(super) is_leader: bool,
     pub(super) next_auto_commit: Option<Instant>,
     pub(super) pending: VecDeque<CommitReq>,
     pub(super) in_flight: HashMap<u64, CommitReq>,
-    next_commit: u64,
+    pub(super) next_commit: u64,
+    /// The instance id of a static member that a newer member of its instance fenced: the
+    /// consumer takes no part in the group any more (`instance.rs`).
+    pub(crate) fenced: Option<String>,
     /// Membership through the member registry (`membership.rs`), on once SyncGroup assigned
     /// nothing.
     pub(crate) reg: Membership,
@@ -89,7 +89,7 @@ pub struct Group {
 
 /// Why a member rejoins, which picks the back-off of its delay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Rejoin {
+pub(super) enum Rejoin {
     /// The group moved on without it (19, or another error in a heartbeat answer).
     Membership,
     /// The coordinator no longer knows the member (1): join again as a new member.
@@ -100,7 +100,7 @@ enum Rejoin {
 
 impl Rejoin {
     /// The cause of an error in a JoinGroup or SyncGroup answer.
-    fn answered(code: ErrorCode) -> Self {
+    pub(super) fn answered(code: ErrorCode) -> Self {
         match code {
             ErrorCode(1) => Rejoin::UnknownMember,
             ErrorCode(19) => Rejoin::Membership,
@@ -141,6 +141,7 @@ impl Group {
             pending: VecDeque::new(),
             in_flight: HashMap::new(),
             next_commit: 0,
+            fenced: None,
             reg: Membership::new(),
         }
     }
@@ -221,6 +222,10 @@ impl Consumer {
         // 1. What runs on the member's own clock: lease, withdrawn writes, commit deadlines,
         //    auto-commit, the session.
         let mut sent = self.drive_group_clocks(now, sh);
+        // A fenced static member takes no part any more (`instance.rs`).
+        if self.group.fenced.is_some() {
+            return sent;
+        }
         // 2. The coordinator, looked up when anything needs it.
         let subscribed = !self.group.subscription.is_empty() && !self.closing;
         sent |= self.find_coordinator(now, &group_id, subscribed, sh);
@@ -514,7 +519,7 @@ impl Consumer {
 
     /// Sends SyncGroup for the current generation and member id to the coordinator; false
     /// when no coordinator is known.
-    fn send_sync(&mut self, now: Instant, sh: &mut Shared) -> bool {
+    pub(super) fn send_sync(&mut self, now: Instant, sh: &mut Shared) -> bool {
         let g = &mut self.group;
         let Some(addr) = g.coordinator.clone() else {
             return false;
@@ -545,7 +550,7 @@ impl Consumer {
     /// Whether a SyncGroup for the current generation may be asked again: fewer than
     /// `MAX_SYNC_ATTEMPTS` sent and the session (opened by the JoinGroup, refreshed by
     /// heartbeats) possibly still alive.
-    fn sync_may_retry(&self, now: Instant) -> bool {
+    pub(super) fn sync_may_retry(&self, now: Instant) -> bool {
         let g = &self.group;
         g.sync_attempts < MAX_SYNC_ATTEMPTS
             && g.joined_at
@@ -561,7 +566,7 @@ impl Consumer {
 
     /// Leaves the generation and joins again after a delay: from the membership back-off when
     /// the group asked for it (`cause`), from the retry back-off after a failed exchange.
-    fn rejoin(&mut self, now: Instant, reason: &str, cause: Rejoin, sh: &mut Shared) {
+    pub(super) fn rejoin(&mut self, now: Instant, reason: &str, cause: Rejoin, sh: &mut Shared) {
         let forget_member = cause == Rejoin::UnknownMember;
         let g = &mut self.group;
         if forget_member {
@@ -611,265 +616,6 @@ impl Consumer {
             emit(sh, ConsumerEvent::Closed);
             for _ in 0..std::mem::take(&mut self.extra_close_waiters) {
                 emit(sh, ConsumerEvent::Closed);
-            }
-        }
-    }
-
-    /// A group or commit request answered: each request kind has its own step.
-    pub(crate) fn on_group(
-        &mut self,
-        now: Instant,
-        op: Op,
-        seq: u64,
-        result: Result<Reply, RequestError>,
-        sh: &mut Shared,
-    ) {
-        let transport = result.as_ref().err().cloned();
-        let body = result.ok().and_then(|r| r.body);
-        match op {
-            Op::FindCoordinator => self.on_find_coordinator(now, body),
-            Op::Join => self.on_join(now, seq, body, transport, sh),
-            Op::Sync => self.on_sync(now, seq, body, transport, sh),
-            Op::Heartbeat => self.on_heartbeat(now, seq, body, transport, sh),
-            Op::Commit(_) => self.on_commit(now, seq, body, transport, sh),
-            _ => {}
-        }
-    }
-
-    /// FindCoordinator answered: the coordinator's address (host and port, never the node
-    /// id), else a lookup again after the backoff.
-    fn on_find_coordinator(&mut self, now: Instant, body: Option<Bytes>) {
-        self.group.find_in_flight = false;
-        let resp = body.and_then(|b| FindCoordinatorResponse::decode(&mut Reader::new(b)).ok());
-        match resp {
-            Some(r) if r.error_code == ErrorCode::NONE => {
-                let host = r.host.map(|h| h.to_string()).unwrap_or_default();
-                match u16::try_from(r.port) {
-                    Ok(port) if !host.is_empty() && port != 0 => {
-                        self.group.coordinator = Some(BrokerAddress::new(host, port));
-                        self.group.backoff.reset();
-                    }
-                    _ => self.group.lost_coordinator(now),
-                }
-            }
-            _ => self.group.lost_coordinator(now),
-        }
-    }
-
-    /// JoinGroup answered: the member id and generation, then a SyncGroup; else a rejoin.
-    fn on_join(
-        &mut self,
-        now: Instant,
-        seq: u64,
-        body: Option<Bytes>,
-        transport: Option<RequestError>,
-        sh: &mut Shared,
-    ) {
-        if self.group.join_seq != Some(seq) {
-            return;
-        }
-        self.group.join_seq = None;
-        let resp = body.and_then(|b| JoinGroupResponse::decode(&mut Reader::new(b)).ok());
-        match resp {
-            Some(r) if r.error_code == ErrorCode::NONE => {
-                let g = &mut self.group;
-                g.member_id = r.member_id.map(|m| m.to_string());
-                g.generation = r.generation_id;
-                let leader = r.leader_id.map(|l| l.to_string());
-                g.is_leader = leader.is_some() && leader == g.member_id;
-                // Heartbeats keep the session alive while the SyncGroup is out.
-                g.last_ok = None;
-                g.next_heartbeat = Some(now + self.config.heartbeat_interval);
-                g.sync_attempts = 0;
-                g.resync = false;
-                if !self.send_sync(now, sh) {
-                    self.rejoin(now, "coordinator lost during the join", Rejoin::Failed, sh);
-                }
-            }
-            Some(r) => {
-                let reason = format!("JoinGroup answered {:?}", r.error_code);
-                self.rejoin(now, &reason, Rejoin::answered(r.error_code), sh);
-            }
-            None => {
-                if transport.is_some() {
-                    self.group.lost_coordinator(now);
-                }
-                self.rejoin(now, "JoinGroup failed", Rejoin::Failed, sh);
-            }
-        }
-    }
-
-    /// SyncGroup answered: the member is stable (with the server's assignment, or the
-    /// registry's); a generation that moved on keeps the registry going; a lost answer is
-    /// asked again while the session can be alive; anything else rejoins.
-    fn on_sync(
-        &mut self,
-        now: Instant,
-        seq: u64,
-        body: Option<Bytes>,
-        transport: Option<RequestError>,
-        sh: &mut Shared,
-    ) {
-        if self.group.sync_seq != Some(seq) {
-            return;
-        }
-        self.group.sync_seq = None;
-        let resp = body.and_then(|b| SyncGroupResponse::decode(&mut Reader::new(b)).ok());
-        match resp {
-            Some(r) if r.error_code == ErrorCode::NONE => self.synced(now, &r, sh),
-            // Another member joined between this member's JoinGroup and SyncGroup: the
-            // generation moved on, which on this server says nothing about the
-            // assignment (there is none). Joining again would fence that member in
-            // turn; the registry needs no generation, so it goes on from here.
-            Some(r) if r.error_code == ErrorCode(19) && self.group.member_id.is_some() => {
-                let g = &mut self.group;
-                g.retry_backoff.reset();
-                g.member = Member::Stable;
-                g.server_assignment = false;
-                g.stable_since = Some(now);
-                let member_id = g.member_id.clone().unwrap_or_default();
-                emit(
-                    sh,
-                    ConsumerEvent::GroupJoined {
-                        generation: g.generation,
-                        member_id,
-                        leader: g.is_leader,
-                        server_assignment: false,
-                    },
-                );
-                self.group.reg.start();
-            }
-            Some(r) => {
-                let reason = format!("SyncGroup answered {:?}", r.error_code);
-                self.rejoin(now, &reason, Rejoin::answered(r.error_code), sh);
-            }
-            // A timed-out SyncGroup does not mean the generation is gone: only its
-            // answer may have been lost. SyncGroup is a pure check on this server
-            // (PROTOCOL.md §3.10), so ask again with the same generation and member id
-            // while the session (opened by the JoinGroup, refreshed by heartbeats)
-            // can still be alive, up to `MAX_SYNC_ATTEMPTS` times; a JoinGroup
-            // instead would bump the generation and fence every other member
-            // (§3.11). A 19 or 1 in the answer then rejoins as usual. A SyncGroup
-            // lost with its connection (or timed out while the coordinator is being
-            // looked up again) is asked again once the coordinator is known.
-            None if transport.is_some() && self.sync_may_retry(now) => {
-                let timeout = matches!(transport, Some(RequestError::Timeout { .. }));
-                if !timeout {
-                    self.group.lost_coordinator(now);
-                }
-                if !(timeout && self.send_sync(now, sh)) {
-                    self.group.resync = true;
-                }
-            }
-            None => {
-                if transport.is_some() {
-                    self.group.lost_coordinator(now);
-                }
-                self.rejoin(now, "SyncGroup failed", Rejoin::Failed, sh);
-            }
-        }
-    }
-
-    /// A successful SyncGroup: the member is stable and says so with
-    /// [`ConsumerEvent::GroupJoined`]; a non-empty assignment from the server is applied, an
-    /// empty one (always, on today's server) starts the member registry.
-    fn synced(&mut self, now: Instant, r: &SyncGroupResponse, sh: &mut Shared) {
-        let server: Vec<TopicPartition> = r
-            .assignments
-            .iter()
-            .filter_map(|a| {
-                a.topic
-                    .as_ref()
-                    .map(|t| TopicPartition::new(&**t, a.partition))
-            })
-            .collect();
-        self.group.server_assignment = !server.is_empty();
-        let registry = server.is_empty();
-        let g = &mut self.group;
-        g.retry_backoff.reset();
-        g.member = Member::Stable;
-        g.last_ok = Some(now);
-        g.stable_since = Some(now);
-        g.next_heartbeat = Some(now + self.config.heartbeat_interval);
-        let member_id = g.member_id.clone().unwrap_or_default();
-        emit(
-            sh,
-            ConsumerEvent::GroupJoined {
-                generation: g.generation,
-                member_id,
-                leader: g.is_leader,
-                server_assignment: g.server_assignment,
-            },
-        );
-        if registry {
-            // Today's server: the members share the partitions through the
-            // registry in the group's offset store (`membership.rs`).
-            self.group.reg.start();
-        } else {
-            self.apply_assignment(now, server, sh);
-        }
-    }
-
-    /// Heartbeat answered: the session is alive; a fence (19) or an unknown member (1)
-    /// rejoins; a lost answer or connection only waits for the next heartbeat.
-    fn on_heartbeat(
-        &mut self,
-        now: Instant,
-        seq: u64,
-        body: Option<Bytes>,
-        transport: Option<RequestError>,
-        sh: &mut Shared,
-    ) {
-        if self.group.hb_seq != Some(seq) {
-            return;
-        }
-        self.group.hb_seq = None;
-        let resp = body.and_then(|b| HeartbeatResponse::decode(&mut Reader::new(b)).ok());
-        match resp {
-            Some(r) if r.error_code == ErrorCode::NONE => {
-                let g = &mut self.group;
-                g.last_ok = Some(now);
-                if g.stable_since
-                    .is_some_and(|t| t + self.config.thrash_window <= now)
-                {
-                    g.backoff.reset();
-                }
-            }
-            Some(r) if r.error_code == ErrorCode(19) => {
-                self.rejoin(
-                    now,
-                    "fenced (19): the generation moved",
-                    Rejoin::Membership,
-                    sh,
-                );
-            }
-            Some(r) if r.error_code == ErrorCode(1) => {
-                self.rejoin(
-                    now,
-                    "unknown member (1): the session expired",
-                    Rejoin::UnknownMember,
-                    sh,
-                );
-            }
-            Some(r) => {
-                let reason = format!("Heartbeat answered {:?}", r.error_code);
-                self.rejoin(now, &reason, Rejoin::Membership, sh);
-            }
-            // A timed-out heartbeat is not a lost session: only its answer may have
-            // been lost (the broker may have counted it). The next heartbeat is due at
-            // once; the session-timeout check rejoins when none succeeds in time.
-            None if matches!(transport, Some(RequestError::Timeout { .. })) => {}
-            // The connection to the coordinator was lost (or could not be made): the
-            // session lives on the server, not in the connection. Look the
-            // coordinator up again and heartbeat the same generation at once; the
-            // session-timeout check rejoins when none succeeds in time, and a
-            // coordinator that lost the group (a restart) answers 1.
-            None if transport.is_some() => {
-                self.group.lost_coordinator(now);
-                self.group.next_heartbeat = Some(now);
-            }
-            None => {
-                self.rejoin(now, "Heartbeat answer undecodable", Rejoin::Failed, sh);
             }
         }
     }

@@ -8,14 +8,15 @@
 //! `0..max_group_members` of [`REGISTRY_TOPIC`] in the group's own offsets: one slot a member.
 //! A slot holds a registration (the member id, its subscription, the partitions it holds and
 //! those it claims; the `offset` is a counter that grows with every write) or says that it is
-//! free and whose registration it replaced. ARCHITECTURE.md (decision 19) has the protocol
-//! and its safety argument.
+//! free and whose registration it replaced. A static member's registration also names its
+//! instance (`consumer.group_instance_id`). ARCHITECTURE.md (decision 19) has the protocol
+//! and its safety argument; `roster.rs` judges the slots.
 
 use super::TopicPartition;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The topic name of every group's member registry in the group's offset store. Its `:` is a
 /// character no real topic name may have, so the registry never meets a real topic's
@@ -26,6 +27,8 @@ const TAG: &str = "sfm1";
 const FREE_TAG: &str = "sfm1-free";
 /// Stands for an empty list in the text form (no topic may be named `.`).
 const NONE: &str = ".";
+/// Opens the static part of a registration (after the claims; older readers ignore it).
+const STATIC_TAG: &str = "static";
 
 /// One member's registration as written in its slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +43,39 @@ pub(crate) struct Registration {
     pub holds: BTreeSet<TopicPartition>,
     /// Partitions the member asks for (not started yet).
     pub claims: BTreeSet<TopicPartition>,
+    /// A static member's instance (`consumer.group_instance_id`); `None` for a dynamic one.
+    pub instance: Option<Instance>,
+}
+
+/// The static part of a registration: which instance the member is, which of its members
+/// in a row, and how soon it stops delivering once it cannot refresh.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Instance {
+    /// `consumer.group_instance_id` (no whitespace).
+    pub id: String,
+    /// Grows with every member that takes the instance over: of two registrations of one
+    /// instance the higher `(incarnation, member id)` is the instance, the other is fenced.
+    pub incarnation: u64,
+    /// The member stops delivering this long after the sending of its last refresh that
+    /// was answered in time: a successor may start its partitions once the registration has
+    /// not changed for this long on the successor's clock.
+    pub stops_within: Duration,
+    /// The member closed: it committed, delivers nothing more, and its partitions wait for
+    /// the instance's next member (for the session; nobody else takes them before).
+    pub closed: bool,
+}
+
+impl Registration {
+    /// Whether this registration and `other` belong to one instance and this one is the
+    /// newer member of it.
+    pub fn supersedes(&self, other: &Registration) -> bool {
+        match (&self.instance, &other.instance) {
+            (Some(a), Some(b)) if a.id == b.id => {
+                (a.incarnation, &self.member) > (b.incarnation, &other.member)
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Why a slot was freed.
@@ -132,12 +168,37 @@ fn decode_registration(counter: i64, rest: &str) -> Option<Registration> {
     };
     let holds = decode_partitions(it.next()?)?;
     let claims = decode_partitions(it.next()?)?;
+    let instance = match it.next() {
+        None => None,
+        Some(STATIC_TAG) => Some(decode_instance(&mut it)?),
+        // A later form's fields: not this client's to judge.
+        Some(_) => None,
+    };
     Some(Registration {
         member,
         counter,
         topics,
         holds,
         claims,
+        instance,
+    })
+}
+
+/// `<incarnation> <stops_within ms> <open|closed> <id>`.
+fn decode_instance<'a>(it: &mut impl Iterator<Item = &'a str>) -> Option<Instance> {
+    let incarnation = it.next()?.parse().ok()?;
+    let stops_within = Duration::from_millis(it.next()?.parse().ok()?);
+    let closed = match it.next()? {
+        "open" => false,
+        "closed" => true,
+        _ => return None,
+    };
+    let id = it.next().filter(|id| !id.is_empty())?.to_owned();
+    Some(Instance {
+        id,
+        incarnation,
+        stops_within,
+        closed,
     })
 }
 
@@ -230,6 +291,11 @@ impl Registration {
         encode_partitions(&mut out, &self.holds);
         out.push(' ');
         encode_partitions(&mut out, &self.claims);
+        if let Some(i) = &self.instance {
+            let state = if i.closed { "closed" } else { "open" };
+            let ms = i.stops_within.as_millis();
+            let _ = write!(out, " {STATIC_TAG} {} {ms} {state} {}", i.incarnation, i.id);
+        }
         out
     }
 }
@@ -237,134 +303,6 @@ impl Registration {
 /// The metadata of a freed slot.
 pub(crate) fn encode_free(member: &str, counter: i64, reason: FreeReason) -> String {
     format!("{FREE_TAG} {member} {counter} {}", reason.as_str())
-}
-
-/// What this member knows of another, all on its own clock.
-#[derive(Debug, Clone)]
-pub(crate) struct Seen {
-    /// The registration with the highest counter ever read.
-    pub reg: Registration,
-    /// The slot it was read in.
-    pub slot: i32,
-    /// When that counter was first read (this member's clock).
-    pub changed_at: Instant,
-    /// A registration of it was in a slot at the last read.
-    pub present: bool,
-    /// Gone: freed by a slot naming this counter or a later one, or unchanged for a whole
-    /// session timeout. Its partitions are free; a registration with a higher counter would
-    /// bring it back.
-    pub gone: bool,
-}
-
-/// One member's view of the registry.
-#[derive(Debug, Default)]
-pub(crate) struct View {
-    /// Every slot at the last read.
-    pub slots: Vec<Slot>,
-    /// Members by id.
-    pub members: BTreeMap<String, Seen>,
-}
-
-impl View {
-    /// Takes in a read made at `now`: counters that moved count as signs of life, members
-    /// unchanged for `session` (or freed) are gone.
-    pub fn update(&mut self, now: Instant, slots: Vec<Slot>, session: Duration) {
-        for m in self.members.values_mut() {
-            m.present = false;
-        }
-        for (i, slot) in slots.iter().enumerate() {
-            let i = i32::try_from(i).unwrap_or(i32::MAX);
-            match slot {
-                Slot::Member(r) => match self.members.get_mut(&r.member) {
-                    Some(m) if r.counter > m.reg.counter => {
-                        *m = Seen {
-                            reg: r.clone(),
-                            slot: i,
-                            changed_at: now,
-                            present: true,
-                            gone: false,
-                        };
-                    }
-                    Some(m) => m.present = true,
-                    None => {
-                        self.members.insert(
-                            r.member.clone(),
-                            Seen {
-                                reg: r.clone(),
-                                slot: i,
-                                changed_at: now,
-                                present: true,
-                                gone: false,
-                            },
-                        );
-                    }
-                },
-                Slot::Freed {
-                    member, counter, ..
-                } => {
-                    if let Some(m) = self.members.get_mut(member)
-                        && *counter >= m.reg.counter
-                    {
-                        m.gone = true;
-                    }
-                }
-                Slot::Empty | Slot::Foreign => {}
-            }
-        }
-        for m in self.members.values_mut() {
-            if now >= m.changed_at + session {
-                m.gone = true;
-            }
-        }
-        // Forget members that are gone and in no slot any more.
-        self.members.retain(|_, m| !m.gone || m.present);
-        self.slots = slots;
-    }
-
-    /// Members in a slot and not gone: the members the assignment is computed for.
-    pub fn live(&self) -> impl Iterator<Item = &Seen> {
-        self.members.values().filter(|m| m.present && !m.gone)
-    }
-
-    /// Whether a member other than `me` that is not gone lists `tp` (held or claimed): a
-    /// member that vanished from the slots without being freed keeps its partitions until it
-    /// is gone.
-    pub fn taken_by_other(&self, me: &str, tp: &TopicPartition) -> bool {
-        self.members.iter().any(|(id, m)| {
-            id != me && !m.gone && (m.reg.holds.contains(tp) || m.reg.claims.contains(tp))
-        })
-    }
-
-    /// Slots to free: registrations of gone members, and older copies of a member's
-    /// registration that lives on in another slot.
-    pub fn to_free(&self, me: &str) -> Vec<(i32, String)> {
-        let mut out = Vec::new();
-        for (i, slot) in self.slots.iter().enumerate() {
-            let Slot::Member(r) = slot else { continue };
-            if r.member == me {
-                continue;
-            }
-            let i = i32::try_from(i).unwrap_or(i32::MAX);
-            let Some(m) = self.members.get(&r.member) else {
-                continue;
-            };
-            if m.gone {
-                out.push((i, encode_free(&r.member, r.counter, FreeReason::Expired)));
-            } else if m.slot != i && r.counter < m.reg.counter {
-                out.push((i, encode_free(&r.member, r.counter, FreeReason::Moved)));
-            }
-        }
-        out
-    }
-
-    /// When the next present member would be gone if it stays unchanged.
-    pub fn next_expiry(&self, me: &str, session: Duration) -> Option<Instant> {
-        self.members
-            .iter()
-            .filter(|(id, m)| *id != me && m.present && !m.gone)
-            .map(|(_, m)| m.changed_at + session)
-            .min()
-    }
 }
 
 #[cfg(test)]
@@ -385,6 +323,7 @@ mod tests {
             topics: ["a".to_owned(), "b.c-d_e".to_owned()].into(),
             holds: tps(&[("a", 0), ("a", 1), ("a", 2), ("a", 5), ("b.c-d_e", 9)]),
             claims: tps(&[("a", 7)]),
+            instance: None,
         };
         let text = r.encode();
         assert_eq!(
@@ -398,6 +337,7 @@ mod tests {
             topics: BTreeSet::new(),
             holds: BTreeSet::new(),
             claims: BTreeSet::new(),
+            instance: None,
         };
         assert_eq!(empty.encode(), "sfm1 m . . .");
         assert_eq!(Slot::decode(1, Some("sfm1 m . . .")), Slot::Member(empty));
@@ -428,78 +368,40 @@ mod tests {
         assert!(Slot::Empty.claimable());
     }
 
-    fn reg(member: &str, counter: i64, holds: &[(&str, i32)]) -> Slot {
-        Slot::Member(Registration {
-            member: member.into(),
-            counter,
+    #[test]
+    fn a_static_registration_round_trips_and_older_readers_ignore_its_tail() {
+        let r = Registration {
+            member: "m-2".into(),
+            counter: 9,
             topics: ["t".to_owned()].into(),
-            holds: tps(holds),
+            holds: tps(&[("t", 0), ("t", 1)]),
             claims: BTreeSet::new(),
-        })
-    }
-
-    #[test]
-    fn liveness_is_a_counter_that_moves_within_the_session_on_the_readers_clock() {
-        let t0 = Instant::now();
-        let s = Duration::from_secs(10);
-        let mut v = View::default();
-        v.update(t0, vec![reg("a", 1, &[("t", 0)]), reg("b", 5, &[])], s);
-        assert_eq!(v.live().count(), 2);
-        // a keeps writing, b does not.
-        v.update(
-            t0 + Duration::from_secs(6),
-            vec![reg("a", 2, &[("t", 0)]), reg("b", 5, &[])],
-            s,
-        );
-        v.update(
-            t0 + Duration::from_secs(9),
-            vec![reg("a", 3, &[("t", 0)]), reg("b", 5, &[])],
-            s,
-        );
-        assert!(v.taken_by_other("b", &TopicPartition::new("t", 0)));
-        v.update(
-            t0 + Duration::from_secs(10),
-            vec![reg("a", 4, &[("t", 0)]), reg("b", 5, &[])],
-            s,
-        );
-        let live: Vec<&str> = v.live().map(|m| m.reg.member.as_str()).collect();
-        assert_eq!(live, ["a"]);
-        assert_eq!(v.to_free("a").len(), 1, "b's slot is freed");
-        // a vanishes without being freed: its partition stays taken until it is gone.
-        v.update(
-            t0 + Duration::from_secs(12),
-            vec![Slot::Empty, Slot::Empty],
-            s,
-        );
-        assert!(v.taken_by_other("c", &TopicPartition::new("t", 0)));
-        assert_eq!(v.live().count(), 0);
-        v.update(
-            t0 + Duration::from_secs(20),
-            vec![Slot::Empty, Slot::Empty],
-            s,
-        );
-        assert!(!v.taken_by_other("c", &TopicPartition::new("t", 0)));
-    }
-
-    #[test]
-    fn a_freed_slot_naming_the_counter_releases_at_once_an_older_one_does_not() {
-        let t0 = Instant::now();
-        let s = Duration::from_secs(10);
-        let mut v = View::default();
-        v.update(t0, vec![reg("a", 3, &[("t", 0)])], s);
-        let older = Slot::Freed {
-            member: "a".into(),
-            counter: 2,
-            reason: FreeReason::Moved,
+            instance: Some(Instance {
+                id: "billing-a:1".into(),
+                incarnation: 3,
+                stops_within: Duration::from_millis(1500),
+                closed: true,
+            }),
         };
-        v.update(t0, vec![older], s);
-        assert!(v.taken_by_other("b", &TopicPartition::new("t", 0)));
-        let left = Slot::Freed {
-            member: "a".into(),
-            counter: 4,
-            reason: FreeReason::Left,
+        let text = r.encode();
+        assert_eq!(text, "sfm1 m-2 t t:0-1 . static 3 1500 closed billing-a:1");
+        assert_eq!(Slot::decode(9, Some(&text)), Slot::Member(r.clone()));
+        // A reader that stops after the claims sees a dynamic member.
+        let Slot::Member(mut plain) = Slot::decode(9, Some("sfm1 m-2 t t:0-1 . later 1 2")) else {
+            panic!("an unknown tail must not make the slot foreign");
         };
-        v.update(t0, vec![left], s);
-        assert!(!v.taken_by_other("b", &TopicPartition::new("t", 0)));
+        assert_eq!(plain.instance, None);
+        plain.instance = r.instance.clone();
+        assert_eq!(plain, r);
+        assert_eq!(
+            Slot::decode(9, Some("sfm1 m-2 t t:0-1 . static 3 x open a")),
+            Slot::Foreign
+        );
+        let mut newer = r.clone();
+        newer.member = "m-1".into();
+        newer.instance.as_mut().unwrap().incarnation = 4;
+        assert!(newer.supersedes(&r) && !r.supersedes(&newer));
+        newer.instance.as_mut().unwrap().id = "other".into();
+        assert!(!newer.supersedes(&r));
     }
 }

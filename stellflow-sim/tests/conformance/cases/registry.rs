@@ -14,6 +14,11 @@ pub fn cases() -> Vec<Case> {
             run: registry_slots,
         },
         Case {
+            name: "registry_of_1024_slots_with_static_registrations_in_one_fetch",
+            section: "3.6, 3.7",
+            run: large_registry,
+        },
+        Case {
             name: "offset_metadata_of_32767_bytes_stored_verbatim",
             section: "3.6, 3.7",
             run: long_metadata,
@@ -109,6 +114,61 @@ fn registry_slots(ctx: &Ctx) -> CaseResult {
     );
     // The registry's name made no topic.
     assert_topic_unknown(&mut c, &t)?;
+    Ok(())
+}
+
+/// The most slots a group's registry may have (`consumer.max_group_members` = 1024), each a
+/// static member's registration (its instance tail: spaces, a colon in the id), written
+/// 128 at a time and read back in one OffsetFetch, in request order and verbatim; a slot
+/// rewritten in between reads its last value.
+fn large_registry(ctx: &Ctx) -> CaseResult {
+    const SLOTS: i32 = 1024;
+    let mut c = ctx.conn()?;
+    let g = ctx.name("g");
+    let meta = |s: i32, round: i64| {
+        format!(
+            "sfm1 stellflow-member-{s:08} orders orders:{s} . static {round} 3000 open host-{s}:a"
+        )
+    };
+    for chunk in (0..SLOTS).collect::<Vec<_>>().chunks(128) {
+        let metas: Vec<String> = chunk.iter().map(|s| meta(*s, 1)).collect();
+        let parts: Vec<CommitPart<'_>> = (chunk.iter().zip(&metas))
+            .map(|(s, m)| (*s, i64::from(*s) + 1, Some(m.as_str())))
+            .collect();
+        let r = c.call(OFFSET_COMMIT, &offset_commit_req(&g, &[(REGISTRY, parts)]))?;
+        let v = parse_offset_commit(&r)?;
+        ensure!(
+            v.first()
+                .is_some_and(|t| t.1.len() == chunk.len() && t.1.iter().all(|(_, e)| *e == 0)),
+            "every slot of the chunk accepted: {v:?}"
+        );
+    }
+    let again = meta(700, 2);
+    c.call(
+        OFFSET_COMMIT,
+        &offset_commit_req(&g, &[(REGISTRY, vec![(700, 9_999, Some(again.as_str()))])]),
+    )?;
+    let r = c.call(
+        OFFSET_FETCH,
+        &offset_fetch_req(&g, &[(REGISTRY, (0..SLOTS).collect())]),
+    )?;
+    let v = parse_offset_fetch(&r)?;
+    ensure_eq!(v.len(), 1, "one topic answered");
+    ensure_eq!(v[0].1.len(), SLOTS as usize, "every slot answered");
+    for (i, p) in v[0].1.iter().enumerate() {
+        let s = i as i32;
+        ensure_eq!(p.partition, s, "slot order");
+        let (offset, want) = match s {
+            700 => (9_999, again.clone()),
+            _ => (i64::from(s) + 1, meta(s, 1)),
+        };
+        ensure_eq!(p.offset, offset, "slot {s} offset");
+        ensure_eq!(
+            p.metadata.as_deref(),
+            Some(want.as_str()),
+            "slot {s} verbatim"
+        );
+    }
     Ok(())
 }
 
