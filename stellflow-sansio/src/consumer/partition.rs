@@ -12,6 +12,11 @@ use std::time::{Duration, Instant};
 use stellflow_proto::messages::FetchPartitionResponse;
 use stellflow_proto::record::{BlobRecords, blob_records};
 
+/// A partition's id while it is assigned (`consumer/parts.rs`); an id is given again after
+/// its partition left, so a holder checks the partition's epoch (epochs are never reused)
+/// before it trusts one.
+pub(crate) type PartId = u32;
+
 /// How far a partition is in finding its starting position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
@@ -191,13 +196,22 @@ pub struct ReadyBlob {
     pub(super) records: BlobRecords,
     /// The blob itself, for its declared record count when it is handed over whole.
     pub(super) bytes: Bytes,
+    /// The id of its partition (checked against `epoch` before use: ids are given again).
+    pub(crate) part: PartId,
 }
 
 impl ReadyBlob {
-    pub(crate) fn new(tp: TopicPartition, offset: i64, epoch: u64, skip: u32, blob: Bytes) -> Self {
+    pub(crate) fn new(
+        (part, tp): (PartId, TopicPartition),
+        offset: i64,
+        epoch: u64,
+        skip: u32,
+        blob: Bytes,
+    ) -> Self {
         let size = blob.len();
         ReadyBlob {
             id: 0,
+            part,
             tp,
             offset,
             epoch,
@@ -217,11 +231,25 @@ impl ReadyBlob {
 /// One partition's entries in a Fetch request: blobs `first .. first + count`.
 #[derive(Debug, Clone)]
 pub struct LayoutPart {
+    /// The id of the partition asked for (checked against `epoch` before use).
+    pub(super) id: PartId,
     pub(super) partition: i32,
     pub(super) first: i64,
     pub(super) count: usize,
     pub(super) epoch: u64,
     pub(super) pipeline: u64,
+}
+
+/// A Fetch request's partitions by topic, in request order.
+pub(super) type Topics = Vec<(std::sync::Arc<str>, Vec<LayoutPart>)>;
+
+/// What a Fetch in flight asked for, in request order.
+#[derive(Debug, Clone)]
+pub struct FetchLayout {
+    pub(crate) broker: i32,
+    pub(super) topics: Topics,
+    /// Blob bytes the request may bring (blob sizes seen times entries).
+    pub(super) estimate: usize,
 }
 
 /// Groups `(topic, partition)` pairs into per-topic lists, keeping first-seen topic order.
@@ -230,7 +258,10 @@ pub(crate) fn by_topic<T>(
 ) -> Vec<(TopicPartition, Vec<(i32, T)>)> {
     let mut out: Vec<(TopicPartition, Vec<(i32, T)>)> = Vec::new();
     for (tp, t) in items {
-        match out.iter_mut().find(|(k, _)| k.topic == tp.topic) {
+        match out
+            .iter_mut()
+            .find(|(k, _)| same_topic(&k.topic, &tp.topic))
+        {
             Some((_, v)) => v.push((tp.partition, t)),
             None => {
                 let p = tp.partition;
@@ -239,4 +270,10 @@ pub(crate) fn by_topic<T>(
         }
     }
     out
+}
+
+/// Whether two topic names are the same, comparing bytes only when the names are not one
+/// allocation (the consumer's names of one topic share one `Arc`).
+pub(crate) fn same_topic(a: &std::sync::Arc<str>, b: &std::sync::Arc<str>) -> bool {
+    std::sync::Arc::ptr_eq(a, b) || a == b
 }
