@@ -299,6 +299,7 @@ impl Consumer {
                     Some(_) => {
                         p.blob_size = None;
                         p.not_before = None;
+                        p.ask_alone = true;
                     }
                     None => p.not_before = Some(now + self.config.fetch_backoff_max),
                 }
@@ -385,6 +386,7 @@ impl Consumer {
         // 4. The blobs queue for delivery; a log start passed with policy Latest resets.
         let restart = (end == EntriesEnd::RestartLatest).then(|| tp.clone());
         for b in blobs {
+            self.largest_blob = self.largest_blob.max(b.size);
             self.push_blob(b);
         }
         if let Some(tp) = restart {

@@ -55,8 +55,10 @@
 //!   partition until a seek). A position within the log end only waits for the high watermark.
 //! * **Below the log start** (retention): [`ConsumerEvent::LogStartMoved`], then the policy.
 //! * **Answer sizes.** An entry returns at least one whole blob, and nothing caps an answer, so
-//!   a Fetch never asks more than the blob sizes seen allow: a partition whose blob size is
-//!   unknown is asked alone with one entry. If the broker's answer is still larger than
+//!   a Fetch never asks more than the blob sizes seen allow, nor more blobs of a partition
+//!   than the latest high watermark says are there: a partition whose blob size is unknown
+//!   is asked with one entry, alone before any blob was fetched, else beside others of
+//!   unknown size as if each blob were four times the largest fetched. If the broker's answer is still larger than
 //!   [`crate::ClientConfig::max_response_frame`], the partitions of that request are asked
 //!   alone next; a single blob that alone is too large raises
 //!   [`ConsumerEvent::FetchTooLarge`] and stops its partition until a seek, instead of asking
@@ -172,6 +174,9 @@ pub struct Consumer {
     pub(crate) extra_close_waiters: u32,
     /// The id the next queued blob gets.
     pub(crate) next_blob_id: u64,
+    /// The largest blob fetched so far, the guess for partitions whose blob size is unknown
+    /// (`consumer/schedule.rs`).
+    pub(crate) largest_blob: usize,
     /// What the application marked processed (`consumer/processed.rs`).
     pub(crate) processed: processed::Processed,
     /// When `close_consumer` was called.
@@ -215,6 +220,7 @@ impl Consumer {
             closed: false,
             extra_close_waiters: 0,
             next_blob_id: 0,
+            largest_blob: 0,
             processed: Default::default(),
             close_started: None,
         }

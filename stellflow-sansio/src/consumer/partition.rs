@@ -93,6 +93,9 @@ pub struct PartState {
     /// caller's [`crate::Client::set_trace`]): the ListOffsets or OffsetFetch that resolves it
     /// carries it, retries too; cleared once the position is known.
     pub seek_trace: Option<crate::trace::TraceIds>,
+    /// An answer it shared with other partitions was too large: asked alone, one blob at a
+    /// time, until a blob of it is seen.
+    pub ask_alone: bool,
 }
 
 impl PartState {
@@ -120,6 +123,7 @@ impl PartState {
             end_checked: None,
             handing_over: false,
             seek_trace: None,
+            ask_alone: false,
         }
     }
 
@@ -133,8 +137,9 @@ impl PartState {
     }
 
     /// Fetchable now: positioned, not paused, not backing off, and either nothing asked yet
-    /// or streaming (blob size known, the last answer full) with fewer than `depth` requests
-    /// in flight or held.
+    /// or streaming (blob size known, the last answer full, blobs known to be there below
+    /// the high watermark not all asked for) with fewer than `depth` requests in flight or
+    /// held.
     pub fn fetchable(&self, now: Instant, depth: usize) -> bool {
         if self.start != Start::Ready
             || self.paused
@@ -144,7 +149,25 @@ impl PartState {
             return false;
         }
         let asked = self.in_flight + self.held.len();
-        asked == 0 || (asked < depth && self.blob_size.is_some() && self.empty_backoff.is_zero())
+        asked == 0
+            || (asked < depth
+                && self.blob_size.is_some()
+                && self.empty_backoff.is_zero()
+                && self.high_watermark.is_none_or(|hw| self.asked_until < hw))
+    }
+
+    /// How many blobs a request starting at `first` may ask for: `wanted`, but no more than
+    /// the latest answer's high watermark says are there (at least one, which also asks
+    /// whether more came): entries past the end only cost the broker a lookup each, and
+    /// reserve buffer room for blobs that do not exist.
+    pub fn entries_from(&self, first: i64, wanted: usize) -> usize {
+        match self.high_watermark {
+            Some(hw) => {
+                let there = usize::try_from(hw.saturating_sub(first)).unwrap_or(0);
+                wanted.min(there).max(1)
+            }
+            None => wanted,
+        }
     }
 
     /// Ends the current pipeline: answers already asked for are dropped when they come, and
@@ -165,6 +188,7 @@ impl PartState {
     pub fn saw_blob(&mut self, size: usize) {
         let decayed = self.blob_size.map_or(0, |s| s - s / 16);
         self.blob_size = Some(size.max(decayed).max(1));
+        self.ask_alone = false;
     }
 }
 

@@ -314,11 +314,11 @@ impl Consumer {
             self.fetch_queues.get(&broker).map_or((false, false), |q| {
                 (!q.known.is_empty(), !q.unknown.is_empty())
             });
-        if unknown_waits
-            && (!known_waits || !self.fetch_turn.is_multiple_of(2))
-            && let Some(id) = self.pop_fetchable(now, broker, false, sh)
-        {
-            return vec![id];
+        if unknown_waits && (!known_waits || !self.fetch_turn.is_multiple_of(2)) {
+            let ids = self.unknown_request(now, broker, budget, sh);
+            if !ids.is_empty() {
+                return ids;
+            }
         }
         let mut ids = Vec::new();
         let mut estimate = 0usize;
@@ -342,11 +342,52 @@ impl Consumer {
         ids
     }
 
+    /// Partitions of unknown blob size for one request: as many as fit in `budget` if each
+    /// blob were four times the largest blob fetched so far (at most 64), so that a consumer
+    /// of many partitions does not learn their sizes one round trip at a time; alone before
+    /// any blob was fetched, or when an answer shared with others was too large (then the
+    /// request's partitions are asked alone, see `on_fetch_failed`).
+    fn unknown_request(
+        &mut self,
+        now: Instant,
+        broker: i32,
+        budget: usize,
+        sh: &Shared,
+    ) -> Vec<PartId> {
+        let guess = self.largest_blob.saturating_mul(4);
+        let most = if guess == 0 {
+            1
+        } else {
+            (budget / guess).clamp(1, 64)
+        };
+        let mut ids = Vec::new();
+        while ids.len() < most {
+            let Some(id) = self.pop_fetchable(now, broker, false, sh) else {
+                break;
+            };
+            let alone = self.parts.by_id(id).is_some_and(|(_, p)| p.ask_alone);
+            if alone && !ids.is_empty() {
+                // First in line for a request of its own.
+                self.parts.set_queued(id);
+                if let Some(q) = self.fetch_queues.get_mut(&broker) {
+                    q.unknown.push_front(id);
+                }
+                break;
+            }
+            ids.push(id);
+            if alone {
+                break;
+            }
+        }
+        ids
+    }
+
     /// The entries of one Fetch for `ids` within `budget` bytes, by topic in first-seen
     /// order, and the blob bytes they may bring; each partition asked for counts one more
     /// request in flight and moves its pipeline's end past what is asked.
     fn lay_out(&mut self, broker: i32, ids: Vec<PartId>, budget: usize) -> (Topics, usize) {
         let per = budget / ids.len().max(1);
+        // A blob of unknown size may take its share of the budget (all of it alone).
         let cap = self.config.max_entries_per_partition;
         let mut topics: Topics = Vec::new();
         let mut estimate = 0usize;
@@ -354,8 +395,9 @@ impl Consumer {
             let Some((_, p)) = self.parts.by_id(id) else {
                 continue;
             };
-            let count = offset_model::entries_for(per, p.blob_size, cap);
-            let size = count.saturating_mul(p.blob_size.unwrap_or(budget));
+            let first = p.fetch_next.max(p.asked_until);
+            let count = p.entries_from(first, offset_model::entries_for(per, p.blob_size, cap));
+            let size = count.saturating_mul(p.blob_size.unwrap_or(per));
             if estimate > 0 && estimate.saturating_add(size) > budget {
                 self.enqueue(broker, id);
                 continue;
@@ -364,7 +406,6 @@ impl Consumer {
             let Some((tp, p)) = self.parts.by_id_mut(id) else {
                 continue;
             };
-            let first = p.fetch_next.max(p.asked_until);
             let part = LayoutPart {
                 id,
                 partition: tp.partition,
