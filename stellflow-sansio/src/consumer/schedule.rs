@@ -315,7 +315,7 @@ impl Consumer {
                 (!q.known.is_empty(), !q.unknown.is_empty())
             });
         if unknown_waits && (!known_waits || !self.fetch_turn.is_multiple_of(2)) {
-            let ids = self.unknown_request(now, broker, budget, sh);
+            let ids = self.unknown_request(now, broker, sh);
             if !ids.is_empty() {
                 return ids;
             }
@@ -342,23 +342,18 @@ impl Consumer {
         ids
     }
 
-    /// Partitions of unknown blob size for one request: as many as fit in `budget` if each
-    /// blob were four times the largest blob fetched so far (at most 64), so that a consumer
-    /// of many partitions does not learn their sizes one round trip at a time; alone before
-    /// any blob was fetched, or when an answer shared with others was too large (then the
-    /// request's partitions are asked alone, see `on_fetch_failed`).
-    fn unknown_request(
-        &mut self,
-        now: Instant,
-        broker: i32,
-        budget: usize,
-        sh: &Shared,
-    ) -> Vec<PartId> {
+    /// Partitions of unknown blob size for one request: as many as the response frame holds
+    /// if each blob were four times the largest blob fetched so far (at most 64), so that a
+    /// consumer of many partitions does not learn their sizes one round trip at a time;
+    /// alone before any blob was fetched, or when an answer shared with others was too large
+    /// (then the request's partitions are asked alone, see `on_fetch_failed`).
+    fn unknown_request(&mut self, now: Instant, broker: i32, sh: &Shared) -> Vec<PartId> {
         let guess = self.largest_blob.saturating_mul(4);
+        let frame = self.max_frame.saturating_sub(FRAME_SLACK).max(1);
         let most = if guess == 0 {
             1
         } else {
-            (budget / guess).clamp(1, 64)
+            (frame / guess).clamp(1, 64)
         };
         let mut ids = Vec::new();
         while ids.len() < most {
