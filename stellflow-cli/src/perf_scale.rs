@@ -118,7 +118,8 @@ pub fn run(g: &Global, a: &PerfScale) -> CliResult {
                 &n,
             ])?,
         };
-        runner.quiet(&["topics", "delete", &topic])?;
+        println!("{}", consume.line());
+        runner.tidy(&["topics", "delete", &topic]);
         // 2. The produce ceiling on a topic of as many partitions.
         runner.quiet(&["topics", "create", &raw_topic, "-p", &p.to_string()])?;
         let produce = Row {
@@ -127,11 +128,9 @@ pub fn run(g: &Global, a: &PerfScale) -> CliResult {
             client: keyed,
             raw: runner.measure(&raw_produce)?,
         };
-        runner.quiet(&["topics", "delete", &raw_topic])?;
-        for row in [produce, consume] {
-            println!("{}", row.line());
-            rows.push(row);
-        }
+        println!("{}", produce.line());
+        runner.tidy(&["topics", "delete", &raw_topic]);
+        rows.extend([produce, consume]);
     }
     if let Some(path) = &a.csv {
         write_csv(path, &label, &rows)?;
@@ -236,6 +235,13 @@ impl Runner {
             ));
         }
         Ok(())
+    }
+
+    /// Runs `args`, a clean-up: a failure is a warning (the rows measured stand).
+    fn tidy(&self, args: &[&str]) {
+        if let Err(e) = self.quiet(args) {
+            eprintln!("warning: {}", e.0);
+        }
     }
 
     /// Runs one `perf` case and reads its result line (`… records/sec …, N ns CPU/record …`)
