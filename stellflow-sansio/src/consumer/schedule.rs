@@ -350,11 +350,7 @@ impl Consumer {
     fn unknown_request(&mut self, now: Instant, broker: i32, sh: &Shared) -> Vec<PartId> {
         let guess = self.largest_blob.saturating_mul(4);
         let frame = self.max_frame.saturating_sub(FRAME_SLACK).max(1);
-        let most = if guess == 0 {
-            1
-        } else {
-            (frame / guess).clamp(1, 64)
-        };
+        let most = frame.checked_div(guess).map_or(1, |n| n.clamp(1, 64));
         let mut ids = Vec::new();
         while ids.len() < most {
             let Some(id) = self.pop_fetchable(now, broker, false, sh) else {
