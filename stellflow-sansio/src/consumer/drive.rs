@@ -1,7 +1,9 @@
 //! The consumer's part of the client's loop: one pass (`drive`), its earliest deadline
 //! (`deadline`) and the routing of its requests' outcomes (`on_completion`).
 
+use super::membership::Leave;
 use super::{Consumer, Op};
+use crate::health::HealthState;
 use crate::net::{Completion, OwnerTag};
 use crate::shared::Shared;
 use std::time::Instant;
@@ -16,7 +18,18 @@ impl Consumer {
             self.fail_commits(sh);
             return false;
         }
-        let mut sent = self.drive_group(now, sh);
+        if self.closing
+            && matches!(sh.health.state, HealthState::Unreachable { .. })
+            && matches!(self.group.reg.leave, Leave::Wanted { .. })
+        {
+            // Closing while no broker answers: freeing the registry slot cannot succeed, so
+            // the close does not wait for it (the others count the member gone a session
+            // after its last refresh, as after a crash).
+            self.group.reg.leave = Leave::Done;
+            self.finish_close(sh);
+        }
+        let mut sent = self.check_missing(now, sh);
+        sent |= self.drive_group(now, sh);
         // Only the partitions changed since the last pass, or whose wait ended, are looked at.
         self.wake_waiting(now, sh);
         let woken = self.parts.take_woken();
@@ -51,6 +64,8 @@ impl Consumer {
         };
         // A write unanswered for the lease margin is withdrawn then (see `drive_group`).
         take(self.withdraw_deadline());
+        // A topic no broker knows: a fresh metadata round before the poll error.
+        take(self.missing_deadline());
         // The end of the earliest partition's wait (a backoff, a retry of its start).
         if !self.closing {
             take(self.parts.next_wake());

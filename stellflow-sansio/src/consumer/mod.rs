@@ -79,6 +79,7 @@ mod drive;
 mod lease;
 mod member;
 mod membership;
+mod missing;
 mod partition;
 mod parts;
 mod processed;
@@ -185,6 +186,8 @@ pub struct Consumer {
     /// request options carrying it, which Fetch requests are sent with.
     pub(crate) fetch_trace: Option<crate::trace::TraceIds>,
     pub(crate) fetch_options: RequestOptions,
+    /// Topics asked for that no broker knows (`consumer/missing.rs`).
+    pub(crate) missing: missing::MissingTopics,
 }
 
 impl Consumer {
@@ -196,6 +199,7 @@ impl Consumer {
     ) -> Self {
         let group = Group::new(&config, bootstrap);
         Consumer {
+            missing: Default::default(),
             fetch_trace: None,
             fetch_options: RequestOptions::default(),
             config,
