@@ -47,7 +47,7 @@ END {
   for (pnl = 1; pnl <= 2; pnl++) {
     x0 = lefts[pnl]
     printf "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">%s</text>\n", x0, top - 15, title[pnl]
-    printf "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", x0, top, pw, ph
+    printf "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"gray\"/>\n", x0, top, pw, ph
     for (t = 0; t <= 4; t++) {
       v = ymax[pnl] * t / 4; y = top + ph - ph * t / 4
       printf "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>\n", x0, x0 + pw, y, y
