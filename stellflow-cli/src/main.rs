@@ -9,6 +9,7 @@ mod cpu;
 mod data;
 mod perf;
 mod perf_raw;
+mod perf_scale;
 mod progress;
 mod settings;
 

@@ -27,6 +27,11 @@ pub enum PerfCmd {
     /// agree (same machine, or NTP), and on a topic filled before the run it measures the
     /// records' age, not latency (run `perf produce` alongside for latency).
     Consume(PerfConsume),
+    /// The scale matrix: for each partition count (1, 16, 256, 1024, 4096 by default), keyed
+    /// produce beside `perf produce --raw`, then consume beside `perf consume --raw`, each run
+    /// as a child process; prints records/s, the raw ceiling of the same round, CPU per record
+    /// and the client's peak RSS. Without `-b`, against a sim broker in this process.
+    Scale(crate::perf_scale::PerfScale),
 }
 
 /// `stellflow perf produce`
@@ -47,6 +52,11 @@ pub struct PerfProduce {
     /// Partitions of the topic when the embedded broker creates it.
     #[arg(long, default_value_t = 1)]
     partitions: i32,
+    /// Keyed records: each carries one of this many distinct keys (`key-0`, `key-1`, … in
+    /// turn), so the default partitioner spreads them over every partition by key hash, as
+    /// an application keying by customer or device does (0: no key, the sticky partitioner).
+    #[arg(long, default_value_t = 0, conflicts_with = "raw")]
+    keys: u32,
     /// Measure the broker's ceiling instead: prebuilt blobs of `--batch-size` bytes sent through
     /// the core's raw request path, one Produce in flight per partition (no producer).
     #[arg(long)]
@@ -118,6 +128,7 @@ pub fn run(g: &Global, cmd: PerfCmd) -> CliResult {
     match cmd {
         PerfCmd::Produce(a) => produce(g, &a),
         PerfCmd::Consume(a) => consume(g, &a),
+        PerfCmd::Scale(a) => crate::perf_scale::run(g, &a),
     }
 }
 
@@ -150,7 +161,14 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
     }
     let producer = env.client.producer();
     let value = stellflow_blocking::bytes::Bytes::from(payload(a.record_size));
-    let record = Record::new(a.topic.as_str(), value);
+    // The records sent in turn: one without a key, or one per key (built once: the run
+    // measures the client, not building records).
+    let records: Vec<Record> = match a.keys {
+        0 => vec![Record::new(a.topic.as_str(), value)],
+        n => (0..n)
+            .map(|k| Record::new(a.topic.as_str(), value.clone()).with_key(format!("key-{k}")))
+            .collect(),
+    };
     // Unthrottled, records go in batches (one `enqueue_all`, one enqueue-time clock read and
     // one outcome a batch); throttled, one at a time on their due time.
     let batch = if a.throughput > 0.0 { 1 } else { BATCH };
@@ -188,8 +206,11 @@ fn produce(g: &Global, a: &PerfProduce) -> CliResult {
             }
         }
         let k = batch.min(a.num_records - sent);
-        let records = std::iter::repeat_n(&record, usize::try_from(k).unwrap_or(usize::MAX));
-        queue.push_back((Instant::now(), producer.enqueue_all(records)?));
+        let first = usize::try_from(sent % records.len() as u64).unwrap_or(0);
+        let rest = records.get(first..).unwrap_or_default();
+        let batch_records = (rest.iter().chain(records.iter().cycle()))
+            .take(usize::try_from(k).unwrap_or(usize::MAX));
+        queue.push_back((Instant::now(), producer.enqueue_all(batch_records)?));
         sent += k;
         let mut seen = None;
         while let Some((t, p)) = queue.front_mut() {

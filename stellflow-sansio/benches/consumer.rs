@@ -32,9 +32,32 @@ use stellflow_sansio::{
 };
 use stellflow_sim::{ClusterConfig, LogConfig, SimCluster};
 
-const PARTITIONS: i32 = 4;
-const BLOBS_PER_PARTITION: usize = 16;
-const RECORDS_PER_BLOB: usize = 1000;
+/// How the records of a round lie: partitions, blobs per partition, records per blob.
+#[derive(Clone, Copy)]
+struct Shape {
+    partitions: i32,
+    blobs: usize,
+    records: usize,
+}
+
+/// The default figures' shape: 4 partitions of 16 blobs of 1000 records.
+const FOUR: Shape = Shape {
+    partitions: 4,
+    blobs: 16,
+    records: 1000,
+};
+/// The scale pair: the same 65 536 records a round on one partition (64 blobs of 1024) and
+/// spread over 1024 partitions (one blob of 64 on each).
+const ONE: Shape = Shape {
+    partitions: 1,
+    blobs: 64,
+    records: 1024,
+};
+const MANY: Shape = Shape {
+    partitions: 1024,
+    blobs: 1,
+    records: 64,
+};
 /// The value size: `CONSUMER_BENCH_VALUE` bytes (default 1024; 100 for the figure `perf
 /// consume` at 100 B compares with).
 fn value_size() -> usize {
@@ -103,11 +126,16 @@ impl stellflow_sansio::ConsumerHook for CountHook {
 
 /// Client time and records of one run over blobs built with `envelope`.
 fn run(envelope: Envelope, label: &str, take: Take) -> f64 {
-    run_with(envelope, label, take, Hooks::default())
+    run_with(envelope, label, take, Hooks::default(), FOUR)
 }
 
 /// Client time and records of one run over blobs built with `envelope`, with `hooks`.
-fn run_with(envelope: Envelope, label: &str, take: Take, hooks: Hooks) -> f64 {
+fn run_with(envelope: Envelope, label: &str, take: Take, hooks: Hooks, shape: Shape) -> f64 {
+    let Shape {
+        partitions,
+        blobs,
+        records,
+    } = shape;
     let value_len = value_size();
     let mut now = Instant::now();
     let log = LogConfig {
@@ -115,16 +143,16 @@ fn run_with(envelope: Envelope, label: &str, take: Take, hooks: Hooks) -> f64 {
         ..LogConfig::default()
     };
     let mut sim = SimCluster::new(ClusterConfig::with_brokers(1).log_config(log), now, 1);
-    sim.create_topic("bench", PARTITIONS, 1).expect("topic");
+    sim.create_topic("bench", partitions, 1).expect("topic");
     let value = vec![b'v'; value_len];
-    for p in 0..PARTITIONS {
-        for _ in 0..BLOBS_PER_PARTITION {
+    for p in 0..partitions {
+        for _ in 0..blobs {
             let mut b = BatchBuilder::with_capacity(
                 BatchParams::default(),
                 envelope,
-                RECORDS_PER_BLOB * (value_len + 40),
+                records * (value_len + 40),
             );
-            for i in 0..RECORDS_PER_BLOB {
+            for i in 0..records {
                 let key = (i as u64).to_be_bytes();
                 b.append(1_700_000_000_000, Some(&key), Some(&value))
                     .expect("append");
@@ -136,13 +164,13 @@ fn run_with(envelope: Envelope, label: &str, take: Take, hooks: Hooks) -> f64 {
     config.consumer.auto_offset_reset = OffsetReset::Earliest;
     config.hooks = hooks;
     let mut client = Client::new(config, now, 1).expect("client");
-    let tps: Vec<TopicPartition> = (0..PARTITIONS)
+    let tps: Vec<TopicPartition> = (0..partitions)
         .map(|p| TopicPartition::new("bench", p))
         .collect();
     let mut links: HashMap<stellflow_sansio::ConnId, stellflow_sim::ConnId> = HashMap::new();
     let mut rev: HashMap<stellflow_sim::ConnId, stellflow_sansio::ConnId> = HashMap::new();
     let mut buf = BytesMut::new();
-    let per_round = PARTITIONS as usize * BLOBS_PER_PARTITION * RECORDS_PER_BLOB;
+    let per_round = partitions as usize * blobs * records;
     let mut timed = Duration::ZERO;
     let mut input_time = Duration::ZERO;
     let mut delivered = 0usize;
@@ -304,6 +332,7 @@ fn main() {
             "v1, leases, one hook",
             Take::Leases,
             hooks,
+            FOUR,
         ));
     }
     let ratios: Vec<String> = (plain.iter().zip(&hooked))
@@ -321,5 +350,42 @@ fn main() {
     println!(
         "RESULT consumer-records-per-sec-leased-hooked {}",
         median(&mut hooked) as u64
+    );
+    scale_pair(&median);
+}
+
+/// One partition beside 1024 partitions, the same records a round, whole blobs as views
+/// (`perf consume`'s path), in paired rounds (A B A B A B): the core's cost per record must
+/// not grow with the partitions it is assigned.
+fn scale_pair(median: &dyn Fn(&mut Vec<f64>) -> f64) {
+    let (mut one, mut many) = (Vec::new(), Vec::new());
+    let run = |shape, label| run_with(Envelope::V1, label, Take::Views, Hooks::default(), shape);
+    for _ in 0..3 {
+        one.push(run(ONE, "v1, views, 1 partition"));
+        many.push(run(MANY, "v1, views, 1024 partitions"));
+    }
+    let ratios: Vec<String> = (one.iter().zip(&many))
+        .map(|(a, b)| format!("{:.3}", b / a))
+        .collect();
+    println!(
+        "1024 partitions / 1 partition per pair: {}",
+        ratios.join(" ")
+    );
+    let (one, many) = (median(&mut one), median(&mut many));
+    println!(
+        "RESULT consumer-records-per-sec-views-1-partition {}",
+        one as u64
+    );
+    println!(
+        "RESULT consumer-records-per-sec-views-1024-partitions {}",
+        many as u64
+    );
+    println!(
+        "RESULT consumer-cpu-ns-per-record-views-1-partition {:.0}",
+        1e9 / one
+    );
+    println!(
+        "RESULT consumer-cpu-ns-per-record-views-1024-partitions {:.0}",
+        1e9 / many
     );
 }

@@ -18,15 +18,18 @@ const MAX_LEASED_BLOBS: usize = 64;
 impl Consumer {
     /// Drops every queued blob of `tp`.
     pub(crate) fn drop_ready(&mut self, tp: &TopicPartition) {
+        let Some(id) = self.parts.id_of(tp) else {
+            return;
+        };
         let mut freed = 0;
         self.ready.retain(|b| {
-            let keep = b.tp != *tp;
+            let keep = b.part != id;
             if !keep {
                 freed += b.size;
             }
             keep
         });
-        if let Some(p) = self.parts.get_mut(tp) {
+        if let Some((_, p)) = self.parts.by_id_mut(id) {
             freed += p.parked.drain(..).map(|b| b.size).sum::<usize>();
         }
         self.release(freed);
@@ -46,8 +49,9 @@ impl Consumer {
         blob.id = self.next_blob_id;
         self.next_blob_id += 1;
         self.buffered += blob.size;
-        match self.parts.get_mut(&blob.tp) {
-            Some(p) if p.paused => p.parked.push_back(blob),
+        let paused = (self.parts.by_id(blob.part)).is_some_and(|(_, p)| p.paused);
+        match self.parts.by_id_mut_quiet(blob.part) {
+            Some(p) if paused => p.parked.push_back(blob),
             _ => self.ready.push_back(blob),
         }
     }
@@ -216,10 +220,10 @@ impl Consumer {
     /// Removes the front blob, moving its partition's position past it and freeing its space.
     fn take_front(&mut self) -> Option<ReadyBlob> {
         let b = self.ready.pop_front()?;
-        if let Some(p) = self.parts.get_mut(&b.tp)
-            && p.epoch == b.epoch
-            && b.offset >= p.delivered.offset
-        {
+        // By id, checked by epoch (ids are given again, epochs never): no name compared.
+        let current = (self.parts.by_id(b.part))
+            .is_some_and(|(_, p)| p.epoch == b.epoch && b.offset >= p.delivered.offset);
+        if current && let Some(p) = self.parts.by_id_mut_quiet(b.part) {
             p.delivered = Position::blob(offset_model::next_after(b.offset));
         }
         self.release(b.size);

@@ -2,7 +2,6 @@
 //! (`deadline`) and the routing of its requests' outcomes (`on_completion`).
 
 use super::membership::Leave;
-use super::partition::Start;
 use super::{Consumer, Op};
 use crate::health::HealthState;
 use crate::net::{Completion, OwnerTag};
@@ -31,7 +30,11 @@ impl Consumer {
         }
         let mut sent = self.check_missing(now, sh);
         sent |= self.drive_group(now, sh);
-        sent |= self.resolve_starts(now, sh);
+        // Only the partitions changed since the last pass, or whose wait ended, are looked at.
+        self.wake_waiting(now, sh);
+        let woken = self.parts.take_woken();
+        sent |= self.resolve_starts(now, &woken, sh);
+        self.queue_fetchable(now, &woken, sh);
         sent |= self.send_fetches(now, sh);
         sent
     }
@@ -63,21 +66,9 @@ impl Consumer {
         take(self.withdraw_deadline());
         // A topic no broker knows: a fresh metadata round before the poll error.
         take(self.missing_deadline());
-        for p in self.parts.values() {
-            match p.start {
-                Start::Ready
-                    if !p.paused
-                        && p.in_flight == 0
-                        && !self.closing
-                        && self.buffered < self.config.max_buffered_bytes =>
-                {
-                    take(p.not_before);
-                }
-                Start::Unknown | Start::NeedsReset(_) | Start::NeedsTime(_) | Start::CheckEnd => {
-                    take(p.retry_at)
-                }
-                _ => {}
-            }
+        // The end of the earliest partition's wait (a backoff, a retry of its start).
+        if !self.closing {
+            take(self.parts.next_wake());
         }
         d
     }

@@ -10,13 +10,15 @@
 //! * **The consumer** ([`Consumer`], here) and its steps, each an `impl Consumer` in its own
 //!   file taking the client's non-feature state as one explicit borrow (`sh: &mut Shared`):
 //!   `commands` (the client's commands), `drive` (its pass, deadline and answer routing),
+//!   `schedule` (per leader broker, the queue of partitions the next Fetch asks for),
 //!   [`positions`] (assignment, seeks, resets, pauses), `delivery` (the delivery queue: lazy,
 //!   zero-copy decoding), [`fetcher`] (one Fetch per leader broker, one entry per blob,
 //!   empty-fetch backoff), `start` (start positions), `processed` (marks), `commit`, [`group`] (coordinator,
 //!   JoinGroup/SyncGroup/Heartbeat, rebalances) and `membership` (the member registry). A step
 //!   calls another through `Consumer`'s methods, never by importing its file.
 //! * **Plain data the steps share**, importing no step: `partition` (one partition's state:
-//!   start, position, fetch bookkeeping, its blobs), `member` (the member's protocol state),
+//!   start, position, fetch bookkeeping, its blobs), `parts` (the assigned partitions by id,
+//!   and the ones the next pass looks at: changed since the last, or whose wait ended), `member` (the member's protocol state),
 //!   `registry`, `assignor`, `lease`, `view`.
 //! * **Below the consumer**, importing nothing of it, the contract it shares with the rest of
 //!   the crate: [`crate::offset_model`] (the one module that knows how offsets and blobs
@@ -53,8 +55,10 @@
 //!   partition until a seek). A position within the log end only waits for the high watermark.
 //! * **Below the log start** (retention): [`ConsumerEvent::LogStartMoved`], then the policy.
 //! * **Answer sizes.** An entry returns at least one whole blob, and nothing caps an answer, so
-//!   a Fetch never asks more than the blob sizes seen allow: a partition whose blob size is
-//!   unknown is asked alone with one entry. If the broker's answer is still larger than
+//!   a Fetch never asks more than the blob sizes seen allow, nor more blobs of a partition
+//!   than the latest high watermark says are there: a partition whose blob size is unknown
+//!   is asked with one entry, alone before any blob was fetched, else beside others of
+//!   unknown size as if each blob were four times the largest fetched. If the broker's answer is still larger than
 //!   [`crate::ClientConfig::max_response_frame`], the partitions of that request are asked
 //!   alone next; a single blob that alone is too large raises
 //!   [`ConsumerEvent::FetchTooLarge`] and stops its partition until a seek, instead of asking
@@ -79,11 +83,13 @@ mod member;
 mod membership;
 mod missing;
 mod partition;
+mod parts;
 mod processed;
 mod rebalance;
 mod registry;
 mod roster;
 mod rounds;
+mod schedule;
 mod start;
 mod view;
 
@@ -104,10 +110,11 @@ use crate::offset_model::Position;
 use crate::request::RequestOptions;
 use crate::shared::Shared;
 use crate::topic_partition::TopicPartition;
-use fetcher::FetchLayout;
 use group::Group;
-use partition::{PartState, ReadyBlob};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use partition::{FetchLayout, ReadyBlob};
+use parts::{PartId, Parts};
+use schedule::BrokerQueue;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::Instant;
 
 /// What a seek moves a partition to.
@@ -140,7 +147,18 @@ pub enum SeekTo {
 #[derive(Debug)]
 pub struct Consumer {
     pub(crate) config: ConsumerConfig,
-    pub(crate) parts: BTreeMap<TopicPartition, PartState>,
+    /// The assigned partitions, and those a pass looks at (`consumer/parts.rs`).
+    pub(crate) parts: Parts,
+    /// Per leader broker, the partitions that may fetch next (`consumer/schedule.rs`).
+    pub(crate) fetch_queues: BTreeMap<i32, BrokerQueue>,
+    /// Partitions waiting for the metadata to name their leader: woken when it changes.
+    pub(crate) waiting_leader: Vec<PartId>,
+    /// The metadata generation the waiting partitions were last looked at under.
+    pub(crate) seen_metadata: u64,
+    /// Partitions whose committed offset waits for the group coordinator to be known.
+    pub(crate) waiting_coordinator: Vec<PartId>,
+    /// Partitions holding answers that overtook an earlier one (some may hold none by now).
+    pub(crate) held_parts: BTreeSet<PartId>,
     pub(crate) ready: VecDeque<ReadyBlob>,
     pub(crate) buffered: usize,
     pub(crate) fetch_wake: bool,
@@ -162,6 +180,9 @@ pub struct Consumer {
     pub(crate) extra_close_waiters: u32,
     /// The id the next queued blob gets.
     pub(crate) next_blob_id: u64,
+    /// The largest blob fetched so far, the guess for partitions whose blob size is unknown
+    /// (`consumer/schedule.rs`).
+    pub(crate) largest_blob: usize,
     /// What the application marked processed (`consumer/processed.rs`).
     pub(crate) processed: processed::Processed,
     /// When `close_consumer` was called.
@@ -187,7 +208,12 @@ impl Consumer {
             fetch_trace: None,
             fetch_options: RequestOptions::default(),
             config,
-            parts: BTreeMap::new(),
+            parts: Parts::default(),
+            fetch_queues: BTreeMap::new(),
+            waiting_leader: Vec::new(),
+            seen_metadata: 0,
+            waiting_coordinator: Vec::new(),
+            held_parts: BTreeSet::new(),
             ready: VecDeque::new(),
             buffered: 0,
             fetch_wake: false,
@@ -203,6 +229,7 @@ impl Consumer {
             closed: false,
             extra_close_waiters: 0,
             next_blob_id: 0,
+            largest_blob: 0,
             processed: Default::default(),
             close_started: None,
         }

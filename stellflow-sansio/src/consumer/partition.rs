@@ -12,6 +12,11 @@ use std::time::{Duration, Instant};
 use stellflow_proto::messages::FetchPartitionResponse;
 use stellflow_proto::record::{BlobRecords, blob_records};
 
+/// A partition's id while it is assigned (`consumer/parts.rs`); an id is given again after
+/// its partition left, so a holder checks the partition's epoch (epochs are never reused)
+/// before it trusts one.
+pub(crate) type PartId = u32;
+
 /// How far a partition is in finding its starting position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
@@ -88,6 +93,9 @@ pub struct PartState {
     /// caller's [`crate::DriverExt::set_trace`]): the ListOffsets or OffsetFetch that resolves it
     /// carries it, retries too; cleared once the position is known.
     pub seek_trace: Option<crate::trace::TraceIds>,
+    /// An answer it shared with other partitions was too large: asked alone, one blob at a
+    /// time, until a blob of it is seen.
+    pub ask_alone: bool,
 }
 
 impl PartState {
@@ -115,6 +123,7 @@ impl PartState {
             end_checked: None,
             handing_over: false,
             seek_trace: None,
+            ask_alone: false,
         }
     }
 
@@ -128,8 +137,9 @@ impl PartState {
     }
 
     /// Fetchable now: positioned, not paused, not backing off, and either nothing asked yet
-    /// or streaming (blob size known, the last answer full) with fewer than `depth` requests
-    /// in flight or held.
+    /// or streaming (blob size known, the last answer full, blobs known to be there below
+    /// the high watermark not all asked for) with fewer than `depth` requests in flight or
+    /// held.
     pub fn fetchable(&self, now: Instant, depth: usize) -> bool {
         if self.start != Start::Ready
             || self.paused
@@ -139,7 +149,25 @@ impl PartState {
             return false;
         }
         let asked = self.in_flight + self.held.len();
-        asked == 0 || (asked < depth && self.blob_size.is_some() && self.empty_backoff.is_zero())
+        asked == 0
+            || (asked < depth
+                && self.blob_size.is_some()
+                && self.empty_backoff.is_zero()
+                && self.high_watermark.is_none_or(|hw| self.asked_until < hw))
+    }
+
+    /// How many blobs a request starting at `first` may ask for: `wanted`, but no more than
+    /// the latest answer's high watermark says are there (at least one, which also asks
+    /// whether more came): entries past the end only cost the broker a lookup each, and
+    /// reserve buffer room for blobs that do not exist.
+    pub fn entries_from(&self, first: i64, wanted: usize) -> usize {
+        match self.high_watermark {
+            Some(hw) => {
+                let there = usize::try_from(hw.saturating_sub(first)).unwrap_or(0);
+                wanted.min(there).max(1)
+            }
+            None => wanted,
+        }
     }
 
     /// Ends the current pipeline: answers already asked for are dropped when they come, and
@@ -160,6 +188,7 @@ impl PartState {
     pub fn saw_blob(&mut self, size: usize) {
         let decayed = self.blob_size.map_or(0, |s| s - s / 16);
         self.blob_size = Some(size.max(decayed).max(1));
+        self.ask_alone = false;
     }
 }
 
@@ -191,13 +220,22 @@ pub struct ReadyBlob {
     pub(super) records: BlobRecords,
     /// The blob itself, for its declared record count when it is handed over whole.
     pub(super) bytes: Bytes,
+    /// The id of its partition (checked against `epoch` before use: ids are given again).
+    pub(crate) part: PartId,
 }
 
 impl ReadyBlob {
-    pub(crate) fn new(tp: TopicPartition, offset: i64, epoch: u64, skip: u32, blob: Bytes) -> Self {
+    pub(crate) fn new(
+        (part, tp): (PartId, TopicPartition),
+        offset: i64,
+        epoch: u64,
+        skip: u32,
+        blob: Bytes,
+    ) -> Self {
         let size = blob.len();
         ReadyBlob {
             id: 0,
+            part,
             tp,
             offset,
             epoch,
@@ -217,11 +255,25 @@ impl ReadyBlob {
 /// One partition's entries in a Fetch request: blobs `first .. first + count`.
 #[derive(Debug, Clone)]
 pub struct LayoutPart {
+    /// The id of the partition asked for (checked against `epoch` before use).
+    pub(super) id: PartId,
     pub(super) partition: i32,
     pub(super) first: i64,
     pub(super) count: usize,
     pub(super) epoch: u64,
     pub(super) pipeline: u64,
+}
+
+/// A Fetch request's partitions by topic, in request order.
+pub(super) type Topics = Vec<(std::sync::Arc<str>, Vec<LayoutPart>)>;
+
+/// What a Fetch in flight asked for, in request order.
+#[derive(Debug, Clone)]
+pub struct FetchLayout {
+    pub(crate) broker: i32,
+    pub(super) topics: Topics,
+    /// Blob bytes the request may bring (blob sizes seen times entries).
+    pub(super) estimate: usize,
 }
 
 /// Groups `(topic, partition)` pairs into per-topic lists, keeping first-seen topic order.
@@ -230,7 +282,10 @@ pub(crate) fn by_topic<T>(
 ) -> Vec<(TopicPartition, Vec<(i32, T)>)> {
     let mut out: Vec<(TopicPartition, Vec<(i32, T)>)> = Vec::new();
     for (tp, t) in items {
-        match out.iter_mut().find(|(k, _)| k.topic == tp.topic) {
+        match out
+            .iter_mut()
+            .find(|(k, _)| same_topic(&k.topic, &tp.topic))
+        {
             Some((_, v)) => v.push((tp.partition, t)),
             None => {
                 let p = tp.partition;
@@ -239,4 +294,10 @@ pub(crate) fn by_topic<T>(
         }
     }
     out
+}
+
+/// Whether two topic names are the same, comparing bytes only when the names are not one
+/// allocation (the consumer's names of one topic share one `Arc`).
+pub(crate) fn same_topic(a: &std::sync::Arc<str>, b: &std::sync::Arc<str>) -> bool {
+    std::sync::Arc::ptr_eq(a, b) || a == b
 }

@@ -51,12 +51,9 @@ impl Consumer {
 
     fn remove_partition(&mut self, tp: &TopicPartition) {
         self.processed.forget(tp);
-        if let Some(p) = self.parts.remove(tp) {
-            self.buffered = self
-                .buffered
-                .saturating_sub(p.parked.iter().map(|b| b.size).sum());
-        }
+        // Its queued and parked blobs first, found by its id while it still has one.
         self.drop_ready(tp);
+        self.parts.remove(tp);
     }
 
     /// Moves `tp` to `position`: drops what was fetched, invalidates fetches in flight.
@@ -111,14 +108,17 @@ impl Consumer {
 
     /// The position of `tp`, counting records delivered from a partly consumed blob.
     pub fn position(&self, tp: &TopicPartition) -> Option<Position> {
-        let p = self.parts.get(tp)?;
+        let id = self.parts.id_of(tp)?;
+        let (_, p) = self.parts.by_id(id)?;
         if !matches!(p.start, Start::Ready) {
             return None;
         }
+        // Only the queue's front blob can be partly taken (records are taken from the front):
+        // any other blob of this partition starts where its position says.
         let front = if p.paused {
             p.parked.front()
         } else {
-            self.ready.iter().find(|b| b.tp == *tp)
+            self.ready.front().filter(|b| b.part == id)
         };
         match front {
             Some(b) if b.offset == p.delivered.offset && b.epoch == p.epoch => {
@@ -139,7 +139,10 @@ impl Consumer {
     /// Pauses or resumes `tp`; its buffered blobs are held aside meanwhile.
     pub(crate) fn set_paused(&mut self, tp: &TopicPartition, pausing: Pausing) {
         let paused = pausing == Pausing::Pause;
-        let Some(p) = self.parts.get_mut(tp) else {
+        let Some(id) = self.parts.id_of(tp) else {
+            return;
+        };
+        let Some((_, p)) = self.parts.by_id_mut(id) else {
             return;
         };
         if p.paused == paused {
@@ -150,7 +153,7 @@ impl Consumer {
             let (mine, rest): (VecDeque<ReadyBlob>, VecDeque<ReadyBlob>) =
                 std::mem::take(&mut self.ready)
                     .into_iter()
-                    .partition(|b| b.tp == *tp);
+                    .partition(|b| b.part == id);
             self.ready = rest;
             p.parked = mine;
         } else {

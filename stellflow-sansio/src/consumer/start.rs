@@ -1,7 +1,7 @@
 //! Start positions: the committed offset (OffsetFetch on the coordinator), else the reset
 //! policy (ListOffsets on the leader), else a stop until the user seeks.
 
-use super::partition::{Start, by_topic};
+use super::partition::{PartId, Start, by_topic};
 use super::{Consumer, ConsumerEvent, LogStartAction, OffsetReset, Op, TopicPartition, emit};
 use crate::error::RequestError;
 use crate::net::{Origin, Reply};
@@ -77,17 +77,24 @@ impl Consumer {
     }
 
     /// Asks for committed offsets and reset offsets of partitions without a position.
-    pub(crate) fn resolve_starts(&mut self, now: Instant, sh: &mut Shared) -> bool {
+    /// Only the `woken` partitions (changed since the last pass, or whose wait ended) are
+    /// looked at; one whose retry is not due yet wakes when it is.
+    pub(crate) fn resolve_starts(
+        &mut self,
+        now: Instant,
+        woken: &[PartId],
+        sh: &mut Shared,
+    ) -> bool {
         if self.closing || self.closed {
             return false;
         }
         // 1. Partitions with nothing known yet: the committed offset (with a group), else the
         //    reset policy.
-        let (ask, fetch_trace) = self.choose_starts(now, sh);
+        let (ask, fetch_trace) = self.choose_starts(now, woken, sh);
         // 2. One OffsetFetch on the coordinator for the committed offsets.
         let mut sent = self.send_offset_fetch(now, ask, fetch_trace, sh);
         // 3. The partitions to reset, seek by time or check the end of, by leader.
-        let by_leader = self.resets_by_leader(now, sh);
+        let by_leader = self.resets_by_leader(now, woken, sh);
         // 4. One ListOffsets per leader.
         for (leader, list) in by_leader {
             self.send_list_offsets(now, leader, list, sh);
@@ -103,22 +110,31 @@ impl Consumer {
     fn choose_starts(
         &mut self,
         now: Instant,
+        woken: &[PartId],
         sh: &mut Shared,
     ) -> (Vec<(TopicPartition, u64)>, Option<TraceIds>) {
         let has_group = self.config.group_id.is_some();
         let coordinator_known = self.group.coordinator.is_some();
         let mut unknown = Vec::new();
-        for (tp, p) in &self.parts {
-            if p.start == Start::Unknown && !p.handing_over && p.retry_at.is_none_or(|t| t <= now) {
-                unknown.push(tp.clone());
+        for &id in woken {
+            let Some((tp, p)) = self.parts.by_id(id) else {
+                continue;
+            };
+            if p.start != Start::Unknown || p.handing_over {
+                continue;
+            }
+            match p.retry_at {
+                Some(t) if t > now => self.parts.wake_at(id, t, now),
+                _ => unknown.push((id, tp.clone())),
             }
         }
         let mut ask = Vec::new();
         let mut fetch_trace = None;
-        for tp in unknown {
+        for (id, tp) in unknown {
             let start = if has_group {
                 if !coordinator_known {
                     self.group.want_coordinator = true;
+                    self.waiting_coordinator.push(id);
                     continue;
                 }
                 Start::AwaitCommitted
@@ -196,42 +212,68 @@ impl Consumer {
     /// The partitions that need a ListOffsets (a reset, a seek by time, an end check) and are
     /// not backing off, by leader; each is marked `AwaitReset`. A partition whose leader is
     /// unknown backs off until the metadata names one (a refresh is asked for).
-    fn resets_by_leader(&mut self, now: Instant, sh: &mut Shared) -> BTreeMap<i32, Vec<Asked>> {
+    fn resets_by_leader(
+        &mut self,
+        now: Instant,
+        woken: &[PartId],
+        sh: &mut Shared,
+    ) -> BTreeMap<i32, Vec<Asked>> {
         let mut by_leader: BTreeMap<i32, Vec<Asked>> = BTreeMap::new();
         let cluster = sh.metadata.cluster();
         let mut refresh = false;
-        for (tp, p) in self.parts.iter_mut() {
+        for &id in woken {
+            let Some((tp, p)) = self.parts.by_id(id) else {
+                continue;
+            };
             let ask = match p.start {
                 Start::NeedsReset(policy) => Ask::Reset(policy),
                 Start::NeedsTime(ms) => Ask::Time(ms),
                 Start::CheckEnd => Ask::CheckEnd,
                 _ => continue,
             };
+            let (waits_leader, retry_at) = (p.leader_wait, p.retry_at.filter(|t| *t > now));
             // Look the leader up only for a partition that may reset or waits for a leader.
-            if !p.leader_wait && p.retry_at.is_some_and(|t| t > now) {
+            if !waits_leader && let Some(t) = retry_at {
+                self.parts.wake_at(id, t, now);
                 continue;
             }
-            let leader = cluster
+            let leader = match cluster
                 .partition(&tp.topic, tp.partition)
-                .map(|i| i.leader());
-            p.leader_known(matches!(leader, Some(Ok(_))));
-            if p.retry_at.is_some_and(|t| t > now) {
+                .map(|i| i.leader())
+            {
+                Some(Ok(leader)) => Some(leader),
+                _ => None,
+            };
+            let tp = tp.clone();
+            if waits_leader
+                && leader.is_none()
+                && let Some(t) = retry_at
+            {
+                self.waiting_leader.push(id);
+                self.parts.wake_at(id, t, now);
                 continue;
             }
+            let Some((_, p)) = self.parts.by_id_mut(id) else {
+                continue;
+            };
+            p.leader_known(leader.is_some());
             match leader {
-                Some(Ok(leader)) => {
+                Some(leader) => {
                     p.start = Start::AwaitReset;
                     by_leader.entry(leader).or_default().push((
-                        tp.clone(),
+                        tp,
                         p.epoch,
                         ask,
                         p.seek_trace.clone(),
                     ));
                 }
-                _ => {
+                None => {
                     refresh = true;
+                    let until = now + self.config.fetch_backoff_max;
                     p.leader_wait = true;
-                    p.retry_at = Some(now + self.config.fetch_backoff_max);
+                    p.retry_at = Some(until);
+                    self.waiting_leader.push(id);
+                    self.parts.wake_at(id, until, now);
                 }
             }
         }
