@@ -58,7 +58,7 @@ pub use error::{Error, Result};
 pub use prelude::*;
 pub use producer::{Delivery, Producer, Record};
 
-pub use runtime::{Runtime, unresolved};
+pub use runtime::{Runtime, os_seed, unresolved};
 pub use state::{Committed, Events, Rebalance};
 
 /// What each adapter crate re-exports (`pub use stellflow_async::prelude::*`) next to its own
