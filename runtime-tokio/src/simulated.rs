@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::TcpStream;
 
 /// Most bytes one read of a simulated stream takes (its room is zeroed first).
-const SIMULATED_READ: usize = 64 * 1024;
+const SIMULATED_READ: usize = 16 * 1024;
 
 /// A connection of the [`crate::Tokio`] runtime built with the `turmoil` feature: a tokio
 /// `TcpStream`, or inside a turmoil simulation (`turmoil::in_simulation()`) a

@@ -1,7 +1,8 @@
 //! The trace hash: one number for everything the brokers and the applications of a world
 //! observed, so that two runs of one seed can be compared at a glance.
 
-/// A running FNV-1a hash (64 bits) of tagged events. Two runs of a world are the same run when
+/// A running 64-bit hash of tagged events, eight bytes a step (each event's length goes in
+/// first, so padding its last word is unambiguous). Two runs of a world are the same run when
 /// their hashes match: every byte each broker received and sent, in order, went into it, and
 /// every observation an application reported ([`crate::SimulatedCluster::observe`]).
 #[derive(Debug, Clone)]
@@ -11,7 +12,8 @@ pub(crate) struct TraceHash {
 }
 
 const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const PRIME: u64 = 0x0000_0100_0000_01b3;
+/// An odd multiplier with well-spread bits (2^64 divided by the golden ratio).
+const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 
 impl TraceHash {
     /// The hash of no events.
@@ -25,17 +27,29 @@ impl TraceHash {
     /// Adds one event: its kind, a number naming where it happened, its bytes.
     pub fn record(&mut self, kind: u8, at: u64, bytes: &[u8]) {
         self.events += 1;
-        self.feed(&[kind]);
-        self.feed(&at.to_be_bytes());
-        self.feed(&(bytes.len() as u64).to_be_bytes());
+        self.mix(u64::from(kind));
+        self.mix(at);
+        self.mix(bytes.len() as u64);
         self.feed(bytes);
     }
 
     fn feed(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.state ^= u64::from(*b);
-            self.state = self.state.wrapping_mul(PRIME);
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            self.mix(u64::from_le_bytes(w));
         }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.mix(u64::from_le_bytes(w));
+        }
+    }
+
+    fn mix(&mut self, word: u64) {
+        self.state = (self.state ^ word).wrapping_mul(MULTIPLIER).rotate_left(29);
     }
 
     /// The hash so far.

@@ -42,7 +42,7 @@ pub struct Plan {
 }
 
 /// Faults start within this much of the world's start; every one has ended a few seconds later.
-pub const FAULT_WINDOW: Duration = Duration::from_millis(6000);
+pub const FAULT_WINDOW: Duration = Duration::from_millis(3000);
 
 fn ms(rng: &mut SimRng, from: u64, to: u64) -> Duration {
     Duration::from_millis(from + rng.below(to - from))
@@ -55,28 +55,28 @@ impl Plan {
         let instances = 2 + rng.below(2) as usize;
         let mut steps = Vec::new();
         for _ in 0..2 + rng.below(5) {
-            let at = ms(&mut rng, 300, FAULT_WINDOW.as_millis() as u64);
+            let at = ms(&mut rng, 100, FAULT_WINDOW.as_millis() as u64);
             let instance = 1 + rng.below(instances as u64) as usize;
             let broker = 1 + rng.below(brokers as u64) as i32;
             let fault = match rng.below(5) {
                 0 => Fault::CrashInstance {
                     instance,
-                    down: ms(&mut rng, 100, 2000),
+                    down: ms(&mut rng, 100, 1500),
                 },
                 1 => Fault::CrashBroker {
                     broker,
-                    down: ms(&mut rng, 300, 3000),
+                    down: ms(&mut rng, 300, 1500),
                 },
                 2 => Fault::Partition {
                     instance,
                     broker,
-                    lasting: ms(&mut rng, 200, 2500),
+                    lasting: ms(&mut rng, 200, 1500),
                 },
                 3 => Fault::Latency {
                     instance,
                     broker,
                     max: ms(&mut rng, 5, 60),
-                    lasting: ms(&mut rng, 500, 3000),
+                    lasting: ms(&mut rng, 300, 1500),
                 },
                 _ => Fault::MoveLeader {
                     partition: rng.below(partitions as u64) as i32,

@@ -23,6 +23,8 @@ const INPUT: &str = "input";
 const OUTPUT: &str = "output";
 /// A world that has not seen every output by then has lost some.
 const WORLD_LIMIT: Duration = Duration::from_secs(90);
+/// Virtual time of one step of a world: a round trip takes one or two.
+const TICK: Duration = Duration::from_millis(10);
 /// How long a failed service waits before it starts again (a supervisor's restart delay).
 const RESTART_DELAY: Duration = Duration::from_millis(200);
 
@@ -69,8 +71,8 @@ pub fn input_value(key: usize, seq: usize) -> String {
 fn service_config(bootstrap: &str) -> ClientConfig {
     let mut config = transform_tokio::config(bootstrap, GROUP).expect("a valid configuration");
     quick(&mut config);
-    config.consumer.session_timeout = Duration::from_secs(3);
-    config.consumer.heartbeat_interval = Duration::from_millis(500);
+    config.consumer.session_timeout = Duration::from_millis(1500);
+    config.consumer.heartbeat_interval = Duration::from_millis(250);
     config.consumer.auto_commit_interval = Duration::from_millis(200);
     config
 }
@@ -86,7 +88,7 @@ fn quick(config: &mut ClientConfig) {
 pub fn run(seed: u64, planted: Planted) -> Result<Report, String> {
     let plan = Plan::new(seed, BROKERS, PARTITIONS);
     let mut sim = stellflow_turmoil::builder(seed)
-        .tick_duration(Duration::from_millis(2))
+        .tick_duration(TICK)
         .min_message_latency(Duration::ZERO)
         .max_message_latency(Duration::from_millis(2))
         .build();
