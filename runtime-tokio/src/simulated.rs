@@ -64,6 +64,11 @@ impl Socket {
     pub(crate) fn tcp(stream: TcpStream) -> Socket {
         Socket(Inner::Tcp(stream))
     }
+
+    /// The tokio stream of a connection outside a simulation; `None` for a simulated one.
+    pub fn tcp_stream(&self) -> Option<&TcpStream> {
+        SocketIo::as_tcp(self)
+    }
 }
 
 impl SocketIo for Socket {

@@ -55,6 +55,10 @@ mod broker;
 mod state;
 mod trace;
 
+/// The turmoil this crate builds its worlds with (use it to name `turmoil::Sim` and its
+/// network faults without a version of your own to keep in step).
+pub use turmoil;
+
 use state::{ClusterState, kind};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, UNIX_EPOCH};

@@ -6,6 +6,8 @@
 #[path = "../../runtime-tokio/examples/transform_tokio.rs"]
 mod transform_tokio;
 
+// Shared with `app_simulation`; this test reads only whether a world failed.
+#[allow(dead_code)]
 mod app_world;
 
 use transform_tokio::Planted;
