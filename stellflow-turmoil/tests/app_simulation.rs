@@ -37,6 +37,12 @@ fn env_u64(name: &str) -> Option<u64> {
 fn the_transformer_loses_nothing_keeps_key_order_and_repeats_only_after_a_handover() {
     let planted = Planted::from_env();
     if let Some(seed) = env_u64("STELLFLOW_APP_SIM_SEED") {
+        if let Ok(level) = std::env::var("STELLFLOW_APP_SIM_LOG") {
+            let level: tracing_subscriber::filter::LevelFilter = level
+                .parse()
+                .expect("STELLFLOW_APP_SIM_LOG: error, warn, info, debug or trace");
+            tracing_subscriber::fmt().with_max_level(level).init();
+        }
         match app_world::run(seed, planted) {
             Ok(r) => println!(
                 "seed {seed}: {} processed, {} again, {:?} virtual, {} events\ntrace hash {:016x}",

@@ -50,47 +50,108 @@ fn per_key_order(log: &Log) -> Result<(), String> {
     Ok(())
 }
 
-/// Splits each input partition's processing into runs (one start of the service reading
-/// forward) and checks that a run begins no earlier than the group's commit before it:
-/// what it processes again is what came after the last commit, and only a new run (a
-/// handover or a crash) processes anything again. Returns how many were processed again.
+/// Checks each input partition's processing, run by run (a run: one start of the service
+/// reading the partition forward). An input is processed again only across a handover (a
+/// run begins, or another run processed the partition since this run last did) and only if
+/// it came after the group's last commit before that handover (the lowest offset committed
+/// between the two), so what is processed again is at most the records since the last
+/// commit. Returns how many inputs were processed again.
 fn duplicates(log: &Log) -> Result<usize, String> {
-    let mut last: BTreeMap<i32, (u64, i64)> = BTreeMap::new(); // partition: (run, offset)
+    // (partition, run): the run's last offset there, its index in `processed`, and the
+    // handover the run last went through (the window from the last input processed before it
+    // to the first after it)
+    let mut runs: BTreeMap<(i32, u64), (i64, usize, Option<(usize, usize)>)> = BTreeMap::new();
+    // partition: (run, index in `processed`) of its last input processed by anyone
+    let mut latest: BTreeMap<i32, (u64, usize)> = BTreeMap::new();
     let mut highest: BTreeMap<i32, i64> = BTreeMap::new();
     let mut again = 0;
     for (i, p) in log.processed.iter().enumerate() {
-        let new_run = last
+        let own = runs.get(&(p.partition, p.run)).copied();
+        let handover = match (own, latest.get(&p.partition)) {
+            // The run goes on: through a new handover if another run processed the
+            // partition since (the run lost it after its own last input there: an input it
+            // still finishes, as a zombie), else still in the one it last went through.
+            (Some((offset, own_last, last)), Some(&(run, _))) if p.offset > offset => {
+                if run != p.run {
+                    Some((own_last, i))
+                } else {
+                    last
+                }
+            }
+            // The run begins (or starts over): after whoever processed the partition last.
+            (_, Some(&(_, k))) => Some((k, i)),
+            (_, None) => None,
+        };
+        let repeated = highest
             .get(&p.partition)
-            .is_none_or(|&(run, offset)| run != p.run || p.offset <= offset);
-        if new_run && let Some(&top) = highest.get(&p.partition) {
-            let committed = committed_before(log, i, p.partition);
+            .is_some_and(|&top| p.offset <= top);
+        if repeated {
+            let Some((since, at)) = handover else {
+                return Err(format!(
+                    "duplicates: {} (input partition {} offset {}) processed again by run {} \
+                     with no handover\n{}",
+                    p.value,
+                    p.partition,
+                    p.offset,
+                    p.run,
+                    history(log, p.partition)
+                ));
+            };
+            let committed = committed_at_handover(log, p.partition, since, at);
             if p.offset < committed {
                 return Err(format!(
-                    "duplicates: run {} of input partition {} began at offset {} ({}), before \
-                     the group's commit at {committed}; the last processed was at {top}",
-                    p.run, p.partition, p.offset, p.value
+                    "duplicates: {} (input partition {} offset {}) processed again by run {}, \
+                     though the group had committed {committed} when the partition changed \
+                     hands\n{}",
+                    p.value,
+                    p.partition,
+                    p.offset,
+                    p.run,
+                    history(log, p.partition)
                 ));
             }
-        }
-        // Within a run offsets only grow, so an input processed again is in a later run.
-        if highest
-            .get(&p.partition)
-            .is_some_and(|&top| p.offset <= top)
-        {
             again += 1;
         }
-        last.insert(p.partition, (p.run, p.offset));
+        runs.insert((p.partition, p.run), (p.offset, i, handover));
+        latest.insert(p.partition, (p.run, i));
         let top = highest.entry(p.partition).or_insert(p.offset);
         *top = (*top).max(p.offset);
     }
     Ok(again)
 }
 
-/// The group's committed offset of `partition` when the `done`-th input was processed.
-fn committed_before(log: &Log, done: usize, partition: i32) -> i64 {
-    (log.commits.iter())
-        .filter(|(at, p, _)| *at <= done && *p == partition)
+/// The group's committed offset of `partition` at a handover somewhere between the
+/// `stopped`-th and the `resumed`-th input processed: the lowest it was in that window.
+fn committed_at_handover(log: &Log, partition: i32, stopped: usize, resumed: usize) -> i64 {
+    let of_partition = || log.commits.iter().filter(|(_, p, _)| *p == partition);
+    let at_stop = (of_partition().filter(|(at, _, _)| *at <= stopped))
         .map(|(_, _, offset)| *offset)
         .next_back()
-        .unwrap_or(-1)
+        .unwrap_or(-1);
+    (of_partition().filter(|(at, _, _)| *at > stopped && *at <= resumed))
+        .map(|(_, _, offset)| *offset)
+        .fold(at_stop, i64::min)
+}
+
+/// What happened to `partition`, in order: each input processed (run:offset) and each
+/// commit seen (`commit offset`).
+fn history(log: &Log, partition: i32) -> String {
+    let mut out = format!("input partition {partition}:");
+    let mut commits = log
+        .commits
+        .iter()
+        .filter(|(_, p, _)| *p == partition)
+        .peekable();
+    for (i, p) in log.processed.iter().enumerate() {
+        while let Some((_, _, offset)) = commits.next_if(|(at, _, _)| *at <= i) {
+            out += &format!(" [commit {offset}]");
+        }
+        if p.partition == partition {
+            out += &format!(" {}:{}", p.run, p.offset);
+        }
+    }
+    for (_, _, offset) in commits {
+        out += &format!(" [commit {offset}]");
+    }
+    out
 }
