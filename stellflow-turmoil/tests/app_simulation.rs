@@ -55,10 +55,14 @@ fn the_transformer_loses_nothing_keeps_key_order_and_repeats_only_after_a_handov
     let start = env_u64("STELLFLOW_APP_SIM_SEED_START").unwrap_or(0);
     let count = env_u64("STELLFLOW_APP_SIM_SEEDS").unwrap_or(CI_SEEDS);
     let began = Instant::now();
-    let (mut processed, mut again) = (0, 0);
+    let (mut processed, mut again, mut first_hash) = (0, 0, None);
     for seed in start..start + count {
         match app_world::run(seed, planted) {
-            Ok(r) => (processed, again) = (processed + r.processed, again + r.duplicates),
+            Ok(r) => {
+                println!("seed {seed} trace hash {:016x}", r.trace_hash);
+                first_hash.get_or_insert(r.trace_hash);
+                (processed, again) = (processed + r.processed, again + r.duplicates);
+            }
             Err(e) => panic!(
                 "seed {seed} failed (replay: STELLFLOW_APP_SIM_SEED={seed}{}): {e}",
                 if planted == Planted::CommitEarly {
@@ -70,6 +74,13 @@ fn the_transformer_loses_nothing_keeps_key_order_and_repeats_only_after_a_handov
         }
     }
     let secs = began.elapsed().as_secs_f64();
+    if let Some(hash) = first_hash {
+        let replay = app_world::run(start, planted).expect("the replay of a passing world");
+        assert_eq!(
+            replay.trace_hash, hash,
+            "seed {start} replayed to another trace hash: the world is not deterministic"
+        );
+    }
     println!("{count} worlds from seed {start}: {processed} inputs processed, {again} again");
     println!("RESULT app-dst-seeds {count}");
     println!(
