@@ -1,5 +1,5 @@
 //! Measures how soon a producer and a group consumer resume after a real broker restarts on its
-//! data (issue 19): the time from `Admin::reassert_leadership` to the producer's next
+//! data: the time from `Admin::reassert_leadership` to the producer's next
 //! acknowledgement and to the consumer's next record.
 //!
 //! The scenario, per run: a producer sends one record every 20 ms (`enqueue`, deliveries waited

@@ -1,4 +1,4 @@
-//! The core's `tracing` lines as each runtime's users see them (issue 15): a healthy produce →
+//! The core's `tracing` lines as each runtime's users see them: a healthy produce →
 //! consume round trip logs nothing above `debug`; a broker restart logs the lost connection,
 //! the reconnect and the metadata that follows (the leaderless partition with its reason).
 //!

@@ -1,4 +1,4 @@
-//! Import circles between the modules of `stellflow-sansio/src` (issue 31, item 2): which
+//! Import circles between the modules of `stellflow-sansio/src`: which
 //! top-level modules reach each other through `crate::`, `super::` and `self::` paths, and
 //! which files of each of its directories (`consumer/`, `net/`, `producer/`, ...) do.
 //!

@@ -1,4 +1,4 @@
-//! Functions over [`LIMIT`] lines in the core and the adapters (issue 31, item 3): a long
+//! Functions over [`LIMIT`] lines in the core and the adapters: a long
 //! function is cut into named steps, or carries its reason in [`ALLOWED`].
 //!
 //! `cargo test -p stellflow-api-surface --test long_functions -- --nocapture` prints every

@@ -92,8 +92,8 @@ async fn produce<R: Runtime>(
 ) -> Result<(), Box<dyn std::error::Error>> {
     // The topic's metadata first, outside the timed part, as `stellflow perf produce` has it
     // (its `describe_topics`): otherwise the first records wait in the core for the topic's
-    // first metadata round, copied one by one, up to `buffer_memory` of them (a tenth of
-    // a 4 000 000-record run, ~20 000 page faults).
+    // first metadata round, copied one by one, up to `buffer_memory` of them (page faults
+    // that are not the client's steady cost).
     client.admin().describe_topics(&[topic]).await?;
     let producer = client.producer();
     let record = Record::new(topic, Bytes::from(vec![b'v'; size]));

@@ -51,12 +51,12 @@ pub struct Admin<R: Runtime> {
 }
 
 impl<R: Runtime> Admin<R> {
-    /// Starts a client of its own with default [`Options`] (see [`Client::connect`]).
+    /// Starts a client of its own with default [`Options`] (see `Client::connect`).
     pub async fn connect(config: ClientConfig) -> Result<Admin<R>> {
         Ok(Client::connect(config).await?.admin())
     }
 
-    /// Like [`Admin::connect`], with adapter options.
+    /// Like [`Admin::connect`](#method.connect), with adapter options.
     pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Admin<R>> {
         Ok(Client::connect_with(config, options).await?.admin())
     }
@@ -164,17 +164,17 @@ impl<R: Runtime> Admin<R> {
         self.go(AdminCall::reassert_leadership(broker_id)).await
     }
 
-    /// A snapshot of the merged cluster metadata (see [`Client::metadata`]).
+    /// A snapshot of the merged cluster metadata (see `Client::metadata`).
     pub fn metadata(&self) -> ClusterMetadata {
         self.client.metadata()
     }
 
-    /// Asks for a metadata refresh now (see [`Client::refresh_metadata`]).
+    /// Asks for a metadata refresh now (see `Client::refresh_metadata`).
     pub fn refresh_metadata(&self) -> Result<()> {
         self.client.refresh_metadata()
     }
 
-    /// A snapshot of the client's counters (see [`Client::counters`]).
+    /// A snapshot of the client's counters (see `Client::counters`).
     pub fn counters(&self) -> Counters {
         self.client.counters()
     }

@@ -11,13 +11,12 @@ use std::marker::PhantomData;
 /// [`Producer`], [`Consumer`] and [`Admin`] it hands out. Cheap to clone. `R` is the runtime
 /// that drives it; each adapter crate names it for you (`stellflow_tokio::Client`, ...).
 ///
-/// Ending: [`Client::close`] flushes and closes the producer, closes the consumer (committing
-/// with auto-commit), and waits for the driver to end. Dropping the last clone of the client
-/// and of its handles without `close` leaves the driver to do the same in the background, up
-/// to [`Options::close_timeout`] — as long as its runtime runs: a runtime that shuts down
-/// first drops the driver, fails the outstanding deliveries with [`Error::Shutdown`] and logs
-/// an error (`tracing`) with the number of records lost. Call `close` before leaving the
-/// runtime.
+/// Ending: [`Client::close`](#method.close) flushes and closes the producer, closes the consumer
+/// (committing with auto-commit), and waits for the driver to end. Dropping the last clone of the
+/// client and of its handles without `close` leaves the driver to do the same in the background, up
+/// to [`Options::close_timeout`] — as long as its runtime runs: a runtime that shuts down first
+/// drops the driver, fails the outstanding deliveries with [`Error::Shutdown`] and logs an error
+/// (`tracing`) with the number of records lost. Call `close` before leaving the runtime.
 #[derive(Debug)]
 pub struct Client<R: Runtime> {
     pub(crate) link: Link,
@@ -40,7 +39,7 @@ impl<R: Runtime> Client<R> {
         Self::connect_with(config, Options::default()).await
     }
 
-    /// Like [`Client::connect`], with adapter options.
+    /// Like [`Client::connect`](#method.connect), with adapter options.
     pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Client<R>> {
         let (link, wake) = Link::new::<R>(config, options)?;
         let driver = Driver::<R>::new(link.shared.clone(), wake);
@@ -78,7 +77,7 @@ impl<R: Runtime> Client<R> {
     }
 
     /// Asks for a metadata refresh now (the core also refreshes on errors and periodically);
-    /// the outcome shows in [`Client::metadata`].
+    /// the outcome shows in [`Client::metadata`](#method.metadata).
     pub fn refresh_metadata(&self) -> Result<()> {
         self.link.with(|st, now| st.client.refresh_metadata(now))
     }

@@ -15,9 +15,11 @@ use stellflow_sansio::{
 };
 use tracing::Instrument;
 
-/// Reads records: manual assignment ([`Consumer::assign`], recommended on today's server) or
-/// group subscription ([`Consumer::subscribe`], needs `config.consumer.group_id`). Cheap to
-/// clone; all clones share one consumer and its positions (each record goes to one caller).
+/// Reads records: as a member of a group ([`Consumer::subscribe`](#method.subscribe) with
+/// `config.consumer.group_id`: the members share the topics' partitions and take over those of
+/// a member that leaves or dies), or from the partitions given
+/// ([`Consumer::assign`](#method.assign), no group). Cheap to clone; all clones share one
+/// consumer and its positions (each record goes to one caller).
 /// Also a [`Stream`] of records, which ends when the consumer is closed. `R` is the runtime
 /// that drives the client; the adapter crates name it for you (`stellflow_tokio::Consumer`, …).
 ///
@@ -25,7 +27,8 @@ use tracing::Instrument;
 /// fetching down instead of growing memory. Fetch sizes: `consumer.fetch_max_bytes` is
 /// Kafka's `fetch.max.bytes`; Kafka's `max.partition.fetch.bytes` has no byte equivalent,
 /// because each Fetch entry reads one whole blob: a partition's share of a request is
-/// `consumer.max_entries_per_partition` blobs (the user guide, `docs/guide.md`, maps the Kafka settings).
+/// `consumer.max_entries_per_partition` blobs (the user guide, `docs/guide.md`, maps the Kafka
+/// settings).
 ///
 /// Examples with an adapter's names are on its aliases (`stellflow_tokio::Consumer`, ...).
 #[derive(Debug, Clone)]
@@ -34,12 +37,12 @@ pub struct Consumer<R: Runtime> {
 }
 
 impl<R: Runtime> Consumer<R> {
-    /// Starts a client of its own with default [`Options`] (see [`Client::connect`]).
+    /// Starts a client of its own with default [`Options`] (see `Client::connect`).
     pub async fn connect(config: ClientConfig) -> Result<Consumer<R>> {
         Ok(Client::connect(config).await?.consumer())
     }
 
-    /// Like [`Consumer::connect`], with adapter options.
+    /// Like [`Consumer::connect`](#method.connect), with adapter options.
     pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Consumer<R>> {
         Ok(Client::connect_with(config, options).await?.consumer())
     }
@@ -69,14 +72,15 @@ impl<R: Runtime> Consumer<R> {
         self.run(|c, now| c.subscribe(now, topics))
     }
 
-    /// Like [`Consumer::subscribe`], with a rebalance listener (Kafka's
+    /// Like [`Consumer::subscribe`](#method.subscribe), with a rebalance listener (Kafka's
     /// `subscribe(topics, listener)`, rdkafka's rebalance callbacks): every rebalance of this
-    /// member is kept for [`Consumer::rebalance`], and a revocation waits — at most
-    /// `config.consumer.revocation_timeout` — until [`Consumer::revocation_done`] lets it go
-    /// on. In between, the partitions are still this member's: commit them
-    /// ([`Consumer::commit_positions`]) and flush what the application keeps for them. Run
-    /// the listener beside the poll loop (a task or a thread); records of a partition being
-    /// revoked stop coming once [`Rebalance::Revoking`] is out. Does not wait.
+    /// member is kept for [`Consumer::rebalance`](#method.rebalance), and a revocation waits — at
+    /// most `config.consumer.revocation_timeout` — until
+    /// [`Consumer::revocation_done`](#method.revocation_done) lets it go on. In between, the
+    /// partitions are still this member's: commit them
+    /// ([`Consumer::commit_positions`](#method.commit_positions)) and flush what the application
+    /// keeps for them. Run the listener beside the poll loop (a task or a thread); records of a
+    /// partition being revoked stop coming once [`Rebalance::Revoking`] is out. Does not wait.
     pub fn subscribe_with_listener(&self, topics: &[&str]) -> Result<()> {
         self.client.link.with(|st, now| {
             st.listening = true;
@@ -86,8 +90,9 @@ impl<R: Runtime> Consumer<R> {
     }
 
     /// Waits up to `timeout` for the next rebalance of a subscription made with
-    /// [`Consumer::subscribe_with_listener`]; `None` when none came in time.
-    /// [`ConsumerError::Closed`] after [`Consumer::close`]. Cancel-safe.
+    /// [`Consumer::subscribe_with_listener`](#method.subscribe_with_listener); `None` when none
+    /// came in time. [`ConsumerError::Closed`] after [`Consumer::close`](#method.close).
+    /// Cancel-safe.
     pub async fn rebalance(&self, timeout: Duration) -> Result<Option<Rebalance>> {
         let deadline = R::now() + timeout;
         let take = future::poll_fn(|cx| {
@@ -207,7 +212,8 @@ impl<R: Runtime> Consumer<R> {
 
     /// Waits up to `timeout` for records and returns the ones available (at most
     /// [`ConsumerConfig::max_poll_records`](crate::ConsumerConfig::max_poll_records)); an empty
-    /// vector when none came in time. [`ConsumerError::Closed`] after [`Consumer::close`].
+    /// vector when none came in time. [`ConsumerError::Closed`] after
+    /// [`Consumer::close`](#method.close).
     ///
     /// Cancel safety: cancel-safe; no record is taken unless the call returns it.
     pub async fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
@@ -215,8 +221,8 @@ impl<R: Runtime> Consumer<R> {
             .await
     }
 
-    /// Like [`Consumer::poll`], returning at most `max` records. The records are decoded (and
-    /// their batches checked) on the calling task. Cancel-safe.
+    /// Like [`Consumer::poll`](#method.poll), returning at most `max` records. The records are
+    /// decoded (and their batches checked) on the calling task. Cancel-safe.
     pub async fn poll_max(&self, timeout: Duration, max: usize) -> Result<Vec<ConsumerRecord>> {
         let trace = crate::trace::current();
         let span = tracing::debug_span!("poll", max, records = tracing::field::Empty);
@@ -239,8 +245,9 @@ impl<R: Runtime> Consumer<R> {
     /// records. Taking a blob delivers all of it (the position moves past it, and commits,
     /// auto-commit included, count it as `poll` counts the same records); a
     /// blob's corrupt remainder is an `Err` in its iteration instead of a
-    /// [`ConsumerEvent::CorruptBlob`](crate::ConsumerEvent::CorruptBlob). An empty vector when none came in
-    /// time; [`ConsumerError::Closed`] after [`Consumer::close`]. Cancel-safe.
+    /// [`ConsumerEvent::CorruptBlob`](crate::ConsumerEvent::CorruptBlob). An empty vector when none
+    /// came in time; [`ConsumerError::Closed`] after [`Consumer::close`](#method.close).
+    /// Cancel-safe.
     pub async fn poll_blobs(&self, timeout: Duration) -> Result<Vec<FetchedBlob>> {
         let trace = crate::trace::current();
         let span = tracing::debug_span!("poll_blobs", blobs = tracing::field::Empty);
@@ -257,7 +264,8 @@ impl<R: Runtime> Consumer<R> {
     }
 
     /// Waits (without a time limit) for the next record. [`ConsumerError::Closed`] after
-    /// [`Consumer::close`]. Cancel-safe: no record is taken unless the call returns it.
+    /// [`Consumer::close`](#method.close). Cancel-safe: no record is taken unless the call returns
+    /// it.
     pub async fn recv(&self) -> Result<ConsumerRecord> {
         let trace = crate::trace::current();
         future::poll_fn(|cx| match self.take_records(cx, 1, &trace) {
@@ -271,9 +279,10 @@ impl<R: Runtime> Consumer<R> {
 
     /// Commits the positions of every assigned partition (the first record not yet taken,
     /// mid-blob included; with `consumer.commit_marked_only` the positions marked by
-    /// [`Consumer::mark_processed`]) and waits for the outcome; retriable failures are retried by the
-    /// core within its request timeout. Cancel safety: dropping the future does not stop the
-    /// commit; its outcome then shows in [`Consumer::events`].
+    /// [`Consumer::mark_processed`](#method.mark_processed)) and waits for the outcome; retriable
+    /// failures are retried by the core within its request timeout. Cancel safety: dropping the
+    /// future does not stop the commit; its outcome then shows in
+    /// [`Consumer::events`](#method.events).
     pub async fn commit_sync(&self) -> Result<Committed> {
         let span = tracing::debug_span!("commit", kind = "sync");
         let trace = crate::trace::current();
@@ -283,7 +292,7 @@ impl<R: Runtime> Consumer<R> {
     }
 
     /// Commits explicit positions (e.g. [`ConsumerRecord::next_position`] of the last
-    /// processed record) like [`Consumer::commit_sync`].
+    /// processed record) like [`Consumer::commit_sync`](#method.commit_sync).
     pub async fn commit_positions(&self, positions: Committed) -> Result<Committed> {
         let span = tracing::debug_span!("commit", kind = "positions", partitions = positions.len());
         let trace = crate::trace::current();
@@ -314,11 +323,11 @@ impl<R: Runtime> Consumer<R> {
     /// Marks `record`, and every earlier record of its partition, as processed (rdkafka's
     /// `store_offset`). With `config.consumer.commit_marked_only` set (Kafka:
     /// `enable.auto.offset.store=false`), every commit — auto-commit, the commit before a
-    /// revocation, the one on close, [`Consumer::commit_sync`] — takes only marked positions,
-    /// so a record delivered but not marked is read again after a crash: mark an input once
-    /// its outputs are acknowledged and the consumer stays at-least-once with no bookkeeping
-    /// of your own. Marks are exact mid-blob and only move forward (mark in delivery order per
-    /// partition); a seek or a revocation forgets the partition's mark. Does no I/O.
+    /// revocation, the one on close, [`Consumer::commit_sync`](#method.commit_sync) — takes only
+    /// marked positions, so a record delivered but not marked is read again after a crash: mark an
+    /// input once its outputs are acknowledged and the consumer stays at-least-once with no
+    /// bookkeeping of your own. Marks are exact mid-blob and only move forward (mark in delivery
+    /// order per partition); a seek or a revocation forgets the partition's mark. Does no I/O.
     ///
     /// Errors: [`ConsumerError::MarkingOff`] without `commit_marked_only` (the mark would be
     /// ignored), [`ConsumerError::NotAssigned`] once the partition was revoked.
@@ -326,19 +335,21 @@ impl<R: Runtime> Consumer<R> {
         self.run(|c, _| c.mark_processed(record))
     }
 
-    /// Like [`Consumer::mark_processed`] with an explicit position: everything of `tp`
-    /// before `position` is processed (e.g. [`FetchedBlob::next_position`] after a blob).
+    /// Like [`Consumer::mark_processed`](#method.mark_processed) with an explicit position:
+    /// everything of `tp` before `position` is processed (e.g. [`FetchedBlob::next_position`] after
+    /// a blob).
     pub fn mark_position(&self, tp: &TopicPartition, position: Position) -> Result<()> {
         self.run(|c, _| c.mark_position(tp, position))
     }
 
-    /// The position marked processed for `tp` (see [`Consumer::mark_processed`]), if any.
+    /// The position marked processed for `tp` (see
+    /// [`Consumer::mark_processed`](#method.mark_processed)), if any.
     pub fn marked(&self, tp: &TopicPartition) -> Option<Position> {
         self.client.link.get(|st| st.client.marked(tp))
     }
 
     /// Starts a commit of every position without waiting for it and without retries (Kafka's
-    /// `commitAsync`); its outcome shows up in [`Consumer::events`].
+    /// `commitAsync`); its outcome shows up in [`Consumer::events`](#method.events).
     pub fn commit_async(&self) -> Result<()> {
         let trace = crate::trace::current();
         let _span = tracing::debug_span!("commit", kind = "async").entered();
@@ -348,9 +359,9 @@ impl<R: Runtime> Consumer<R> {
 
     /// Moves `tp` (its buffered records are dropped). The core resolves
     /// [`SeekTo::Beginning`], [`SeekTo::End`], [`SeekTo::Committed`] and [`SeekTo::Timestamp`]
-    /// (ListOffsets by time on the leader) in the background, like a reset: the call does not
-    /// wait for the broker, [`Consumer::position`] is `None` until the answer, and `poll`
-    /// delivers from the position found.
+    /// (ListOffsets by time on the leader) in the background, like a reset: the call does not wait
+    /// for the broker, [`Consumer::position`](#method.position) is `None` until the answer, and
+    /// `poll` delivers from the position found.
     pub async fn seek(&self, tp: &TopicPartition, to: SeekTo) -> Result<()> {
         // The caller's context, read before the client's span: the ListOffsets (or
         // OffsetFetch) that resolves the target carries it.

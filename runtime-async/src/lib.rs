@@ -142,7 +142,7 @@ pub struct Options {
     /// Limit on one TCP connect (the core reconnects with backoff after a failure). Default 10 s.
     pub connect_timeout: Duration,
     /// How long a close keeps delivering buffered records and committing before it closes
-    /// the sockets ([`Client::close`], [`Producer::close`], and a driver whose handles are all
+    /// the sockets (`Client::close`, `Producer::close`, and a driver whose handles are all
     /// gone). Default 30 s.
     pub close_timeout: Duration,
     /// `consumer.max_poll_records` of the client's configuration (copied at connect).

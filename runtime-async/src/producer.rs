@@ -22,7 +22,7 @@ fn send_span(record: &Record) -> tracing::Span {
 /// It is owned because a record may wait for buffer space after the call returns.
 pub use stellflow_sansio::Record;
 
-/// The outcome of one [`Producer::enqueue`]: `.await` it (async) or [`Delivery::wait`]
+/// The outcome of one `Producer::enqueue`: `.await` it (async) or [`Delivery::wait`]
 /// (blocking) for the record's [`RecordMetadata`]. Dropping it does not cancel the send; the
 /// outcome is then discarded.
 #[derive(Debug)]
@@ -87,12 +87,12 @@ pub struct Producer<R: Runtime> {
 }
 
 impl<R: Runtime> Producer<R> {
-    /// Starts a client of its own with default [`Options`] (see [`Client::connect`]).
+    /// Starts a client of its own with default [`Options`] (see `Client::connect`).
     pub async fn connect(config: ClientConfig) -> Result<Producer<R>> {
         Ok(Client::connect(config).await?.producer())
     }
 
-    /// Like [`Producer::connect`], with adapter options.
+    /// Like [`Producer::connect`](#method.connect), with adapter options.
     pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Producer<R>> {
         Ok(Client::connect_with(config, options).await?.producer())
     }
@@ -102,8 +102,8 @@ impl<R: Runtime> Producer<R> {
         &self.client
     }
 
-    /// Sends a record and waits for its outcome (see [`Producer::enqueue`] for the wait for
-    /// buffer space).
+    /// Sends a record and waits for its outcome (see [`Producer::enqueue`](#method.enqueue) for the
+    /// wait for buffer space).
     ///
     /// Cancel safety: once the record is queued, dropping the future does not cancel the
     /// send; its outcome is then discarded.
@@ -172,11 +172,11 @@ impl<R: Runtime> Producer<R> {
     }
 
     /// Sends every record of `records` and waits for their outcomes (see
-    /// [`Producer::enqueue_all`]): one outcome per record, in the order given (a
-    /// [`BatchOutcome`]).
+    /// [`Producer::enqueue_all`](#method.enqueue_all)): one outcome per record, in the order given
+    /// (a [`BatchOutcome`]).
     ///
-    /// Cancel safety: as [`Producer::enqueue_all`] while records are queued; once every record
-    /// is queued, dropping the future only discards the outcomes.
+    /// Cancel safety: as [`Producer::enqueue_all`](#method.enqueue_all) while records are queued;
+    /// once every record is queued, dropping the future only discards the outcomes.
     pub async fn send_all<I>(&self, records: I) -> Result<BatchOutcome>
     where
         I: IntoIterator,
@@ -188,9 +188,9 @@ impl<R: Runtime> Producer<R> {
     /// Queues every record of `records` (owned [`Record`]s or references to them) in order,
     /// without waiting for their delivery, and returns one [`BatchDelivery`] for all of them:
     /// Kafka's `send(List<ProducerRecord>)`. Each record goes to its partition's batch as with
-    /// [`Producer::enqueue`], so records keep their order per partition, behind every record
-    /// queued before the call; the call costs a few allocations, not one per record, and reads
-    /// the clock once per few hundred records.
+    /// [`Producer::enqueue`](#method.enqueue), so records keep their order per partition, behind
+    /// every record queued before the call; the call costs a few allocations, not one per record,
+    /// and reads the clock once per few hundred records.
     ///
     /// Backpressure applies to the whole call: when the core's buffer
     /// (`producer.buffer_memory`) is full, the call waits for room (the records not yet
@@ -210,11 +210,11 @@ impl<R: Runtime> Producer<R> {
             .await
     }
 
-    /// [`Producer::enqueue_all`] with this call's own bound on the wait for buffer room in
-    /// place of `producer.max_block` (rdkafka's `send(record, queue_timeout)`): code with a
-    /// deadline of its own passes what is left of it, so a full buffer never holds the call
-    /// past the deadline. The records not queued within `max_block` have
-    /// [`Error::BufferFull`] as their outcome; `Duration::ZERO` queues only what fits now.
+    /// [`Producer::enqueue_all`](#method.enqueue_all) with this call's own bound on the wait for
+    /// buffer room in place of `producer.max_block` (rdkafka's `send(record, queue_timeout)`): code
+    /// with a deadline of its own passes what is left of it, so a full buffer never holds the call
+    /// past the deadline. The records not queued within `max_block` have [`Error::BufferFull`] as
+    /// their outcome; `Duration::ZERO` queues only what fits now.
     pub async fn enqueue_all_within<I>(
         &self,
         records: I,
@@ -277,9 +277,9 @@ impl<R: Runtime> Producer<R> {
         Ok(BatchDelivery { rx, len: fed })
     }
 
-    /// Queues a record if that needs no wait — the core has buffer room, or the lane behind it
-    /// has a free place (the record then waits there as with [`Producer::enqueue`]) — and
-    /// gives it back (`Ok(Err(record))`) when the lane is full. Never waits, so it also serves
+    /// Queues a record if that needs no wait — the core has buffer room, or the lane behind it has
+    /// a free place (the record then waits there as with [`Producer::enqueue`](#method.enqueue)) —
+    /// and gives it back (`Ok(Err(record))`) when the lane is full. Never waits, so it also serves
     /// code that must not block; `enqueue` is this plus the wait for a place in the lane.
     ///
     /// ```no_run

@@ -4,10 +4,9 @@
 //! consumer's fetched blobs wait in its buffer (64 MiB by default) until they are polled. So a
 //! reader that takes a fresh allocation for each large answer makes the allocator hand out
 //! new memory all the time, and the kernel faults in and zeroes every page of every answer:
-//! a tenth of the client's CPU when consuming 1 KiB records (`perf stat -e page-faults`:
-//! 84 000 faults for 900 MB, 11 000 with reuse). [`ReadBuffers`] keeps an empty handle on
-//! each large allocation it gave out; once the handle is the allocation's only owner, the
-//! allocation is handed out again.
+//! a large share of the client's CPU when consuming large records. [`ReadBuffers`] keeps an
+//! empty handle on each large allocation it gave out; once the handle is the allocation's only
+//! owner, the allocation is handed out again.
 //!
 //! Private to both crates that use it: `stellflow-blocking`'s `src/read_buffers.rs` is a
 //! symbolic link to this file (packaging copies it), so that the type is not part of either

@@ -84,10 +84,10 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// new room and calls [`Runtime::try_read`] — 64 KiB first, twice as much (up to 2 MiB)
     /// after each read that filled its room — until the socket has no more or `limit` is
     /// read. So every byte of a buffer is zeroed once, however little each read returns
-    /// (zeroing 2 MiB before every read was 9 % of smol's CPU at 100-byte records, `perf
-    /// record`). A runtime that can read into uninitialised room without `unsafe` of ours
-    /// (tokio's `try_read_buf`) overrides it, skips zeroing, and is always given an empty
-    /// `buf` to append to.
+    /// (zeroing the whole room before every small read would cost more than the read). A
+    /// runtime that can read into uninitialised room without `unsafe` of ours (tokio's
+    /// `try_read_buf`) overrides it, skips zeroing, and is always given an empty `buf` to
+    /// append to.
     fn try_read_buf(socket: &Self::Socket, buf: &mut BytesMut, limit: usize) -> io::Result<usize> {
         let mut total = 0;
         let mut room = ZEROED_READ_FIRST;

@@ -8,11 +8,6 @@
 //! ([`State::settle`]) and wakes the driver only when it must re-plan (a connect to open, bytes
 //! the socket did not take, a deadline earlier than the one it sleeps on). Callers wait through
 //! [`Waker`]s: futures directly, the blocking adapter by parking its thread.
-//!
-//! Why one file of about 620 lines: `State` is the one lock every handle and the driver go
-//! through, and what it guards (the core, the waiting callers, the lane, the closes) keeps its
-//! invariants only if every path that takes the lock is read together; `Link`, the driver's
-//! side of a connection, is the rest.
 
 use crate::batch::{Batches, Fed, Segment};
 use crate::seq_map::SeqMap;

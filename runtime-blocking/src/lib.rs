@@ -36,9 +36,11 @@
 //!   blob offset and index in it); `enqueue` returns a [`Delivery`] once the record is
 //!   buffered; `flush`, `close`. [`Record::new`] takes the topic and a value (`&str`,
 //!   `b"bytes"`, `Vec<u8>`, `Bytes`, ...), `with_key`, `with_optional_key`, `with_partition`.
-//! * **Consume**: `Consumer::assign(&[TopicPartition::new("t", 0)])` (manual assignment,
-//!   recommended on today's server) or `subscribe(&["t"])` (needs `consumer.group_id`);
-//!   then `poll(timeout)`, `recv()`, `poll_blobs(timeout)`. The fastest way to read small
+//! * **Consume**: as a member of a group, `Consumer::subscribe(&["t"])` with
+//!   `consumer.group_id` set: the members share the topics' partitions, and those of a member
+//!   that leaves or dies are taken over by the others ([groups]); or, without a group,
+//!   `assign(&[TopicPartition::new("t", 0)])` reads exactly the partitions given. Then
+//!   `poll(timeout)`, `recv()`, `poll_blobs(timeout)`. The fastest way to read small
 //!   records is `poll_blobs` with [`FetchedBlob::next_view`]: each record a borrowed
 //!   [`RecordView`] (key, value and headers as slices of the blob), no allocation or
 //!   reference count per record; taking a blob delivers all of it, so commits count as for
@@ -69,6 +71,7 @@
 //! gets release speed from this crate (`[profile.dev.package.…]` lines).
 //!
 //! [guide]: https://github.com/stellhub/stellflow-rs/blob/main/docs/guide.md
+//! [groups]: https://github.com/stellhub/stellflow-rs/blob/main/docs/groups.md
 //! [observability]: https://github.com/stellhub/stellflow-rs/blob/main/docs/observability.md
 //! [metrics]: https://github.com/stellhub/stellflow-rs/blob/main/docs/observability.md#metrics
 //! [performance]: https://github.com/stellhub/stellflow-rs/blob/main/docs/performance.md
@@ -81,12 +84,13 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use stellflow_blocking::{Client, ClientConfig, OffsetReset, Record, Target, TopicPartition};
+//! use stellflow_blocking::{Client, ClientConfig, OffsetReset, Record, Target};
 //!
 //! # fn main() -> Result<(), stellflow_blocking::Error> {
 //! # let server = stellflow_sim::serve("127.0.0.1:0").unwrap();
 //! # let bootstrap = server.local_addr().to_string();
 //! let mut config = ClientConfig::new(&bootstrap)?;
+//! config.consumer.group_id = Some("greeters".into()); // its members share the partitions
 //! config.consumer.auto_offset_reset = OffsetReset::Earliest;
 //! let client = Client::connect(config)?;
 //!
@@ -95,7 +99,7 @@
 //! assert_eq!(meta.partition, 0);
 //!
 //! let consumer = client.consumer();
-//! consumer.assign(&[TopicPartition::new("greetings", 0)])?;
+//! consumer.subscribe(&["greetings"])?; // or assign(&[TopicPartition::new("greetings", 0)])
 //! let record = consumer.recv()?;
 //! assert_eq!(record.value.as_deref(), Some(&b"hello"[..]));
 //! client.close()?;

@@ -11,9 +11,10 @@
 //! the core's timers (`async-io`). The handles, the driver and the plumbing between them are
 //! runtime-neutral and live in `stellflow-async`; this crate is its [`Runtime`] ([`Smol`]).
 //!
-//! Call [`Client::close`] (or [`Producer::close`]) before the program ends: it flushes,
-//! commits and waits for the driver. Dropped handles leave the driver to finish in the
-//! background (up to `Options::close_timeout`), which the process exiting cuts short.
+//! Call [`Client::close`](Client#method.close) (or [`Producer::close`](Producer#method.close))
+//! before the program ends: it flushes, commits and waits for the driver. Dropped handles leave the
+//! driver to finish in the background (up to `Options::close_timeout`), which the process exiting
+//! cuts short.
 //!
 //! # What the handles do
 //!
@@ -27,10 +28,12 @@
 //!   blob offset and index in it); `enqueue` returns a [`Delivery`] once the record is
 //!   buffered; `flush`, `close`. [`Record::new`] takes the topic and a value (`&str`,
 //!   `b"bytes"`, `Vec<u8>`, `Bytes`, ...), `with_key`, `with_optional_key`, `with_partition`.
-//! * **Consume**: `Consumer::assign(&[TopicPartition::new("t", 0)])` (manual assignment,
-//!   recommended on today's server) or `subscribe(&["t"])` (needs `consumer.group_id`);
-//!   then `poll(timeout)`, `recv()`, `poll_blobs(timeout)`, or the consumer as a [`Stream`] of records
-//!   ([`StreamExt::next`], re-exported here). The fastest way to read small records is
+//! * **Consume**: as a member of a group, `Consumer::subscribe(&["t"])` with
+//!   `consumer.group_id` set: the members share the topics' partitions, and those of a member
+//!   that leaves or dies are taken over by the others ([groups]); or, without a group,
+//!   `assign(&[TopicPartition::new("t", 0)])` reads exactly the partitions given. Then
+//!   `poll(timeout)`, `recv()`, `poll_blobs(timeout)`, or the consumer as a [`Stream`] of
+//!   records ([`StreamExt::next`], re-exported here). The fastest way to read small records is
 //!   `poll_blobs` with [`FetchedBlob::next_view`]: each record a borrowed [`RecordView`]
 //!   (key, value and headers as slices of the blob), no allocation or reference count per
 //!   record; taking a blob delivers all of it, so commits count as for `poll`.
@@ -60,6 +63,7 @@
 //! gets release speed from this crate (`[profile.dev.package.…]` lines).
 //!
 //! [guide]: https://github.com/stellhub/stellflow-rs/blob/main/docs/guide.md
+//! [groups]: https://github.com/stellhub/stellflow-rs/blob/main/docs/groups.md
 //! [observability]: https://github.com/stellhub/stellflow-rs/blob/main/docs/observability.md
 //! [metrics]: https://github.com/stellhub/stellflow-rs/blob/main/docs/observability.md#metrics
 //! [performance]: https://github.com/stellhub/stellflow-rs/blob/main/docs/performance.md
@@ -72,20 +76,21 @@
 //! `127.0.0.1:9092`.
 //!
 //! ```
-//! use stellflow_smol::{Client, ClientConfig, OffsetReset, Record, Target, TopicPartition};
+//! use stellflow_smol::{Client, ClientConfig, OffsetReset, Record, Target};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let server = stellflow_sim::serve("127.0.0.1:0")?;
 //! # let bootstrap = server.local_addr().to_string();
 //! smol::block_on(async {
 //!     let mut config = ClientConfig::new(&bootstrap)?; // e.g. "127.0.0.1:9092"
+//!     config.consumer.group_id = Some("greeters".into()); // its members share the partitions
 //!     config.consumer.auto_offset_reset = OffsetReset::Earliest;
 //!     let client = Client::connect(config).await?;
 //!     client.admin().create_topic("greetings", 1, Target::Any).await?;
 //!     client.producer().send(Record::new("greetings", "hello")).await?;
 //!
 //!     let consumer = client.consumer();
-//!     consumer.assign(&[TopicPartition::new("greetings", 0)])?;
+//!     consumer.subscribe(&["greetings"])?; // or assign(&[TopicPartition::new("greetings", 0)])
 //!     let record = consumer.recv().await?;
 //!     assert_eq!(record.value.as_deref(), Some(&b"hello"[..]));
 //!     client.close().await?;
@@ -105,16 +110,16 @@ use std::net::TcpStream;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// One set of connections handing out the handles (see [`stellflow_async::Client`]).
+/// One set of connections handing out the handles (`stellflow_async::Client` on the smol runtime).
 #[doc = stellflow_async::handle_methods!(Client)]
 pub type Client = stellflow_async::Client<Smol>;
-/// Sends records (see [`stellflow_async::Producer`]).
+/// Sends records (`stellflow_async::Producer` on the smol runtime).
 #[doc = stellflow_async::handle_methods!(Producer)]
 pub type Producer = stellflow_async::Producer<Smol>;
-/// Reads records (see [`stellflow_async::Consumer`]).
+/// Reads records (`stellflow_async::Consumer` on the smol runtime).
 #[doc = stellflow_async::handle_methods!(Consumer)]
 pub type Consumer = stellflow_async::Consumer<Smol>;
-/// Administration (see [`stellflow_async::Admin`]).
+/// Administration (`stellflow_async::Admin` on the smol runtime).
 #[doc = stellflow_async::handle_methods!(Admin)]
 pub type Admin = stellflow_async::Admin<Smol>;
 

@@ -12,11 +12,11 @@
 //!
 //! # Ending without losing records
 //!
-//! Call [`Client::close`] (or [`Producer::close`]) before returning from `main`: it flushes,
-//! commits and waits for the driver. A driver whose handles are all dropped still delivers
-//! and commits in the background, but only while the runtime runs: when the runtime shuts
-//! down first, the records still buffered are lost — their deliveries fail with
-//! [`Error::Shutdown`] and an error is logged through `tracing` with their number.
+//! Call [`Client::close`](Client#method.close) (or [`Producer::close`](Producer#method.close))
+//! before returning from `main`: it flushes, commits and waits for the driver. A driver whose
+//! handles are all dropped still delivers and commits in the background, but only while the runtime
+//! runs: when the runtime shuts down first, the records still buffered are lost — their deliveries
+//! fail with [`Error::Shutdown`] and an error is logged through `tracing` with their number.
 //!
 //! # What the handles do
 //!
@@ -30,10 +30,12 @@
 //!   blob offset and index in it); `enqueue` returns a [`Delivery`] once the record is
 //!   buffered; `flush`, `close`. [`Record::new`] takes the topic and a value (`&str`,
 //!   `b"bytes"`, `Vec<u8>`, `Bytes`, ...), `with_key`, `with_optional_key`, `with_partition`.
-//! * **Consume**: `Consumer::assign(&[TopicPartition::new("t", 0)])` (manual assignment,
-//!   recommended on today's server) or `subscribe(&["t"])` (needs `consumer.group_id`);
-//!   then `poll(timeout)`, `recv()`, `poll_blobs(timeout)`, or the consumer as a [`Stream`] of records
-//!   ([`StreamExt::next`], re-exported here). The fastest way to read small records is
+//! * **Consume**: as a member of a group, `Consumer::subscribe(&["t"])` with
+//!   `consumer.group_id` set: the members share the topics' partitions, and those of a member
+//!   that leaves or dies are taken over by the others ([groups]); or, without a group,
+//!   `assign(&[TopicPartition::new("t", 0)])` reads exactly the partitions given. Then
+//!   `poll(timeout)`, `recv()`, `poll_blobs(timeout)`, or the consumer as a [`Stream`] of
+//!   records ([`StreamExt::next`], re-exported here). The fastest way to read small records is
 //!   `poll_blobs` with [`FetchedBlob::next_view`]: each record a borrowed [`RecordView`]
 //!   (key, value and headers as slices of the blob), no allocation or reference count per
 //!   record; taking a blob delivers all of it, so commits count as for `poll`.
@@ -43,7 +45,8 @@
 //!   `commit_async`, `commit_positions`. For at-least-once processing set
 //!   `consumer.commit_marked_only` and call `Consumer::mark_processed(&record)` once the
 //!   record's outputs are acknowledged: commits then take only marked positions (the
-//!   `transform_tokio` example is the whole service).
+//!   `transform_tokio` example is the whole service; `transform_batched_tokio` the same a
+//!   batch at a time, with `send_all`, bounded resends and Ctrl-C).
 //! * **Close**: `Client::close()` flushes, commits and waits for the driver.
 //! * **Errors**: every call returns [`Error`]; `is_retriable()` says whether trying again can
 //!   help, and a failed record's [`DeliveryError`] says whether it may be in the log anyway
@@ -63,6 +66,7 @@
 //! gets release speed from this crate (`[profile.dev.package.…]` lines).
 //!
 //! [guide]: https://github.com/stellhub/stellflow-rs/blob/main/docs/guide.md
+//! [groups]: https://github.com/stellhub/stellflow-rs/blob/main/docs/groups.md
 //! [observability]: https://github.com/stellhub/stellflow-rs/blob/main/docs/observability.md
 //! [metrics]: https://github.com/stellhub/stellflow-rs/blob/main/docs/observability.md#metrics
 //! [performance]: https://github.com/stellhub/stellflow-rs/blob/main/docs/performance.md
@@ -75,13 +79,14 @@
 //! connect to `127.0.0.1:9092`.
 //!
 //! ```
-//! use stellflow_tokio::{Client, ClientConfig, OffsetReset, Record, Target, TopicPartition};
+//! use stellflow_tokio::{Client, ClientConfig, OffsetReset, Record, Target};
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     # let server = stellflow_sim::serve("127.0.0.1:0")?;
 //!     # let bootstrap = server.local_addr().to_string();
 //!     let mut config = ClientConfig::new(&bootstrap)?; // e.g. "127.0.0.1:9092"
+//!     config.consumer.group_id = Some("greeters".into()); // its members share the partitions
 //!     config.consumer.auto_offset_reset = OffsetReset::Earliest;
 //!     let client = Client::connect(config).await?;
 //!     client.admin().create_topic("greetings", 1, Target::Any).await?;
@@ -90,7 +95,7 @@
 //!     println!("written at {:?}#{}", meta.offset, meta.index);
 //!
 //!     let consumer = client.consumer();
-//!     consumer.assign(&[TopicPartition::new("greetings", 0)])?;
+//!     consumer.subscribe(&["greetings"])?; // or assign(&[TopicPartition::new("greetings", 0)])
 //!     let record = consumer.recv().await?;
 //!     assert_eq!(record.value.as_deref(), Some(&b"hello"[..]));
 //!     client.close().await?; // flushes, commits, and waits for the driver
@@ -117,10 +122,11 @@ pub use simulated::Socket;
 use stream::SocketIo;
 
 /// One set of connections handing out the handles; its driver runs on the current tokio
-/// runtime (see [`stellflow_async::Client`]).
+/// runtime (`stellflow_async::Client`, the runtime-neutral handle).
 #[doc = stellflow_async::handle_methods!(Client)]
 pub type Client = stellflow_async::Client<Tokio>;
-/// Sends records; its driver runs on the current tokio runtime (see [`stellflow_async::Producer`]).
+/// Sends records; its driver runs on the current tokio runtime (`stellflow_async::Producer`, the
+/// runtime-neutral handle).
 ///
 /// ```no_run
 /// # async fn f() -> Result<(), stellflow_tokio::Error> {
@@ -135,7 +141,8 @@ pub type Client = stellflow_async::Client<Tokio>;
 /// ```
 #[doc = stellflow_async::handle_methods!(Producer)]
 pub type Producer = stellflow_async::Producer<Tokio>;
-/// Reads records; its driver runs on the current tokio runtime (see [`stellflow_async::Consumer`]).
+/// Reads records; its driver runs on the current tokio runtime (`stellflow_async::Consumer`, the
+/// runtime-neutral handle).
 ///
 /// ```no_run
 /// # async fn f() -> Result<(), stellflow_tokio::Error> {
@@ -157,7 +164,8 @@ pub type Producer = stellflow_async::Producer<Tokio>;
 /// ```
 #[doc = stellflow_async::handle_methods!(Consumer)]
 pub type Consumer = stellflow_async::Consumer<Tokio>;
-/// Administration; its driver runs on the current tokio runtime (see [`stellflow_async::Admin`]).
+/// Administration; its driver runs on the current tokio runtime (`stellflow_async::Admin`, the
+/// runtime-neutral handle).
 ///
 /// ```no_run
 /// # async fn f() -> Result<(), stellflow_tokio::Error> {

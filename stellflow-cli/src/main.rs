@@ -10,6 +10,7 @@ mod data;
 mod perf;
 mod perf_raw;
 mod progress;
+mod settings;
 
 use clap::{Args, Parser, Subcommand};
 use std::process::ExitCode;
@@ -64,6 +65,13 @@ struct Global {
     /// options.
     #[arg(short = 'X', global = true, value_name = "KEY=VALUE")]
     property: Vec<String>,
+    /// Kafka-style client settings from a Java `.properties` file (`key=value` lines, `#`
+    /// comments), like kcat's `-F`. Applied before `-X` (which overrides it); like `-X` it
+    /// overrides the command's own options, except that `--bootstrap` overrides the file's
+    /// `bootstrap.servers`. The file's (or `-X`'s) `bootstrap.servers` stands for
+    /// `--bootstrap` when that is not given.
+    #[arg(long = "config", short = 'F', global = true, value_name = "FILE")]
+    config_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -212,8 +220,9 @@ impl Global {
             return fail("--timeout must be a positive number of seconds");
         }
         let timeout = Duration::from_secs_f64(secs);
-        let (bootstrap, embedded) = match &self.bootstrap {
-            Some(b) => (b.clone(), None),
+        let properties = self.properties()?;
+        let (bootstrap, embedded) = match properties.bootstrap(self.bootstrap.as_deref()) {
+            Some(b) => (b.to_owned(), None),
             None => {
                 // The server's defaults, except a retention of 64 segments (2 GiB) per
                 // partition instead of 8, so that perf runs read back what they wrote.
@@ -241,14 +250,7 @@ impl Global {
         config.producer.max_block = timeout.max(Duration::from_secs(30));
         config.header.client_id.clone_from(&self.client_id);
         tune(&mut config);
-        for property in &self.property {
-            let (key, value) = property.split_once('=').ok_or_else(|| {
-                CliError(format!(
-                    "-X {property}: expected KEY=VALUE, e.g. -X linger.ms=20"
-                ))
-            })?;
-            config.set(key.trim(), value)?;
-        }
+        properties.apply(&mut config)?;
         let mut options = Options::default();
         options.close_timeout = timeout;
         let client = Client::connect_with(config, options)?;

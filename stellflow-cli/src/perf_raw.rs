@@ -10,9 +10,9 @@
 //! the first blob's share of values times the bytes read). What is left between
 //! these figures and `perf produce` / `perf consume` is the client's cost.
 //!
-//! Why one file of about 630 lines: both ceilings run on one small driver (the connection
-//! threads and the core's raw request path, the first half of the file); the produce and the
-//! consume halves are about 120 and 190 lines, each only a loop over that driver.
+//! One file: both ceilings run on one small driver (the connection threads and the core's raw
+//! request path, the first half of the file); the produce and the consume halves are each only
+//! a loop over that driver.
 
 use crate::cpu::{cpu_per_record, cpu_since, process_cpu_time};
 use crate::perf::{latencies, latency_summary};

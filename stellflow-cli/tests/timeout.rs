@@ -1,5 +1,5 @@
 //! `--timeout` bounds a command end to end, delivery included, and a produce that waits on a
-//! leaderless partition says so on stderr at once (issue 15).
+//! leaderless partition says so on stderr at once.
 
 mod common;
 
@@ -62,7 +62,7 @@ fn produce_to_a_leaderless_partition_says_why_at_once_and_ends_within_the_timeou
     );
 }
 
-/// Issue 27: an explicit `--timeout` bounds a whole `produce` run, however healthy: with an
+/// An explicit `--timeout` bounds a whole `produce` run, however healthy: with an
 /// endless input it stops reading and ends within the timeout plus a second, non-zero, saying
 /// how many records it read and that the timeout ended it. Without the bound it would read
 /// forever.
@@ -112,7 +112,7 @@ fn an_explicit_timeout_bounds_a_long_healthy_produce() {
     );
 }
 
-/// Issue 27: the wait of an `enqueue_all` for buffer room is capped by what is left of an
+/// The wait of an `enqueue_all` for buffer room is capped by what is left of an
 /// explicit `--timeout`. The broker executes Produce requests but never answers them, the
 /// records' delivery timeout is raised past the command's (`-X`), so a full buffer never
 /// drains: without the cap, the call waits its whole `max_block` (30 s) and the command runs
@@ -180,7 +180,7 @@ fn a_produce_blocked_on_a_full_buffer_ends_within_the_timeout() {
     );
 }
 
-/// Issue 27: a broker frozen before the command starts (a listener that accepts and never
+/// A broker frozen before the command starts (a listener that accepts and never
 /// answers, as a SIGSTOPped broker does) ends `produce --timeout` within the timeout plus a
 /// second, non-zero, and the message says that no record was produced and why.
 #[test]

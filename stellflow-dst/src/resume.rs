@@ -1,5 +1,5 @@
 //! The resume bound: once the network and the brokers are healthy again, a client with pending
-//! work makes progress within its backoff caps plus a few round trips (issue 19).
+//! work makes progress within its backoff caps plus a few round trips.
 //!
 //! After the heal every broker is up with its leadership re-asserted and every link works, so
 //! nothing stands between a client and its next step except its own timers. A client whose
@@ -143,7 +143,7 @@ impl ResumeCheck {
                     .fetch_backoff_max
                     .max(consumer.join_retry_backoff_max)
                 + trips;
-            // A group member (issue 26) starts a partition only once its previous owner
+            // A group member starts a partition only once its previous owner
             // released it or that owner's registration went stale: an owner closed or lost
             // while its link was cut never said so, so the partition waits out its session
             // (plus the round that reads the registry) on the new member's clock.

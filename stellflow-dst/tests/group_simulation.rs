@@ -280,9 +280,9 @@ fn assert_group_passes(code: &str) {
     assert_eq!(a.trace_hash, b.trace_hash, "same plan, same trace");
 }
 
-/// Was a bug in the registry design (issue 26, found by these worlds; shrunk from group seed
-/// 1114): an auto-committing member paused past its session committed its stale position of
-/// a partition another member owned by then, on the very wake-up that resumed it
+/// Was a bug in the registry design (found by these worlds; shrunk from group seed 1114):
+/// an auto-committing member paused past its session committed its stale position of a
+/// partition another member owned by then, on the very wake-up that resumed it
 /// (`group-commit-monotonic`: 45 -> 37). Fixed: the lease is checked before anything commits.
 #[test]
 fn seed_1114_resumed_member_commits_nothing_it_lost() {

@@ -3,9 +3,9 @@
 //!
 //! [`crate::Client::poll_record`] builds one [`super::ConsumerRecord`] per record: a ~140-byte
 //! value with its own handle on the topic name, written into the caller's vector and dropped
-//! there. For small records that bookkeeping is a large share of the work (the process used
-//! ~13 % less CPU reading 100-byte records whole-blob, `docs/performance.md`). [`crate::Client::poll_blob`] hands over the blob
-//! instead, as rdkafka's borrowed messages and franz-go's `EachRecord` do: the topic,
+//! there. For small records that bookkeeping is a large share of the work
+//! (`docs/performance.md` gives both paths' figures). [`crate::Client::poll_blob`] hands over
+//! the blob instead, as rdkafka's borrowed messages and franz-go's `EachRecord` do: the topic,
 //! partition and offset once, then each record straight from the decoder.
 
 use super::offset_model::{self, Position};

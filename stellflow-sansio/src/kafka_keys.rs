@@ -11,6 +11,7 @@ use crate::address::{BrokerAddress, parse_bootstrap};
 use crate::config::ClientConfig;
 use crate::config_error::ConfigError;
 use crate::consumer_config::OffsetReset;
+use crate::kafka_key_hints::not_a_key;
 use crate::producer_config::{Acks, BatchFormat};
 use std::time::Duration;
 use stellflow_proto::record::Compression;
@@ -285,7 +286,7 @@ pub(crate) const KEYS: &[Key] = &[
     key!("stellflow.batch.format", Format, producer.format),
     key!("max.block.ms", Ms, producer.max_block),
     key!("max.poll.records", Usize, consumer.max_poll_records),
-    // Liveness settings of issue 27 (one block).
+    // Liveness settings (one block).
     key!(
         "socket.connection.setup.timeout.ms",
         Ms,
@@ -318,18 +319,15 @@ pub(crate) const KEYS: &[Key] = &[
     key!("fetch.max.wait.ms", Ms, consumer.fetch_max_wait),
 ];
 
-/// Kafka keys that have no equivalent here, with the reason.
-const UNSUPPORTED: &[(&str, &str)] = &[(
-    "max.partition.fetch.bytes",
-    "each Fetch entry reads one whole blob; a partition's share of a request is consumer.max_entries_per_partition blobs",
-)];
-
 impl ClientConfig {
     /// Sets one Kafka-style key (rdkafka's `ClientConfig::set`): `bootstrap.servers`,
     /// `client.id`, `acks`, `linger.ms`, `enable.idempotence`, `group.id`,
     /// `auto.offset.reset`, `enable.auto.commit`, ... — every key of the user guide's Kafka
     /// table. The value is checked when it is set; the whole configuration when the client
-    /// starts ([`ClientConfig::validate`]).
+    /// starts ([`ClientConfig::validate`]). An unknown key fails with
+    /// [`ConfigError::UnknownKey`], naming the known key it is a near miss of; a Kafka key
+    /// that has no equivalent here (`compression.type`, `security.protocol`, `ssl.*`,
+    /// `sasl.*`, ...) with [`ConfigError::Unsupported`], saying what to use instead.
     ///
     /// ```
     /// # use stellflow_sansio::{Acks, ClientConfig, ConfigError};
@@ -338,19 +336,13 @@ impl ClientConfig {
     /// config.set("group.id", "billing").unwrap();
     /// assert_eq!(config.producer.acks, Acks::Leader);
     /// assert!(matches!(config.set("linger.ms", "soon"), Err(ConfigError::BadValue { .. })));
-    /// assert!(matches!(config.set("lingr.ms", "5"), Err(ConfigError::UnknownKey { .. })));
+    /// let e = config.set("lingr.ms", "5").unwrap_err();
+    /// assert!(matches!(e, ConfigError::UnknownKey { did_you_mean: Some("linger.ms"), .. }));
+    /// assert!(matches!(config.set("compression.type", "gzip"), Err(ConfigError::Unsupported { .. })));
     /// ```
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
         let Some(k) = KEYS.iter().find(|k| k.name == key) else {
-            return Err(match UNSUPPORTED.iter().find(|(name, _)| *name == key) {
-                Some((_, reason)) => ConfigError::Unsupported {
-                    key: key.to_owned(),
-                    reason,
-                },
-                None => ConfigError::UnknownKey {
-                    key: key.to_owned(),
-                },
-            });
+            return Err(not_a_key(key, KEYS.iter().map(|k| k.name)));
         };
         (k.set)(self, value.trim()).map_err(|reason| ConfigError::BadValue {
             key: key.to_owned(),
@@ -626,6 +618,11 @@ mod tests {
         let mut c = ClientConfig::new("a:1").unwrap();
         let e = c.set("lingr.ms", "5").unwrap_err();
         assert!(e.to_string().contains("\"lingr.ms\""), "{e}");
+        assert!(e.to_string().contains("did you mean \"linger.ms\"?"), "{e}");
+        let e = c.set("compression.type", "gzip").unwrap_err();
+        assert!(e.to_string().contains("stellflow.batch.format"), "{e}");
+        let e = c.set("security.protocol", "PLAINTEXT").unwrap_err();
+        assert!(e.to_string().contains("no TLS or SASL"), "{e}");
         let e = c.set("linger.ms", "soon").unwrap_err();
         let text = e.to_string();
         assert!(

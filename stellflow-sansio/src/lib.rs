@@ -87,6 +87,7 @@ mod fetched_blob;
 mod health;
 mod hooks;
 mod inflight;
+mod kafka_key_hints;
 mod kafka_keys;
 mod metadata;
 mod metrics;
@@ -99,6 +100,7 @@ mod partitioner;
 mod producer;
 mod producer_config;
 mod producer_record;
+mod properties;
 mod refresh;
 mod request;
 mod shared;
@@ -142,6 +144,7 @@ pub use producer::{
     KeylessPartitioner, Partitioner, ProduceError, ProduceId, ProducedBatch, ProducerConfig,
     ProducerRecord, Record, RecordHeader, RecordMetadata, fnv1a32, java_hash,
 };
+pub use properties::{parse_properties, read_properties_file};
 pub use request::{ConnId, RawResponse, RequestId, RequestOptions, Target, TraceContext};
 pub use stellflow_proto;
 pub use topic::validate_topic_name;

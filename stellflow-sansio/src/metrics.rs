@@ -23,8 +23,8 @@
 //! | `stellflow.client.connections` | gauge | — | connections open |
 //! | `stellflow.producer.records` | counter | — | records acknowledged (or sent, with acks=0) |
 //! | `stellflow.consumer.records` | counter | — | records delivered to the application |
-//! | `stellflow.consumer.offset.commits` | counter | — | OffsetCommit requests sent |
-//! | `stellflow.consumer.group.operations` | counter | — | FindCoordinator/JoinGroup/SyncGroup/LeaveGroup sent |
+//! | `stellflow.consumer.offset.commits` | counter | — | commits of consumed positions that succeeded (auto, `commit_sync`/`commit_async`/`commit_positions`, before a revocation, on close), one per commit; not the group's registry writes |
+//! | `stellflow.consumer.group.operations` | counter | — | group requests sent: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, and the membership registry's reads (OffsetFetch) and writes (OffsetCommit) |
 //! | `stellflow.producer.topic.records`, `.topic.bytes` | counter | `topic` | per topic |
 //! | `stellflow.consumer.topic.records`, `.topic.bytes` | counter | `topic` | per topic |
 //! | `stellflow.producer.record.errors` | counter | — | records that failed |
@@ -126,9 +126,16 @@ pub struct Counters {
     pub producer_epoch_bumps: u64,
     /// `stellflow.consumer.records` (maintained by the consumer).
     pub consumer_records: u64,
-    /// `stellflow.consumer.offset.commits` (maintained by the consumer).
+    /// `stellflow.consumer.offset.commits`: commits of consumed positions that succeeded
+    /// (automatic, `commit`/`commit_positions`, before a revocation, on close), one per commit
+    /// however many partitions it holds and however often it was retried. The OffsetCommit
+    /// requests with which a group member keeps its membership registry are not commits: they
+    /// count in `group_operations` (every OffsetCommit request counts in
+    /// [`Counters::api`]`(ApiKey::OFFSET_COMMIT)`).
     pub offset_commits: u64,
-    /// `stellflow.consumer.group.operations` (maintained by the consumer).
+    /// `stellflow.consumer.group.operations`: group requests sent — FindCoordinator,
+    /// JoinGroup, SyncGroup, Heartbeat, and the membership registry's reads (OffsetFetch) and
+    /// writes (OffsetCommit).
     pub group_operations: u64,
     per_api: [ApiCounters; 20],
     /// Per topic: producer records and bytes, consumer records and bytes (only counted for

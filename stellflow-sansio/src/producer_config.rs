@@ -73,8 +73,7 @@ pub struct ProducerConfig {
     /// Bytes of records held (waiting, in flight, or being retried); beyond it `produce`
     /// returns [`ProduceError::BufferFull`](crate::ProduceError::BufferFull) at once. Default
     /// 32 MiB (Kafka's `buffer.memory`: 32 batches of the default size ahead of the broker;
-    /// 64 MiB cost a 1 000 000-record run twice the page faults for no throughput,
-    /// `docs/performance.md`).
+    /// more only adds page faults, no throughput).
     pub buffer_memory: usize,
     /// How long an adapter's `send` / `enqueue` (and a batch send, for the whole call) wait
     /// for buffer space while the producer holds `buffer_memory` bytes, before failing with a

@@ -1,4 +1,4 @@
-//! Admin calls at the edges of the metadata (issue 13 item 4): a call that needs a partition's
+//! Admin calls at the edges of the metadata: a call that needs a partition's
 //! leader right after the topic was created or deleted on the same client.
 
 mod common;

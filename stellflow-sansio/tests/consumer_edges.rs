@@ -1,4 +1,4 @@
-//! Consumer at the edges of the log (issue 13 items 1, 2, 5): a position past the log end, a
+//! Consumer at the edges of the log: a position past the log end, a
 //! high watermark below the log end, and fetch answers larger than the client accepts.
 
 mod common;
@@ -324,7 +324,7 @@ fn a_refused_answer_makes_its_partitions_go_alone_and_nothing_is_lost() {
 
 #[test]
 fn a_committed_position_of_a_recreated_topic_resets_and_delivers_the_new_records() {
-    // The issue's scenario: commit (5, 0), delete and re-create the topic, produce two blobs,
+    // The scenario: commit (5, 0), delete and re-create the topic, produce two blobs,
     // assign with the same group.
     let mut cfg = consumer_config("broker-1:9092", Some("g"));
     cfg.consumer.enable_auto_commit = false;

@@ -362,7 +362,7 @@ fn a_leaderless_partition_does_not_make_metadata_refreshes_chatty() {
     assert!(updates <= rounds);
     // Once leadership is back, consumption resumes within the refresh cap (1 s) plus a round
     // trip: the leaderless partition is re-checked on the cap and fetched as soon as the
-    // metadata names its leader (issue 19; with the former 5 s cap this took up to 6 s).
+    // metadata names its leader.
     w.sim.reassert_leadership(1).unwrap();
     produce_values(
         &mut w,

@@ -1,4 +1,4 @@
-//! One rule per question (issue 31, item 4): every delivery error variant's answer to "may
+//! One rule per question: every delivery error variant's answer to "may
 //! I produce it again" (`is_retriable`) and "may it be in the log" (`outcome_unknown`) is
 //! pinned here, as are the consumer's and the request's, and a connection failure keeps its
 //! `io::ErrorKind`. ARCHITECTURE decision 3: a record that may have been written is never

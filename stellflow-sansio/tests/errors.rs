@@ -1,4 +1,4 @@
-//! Errors that name their cause (issue 15): nothing listening is "unreachable" with the
+//! Errors that name their cause: nothing listening is "unreachable" with the
 //! address (not an unknown topic), a leaderless partition says why, a request timeout says
 //! the outcome is unknown, a connection closed mid-frame gives the bytes received and
 //! declared, and a bad consumer configuration is refused when the client is built.

@@ -292,7 +292,7 @@ fn a_peer_silent_on_api_versions_is_given_up_after_the_setup_timeout() {
     );
 }
 
-/// Issue 27: a bootstrap address that fails and that the metadata does not name (a stale
+/// A bootstrap address that fails and that the metadata does not name (a stale
 /// entry) does not keep the client degraded: health counts the brokers of the metadata, and
 /// the bootstrap list only while no broker is known. The address is still listed with its
 /// failure, and still asked on metadata refreshes.

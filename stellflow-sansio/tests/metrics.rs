@@ -9,6 +9,7 @@ mod common;
 mod consumer_support;
 
 use bytes::Bytes;
+use common::World;
 use consumer_support::{Got, drain, subscribed_world_with};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use metrics_util::{CompositeKey, MetricKind};
@@ -239,4 +240,62 @@ fn every_metric_reads_what_the_round_trip_did() {
         Some(0),
         "the gauge agrees with the client"
     );
+}
+
+/// `stellflow.consumer.offset.commits` counts the commits of consumed positions that
+/// succeeded (one per commit, whatever it holds), not OffsetCommit requests: a group member
+/// also keeps its membership in the coordinator's offset store with OffsetCommit requests,
+/// which count in `stellflow.consumer.group.operations` (and every OffsetCommit request in
+/// `stellflow.client.requests{api="OffsetCommit"}`).
+#[test]
+fn offset_commits_count_the_applications_commits_not_the_registry_writes() {
+    let mut w = subscribed_world_with("meanings", |c| {
+        c.consumer.enable_auto_commit = false;
+        c.consumer.auto_offset_reset = stellflow_sansio::OffsetReset::Earliest;
+    });
+    let r = ProducerRecord::new("s", &b"v"[..]).with_partition(0);
+    w.client.produce(w.now, &r).unwrap();
+    let got: Got = drain(&mut w, Duration::from_secs(10), |g| {
+        g.values().map(Vec::len).sum::<usize>() == 1
+    });
+    assert_eq!(got.values().map(Vec::len).sum::<usize>(), 1);
+    // A while as a member: the lease in the registry is renewed meanwhile.
+    w.advance(Duration::from_secs(40));
+    let committed = |w: &World| {
+        w.events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::Consumer(ConsumerEvent::CommitCompleted { result: Ok(_), .. })
+                )
+            })
+            .count()
+    };
+    for n in 1..=3 {
+        w.client.commit(w.now).unwrap();
+        let ok = w.run_until(Duration::from_secs(10), |w| committed(w) == n);
+        assert!(ok, "commit {n} did not complete: {:?}", w.events);
+    }
+    let c = w.client.counters();
+    assert_eq!(c.offset_commits, 3, "one per commit of the application");
+    let requests = |key| c.api(key).requests;
+    let offset_commit_requests = requests(ApiKey::OFFSET_COMMIT);
+    let registry_writes = offset_commit_requests - c.offset_commits;
+    assert!(
+        registry_writes >= 3,
+        "the member's registry writes are OffsetCommit requests too: {offset_commit_requests}"
+    );
+    // Group operations: the coordinator handshake and the registry's writes and reads (the
+    // reads share OffsetFetch with the consumer's reads of its committed offsets).
+    let handshake = requests(ApiKey::FIND_COORDINATOR)
+        + requests(ApiKey::JOIN_GROUP)
+        + requests(ApiKey::SYNC_GROUP)
+        + requests(ApiKey::HEARTBEAT);
+    assert!(
+        c.group_operations >= handshake + registry_writes,
+        "{} < {handshake} + {registry_writes}",
+        c.group_operations
+    );
+    assert!(c.group_operations <= handshake + registry_writes + requests(ApiKey::OFFSET_FETCH));
 }

@@ -1,6 +1,6 @@
 //! The producer's documented defaults, pinned: the user guide's Kafka table and the
-//! performance notes quote them, and `producer.buffer_memory` was chosen by measurement
-//! (32 MiB, Kafka's `buffer.memory`; `docs/performance.md`, issue 30 fourth round).
+//! performance page quotes them; `producer.buffer_memory` is 32 MiB, Kafka's `buffer.memory`
+//! (`docs/performance.md` says when to change it).
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;

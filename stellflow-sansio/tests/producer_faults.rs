@@ -448,12 +448,12 @@ fn unanswered_produce_is_reported_as_maybe_written() {
     }
 }
 
-/// Issue 19: a broker restarted on its data reports its partitions leaderless (leader 0) until
+/// A broker restarted on its data reports its partitions leaderless (leader 0) until
 /// leadership is re-asserted. A producer that keeps sending (one record every 20 ms) through
 /// 7 leaderless seconds gets its next acknowledgement within the metadata refresh cap (1 s by
 /// default) plus a round trip of the re-assertion: the leaderless partition is re-checked on
 /// the cap, and a batch whose retry waited for a leader is sent as soon as the metadata names
-/// one (with the former 5 s cap this took up to 6 s).
+/// one.
 #[test]
 fn a_producer_resumes_within_the_refresh_cap_once_leadership_is_reasserted() {
     let mut w = world(1, "back", 1, 1, client_config(1, ProducerConfig::default()));
@@ -496,7 +496,7 @@ fn a_producer_resumes_within_the_refresh_cap_once_leadership_is_reasserted() {
     assert!(out.values().all(Result::is_ok), "{out:?}");
 }
 
-/// Issue 19, like Kafka's KIP-951: a batch refused with NOT_LEADER_OR_FOLLOWER waits out its
+/// Like Kafka's KIP-951: a batch refused with NOT_LEADER_OR_FOLLOWER waits out its
 /// retry backoff only while nothing changed; as soon as the metadata names another leader it
 /// is sent there, without waiting for the rest of the backoff.
 #[test]
@@ -548,7 +548,7 @@ fn cut_all(w: &mut World) {
     w.step();
 }
 
-/// Issue 27 item 6: an idempotent producer whose connection is cut with a Produce in flight
+/// An idempotent producer whose connection is cut with a Produce in flight
 /// re-sends it on the fresh connection as soon as the broker answers there (plus a 100 ms
 /// settle), in order and with the same sequence numbers — not a request timeout (30 s here)
 /// later. Whether the lost original was executed (its answer dropped) or never reached the

@@ -1,15 +1,18 @@
 //! The loopback TCP server: real sockets, no async runtime.
 
+mod support;
+
 use bytes::{Bytes, BytesMut};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
+use stellflow_proto::ErrorCode;
 use stellflow_proto::frame::{FrameDecoder, encode_request, split_response};
 use stellflow_proto::header::RequestHeader;
 use stellflow_proto::messages::*;
 use stellflow_proto::wire::Wire;
-use stellflow_proto::{ErrorCode, StrBytes};
 use stellflow_sim::{ClusterConfig, ServerConfig, serve, serve_with};
+use support::s;
 
 struct Client {
     stream: TcpStream,
@@ -62,10 +65,6 @@ impl Client {
             body.map(|b| R::Response::from_bytes(b).unwrap()),
         )
     }
-}
-
-fn s(v: &str) -> Option<StrBytes> {
-    Some(v.into())
 }
 
 #[test]

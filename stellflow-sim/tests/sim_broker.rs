@@ -442,7 +442,7 @@ fn cluster_spreads_leaders_and_non_leaders_answer_9() {
 /// A multi-partition `acks = -1` Produce waits for each partition in turn; followers copy
 /// every append at once (the server's replica fetchers poll continuously), so the whole
 /// request is answered without any later event, not at the next unrelated request or at the
-/// request's timeout. Regression for the resume bound's leader-move worlds (issue 19).
+/// request's timeout. Regression for the resume bound's leader-move worlds.
 #[test]
 fn acks_all_on_several_partitions_completes_without_another_event() {
     let now = std::time::Instant::now();

@@ -23,7 +23,7 @@
 //!
 //! * `group-no-loss`: every record before `C` was delivered by some member (`C` never moves
 //!   past a record nobody delivered);
-//! * `group-commit-monotonic`: `C` never moves backwards. This is stricter than the issue's
+//! * `group-commit-monotonic`: `C` never moves backwards. This is stricter than the plain
 //!   no-loss invariant (a commit that goes back is no loss when the records after it are
 //!   delivered again, which `group-no-loss` and `group-delivers-all` check); it stands for
 //!   the redelivery bound instead. The members here commit only positions they reached, in

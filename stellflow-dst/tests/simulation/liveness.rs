@@ -1,4 +1,4 @@
-//! The liveness fault kinds (issue 27): a cluster that goes away for good must be reported
+//! The liveness fault kinds: a cluster that goes away for good must be reported
 //! within `unreachable_timeout` plus the stated slack, once, with every pending command failed
 //! and nothing acknowledged lost; a peer that speaks garbage must be reported as not a
 //! Stellflow broker at once, with reconnects at the cap. The invariants themselves are checked

@@ -248,7 +248,7 @@ fn seed_3022_commits_stay_in_order() {
     );
 }
 
-/// Issue 13 item 3 in the simulation: the broker of an idempotent producer's partition stops
+/// A frozen leader in the simulation: the broker of an idempotent producer's partition stops
 /// answering (a partition holds the bytes of its connections, as a frozen — SIGSTOPped —
 /// broker does, and delivers them at the heal). The Produce timed out and was retried on the
 /// same connection behind the unanswered original; both executed when the broker came back,
@@ -435,7 +435,7 @@ fn seed_2363443201538265807_ghost_member_of_a_lost_join_answer_fences_once() {
 /// server guarantees): a reset of the only link 21 ms in, while two consumers were joining,
 /// left a member the server had created but whose client never learnt its id; its expiry
 /// fenced the live member once in the idle window. Found by the 20,000-seed soak of the
-/// resume bound (issue 19) from a random start, on a branch without the eviction allowance;
+/// resume bound from a random start, on a branch without the eviction allowance;
 /// passes with it.
 #[test]
 fn seed_11897790403938384967_reset_during_join_leaves_a_ghost_that_fences_once() {

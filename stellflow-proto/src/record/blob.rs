@@ -339,9 +339,8 @@ impl BlobRecords {
     ///
     /// The per-record case returns straight from the current batch's decode (as
     /// [`Iterator::next`] does), and the index is not paired with the record: an
-    /// `Option<Result<(u32, RawRecord)>>` built from the decoder's result was written field
-    /// by field and read back whole, a store-forwarding stall that was the hottest
-    /// instruction of `perf consume`'s view loop.
+    /// `Option<Result<(u32, RawRecord)>>` built from the decoder's result would be written
+    /// field by field and read back whole, a store-forwarding stall on every record.
     #[inline]
     pub(crate) fn next_raw(&mut self) -> Option<Result<RawRecord, BatchError>> {
         if !self.done

@@ -3,11 +3,9 @@
 //! The v1 batch carries a CRC-32C (Castagnoli) and the SRFB envelope a CRC-32 (ISO-HDLC, the
 //! zlib one) (PROTOCOL.md §4). A consumer checks one over every byte it reads and a producer
 //! computes one over every byte it sends, so their speed is the codec's: `crc-fast` folds with
-//! VPCLMULQDQ/AVX-512 where present and falls back to the CRC32 instruction, then to tables. On
-//! the 2-core machine the figures in `docs/performance.md` come from it checks a 1 MiB blob
-//! 2.3x faster than the `crc32c` crate when the blob is in cache (52.9 against 22.9 GB/s, `cargo bench -p
-//! stellflow-proto --bench codec`, `crc32c-1MiB` lines) and ~1.6x faster from memory, which
-//! made consuming 1 KiB records ~20 % faster end to end against the real broker.
+//! VPCLMULQDQ/AVX-512 where present and falls back to the CRC32 instruction, then to tables,
+//! about twice as fast as the `crc32c` crate (`cargo bench -p stellflow-proto --bench codec`
+//! prints both, the `crc32c-1MiB` lines).
 
 use crc_fast::{CrcAlgorithm, checksum};
 

@@ -84,8 +84,7 @@ impl BlobRecords {
     /// it: the same records, checks and errors as [`Iterator::next`] (the `Err` once, then
     /// `None`), for callers that keep records as a type of their own. `build` can put its
     /// record straight where it goes (a `Vec::push` inside it), so the record is not built
-    /// and then moved: each move of a freshly built record was a store-forwarding stall in
-    /// the consumer's per-record path.
+    /// and then moved (each move of a freshly built record is a store-forwarding stall).
     ///
     /// ```
     /// # use stellflow_proto::record::{BatchBuilder, BatchParams, blob_records};

@@ -5,9 +5,10 @@ use super::blob::BlobRecords;
 use super::cursor::Cursor;
 use super::error::BatchError;
 
-/// One record of a blob, borrowed from the blob's bytes: what
-/// [`BlobRecords::next_view`] yields. Holding it borrows the iterator, so the next record is
-/// read once this one is let go; copy out (`to_vec`) what must outlive it.
+/// One record of a blob, borrowed from the blob's bytes: what a fetched blob's `next_view`
+/// yields (the blob's record iterator, `BlobRecords::next_view`). Holding it borrows the
+/// iterator, so the next record is read once this one is let go; copy out (`to_vec`) what must
+/// outlive it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordView<'a> {
     /// Position in the blob, counted across all its batches (as

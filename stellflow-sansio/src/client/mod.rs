@@ -311,11 +311,10 @@ impl Client {
 
     /// The next outcome: connection changes, metadata updates, admin and raw results.
     // Out of line: its result is then written whole and `poll_output` copies it in the same
-    // 16-byte pieces the driver reads back. Inlined, the event's first word (its variant) was
-    // split off, so every `Output::Event` reached the driver's match as stores that did not
-    // line up with its loads, a store-forwarding stall per event (core producer bench,
-    // unbatched). `next_event` returns the event it keeps instead of breaking out of its loop
-    // with it, which saved a further copy of each event here.
+    // 16-byte pieces the driver reads back; inlined, the event's variant word is split off and
+    // every `Output::Event` reaches the driver's match as stores that do not line up with its
+    // loads (a store-forwarding stall per event). `next_event` returns the event it keeps
+    // instead of breaking out of its loop with it, which saves a copy of each event.
     #[inline(never)]
     fn poll_event(&mut self) -> Option<Event> {
         let mut event = self.next_event()?;
@@ -350,7 +349,7 @@ impl Client {
     /// or partition "unknown to every broker" when no broker ever answered is an unreachable
     /// cluster (with each address and its last failure), not a missing topic.
     // In place: an event is large, and moving it through a function by value costs copies
-    // on every event of the drain (measured on the per-record produce path).
+    // on every event of the drain.
     fn explain(&self, event: &mut Event) {
         if !self.shared.metadata.cluster().brokers.is_empty() {
             return;

@@ -46,8 +46,8 @@ impl Client {
             self.shared.trace.as_ref(),
         );
         // The id is taken out and the result made again after the pass: a result held
-        // across the call was copied whole right after its callee wrote it in pieces, a
-        // store-forwarding stall per record (a fifth of the adapters' produce CPU).
+        // across the call would be copied whole right after its callee wrote it in pieces, a
+        // store-forwarding stall per record.
         match r {
             Ok(id) => {
                 self.after_produce(now);

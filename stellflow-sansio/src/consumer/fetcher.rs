@@ -415,7 +415,7 @@ impl Consumer {
         }
     }
 
-    /// The partitions of one broker's next Fetch (issue 13 item 2). An entry returns at least
+    /// The partitions of one broker's next Fetch. An entry returns at least
     /// one whole blob whatever its budget, and a blob can be as large as the produce frame
     /// limit (PROTOCOL.md §3.4), so a partition whose blob size is unknown is asked alone,
     /// with one entry: its answer fits any frame a blob fits in. The partitions with known

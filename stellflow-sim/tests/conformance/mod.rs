@@ -219,6 +219,47 @@ pub fn init_pid(c: &mut Conn, transactional_id: Option<&str>) -> Result<i64, Str
     Ok(v.producer_id)
 }
 
+/// A connection whose clientId is a fresh key, and a producer id allocated for that key.
+pub fn keyed_producer(ctx: &Ctx, suffix: &str) -> Result<(Conn, i64), String> {
+    let key = ctx.name(suffix);
+    let mut c = ctx.conn()?.with_client_id(Some(&key));
+    let pid = init_pid(&mut c, None)?;
+    Ok((c, pid))
+}
+
+/// Checks a Produce answer appended at `offset`: every field as a plain append sets it.
+pub fn expect_appended(p: &ProducePartResp, offset: i64, what: &str) -> CaseResult {
+    expect_produce_answer(p, 0, offset, what)
+}
+
+/// Checks a Produce answer rejected with `error`: nothing appended, every other field as the
+/// server writes it for a rejection.
+pub fn expect_rejected(p: &ProducePartResp, error: i16, what: &str) -> CaseResult {
+    expect_produce_answer(p, error, -1, what)
+}
+
+/// Checks every field of a Produce partition answer; the fields other than errorCode and
+/// baseOffset are the same for an append and a rejection on a single node.
+fn expect_produce_answer(
+    p: &ProducePartResp,
+    error: i16,
+    base_offset: i64,
+    what: &str,
+) -> CaseResult {
+    ensure_eq!(
+        (
+            p.error,
+            p.base_offset,
+            p.leader_epoch,
+            p.log_append_time,
+            p.log_start
+        ),
+        (error, base_offset, 0, -1, 0),
+        "{what}: (errorCode, baseOffset, currentLeaderEpoch, logAppendTimeMs, logStartOffset)"
+    );
+    Ok(())
+}
+
 /// Milliseconds since the Unix epoch, from the local clock.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

@@ -457,9 +457,7 @@ fn with_laggard(ctx: &Ctx, c: &mut Conn) -> Result<(String, i32, i32), String> {
 }
 
 fn acks_all_timeout_idempotent(ctx: &Ctx) -> CaseResult {
-    let key = ctx.name("k");
-    let mut c = ctx.conn()?.with_client_id(Some(&key));
-    let pid = init_pid(&mut c, None)?;
+    let (mut c, pid) = keyed_producer(ctx, "k")?;
     let (t, _, _) = with_laggard(ctx, &mut c)?;
     let batch = Srfb::new(pid, 0, 0, 1, b"idempotent").encode();
     let send = |c: &mut Conn, acks: i16| -> Result<ProducePartResp, String> {
@@ -664,7 +662,7 @@ fn decommission(ctx: &Ctx) -> CaseResult {
     Ok(())
 }
 
-/// Issue 13 item 4, the broker's side: right after CreateTopic answers, Metadata names this
+/// A topic just created, the broker's side: right after CreateTopic answers, Metadata names this
 /// broker leader of every partition and ListOffsets answers — so a client that fails there
 /// only lacks a metadata refresh.
 fn create_then_route(ctx: &Ctx) -> CaseResult {

@@ -351,7 +351,7 @@ fn unknown_and_session(ctx: &Ctx) -> CaseResult {
     Ok(())
 }
 
-/// Issue 13 item 1, the broker's side: a position past the log end (the topic was deleted and
+/// A position past the log end, the broker's side: such a fetch (the topic was deleted and
 /// re-created) is answered with no error, nothing, and a high watermark below it — the client
 /// must detect it itself. ListOffsets LATEST confirms the log end.
 fn past_end_of_recreated(ctx: &Ctx) -> CaseResult {
@@ -376,7 +376,7 @@ fn past_end_of_recreated(ctx: &Ctx) -> CaseResult {
     delete_topic(&mut c, &t)
 }
 
-/// Issue 13 item 2, the broker's side: every entry returns its first blob whole whatever its
+/// Fetch budgets, the broker's side: every entry returns its first blob whole whatever its
 /// budget, and neither `maxBytes` nor anything else caps the answer — three partitions with
 /// one 1 MiB blob each answer 3 MiB to budgets of 1 byte. A client must bound its requests by
 /// the blob sizes it knows.

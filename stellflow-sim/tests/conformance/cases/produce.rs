@@ -49,36 +49,6 @@ pub fn cases() -> Vec<Case> {
     ]
 }
 
-fn expect_appended(p: &ProducePartResp, offset: i64, what: &str) -> CaseResult {
-    ensure_eq!(
-        (
-            p.error,
-            p.base_offset,
-            p.leader_epoch,
-            p.log_append_time,
-            p.log_start
-        ),
-        (0, offset, 0, -1, 0),
-        "{what}: (errorCode, baseOffset, currentLeaderEpoch, logAppendTimeMs, logStartOffset)"
-    );
-    Ok(())
-}
-
-fn expect_rejected(p: &ProducePartResp, error: i16, what: &str) -> CaseResult {
-    ensure_eq!(
-        (
-            p.error,
-            p.base_offset,
-            p.leader_epoch,
-            p.log_append_time,
-            p.log_start
-        ),
-        (error, -1, 0, -1, 0),
-        "{what}: (errorCode, baseOffset, currentLeaderEpoch, logAppendTimeMs, logStartOffset)"
-    );
-    Ok(())
-}
-
 fn one_offset_per_blob(ctx: &Ctx) -> CaseResult {
     let mut c = ctx.conn()?;
     let t = ctx.name("t");
