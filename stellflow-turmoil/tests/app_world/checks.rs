@@ -50,6 +50,18 @@ fn per_key_order(log: &Log) -> Result<(), String> {
     Ok(())
 }
 
+/// Where a run is on one input partition.
+#[derive(Debug, Clone, Copy)]
+struct RunAt {
+    /// Its last offset there.
+    offset: i64,
+    /// That input's index in `Log::processed`.
+    at: usize,
+    /// The handover the run last went through there: the window from the last input
+    /// processed before it to the first after it (indices in `Log::processed`).
+    handover: Option<(usize, usize)>,
+}
+
 /// Checks each input partition's processing, run by run (a run: one start of the service
 /// reading the partition forward). An input is processed again only across a handover (a
 /// run begins, or another run processed the partition since this run last did) and only if
@@ -57,10 +69,7 @@ fn per_key_order(log: &Log) -> Result<(), String> {
 /// between the two), so what is processed again is at most the records since the last
 /// commit. Returns how many inputs were processed again.
 fn duplicates(log: &Log) -> Result<usize, String> {
-    // (partition, run): the run's last offset there, its index in `processed`, and the
-    // handover the run last went through (the window from the last input processed before it
-    // to the first after it)
-    let mut runs: BTreeMap<(i32, u64), (i64, usize, Option<(usize, usize)>)> = BTreeMap::new();
+    let mut runs: BTreeMap<(i32, u64), RunAt> = BTreeMap::new(); // (partition, run)
     // partition: (run, index in `processed`) of its last input processed by anyone
     let mut latest: BTreeMap<i32, (u64, usize)> = BTreeMap::new();
     let mut highest: BTreeMap<i32, i64> = BTreeMap::new();
@@ -71,11 +80,11 @@ fn duplicates(log: &Log) -> Result<usize, String> {
             // The run goes on: through a new handover if another run processed the
             // partition since (the run lost it after its own last input there: an input it
             // still finishes, as a zombie), else still in the one it last went through.
-            (Some((offset, own_last, last)), Some(&(run, _))) if p.offset > offset => {
+            (Some(own), Some(&(run, _))) if p.offset > own.offset => {
                 if run != p.run {
-                    Some((own_last, i))
+                    Some((own.at, i))
                 } else {
-                    last
+                    own.handover
                 }
             }
             // The run begins (or starts over): after whoever processed the partition last.
@@ -112,7 +121,12 @@ fn duplicates(log: &Log) -> Result<usize, String> {
             }
             again += 1;
         }
-        runs.insert((p.partition, p.run), (p.offset, i, handover));
+        let at = RunAt {
+            offset: p.offset,
+            at: i,
+            handover,
+        };
+        runs.insert((p.partition, p.run), at);
         latest.insert(p.partition, (p.run, i));
         let top = highest.entry(p.partition).or_insert(p.offset);
         *top = (*top).max(p.offset);
