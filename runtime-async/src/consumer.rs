@@ -155,10 +155,9 @@ impl<R: Runtime> Consumer<R> {
                 None if st.consumer_closed.done.is_some() => {
                     Some(Err(ConsumerError::Closed.into()))
                 }
-                // The cluster is unreachable: said once per outage instead of waiting forever.
-                None if let Some(e) = st.client.take_unreachable_error() => {
-                    Some(Err(ConsumerError::Unreachable(e).into()))
-                }
+                // The cluster is unreachable, or a topic asked for is unknown: said once
+                // instead of waiting forever.
+                None if let Some(e) = st.client.take_poll_error() => Some(Err(e.into())),
                 None => {
                     st.wait(cx);
                     None

@@ -328,15 +328,24 @@ impl Env {
     /// The partition count of `topic`, or a clear error when no broker knows it. On the
     /// embedded broker a missing topic is created with `create_partitions` partitions.
     pub fn topic_partitions(&self, topic: &str, create_partitions: i32) -> CliResult<i32> {
+        match self.known_partitions(topic, create_partitions)? {
+            Some(count) => Ok(count),
+            None => fail(format!(
+                "unknown topic {topic:?}: create it with `stellflow topics create {topic}`"
+            )),
+        }
+    }
+
+    /// The partition count of `topic`; `None` when no broker knows it (on the embedded
+    /// broker a missing topic is created with `create_partitions` partitions instead).
+    pub fn known_partitions(&self, topic: &str, create_partitions: i32) -> CliResult<Option<i32>> {
         let admin = self.client.admin();
         let (topics, _) = admin.describe_topics(&[topic])?;
         if let Some(t) = topics.first() {
-            return Ok(i32::try_from(t.partitions.len()).unwrap_or(i32::MAX));
+            return Ok(Some(i32::try_from(t.partitions.len()).unwrap_or(i32::MAX)));
         }
         if !self.is_embedded() {
-            return fail(format!(
-                "unknown topic {topic:?}: create it with `stellflow topics create {topic}`"
-            ));
+            return Ok(None);
         }
         let r = admin.create_topic(topic, create_partitions, stellflow_blocking::Target::Any)?;
         if !r.is_ok() {
@@ -347,7 +356,7 @@ impl Env {
         );
         // Let the metadata see it before producing.
         let _ = admin.describe_topics(&[topic])?;
-        Ok(create_partitions)
+        Ok(Some(create_partitions))
     }
 }
 

@@ -1,5 +1,7 @@
 //! Runs the built `stellflow` binary against an embedded broker and a loopback sim broker.
 
+mod common;
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
@@ -134,7 +136,16 @@ fn topics_produce_consume_offsets_against_a_broker() {
 
     let (code, line) = fails(&["consume", "nope", "--count", "1"]);
     assert_eq!(code, 1);
-    assert!(line.contains("unknown topic \"nope\""), "{line}");
+    assert!(
+        line.contains("topic nope is unknown to every broker"),
+        "{line}"
+    );
+    let (code, line) = fails(&["consume", "nope", "-g", "g1"]);
+    assert_eq!(code, 1);
+    assert!(
+        line.contains("topic nope is unknown to every broker"),
+        "{line}"
+    );
     let (_, line) = fails(&["produce", "nope"]);
     assert!(line.contains("unknown topic"), "{line}");
     assert!(run(&["api-versions"], None).contains("Produce"));
@@ -395,4 +406,55 @@ fn consume_json_is_lossless_for_binary_keys_and_values() {
     assert!(out.status.success());
     let want: Vec<u8> = [binary_key, b"\t", binary_value, b"\n"].concat();
     assert_eq!(out.stdout, want);
+}
+
+/// `consume` writes what it printed whenever a poll comes back empty: a program reading its
+/// pipe sees a live topic's records at once, not when the output buffer fills or the command
+/// ends (the consumer here is killed, so nothing would be flushed at its exit).
+#[test]
+fn consume_flushes_its_output_when_a_poll_comes_back_empty() {
+    use std::io::BufRead;
+    let (_server, addr) = common::sim_with_topic("live");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stellflow"))
+        .args([
+            "--bootstrap",
+            &addr,
+            "consume",
+            "live",
+            "--idle-timeout",
+            "0",
+        ])
+        .env_remove("STELLFLOW_BOOTSTRAP")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run stellflow");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let config = stellflow_blocking::ClientConfig::new(&addr).unwrap();
+    let producer = stellflow_blocking::Producer::connect(config).unwrap();
+    for value in ["one", "two", "three"] {
+        producer
+            .send(stellflow_blocking::Record::new("live", value))
+            .unwrap();
+    }
+    let mut got = Vec::new();
+    while got.len() < 3 {
+        // Generous for a loaded machine: without the flush nothing ever comes.
+        match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+            Ok(Ok(line)) => got.push(line),
+            _ => break,
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(got, ["one", "two", "three"]);
 }

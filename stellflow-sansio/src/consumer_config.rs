@@ -45,6 +45,13 @@ pub struct ConsumerConfig {
     /// Where to start without a committed offset, after the log start passed the position, or
     /// when the position is past the log end.
     pub auto_offset_reset: OffsetReset,
+    /// How long a topic that `subscribe` or `assign` asked for may stay unknown to every
+    /// broker before a poll returns [`ConsumerError::UnknownTopic`](crate::ConsumerError::UnknownTopic),
+    /// counted from the first metadata answer without it (which raises
+    /// [`ConsumerEvent::TopicUnknown`](crate::ConsumerEvent::TopicUnknown)); the error comes
+    /// with the next metadata answer after it (rdkafka: `topic.metadata.propagation.max.ms`).
+    /// Default 5 s.
+    pub missing_topic_wait: Duration,
     /// Commit delivered positions every [`auto_commit_interval`](Self::auto_commit_interval),
     /// before partitions are revoked, and when the consumer closes. Default true.
     pub enable_auto_commit: bool,
@@ -137,6 +144,7 @@ impl Default for ConsumerConfig {
             group_id: None,
             coordinator_bootstrap: None,
             auto_offset_reset: OffsetReset::Latest,
+            missing_topic_wait: Duration::from_secs(5),
             enable_auto_commit: true,
             auto_commit_interval: Duration::from_secs(5),
             commit_marked_only: false,

@@ -163,6 +163,17 @@ pub enum ConsumerEvent {
         /// The broker's code.
         code: ErrorCode,
     },
+    /// Every broker answered metadata without `topic`, which a `subscribe` or `assign`
+    /// asked for (a typo, or a topic not created yet). The consumer waits for it: a topic
+    /// created later is picked up by itself. If it is still unknown `error_after` from now
+    /// (`consumer.missing_topic_wait`, confirmed by a fresh metadata answer), the next poll
+    /// returns [`ConsumerError::UnknownTopic`].
+    TopicUnknown {
+        /// The topic.
+        topic: String,
+        /// How long until the poll error ([`ConsumerConfig::missing_topic_wait`](crate::ConsumerConfig::missing_topic_wait)).
+        error_after: std::time::Duration,
+    },
     /// A commit finished.
     CommitCompleted {
         /// The id the command returned (automatic commits get their own).
@@ -241,6 +252,20 @@ pub enum ConsumerError {
     /// itself once a broker answers; alert, or restart the service, as you see fit.
     #[error(transparent)]
     Unreachable(crate::health::ClusterUnreachable),
+    /// A topic a `subscribe` or `assign` asked for is unknown to every broker, and still was
+    /// `consumer.missing_topic_wait` after the first metadata answer without it (once per
+    /// topic and command; [`ConsumerEvent::TopicUnknown`] came first). Create the topic (or
+    /// fix its name): retriable, the consumer picks the topic up by itself once it exists.
+    #[error(
+        "topic {topic} is unknown to every broker ({:.1}s after the first metadata answer without it, consumer.missing_topic_wait); create it (`stellflow topics create {topic}`) or fix the name: the consumer picks it up once it exists",
+        waited.as_secs_f64()
+    )]
+    UnknownTopic {
+        /// The topic.
+        topic: String,
+        /// How long every broker had been answering without it.
+        waited: Duration,
+    },
     /// The consumer (or the client) is closed: create a new client.
     #[error("the consumer is closed")]
     Closed,
@@ -260,7 +285,7 @@ impl ConsumerError {
         match self {
             C::Request(e) => e.is_retriable(),
             C::Broker { code, .. } => code.is_retriable(),
-            C::Unreachable(_) => true,
+            C::Unreachable(_) | C::UnknownTopic { .. } => true,
             _ => false,
         }
     }

@@ -168,9 +168,11 @@ pub enum DeliveryError {
         /// The last failure, if any attempt was made.
         last: Option<Box<DeliveryError>>,
     },
-    /// The topic is unknown to every broker; create it (Metadata never creates topics).
+    /// Every broker confirmed the topic unknown for `producer.metadata_max_wait` (the wait
+    /// for the metadata to name it, not the delivery timeout); create it (Metadata never
+    /// creates topics), or let the producer create it (`producer.create_missing_topics`).
     #[error(
-        "topic {topic} is unknown to every broker within the delivery timeout; create it first"
+        "topic {topic} is unknown to every broker (still unknown after producer.metadata_max_wait, the wait for the metadata to name it); create it first (`stellflow topics create {topic}`), or set producer.create_missing_topics"
     )]
     UnknownTopic {
         /// The topic.

@@ -109,13 +109,15 @@ impl fmt::Display for ClusterUnreachable {
     }
 }
 
-/// What the client last reported, and the error a consumer has not been told yet.
+/// What the client last reported, and which outage the consumer was told of.
 #[derive(Debug)]
 pub(crate) struct HealthReport {
     /// The state last reported ([`Event::HealthChanged`](crate::Event::HealthChanged)).
     pub(crate) state: HealthState,
-    /// The outage error the consumer's next empty poll returns.
-    pub(crate) consumer_error: Option<ClusterUnreachable>,
+    /// The start (`since`) of the outage whose error a poll returned: each outage is told
+    /// once, to whichever poll comes first while the consumer has work (partitions or a
+    /// subscription), however long after the outage began it started.
+    pub(crate) consumer_told: Option<Instant>,
     /// `unreachable_timeout`: how long a silent cluster takes to be unreachable.
     pub(crate) timeout: Duration,
 }
@@ -125,7 +127,7 @@ impl HealthReport {
     pub(crate) fn new(timeout: Duration) -> Self {
         HealthReport {
             state: HealthState::Healthy,
-            consumer_error: None,
+            consumer_told: None,
             timeout,
         }
     }

@@ -57,10 +57,10 @@ impl fmt::Display for LeaderlessReason {
         match self {
             LeaderlessReason::RecoveredAfterRestart { broker: Some(b) } => write!(
                 f,
-                "broker {b} restarted on its data and reports leader 0; re-assert its leadership (AlterPartition with its own id and epoch)"
+                "broker {b} restarted on its data and reports leader 0; re-assert its leadership: `stellflow topics reassert-leaders --broker {b}` (the admin call reassert_leadership, an AlterPartition with its own id and epoch per partition)"
             ),
             LeaderlessReason::RecoveredAfterRestart { broker: None } => f.write_str(
-                "a broker restarted on its data and reports leader 0; re-assert its leadership (AlterPartition with its own id and epoch)",
+                "a broker restarted on its data and reports leader 0; re-assert its leadership: `stellflow topics reassert-leaders` (the admin call reassert_leadership, an AlterPartition with its own id and epoch per partition)",
             ),
             LeaderlessReason::LeaderNotInBrokers { leader } => {
                 write!(f, "leader {leader} is not a known broker")

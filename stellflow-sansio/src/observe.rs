@@ -166,6 +166,11 @@ fn consumer(event: &ConsumerEvent) {
         ConsumerEvent::FetchError { partition, code } => {
             tracing::debug!(%partition, "fetch answered {code}; retrying")
         }
+        ConsumerEvent::TopicUnknown { topic, error_after } => tracing::warn!(
+            topic,
+            ?error_after,
+            "no broker knows the topic asked for; waiting for it (a poll error follows if it stays unknown)"
+        ),
         ConsumerEvent::CommitCompleted { result: Err(e), .. } => {
             tracing::warn!("commit failed: {e}")
         }

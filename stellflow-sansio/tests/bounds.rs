@@ -76,6 +76,11 @@ fn a_topic_every_broker_confirms_unknown_fails_after_metadata_max_wait() {
     let (at, result) = outcome(&mut w, Duration::from_secs(200));
     let e = result.expect_err("no such topic");
     assert!(matches!(e, DeliveryError::UnknownTopic { .. }), "{e}");
+    // The message blames the wait that ran out and names the remedies.
+    let text = e.to_string();
+    assert!(text.contains("producer.metadata_max_wait"), "{text}");
+    assert!(!text.contains("delivery timeout"), "{text}");
+    assert!(text.contains("stellflow topics create missing"), "{text}");
     let took = at - start;
     // The default wait (5 s) from the first round that confirmed it, not 120 s.
     assert!(

@@ -294,3 +294,18 @@ fn connection_failures_keep_the_io_error_kind() {
     assert_eq!(reason.to_string(), "I/O error: connection reset by peer");
     assert_eq!(IoFailure::from(reset).kind, io::ErrorKind::ConnectionReset);
 }
+
+#[test]
+fn a_restarted_broker_names_the_cli_command_that_reasserts_its_leadership() {
+    let known = LeaderlessReason::RecoveredAfterRestart { broker: Some(1) }.to_string();
+    assert!(
+        known.contains("stellflow topics reassert-leaders --broker 1"),
+        "{known}"
+    );
+    assert!(known.contains("AlterPartition"), "{known}");
+    let unknown = LeaderlessReason::RecoveredAfterRestart { broker: None }.to_string();
+    assert!(
+        unknown.contains("stellflow topics reassert-leaders"),
+        "{unknown}"
+    );
+}

@@ -4,104 +4,25 @@
 mod common;
 
 use common::World;
+use common::producer::{Outcomes, flush, leader, log_values, outcomes, produce_n};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use stellflow_proto::record::{blob_records, srfb::SrfbHeader};
 use stellflow_proto::{ApiKey, ErrorCode};
+use stellflow_sansio::Event;
 use stellflow_sansio::{
     Acks, BatchFormat, DeliveryError, ProduceError, ProduceId, ProducerConfig, ProducerRecord,
-    RecordMetadata,
 };
-use stellflow_sansio::{ClientConfig, Event};
 use stellflow_sim::{ClusterConfig, Fault, FaultRule};
 
+/// A world of `brokers` brokers with `topic` ready, its client producing with `p`.
 fn world(brokers: usize, topic: &str, partitions: i32, rf: usize, p: ProducerConfig) -> World {
-    let bootstrap: Vec<String> = (1..=brokers).map(|i| format!("broker-{i}:9092")).collect();
-    let mut c: ClientConfig = common::config(&bootstrap.join(","));
-    c.producer = p;
-    let mut w = World::with(ClusterConfig::with_brokers(brokers), c);
-    w.sim.create_topic(topic, partitions, rf).unwrap();
-    w.bootstrap();
-    w.client.refresh_metadata(w.now);
-    let t = topic.to_owned();
-    assert!(w.run_until(Duration::from_secs(10), |w| {
-        w.client
-            .metadata()
-            .topics
-            .get(&t)
-            .is_some_and(|ti| ti.partitions.len() == partitions as usize)
-    }));
-    w
+    let c = common::producer::client_config(brokers, p);
+    common::producer::topic_world(brokers, (topic, partitions, rf), c)
 }
 
 fn cfg() -> ProducerConfig {
     ProducerConfig::default()
-}
-
-/// Produced outcomes taken out of the world's events, by id.
-fn outcomes(w: &mut World) -> HashMap<ProduceId, Result<RecordMetadata, DeliveryError>> {
-    let mut out = HashMap::new();
-    for e in w.take(|e| matches!(e, Event::Produced { .. })) {
-        if let Event::Produced { id, result } = e {
-            assert!(out.insert(id, result).is_none(), "two outcomes for {id:?}");
-        }
-    }
-    out
-}
-
-fn flush(w: &mut World) {
-    let id = w.client.flush(w.now);
-    let ok = w.run_until(Duration::from_secs(120), |w| {
-        w.events
-            .iter()
-            .any(|e| matches!(e, Event::Flushed { id: i } if *i == id))
-    });
-    assert!(ok, "flush never completed");
-}
-
-/// Every record of a partition's log on `broker`: (blob offset, index, value).
-fn log_values(w: &World, broker: i32, topic: &str, p: i32) -> Vec<(i64, u32, Vec<u8>)> {
-    let Some(log) = w.sim.broker(broker).and_then(|b| b.log(topic, p)) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in log.entries_from(0) {
-        for r in blob_records(e.blob.clone()) {
-            let r = r.unwrap();
-            out.push((
-                e.offset,
-                r.index_in_blob,
-                r.record.value.map(|v| v.to_vec()).unwrap_or_default(),
-            ));
-        }
-    }
-    out
-}
-
-fn leader(w: &World, topic: &str, p: i32) -> i32 {
-    w.client.metadata().partition(topic, p).unwrap().leader_id
-}
-
-/// Produces `n` keyed records (value = big-endian sequence number) and returns id → value.
-fn produce_n(w: &mut World, topic: &str, n: u32, keys: u32) -> BTreeMap<ProduceId, u32> {
-    let mut ids = BTreeMap::new();
-    for i in 0..n {
-        let key = format!("k{}", i % keys);
-        let value = i.to_be_bytes();
-        let rec = ProducerRecord::new(topic, &value).with_key(key.as_bytes());
-        let id = loop {
-            match w.client.produce(w.now, &rec) {
-                Ok(id) => break id,
-                Err(ProduceError::BufferFull { .. }) => w.tick(Duration::from_millis(5)),
-                Err(e) => panic!("{e}"),
-            }
-        };
-        ids.insert(id, i);
-        if i % 50 == 0 {
-            w.tick(Duration::from_millis(1));
-        }
-    }
-    ids
 }
 
 /// Checks that every record was delivered, that its reported position holds its value, and
@@ -110,7 +31,7 @@ fn check_exact_in_order(
     w: &World,
     topic: &str,
     partitions: i32,
-    out: &HashMap<ProduceId, Result<RecordMetadata, DeliveryError>>,
+    out: &Outcomes,
     ids: &BTreeMap<ProduceId, u32>,
 ) {
     let mut logs = HashMap::new();
@@ -149,7 +70,7 @@ fn check_exact_in_order(
 #[test]
 fn delivers_everything_in_order_with_positions() {
     let mut w = world(3, "orders", 6, 1, cfg());
-    let ids = produce_n(&mut w, "orders", 3000, 40);
+    let ids = produce_n(&mut w, "orders", 0, 3000, 40);
     flush(&mut w);
     let out = outcomes(&mut w);
     check_exact_in_order(&w, "orders", 6, &out, &ids);
@@ -182,7 +103,7 @@ fn order_holds_under_errors_and_reordering() {
         0.05,
         Fault::HeaderOnly(ErrorCode::THROTTLED),
     ));
-    let ids = produce_n(&mut w, "o", 4000, 13);
+    let ids = produce_n(&mut w, "o", 0, 4000, 13);
     flush(&mut w);
     let out = outcomes(&mut w);
     check_exact_in_order(&w, "o", 4, &out, &ids);
@@ -468,7 +389,7 @@ fn idempotent_retries_are_deduplicated() {
     // client times out and resends the same bytes; the broker recognises the duplicates.
     w.sim
         .inject_fault(FaultRule::next(ApiKey::PRODUCE, 3, Fault::DropResponse));
-    let ids = produce_n(&mut w, "i", 500, 7);
+    let ids = produce_n(&mut w, "i", 0, 500, 7);
     flush(&mut w);
     let out = outcomes(&mut w);
     check_exact_in_order(&w, "i", 2, &out, &ids);
@@ -497,7 +418,7 @@ fn idempotent_producer_recovers_after_broker_restart_without_duplicates() {
     let mut w = World::with(ClusterConfig::with_brokers(1), c);
     w.sim.create_topic("r", 1, 1).unwrap();
     w.bootstrap();
-    let mut ids = produce_n(&mut w, "r", 200, 1);
+    let mut ids = produce_n(&mut w, "r", 0, 200, 1);
     flush(&mut w);
     // The broker restarts: it forgets producer state (and leadership until re-asserted).
     w.sim.restart(1, w.now).unwrap();
@@ -527,11 +448,11 @@ fn leader_move_mid_stream() {
     p.batch_size = 2048;
     p.retry_backoff = Duration::from_millis(5);
     let mut w = world(2, "m", 2, 2, p);
-    let mut ids = produce_n(&mut w, "m", 500, 5);
+    let mut ids = produce_n(&mut w, "m", 0, 500, 5);
     let old = leader(&w, "m", 0);
     w.sim.move_leader("m", 0, 3 - old).unwrap();
     w.sim.move_leader("m", 1, 3 - leader(&w, "m", 1)).unwrap();
-    let more = produce_n(&mut w, "m", 500, 5);
+    let more = produce_n(&mut w, "m", 0, 500, 5);
     ids.extend(more.into_iter().map(|(id, v)| (id, v + 500)));
     flush(&mut w);
     let out = outcomes(&mut w);

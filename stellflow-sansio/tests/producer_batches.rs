@@ -10,10 +10,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use stellflow_proto::{ApiKey, ErrorCode};
 use stellflow_sansio::{
-    Acks, ClientConfig, DeliveryError, Event, ProduceId, ProducerConfig, ProducerRecord,
-    RecordMetadata,
+    Acks, DeliveryError, Event, ProduceId, ProducerConfig, ProducerRecord, RecordMetadata,
 };
-use stellflow_sim::{ClusterConfig, Fault, FaultRule};
+use stellflow_sim::{Fault, FaultRule};
 
 type Outcomes = BTreeMap<ProduceId, Result<RecordMetadata, DeliveryError>>;
 
@@ -25,20 +24,9 @@ struct Run {
 }
 
 fn world(p: ProducerConfig, batched: bool) -> World {
-    let mut c: ClientConfig = common::config("broker-1:9092");
-    c.producer = p;
-    let mut w = World::with(ClusterConfig::with_brokers(1), c);
+    let c = common::producer::client_config(1, p);
+    let mut w = common::producer::topic_world(1, ("t", 3, 1), c);
     w.client.set_batch_outcomes(batched);
-    w.sim.create_topic("t", 3, 1).unwrap();
-    w.bootstrap();
-    w.client.refresh_metadata(w.now);
-    assert!(w.run_until(Duration::from_secs(10), |w| {
-        w.client
-            .metadata()
-            .topics
-            .get("t")
-            .is_some_and(|t| t.partitions.len() == 3)
-    }));
     w
 }
 

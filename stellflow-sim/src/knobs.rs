@@ -94,6 +94,11 @@ pub struct Knobs {
     /// Probability that two requests decoded from one input on one connection execute in
     /// swapped order (the real server runs two handler threads).
     pub reorder_execution: f64,
+    /// How long an idempotent batch's sequence stays unrecorded after an append that needs
+    /// no followers (zero: recorded with the append). The real server checks a sequence, appends (with a
+    /// flush) and records it with nothing held across the three, so a copy checked in between
+    /// is appended too; under load that took over 100 ms. The answer waits for the record.
+    pub record_lag: Duration,
 }
 
 impl Knobs {

@@ -803,6 +803,128 @@ pub async fn cluster_unreachable_then_back() -> R<()> {
     Ok(())
 }
 
+/// The cluster dies under a group member: its `recv` returns the unreachable error within
+/// `unreachable_timeout` + 2 s, and an admin call made during the outage fails with the same
+/// cause within the same bound instead of waiting out its request timeout.
+pub async fn dead_cluster_reaches_group_member_and_admin() -> R<()> {
+    let server = sim()?;
+    let mut cfg = config(&server)?;
+    cfg.unreachable_timeout = Duration::from_secs(2);
+    cfg.request_timeout = Duration::from_secs(30);
+    cfg.consumer.group_id = Some("dead-g".into());
+    // A close commit is retried until rebalance_timeout (Kafka's close waits for it too).
+    cfg.consumer.enable_auto_commit = false;
+    cfg.consumer.session_timeout = Duration::from_secs(30);
+    cfg.consumer.heartbeat_interval = Duration::from_secs(1);
+    let client = client(cfg, Duration::from_secs(5)).await?;
+    create_topic(&client.admin(), "dead", 2).await?;
+    let consumer = client.consumer();
+    consumer.subscribe(&["dead"])?;
+    aw!(client.producer().send(record("dead", 0)))?;
+    let first = poll_n(&consumer, 1, Duration::from_secs(20)).await?;
+    check(first.len() == 1, || "the first record never arrived".into())?;
+
+    server.with_cluster(|c, now| c.crash(1, now))??;
+    let crashed = Instant::now();
+    let r = aw!(consumer.recv());
+    let took = crashed.elapsed();
+    check(
+        matches!(&r, Err(Error::Consumer(ConsumerError::Unreachable(_)))),
+        || format!("recv after the crash: {r:?}"),
+    )?;
+    check(took <= Duration::from_secs(4), || format!("took {took:?}"))?;
+    let asked = Instant::now();
+    let d = aw!(client.admin().describe_cluster(Target::Any));
+    let took = asked.elapsed();
+    check(
+        d.as_ref()
+            .is_err_and(|e| e.is_retriable() && e.to_string().contains("unreachable")),
+        || format!("describe_cluster during the outage: {d:?}"),
+    )?;
+    check(took <= Duration::from_secs(4), || format!("took {took:?}"))?;
+    // Closing does not wait to free the member's registry slot, which nothing can write.
+    let asked = Instant::now();
+    aw!(client.close())?;
+    let took = asked.elapsed();
+    check(took <= Duration::from_secs(4), || {
+        format!("close took {took:?}")
+    })?;
+    Ok(())
+}
+
+/// Nothing listens at the bootstrap address from the start: a consumer's first `poll`, and
+/// an admin call, fail with the unreachable error within `unreachable_timeout` + 2 s.
+pub async fn dead_cluster_before_the_first_poll() -> R<()> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let mut cfg = ClientConfig::new(&format!("127.0.0.1:{port}"))?;
+    cfg.unreachable_timeout = Duration::from_secs(2);
+    cfg.request_timeout = Duration::from_secs(30);
+    let start = Instant::now();
+    let client = client(cfg, Duration::from_secs(5)).await?;
+    let consumer = client.consumer();
+    consumer.assign(&[TopicPartition::new("t", 0)])?;
+    let admin = client.admin();
+    let d = aw!(admin.describe_cluster(Target::Any));
+    check(
+        d.as_ref()
+            .is_err_and(|e| e.to_string().contains("Connection refused")),
+        || format!("describe_cluster: {d:?}"),
+    )?;
+    let end = Instant::now() + Duration::from_secs(10);
+    let error = loop {
+        match aw!(consumer.poll(Duration::from_millis(200))) {
+            Err(e) => break e,
+            Ok(r) => check(r.is_empty() && Instant::now() < end, || {
+                format!("no unreachable error: {r:?}")
+            })?,
+        }
+    };
+    let took = start.elapsed();
+    check(
+        matches!(&error, Error::Consumer(ConsumerError::Unreachable(_))),
+        || format!("{error:?}"),
+    )?;
+    check(took <= Duration::from_secs(4), || format!("took {took:?}"))?;
+    aw!(client.close())?;
+    Ok(())
+}
+
+/// Assigning a topic no broker knows: a `TopicUnknown` event, then a poll error naming the
+/// topic after `consumer.missing_topic_wait` (+ a metadata round), and the topic, once
+/// created, is consumed without any call.
+pub async fn missing_topic_reported_then_picked_up() -> R<()> {
+    let server = sim()?;
+    let mut cfg = config(&server)?;
+    cfg.consumer.missing_topic_wait = Duration::from_secs(1);
+    let client = client(cfg, Duration::from_secs(5)).await?;
+    let consumer = client.consumer();
+    let asked = Instant::now();
+    consumer.assign(&[TopicPartition::new("later", 0)])?;
+    let r = aw!(consumer.recv());
+    let took = asked.elapsed();
+    check(
+        matches!(&r, Err(Error::Consumer(ConsumerError::UnknownTopic { topic, .. })) if topic == "later"),
+        || format!("recv on a missing topic: {r:?}"),
+    )?;
+    check(took <= Duration::from_secs(5), || format!("took {took:?}"))?;
+    let events = consumer.events();
+    check(
+        (events.events.iter())
+            .any(|e| matches!(e, ConsumerEvent::TopicUnknown { topic, .. } if topic == "later")),
+        || format!("no TopicUnknown event: {:?}", events.events),
+    )?;
+    create_topic(&client.admin(), "later", 1).await?;
+    aw!(client.producer().send(record("later", 0)))?;
+    let got = poll_n(&consumer, 1, Duration::from_secs(20)).await?;
+    check(got.len() == 1, || {
+        "the topic created later was not consumed".into()
+    })?;
+    aw!(client.close())?;
+    Ok(())
+}
+
 /// A host name that does not resolve is reported as such, not as a refused connection.
 pub async fn unresolvable_host_says_so() -> R<()> {
     let client = client(
@@ -1435,6 +1557,9 @@ cases!(
     broker_restart_mid_stream,
     broker_stops_answering,
     cluster_unreachable_then_back,
+    dead_cluster_reaches_group_member_and_admin,
+    dead_cluster_before_the_first_poll,
+    missing_topic_reported_then_picked_up,
     unresolvable_host_says_so,
     batch_send_in_order,
     commit_retries_and_outage,

@@ -11,6 +11,10 @@ use stellflow_blocking::{
     ConsumerEvent, ConsumerRecord, OffsetReset, Position, SeekTo, TopicPartition,
 };
 
+/// How long `consume` waits for a topic no broker knows before it fails (the client's
+/// `consumer.missing_topic_wait`; at most half the idle timeout).
+const MISSING_TOPIC_WAIT: Duration = Duration::from_secs(1);
+
 /// Where `consume` starts.
 #[derive(Debug, Clone, Copy)]
 pub enum From {
@@ -78,6 +82,14 @@ impl ConsumeArgs {
     /// Consumer settings from the arguments.
     pub fn tune(&self, c: &mut stellflow_blocking::ClientConfig) {
         c.consumer.group_id.clone_from(&self.group);
+        // A topic no broker knows ends the command soon (before the idle timeout would end
+        // it as a success with nothing read).
+        let idle = Duration::try_from_secs_f64(self.idle_timeout).unwrap_or(Duration::ZERO);
+        c.consumer.missing_topic_wait = if idle.is_zero() {
+            MISSING_TOPIC_WAIT
+        } else {
+            MISSING_TOPIC_WAIT.min(idle / 2)
+        };
         c.consumer.enable_auto_commit = false;
         c.consumer.auto_offset_reset = match self.from {
             From::Latest => OffsetReset::Latest,
@@ -133,15 +145,25 @@ fn write_record(out: &mut impl Write, r: &ConsumerRecord, a: &ConsumeArgs) -> st
 
 /// `stellflow consume`
 pub fn consume(env: &Env, a: &ConsumeArgs) -> CliResult {
-    let count = env.topic_partitions(&a.topic, a.partitions)?;
-    let _watch = env.watch_leaders(&a.topic);
     let consumer = env.client.consumer();
+    let subscribe = a.group.is_some() && a.partition.is_empty();
+    // A topic no broker knows is the client's to report (an event, then an error from
+    // poll): a group subscribes without asking, and an assignment without a partition
+    // count takes the partitions given, or partition 0.
+    let count = if subscribe {
+        None
+    } else {
+        env.known_partitions(&a.topic, a.partitions)?
+    };
+    let _watch = env.watch_leaders(&a.topic);
     let parts: Vec<TopicPartition> = if a.partition.is_empty() {
-        (0..count)
+        (0..count.unwrap_or(1))
             .map(|p| TopicPartition::new(&a.topic, p))
             .collect()
     } else {
-        if let Some(p) = a.partition.iter().find(|p| !(0..count).contains(*p)) {
+        if let Some(count) = count
+            && let Some(p) = a.partition.iter().find(|p| !(0..count).contains(*p))
+        {
             return fail(format!(
                 "{} has {count} partition(s); partition {p} does not exist",
                 a.topic
@@ -152,7 +174,7 @@ pub fn consume(env: &Env, a: &ConsumeArgs) -> CliResult {
             .map(|p| TopicPartition::new(&a.topic, *p))
             .collect()
     };
-    if a.group.is_some() && a.partition.is_empty() {
+    if subscribe {
         if matches!(a.from, From::At(_)) {
             return fail(
                 "--from OFFSET needs assigned partitions: give --partition or omit --group",
@@ -185,11 +207,20 @@ pub fn consume(env: &Env, a: &ConsumeArgs) -> CliResult {
             }
         };
         if batch.is_empty() {
+            // Nothing more for now: what was printed reaches a reading program at once,
+            // not when the buffer fills.
+            if out.flush().is_err() {
+                break; // stdout closed (e.g. `| head`)
+            }
             if idle.is_some_and(|d| last_record.elapsed() >= d) {
                 break;
             }
             for e in consumer.events() {
                 match e {
+                    ConsumerEvent::TopicUnknown { topic, error_after } => eprintln!(
+                        "(waiting: no broker knows topic {topic}; giving up in {:.1} s unless it is created)",
+                        error_after.as_secs_f64()
+                    ),
                     ConsumerEvent::FetchError { partition, code } => {
                         eprintln!("stellflow: warning: fetch of {partition} failed with {code}");
                     }

@@ -24,6 +24,8 @@ impl Client {
         call: AdminCall<T>,
         opts: &RequestOptions,
     ) -> Result<AdminId<T>, AdminError> {
+        let bounded = self.outage_options(opts);
+        let opts = bounded.as_ref().unwrap_or(opts);
         let id = (self.admin).start(&mut self.shared, now, call.request, opts)?;
         self.process(now);
         Ok(AdminId::new(id))

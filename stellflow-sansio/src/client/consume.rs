@@ -79,6 +79,18 @@ impl Client {
         Ok(())
     }
 
+    /// The error a consumer's poll returns instead of waiting on, once each (adapters
+    /// return it from `poll`/`recv` when no record is ready): the cluster is unreachable
+    /// ([`ConsumerError::Unreachable`], see [`Client::take_unreachable_error`]), or a topic
+    /// asked for is unknown to every broker ([`ConsumerError::UnknownTopic`]). Both are
+    /// retriable: consumption goes on by itself once the cause is gone.
+    pub fn take_poll_error(&mut self) -> Option<ConsumerError> {
+        if let Some(e) = self.take_unreachable_error() {
+            return Some(ConsumerError::Unreachable(e));
+        }
+        self.consumer.take_missing_error()
+    }
+
     /// The partitions currently assigned.
     pub fn assignment(&self) -> Vec<TopicPartition> {
         self.consumer.assignment()

@@ -4,6 +4,7 @@
 use super::Client;
 use crate::event::Event;
 use crate::health::{BrokerHealth, ClusterHealth, ClusterUnreachable, HealthState};
+use crate::request::RequestOptions;
 use std::time::Instant;
 
 impl Client {
@@ -17,12 +18,51 @@ impl Client {
         }
     }
 
-    /// Once per outage, the [`ClusterUnreachable`] error for a consumer: set when the cluster
-    /// becomes unreachable while the consumer has partitions or a subscription, taken by the
-    /// first poll that finds no record, dropped when a broker answers again. Adapters return
-    /// it from `poll`/`recv` (and their streams yield it) instead of waiting forever.
+    /// Once per outage, the [`ClusterUnreachable`] error for a consumer: while the cluster is
+    /// unreachable and the consumer has partitions or a subscription, the first call of the
+    /// outage returns it — whether the outage began before or after the consumer's first
+    /// poll, or before its `assign`/`subscribe` — and later calls `None` until a broker
+    /// answers and the cluster falls silent again. Adapters return it from `poll`/`recv`
+    /// (and their streams yield it) instead of waiting forever; [`Client::take_poll_error`]
+    /// returns it together with the consumer's other poll errors.
     pub fn take_unreachable_error(&mut self) -> Option<ClusterUnreachable> {
-        self.shared.health.consumer_error.take()
+        let HealthState::Unreachable { since } = self.shared.health.state else {
+            return None;
+        };
+        if !self.consumer.active() || self.shared.health.consumer_told == Some(since) {
+            return None;
+        }
+        self.shared.health.consumer_told = Some(since);
+        Some(self.unreachable_since(since, self.shared.last_now))
+    }
+
+    /// The error of an outage that began at `since`, as of `now`: every broker and its last
+    /// failure.
+    fn unreachable_since(&self, since: Instant, now: Instant) -> ClusterUnreachable {
+        ClusterUnreachable {
+            silent_for: now.saturating_duration_since(since),
+            timeout: self.shared.health.timeout,
+            brokers: self
+                .broker_health()
+                .into_iter()
+                .filter_map(|b| Some((b.address, b.last_cause?)))
+                .collect(),
+        }
+    }
+
+    /// The options of a command started while the cluster is unreachable: it waits at most
+    /// `unreachable_timeout` for its answer (then fails naming each broker's last failure),
+    /// not the whole request timeout. `None`: use `opts` as they are.
+    pub(crate) fn outage_options(&self, opts: &RequestOptions) -> Option<RequestOptions> {
+        if !matches!(self.shared.health.state, HealthState::Unreachable { .. }) {
+            return None;
+        }
+        let bound = self.shared.health.timeout;
+        let asked = opts.timeout.unwrap_or(self.shared.net.request_timeout());
+        (asked > bound).then(|| RequestOptions {
+            timeout: Some(bound),
+            ..opts.clone()
+        })
     }
 
     fn broker_health(&self) -> Vec<BrokerHealth> {
@@ -83,8 +123,10 @@ impl Client {
         Some(self.shared.net.liveness().silent_since? + self.shared.health.timeout)
     }
 
-    /// Reports a change of state ([`Event::HealthChanged`]); on entering an outage, keeps the
-    /// error the consumer's next empty poll returns; on leaving it, drops that error.
+    /// Reports a change of state ([`Event::HealthChanged`]); on entering an outage, fails the
+    /// admin and raw requests still waiting for a connection with the outage's cause rather
+    /// than at their own request timeout (a consumer's poll learns of it from
+    /// [`Client::take_unreachable_error`]).
     pub(crate) fn update_health(&mut self, now: Instant) {
         if self.shared.closed {
             return;
@@ -97,23 +139,13 @@ impl Client {
         self.shared.health.state = next;
         match next {
             HealthState::Unreachable { since } => {
-                let error = ClusterUnreachable {
-                    silent_for: now.saturating_duration_since(since),
-                    timeout: self.shared.health.timeout,
-                    brokers: self
-                        .broker_health()
-                        .into_iter()
-                        .filter_map(|b| Some((b.address, b.last_cause?)))
-                        .collect(),
-                };
-                tracing::error!("{error}");
-                if !was_unreachable && self.consumer.active() {
-                    self.shared.health.consumer_error = Some(error);
+                tracing::error!("{}", self.unreachable_since(since, now));
+                if !was_unreachable {
+                    self.shared.net.fail_unsent_commands(now);
                 }
             }
             _ if was_unreachable => {
                 tracing::info!("a broker answers again: the cluster is reachable");
-                self.shared.health.consumer_error = None;
             }
             _ => {}
         }

@@ -95,7 +95,8 @@ pub struct Client {
     pub(crate) shared: Shared,
     /// The admin feature: the commands running.
     pub(crate) admin: Admin,
-    pub(crate) producer: crate::producer::Producer,
+    /// The producer feature: batches, requests in flight, outcomes.
+    pub(crate) producer: crate::producer::ProducerCore,
     pub(crate) consumer: crate::consumer::Consumer,
     /// Where the driver's drain is ([`Client::poll_output`]).
     drain: DrainCursor,
@@ -116,12 +117,11 @@ impl Client {
         };
         let net_rng = Rng::new(rng.next_u64());
         let mut net = Net::new(&config, &client_id, net_rng);
-        let mut producer = crate::producer::Producer::new(
+        let producer = crate::producer::ProducerCore::new(
             config.producer.clone(),
             config.request_timeout,
             seed ^ 0x5052_4f44_5543_4552,
         );
-        producer.set_hooks(config.hooks.clone());
         let consumer = crate::consumer::Consumer::new(
             config.consumer.clone(),
             config.bootstrap.first().cloned(),
@@ -222,7 +222,7 @@ impl Client {
         let _entered = span.enter();
         self.shared.last_now = now;
         self.shared.net.handle_timeout(now);
-        self.producer.handle_timeout(now, &self.shared.net);
+        self.producer.handle_timeout(&self.shared, now);
         self.process(now);
     }
 
@@ -447,6 +447,8 @@ impl Client {
             });
             id
         } else {
+            let bounded = self.outage_options(opts);
+            let opts = bounded.as_ref().unwrap_or(opts);
             let traced = self.shared.traced_options(opts);
             let opts = traced.as_ref().unwrap_or(opts);
             self.shared
@@ -463,8 +465,7 @@ impl Client {
         self.shared.last_now = now;
         self.shared.closed = true;
         // The producer first: it asks the router which of its requests were written.
-        self.producer
-            .abort(crate::producer::DeliveryError::Closed, &self.shared.net);
+        (self.producer).abort(&self.shared, crate::producer::DeliveryError::Closed);
         // A group member's writes still unanswered must not land after it is gone (a close
         // at the end of a lapsed lease): their connection is reset, the others close.
         if let Some(coordinator) = self.consumer.coordinator_with_unanswered_writes() {
@@ -559,7 +560,7 @@ impl Client {
                 });
             }
             Origin::Admin(op) => (self.admin).on_completion(&mut self.shared, now, op, c),
-            Origin::Producer => self.producer.on_completion(now, &mut self.shared.net, c),
+            Origin::Producer => self.producer.on_completion(&mut self.shared, now, c),
             Origin::Consumer(tag) => self.on_consumer_completion(now, tag, c),
         }
     }

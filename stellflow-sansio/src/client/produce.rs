@@ -39,12 +39,7 @@ impl Client {
         if self.shared.closed {
             return Err(ProduceError::Closed);
         }
-        let r = self.producer.produce(
-            now,
-            record,
-            &self.shared.metadata,
-            self.shared.trace.as_ref(),
-        );
+        let r = self.producer.produce(&self.shared, now, record);
         // The id is taken out and the result made again after the pass: a result held
         // across the call would be copied whole right after its callee wrote it in pieces, a
         // store-forwarding stall per record.
@@ -97,14 +92,14 @@ impl Client {
     /// }
     /// ```
     pub fn set_batch_outcomes(&mut self, on: bool) {
-        self.producer.batch_outcomes = on;
+        self.producer.set_batch_outcomes(on);
     }
 
     /// Sends every batch at once (ignoring linger) and reports [`crate::Event::Flushed`] with
     /// the returned id when every record produced before this call has its outcome.
     pub fn flush(&mut self, now: Instant) -> FlushId {
         self.shared.last_now = now;
-        let id = self.producer.flush(now);
+        let id = self.producer.flush();
         self.process(now);
         id
     }
@@ -140,9 +135,7 @@ impl Client {
     /// The producer's part of [`Client::process`]: runs its sender and passes on its wish for a
     /// metadata refresh. Returns whether it submitted requests.
     pub(crate) fn producer_drive(&mut self, now: Instant) -> bool {
-        let sent = self
-            .producer
-            .process(now, &mut self.shared.net, &self.shared.metadata);
+        let sent = self.producer.process(&mut self.shared, now);
         self.producer_after_metadata(now);
         if self.producer.take_refresh_wish() && !self.shared.closed {
             self.shared.refresher.request(Urgency::AfterBackoff);
@@ -153,8 +146,7 @@ impl Client {
     /// After new metadata: starts the producer's wait for topics every broker confirmed
     /// unknown, and creates them when `producer.create_missing_topics` says so.
     pub(crate) fn producer_after_metadata(&mut self, now: Instant) {
-        let Some((topics, partitions)) = self.producer.after_metadata(now, &self.shared.metadata)
-        else {
+        let Some((topics, partitions)) = self.producer.after_metadata(&self.shared, now) else {
             return;
         };
         for topic in topics {

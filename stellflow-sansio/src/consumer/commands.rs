@@ -78,6 +78,7 @@ impl Consumer {
         // others take its partitions at once rather than after its session.
         self.part_registry(now);
         self.apply_assignment(now, partitions.to_vec(), sh);
+        self.watch_topics(partitions.iter().map(|tp| &*tp.topic), sh);
         Ok(())
     }
 
@@ -103,6 +104,7 @@ impl Consumer {
         if g.member == super::member::Member::Idle {
             sh.refresher.request(Urgency::AfterBackoff);
         }
+        self.watch_topics(topics.iter().copied(), sh);
         Ok(())
     }
 

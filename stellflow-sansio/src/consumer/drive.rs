@@ -1,8 +1,10 @@
 //! The consumer's part of the client's loop: one pass (`drive`), its earliest deadline
 //! (`deadline`) and the routing of its requests' outcomes (`on_completion`).
 
+use super::membership::Leave;
 use super::partition::Start;
 use super::{Consumer, Op};
+use crate::health::HealthState;
 use crate::net::{Completion, OwnerTag};
 use crate::shared::Shared;
 use std::time::Instant;
@@ -17,7 +19,18 @@ impl Consumer {
             self.fail_commits(sh);
             return false;
         }
-        let mut sent = self.drive_group(now, sh);
+        if self.closing
+            && matches!(sh.health.state, HealthState::Unreachable { .. })
+            && matches!(self.group.reg.leave, Leave::Wanted { .. })
+        {
+            // Closing while no broker answers: freeing the registry slot cannot succeed, so
+            // the close does not wait for it (the others count the member gone a session
+            // after its last refresh, as after a crash).
+            self.group.reg.leave = Leave::Done;
+            self.finish_close(sh);
+        }
+        let mut sent = self.check_missing(now, sh);
+        sent |= self.drive_group(now, sh);
         sent |= self.resolve_starts(now, sh);
         sent |= self.send_fetches(now, sh);
         sent
@@ -48,6 +61,8 @@ impl Consumer {
         };
         // A write unanswered for the lease margin is withdrawn then (see `drive_group`).
         take(self.withdraw_deadline());
+        // A topic no broker knows: a fresh metadata round before the poll error.
+        take(self.missing_deadline());
         for p in self.parts.values() {
             match p.start {
                 Start::Ready

@@ -75,6 +75,7 @@ mod drive;
 mod lease;
 mod member;
 mod membership;
+mod missing;
 mod partition;
 mod processed;
 mod registry;
@@ -164,6 +165,8 @@ pub struct Consumer {
     /// request options carrying it, which Fetch requests are sent with.
     pub(crate) fetch_trace: Option<crate::trace::TraceIds>,
     pub(crate) fetch_options: RequestOptions,
+    /// Topics asked for that no broker knows (`consumer/missing.rs`).
+    pub(crate) missing: missing::MissingTopics,
 }
 
 impl Consumer {
@@ -175,6 +178,7 @@ impl Consumer {
     ) -> Self {
         let group = Group::new(&config, bootstrap);
         Consumer {
+            missing: Default::default(),
             fetch_trace: None,
             fetch_options: RequestOptions::default(),
             config,

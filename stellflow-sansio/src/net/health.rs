@@ -118,6 +118,56 @@ impl Net {
             .find_map(|(_, (a, _, h))| Some((a.clone(), h.failing.as_ref()?.cause.clone())))
     }
 
+    /// The cluster became unreachable: every admin and raw request still waiting for a
+    /// connection (queued on a broker that is not connected, or parked until its broker is
+    /// known) fails now with [`RequestError::Unreachable`] and its broker's last failure,
+    /// instead of at its own request timeout. None of its bytes went out, so it is safe to
+    /// ask again. The features' own requests (produce, fetch, group) keep their deadlines:
+    /// each has its own rule for an outage.
+    pub(crate) fn fail_unsent_commands(&mut self, now: Instant) {
+        let command = |r: &Req| matches!(r.origin, Origin::Admin(_) | Origin::Raw);
+        let mut failed = Vec::new();
+        for slot in 0..self.slots.len() {
+            let Some((address, cause)) = self.unsent_cause(slot) else {
+                continue;
+            };
+            let Some(s) = self.slots.get_mut(slot) else {
+                continue;
+            };
+            let (gone, kept): (VecDeque<Req>, VecDeque<Req>) =
+                std::mem::take(&mut s.queue).into_iter().partition(command);
+            s.queue = kept;
+            failed.extend(
+                gone.into_iter()
+                    .map(|r| (r, address.clone(), cause.clone())),
+            );
+        }
+        if let Some((address, cause)) = self.silent_broker() {
+            let (gone, kept): (VecDeque<Req>, VecDeque<Req>) = std::mem::take(&mut self.parked)
+                .into_iter()
+                .partition(command);
+            self.parked = kept;
+            failed.extend(
+                gone.into_iter()
+                    .map(|r| (r, address.clone(), cause.clone())),
+            );
+        }
+        for (req, address, cause) in failed {
+            let err = RequestError::Unreachable {
+                api_key: req.api_key,
+                address,
+                cause,
+            };
+            tracing::warn!(api = %req.api_key, "request failed: {err}");
+            self.complete(now, req, Err(err));
+        }
+    }
+
+    /// The configured request timeout (`ClientConfig::request_timeout`).
+    pub(crate) fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
     /// Whether `slot`'s connection is ready now.
     pub(crate) fn slot_ready(&self, slot: usize) -> bool {
         self.slots

@@ -108,6 +108,90 @@ impl Idempotence {
     }
 }
 
+/// What the accumulator needs to know of the producer id: how to stamp a new batch, and
+/// whether batches may be sent at all. The sender keeps it in step with [`Idempotence`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Identity {
+    /// Not idempotent: batches carry no producer id and go out at once.
+    Plain,
+    /// Idempotent, with no usable producer id (asked for, to be asked for, or fenced):
+    /// nothing is sent.
+    Unknown,
+    /// Idempotent with this producer id and epoch.
+    Known {
+        /// The producer id.
+        producer_id: i64,
+        /// The current epoch.
+        epoch: i16,
+    },
+}
+
+impl Identity {
+    /// The identity `idem` stands for (`None`: not idempotent).
+    pub(crate) fn of(idem: Option<&Idempotence>) -> Identity {
+        match idem.map(|i| i.pid) {
+            None => Identity::Plain,
+            Some(PidState::Ready { producer_id, epoch }) => Identity::Known { producer_id, epoch },
+            Some(_) => Identity::Unknown,
+        }
+    }
+
+    /// Whether batches may be sent (no producer id is awaited).
+    pub(crate) fn sending(self) -> bool {
+        !matches!(self, Identity::Unknown)
+    }
+}
+
+/// One partition's sequence numbers: what the broker expects next, and how many records
+/// are in closed batches not yet settled (to guess the sequence of the next batch).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct PartitionSequence {
+    /// The next sequence the broker expects (advances on success only).
+    next: i32,
+    /// The epoch `next` belongs to.
+    epoch: i16,
+    /// Records in closed, unsettled batches.
+    pipeline: i64,
+}
+
+impl PartitionSequence {
+    /// The sequence a batch closed now will most likely be sent with under `epoch`.
+    pub(crate) fn guess(&self, epoch: i16) -> i32 {
+        if self.epoch == epoch {
+            i32::try_from(i64::from(self.next) + self.pipeline).unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
+    /// The sequence of the batch sent now under `epoch` (a new epoch starts again at 0).
+    pub(crate) fn for_epoch(&mut self, epoch: i16) -> i32 {
+        if self.epoch != epoch {
+            self.epoch = epoch;
+            self.next = 0;
+        }
+        self.next
+    }
+
+    /// The broker wrote a batch of `count` records stamped `stamp`: the next sequence moves
+    /// past it (a stamp of an older epoch moves nothing).
+    pub(crate) fn written(&mut self, stamp: Stamp, count: i32) {
+        if stamp.sequence >= 0 && stamp.epoch == self.epoch {
+            self.next = stamp.sequence.wrapping_add(count);
+        }
+    }
+
+    /// A batch of `count` records was closed.
+    pub(crate) fn closed(&mut self, count: i64) {
+        self.pipeline += count;
+    }
+
+    /// A closed batch of `count` records settled (written or failed).
+    pub(crate) fn settled(&mut self, count: i64) {
+        self.pipeline = (self.pipeline - count).max(0);
+    }
+}
+
 /// Re-encodes a finished SRFB blob with another producer id, epoch and base sequence (the
 /// inner v1 batch carries the same fields and its CRC-32C is recomputed; the envelope keeps
 /// its compression). Only needed when a batch was stamped with a guess that turned out wrong

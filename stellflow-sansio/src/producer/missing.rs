@@ -3,28 +3,53 @@
 //! `producer.create_missing_topics`, the producer creates the topic and sends once the
 //! metadata names it.
 
-use super::{DeliveryError, Producer};
+use super::accumulator::Accumulator;
+use super::outcomes::Outcomes;
+use super::topics::Topics;
 use crate::metadata::MetadataCache;
 use crate::request::RequestId;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-impl Producer {
+/// The producer's topic creations in flight and its wait for unknown topics.
+#[derive(Debug)]
+pub(crate) struct MissingTopics {
+    /// `producer.metadata_max_wait`.
+    max_wait: Duration,
+    /// `producer.create_missing_topics`: the partition count to create a topic with.
+    create: Option<i32>,
+    /// Topic creations started, by admin id.
+    creating: Vec<RequestId>,
+    /// The metadata generation last looked at.
+    confirmed_gen: u64,
+}
+
+impl MissingTopics {
+    pub(crate) fn new(max_wait: Duration, create: Option<i32>) -> Self {
+        MissingTopics {
+            max_wait,
+            create,
+            creating: Vec::new(),
+            confirmed_gen: 0,
+        }
+    }
+
     /// After new metadata (once per metadata generation): starts the wait for topics every
     /// broker confirmed unknown, and returns them with the partition count to create them
     /// with when `producer.create_missing_topics` says so.
     pub(crate) fn after_metadata(
         &mut self,
         now: Instant,
+        topics: &mut Topics,
         meta: &MetadataCache,
     ) -> Option<(Vec<Arc<str>>, i32)> {
         if self.confirmed_gen == meta.generation() {
             return None;
         }
         self.confirmed_gen = meta.generation();
-        let topics = self.confirm_unknown(now, meta);
-        let partitions = self.cfg.create_missing_topics?;
-        Some((topics, partitions))
+        let found = self.confirm_unknown(now, topics, meta);
+        let partitions = self.create?;
+        Some((found, partitions))
     }
 
     /// Notes `id`, a topic creation the producer started: its answer is the producer's.
@@ -44,14 +69,19 @@ impl Producer {
     /// A metadata round ended: every topic with records waiting that no broker knows starts
     /// its wait (kept while it stays unknown, dropped once known); returns the topics to
     /// create now.
-    pub(crate) fn confirm_unknown(&mut self, now: Instant, meta: &MetadataCache) -> Vec<Arc<str>> {
+    fn confirm_unknown(
+        &mut self,
+        now: Instant,
+        topics: &mut Topics,
+        meta: &MetadataCache,
+    ) -> Vec<Arc<str>> {
         let cluster = meta.cluster();
         let every_broker_answered = !cluster.brokers.is_empty()
             && (cluster.brokers.values()).all(|b| meta.view(&b.address).is_some());
-        let create = self.cfg.create_missing_topics.is_some();
+        let create = self.create.is_some();
         let mut out = Vec::new();
-        for t in &mut self.topics {
-            if t.count > 0 || t.pending == 0 || cluster.topics.contains_key(&*t.name) {
+        for t in topics.iter_mut() {
+            if t.count > 0 || t.waiting == 0 || cluster.topics.contains_key(&*t.name) {
                 t.unknown_since = None;
                 continue;
             }
@@ -68,42 +98,28 @@ impl Producer {
     }
 
     /// When the first topic still unknown everywhere runs out of `metadata_max_wait`.
-    pub(crate) fn missing_deadline(&self) -> Option<Instant> {
-        let wait = self.cfg.metadata_max_wait;
-        (self.topics.iter())
-            .filter(|t| t.pending > 0 && t.count == 0)
+    pub(crate) fn deadline(&self, topics: &Topics) -> Option<Instant> {
+        let wait = self.max_wait;
+        (topics.iter())
+            .filter(|t| t.waiting > 0 && t.count == 0)
             .filter_map(|t| Some(t.unknown_since? + wait))
             .min()
     }
 
     /// Fails the waiting records of every topic unknown everywhere for `metadata_max_wait`.
-    pub(crate) fn fail_missing(&mut self, now: Instant) {
-        let wait = self.cfg.metadata_max_wait;
-        let due: Vec<usize> = (self.topics.iter().enumerate())
-            .filter(|(_, t)| t.pending > 0 && t.count == 0)
+    pub(crate) fn fail_due(&self, now: Instant, acc: &mut Accumulator, out: &mut Outcomes) {
+        let wait = self.max_wait;
+        let due: Vec<usize> = (acc.topics.iter().enumerate())
+            .filter(|(_, t)| t.waiting > 0 && t.count == 0)
             .filter(|(_, t)| t.unknown_since.is_some_and(|s| s + wait <= now))
             .map(|(i, _)| i)
             .collect();
         if due.is_empty() {
             return;
         }
-        let (fail, keep) = std::mem::take(&mut self.pending)
-            .into_iter()
-            .partition(|p| due.contains(&p.topic));
-        self.pending = keep;
-        for p in Vec::from(fail) {
-            self.buffered = self.buffered.saturating_sub(p.size);
-            let topic = match self.topics.get_mut(p.topic) {
-                Some(t) => {
-                    t.pending = t.pending.saturating_sub(1);
-                    t.name.to_string()
-                }
-                None => String::new(),
-            };
-            self.emit_failure(p.id, DeliveryError::UnknownTopic { topic });
-        }
+        acc.fail_waiting_of(&due, out);
         for i in due {
-            if let Some(t) = self.topics.get_mut(i) {
+            if let Some(t) = acc.topics.get_mut(i) {
                 t.unknown_since = None;
                 t.create_asked = false;
             }

@@ -35,7 +35,7 @@
 //!   connection, up to [`crate::net::LATE_TIMEOUTS_TO_CLOSE`] request timeouts; when the
 //!   connection is given up (or lost), its batches are *in doubt* and are re-sent once the
 //!   same broker has answered on a newer connection (the producer asks for that round trip)
-//!   and a short settle has passed (100 ms; plus the ack timeout for an `acks = -1` batch of
+//!   and a settle has passed (1 s; plus the ack timeout for an `acks = -1` batch of
 //!   a replicated partition, which the broker may hold that long), in order and with the
 //!   same sequence numbers, which the broker answers as a duplicate with the original
 //!   offset if the first attempt was written. A broker that is frozen keeps the batches waiting
@@ -48,16 +48,34 @@
 //!   Idempotence still cannot help across a broker restart or a leader change: the server
 //!   keeps producer state in memory, per broker.
 //!
-//! Internals: [`partitioner`] (Java/Go-compatible hashes, sticky, round robin),
-//! `accumulator` (per-partition batches), `sender` (requests per leader, retries) and
-//! [`idempotence`] (producer id, sequences, epoch-bump recovery).
+//! Internals — each part owns its state, and [`ProducerCore`] composes them:
+//!
+//! * `accumulator` ([`accumulator::Accumulator`]): the batches of every partition (linger,
+//!   `batch_size`), the records waiting for metadata, the buffer (`buffer_memory`), and the
+//!   batches' deadlines; with `topics` (topics and partitions), `batch`, `partitioning`,
+//!   `pool` (buffered bytes, recycled memory), `deadlines` and `waiting`;
+//! * `sender` ([`sender::Sender`]): Produce requests per leader, the requests in flight,
+//!   their answers, retries, the in-doubt rule and the producer id;
+//! * [`idempotence`]: the producer id's state, sequence numbers and epoch bumps;
+//! * `outcomes` ([`outcomes::Outcomes`]): the events for the driver and the flushes;
+//! * `missing` ([`missing::MissingTopics`]): topics no broker knows;
+//! * [`partitioner`]: Java/Go-compatible hashes, sticky, round robin.
 
-mod accumulator;
+pub(crate) mod accumulator;
+mod batch;
+mod clock;
+mod deadlines;
 mod error;
 pub mod idempotence;
-mod missing;
+mod lifecycle;
+pub(crate) mod missing;
+pub(crate) mod outcomes;
 mod owned;
-mod sender;
+mod partitioning;
+mod pool;
+pub(crate) mod sender;
+mod topics;
+mod waiting;
 
 pub use crate::delivery::{DeliveryError, FlushId, ProduceId, ProducedBatch, RecordMetadata};
 pub(crate) use crate::partitioner;
@@ -68,568 +86,251 @@ pub use owned::{IntoRecordBytes, Record};
 pub use partitioner::{KeyedPartitioner, KeylessPartitioner, Partitioner, fnv1a32, java_hash};
 
 use crate::event::Event;
-use crate::metadata::MetadataCache;
-use crate::net::Net;
-use crate::rng::Rng;
-use accumulator::{Batch, BatchStage, TopicState};
-use bytes::{Bytes, BytesMut};
-use idempotence::{Idempotence, PidState};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use crate::hooks::{HeaderSink, SentRecord};
+use crate::net::Completion;
+use crate::request::RequestId;
+use crate::shared::Shared;
+use accumulator::Accumulator;
+use missing::MissingTopics;
+use outcomes::Outcomes;
+use sender::Sender;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use stellflow_proto::record::Envelope;
+use stellflow_proto::rng::Rng;
 
-/// A record waiting for its topic's metadata (owned copy; cold path).
+/// The producer half of the sans-IO core, held by [`crate::Client`] (the adapters'
+/// `Producer` handles drive it through the client). Its steps take the client's shared
+/// state first, `(sh, now, ..)` (ARCHITECTURE decision 29).
 #[derive(Debug)]
-struct Pending {
-    id: u64,
-    topic: usize,
-    partition: Option<i32>,
-    key: Option<Bytes>,
-    value: Option<Bytes>,
-    headers: Vec<(String, Option<Bytes>)>,
-    timestamp: i64,
-    size: usize,
-    deadline: Instant,
-    trace: Option<crate::trace::TraceIds>,
-}
-
-/// A batch inside a Produce request, with its position in the request.
-#[derive(Debug)]
-struct Sent {
-    topic: usize,
-    part: usize,
-    tpos: usize,
-    ppos: usize,
-    batch: Batch,
-}
-
-/// A request of the producer in flight.
-#[derive(Debug)]
-enum Flight {
-    /// A Produce to broker `leader` carrying these batches.
-    Produce {
-        leader: i32,
-        sent: Vec<Sent>,
-    },
-    InitPid,
-    /// A round trip to `slot` on a fresh connection, asked for batches in doubt there.
-    Probe {
-        slot: usize,
-    },
-}
-
-/// The producer state inside the [`crate::Client`].
-#[derive(Debug)]
-pub(crate) struct Producer {
-    cfg: ProducerConfig,
-    envelope: Envelope,
-    request_timeout: Duration,
-    topics: Vec<TopicState>,
-    topic_ids: HashMap<String, usize>,
-    last_topic: usize,
-    custom: Option<Box<dyn Partitioner>>,
+pub(crate) struct ProducerCore {
+    /// The batches, the records waiting for metadata, the buffer and the batch deadlines.
+    acc: Accumulator,
+    /// The requests in flight, their answers and retries, the producer id.
+    sender: Sender,
+    /// The events for the driver, and the flushes.
+    outcomes: Outcomes,
+    /// Topics no broker knows (the wait for them, their creation).
+    missing: MissingTopics,
+    /// The seeded random source of the sticky partitioner and the retry jitter.
     rng: Rng,
-    next_id: u64,
-    next_serial: u64,
-    next_flush: u64,
-    buffered: usize,
-    pending: VecDeque<Pending>,
-    inflight: HashMap<u64, Flight>,
-    idem: Option<Idempotence>,
-    flushes: VecDeque<(u64, u64)>,
-    /// Records with an id below this are sent without waiting for linger (flush/close).
-    flush_upto: u64,
+    /// `close_producer` was called: what has no outcome at this instant fails.
     closing: Option<Instant>,
+    /// Closed: every record has its outcome and `produce` refuses new ones.
     closed: bool,
-    wall: Option<(Instant, i64)>,
-    /// The last `now` a record's timestamp was taken at and that timestamp: the records of
-    /// one batch send share their `now`, so the clock arithmetic runs once for all of them.
-    last_stamp: Option<(Instant, i64)>,
-    buffers: Vec<BytesMut>,
-    slot_vecs: Vec<Vec<accumulator::Slot>>,
-    picks: Vec<(i32, usize, usize)>,
-    events: VecDeque<Event>,
-    /// Outcomes go out one [`Event::ProducedBatch`] per batch (`Client::set_batch_outcomes`).
-    pub(crate) batch_outcomes: bool,
-    /// Something may be sendable: run the sender at the next `process`.
-    dirty: bool,
-    /// A record was refused for want of buffer space and none was taken since: open batches
-    /// go out without waiting for their linger, so that space comes back (Kafka's rule while
-    /// a sender waits for memory).
-    exhausted: bool,
-    /// Ask the client for a metadata refresh.
-    want_refresh: bool,
-    meta_gen: u64,
-    /// Metadata moved a partition's leader: withdraw Produce requests still queued for the
-    /// old one at the next `process` (see `sender::reroute`).
-    leaders_moved: bool,
-    /// Per-partition deadlines (linger, retry backoff, delivery timeout) as a lazily checked
-    /// min-heap of `(instant, topic, partition)`: every change that can make a partition's
-    /// next deadline earlier pushes it (`touch`), `poll_timeout` drops entries that no longer
-    /// match. Invariant: a partition whose next deadline is `d` has an entry at or before `d`.
-    timers: BinaryHeap<Reverse<(Instant, usize, usize)>>,
-    /// A fatal producer error (fenced, producer id bound elsewhere): every record without an
-    /// outcome fails with it, and `produce` refuses new ones.
-    fatal: Option<DeliveryError>,
-    /// Topic creations started for `create_missing_topics`, by admin id.
-    creating: Vec<crate::request::RequestId>,
-    /// The metadata generation `confirm_unknown` last looked at.
-    confirmed_gen: u64,
-    /// The client's hooks (only the producer's are called here).
-    hooks: crate::hooks::Hooks,
     /// Headers the hooks add to the record being produced (reused).
-    header_sink: crate::hooks::HeaderSink,
+    header_sink: HeaderSink,
 }
 
-impl Producer {
+impl ProducerCore {
     /// A producer for `cfg` (already validated); `request_timeout` is the client's.
     pub(crate) fn new(cfg: ProducerConfig, request_timeout: Duration, seed: u64) -> Self {
-        let envelope = match cfg.effective_format() {
-            BatchFormat::V1 => Envelope::V1,
-            BatchFormat::Native(c) => Envelope::Srfb(c),
-        };
-        // A Produce with acks=-1 may legitimately take `ack_timeout` at the broker.
-        let request_timeout = if cfg.acks == Acks::All {
-            request_timeout.max(cfg.ack_timeout + Duration::from_secs(1))
-        } else {
-            request_timeout
-        };
-        Producer {
-            idem: cfg.idempotence.then(Idempotence::default),
-            envelope,
-            request_timeout,
-            cfg,
-            topics: Vec::new(),
-            topic_ids: HashMap::new(),
-            last_topic: usize::MAX,
-            custom: None,
+        let sender = Sender::new(cfg.clone(), request_timeout);
+        let missing = MissingTopics::new(cfg.metadata_max_wait, cfg.create_missing_topics);
+        ProducerCore {
+            acc: Accumulator::new(cfg, sender.identity()),
+            sender,
+            outcomes: Outcomes::default(),
+            missing,
             rng: Rng::new(seed),
-            next_id: 0,
-            next_serial: 0,
-            next_flush: 0,
-            buffered: 0,
-            pending: VecDeque::new(),
-            inflight: HashMap::new(),
-            flushes: VecDeque::new(),
-            flush_upto: 0,
             closing: None,
             closed: false,
-            wall: None,
-            last_stamp: None,
-            buffers: Vec::new(),
-            slot_vecs: Vec::new(),
-            picks: Vec::new(),
-            events: VecDeque::new(),
-            batch_outcomes: false,
-            dirty: false,
-            exhausted: false,
-            want_refresh: false,
-            meta_gen: u64::MAX,
-            leaders_moved: false,
-            timers: BinaryHeap::new(),
-            fatal: None,
-            creating: Vec::new(),
-            confirmed_gen: 0,
-            hooks: crate::hooks::Hooks::default(),
-            header_sink: crate::hooks::HeaderSink::default(),
+            header_sink: HeaderSink::default(),
         }
-    }
-
-    /// Installs the client's hooks.
-    pub(crate) fn set_hooks(&mut self, hooks: crate::hooks::Hooks) {
-        self.hooks = hooks;
     }
 
     /// Installs a custom partitioner.
     pub(crate) fn set_partitioner(&mut self, p: Box<dyn Partitioner>) {
-        self.custom = Some(p);
+        self.acc.set_partitioner(p);
     }
 
     /// Anchors the wall clock: `unix_ms` is the time at `now`.
     pub(crate) fn set_wall_clock(&mut self, now: Instant, unix_ms: i64) {
-        self.wall = Some((now, unix_ms));
-        self.last_stamp = None;
+        self.acc.set_wall_clock(now, unix_ms);
     }
 
-    fn wall_ms(&self, now: Instant) -> i64 {
-        match self.wall {
-            Some((at, ms)) => {
-                let d = now.saturating_duration_since(at).as_millis();
-                ms.saturating_add(i64::try_from(d).unwrap_or(i64::MAX))
-            }
-            None => -1,
-        }
+    /// Reports outcomes one [`Event::ProducedBatch`] per batch (`Client::set_batch_outcomes`).
+    pub(crate) fn set_batch_outcomes(&mut self, on: bool) {
+        self.outcomes.batch_outcomes = on;
     }
 
     /// Bytes of records held now.
     pub(crate) fn buffered(&self) -> usize {
-        self.buffered
-    }
-
-    fn fenced(&self) -> bool {
-        self.fatal.is_some()
-            || self
-                .idem
-                .as_ref()
-                .is_some_and(|i| i.pid == PidState::Fenced)
-    }
-
-    fn has_records(&self) -> bool {
-        self.buffered > 0
+        self.acc.buffered()
     }
 
     /// Next event of the producer.
+    #[inline]
     pub(crate) fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        self.outcomes.poll()
     }
 
     /// Whether `process` has something to do after a `produce`.
+    #[inline]
     pub(crate) fn needs_attention(&self) -> bool {
-        self.dirty || self.want_refresh
+        self.acc.needs_attention()
     }
 
     /// Whether the producer wants a metadata refresh (clears the wish).
     pub(crate) fn take_refresh_wish(&mut self) -> bool {
-        std::mem::take(&mut self.want_refresh)
+        self.acc.take_metadata_wish()
+    }
+
+    /// The produce hot path (see [`crate::Client::produce`]), with the producer hooks around
+    /// it when there are any.
+    #[inline]
+    pub(crate) fn produce(
+        &mut self,
+        sh: &Shared,
+        now: Instant,
+        rec: &ProducerRecord<'_>,
+    ) -> Result<ProduceId, ProduceError> {
+        if sh.hooks.producer.is_empty() {
+            // Returned as it comes: converting the result here (dropping the partition)
+            // makes the caller copy it whole right after this wrote it in pieces.
+            return self.produce_record(sh, now, rec, &mut None);
+        }
+        self.produce_hooked(sh, now, rec)
+    }
+
+    /// `produce` with hooks: headers they add go into the record's copy in its batch (the
+    /// caller's record is not changed), and `on_send` follows once it is accepted.
+    #[cold]
+    fn produce_hooked(
+        &mut self,
+        sh: &Shared,
+        now: Instant,
+        rec: &ProducerRecord<'_>,
+    ) -> Result<ProduceId, ProduceError> {
+        let hooks = &sh.hooks.producer;
+        let trace = sh.trace.as_ref();
+        let mut sink = std::mem::take(&mut self.header_sink);
+        sink.clear();
+        for h in hooks {
+            h.add_headers(rec, trace, &mut sink);
+        }
+        let mut partition = None;
+        let result = if sink.is_empty() {
+            self.produce_record(sh, now, rec, &mut partition)
+        } else {
+            let mut headers = Vec::with_capacity(rec.headers.len() + sink.len());
+            headers.extend_from_slice(rec.headers);
+            headers.extend(sink.iter());
+            let with = ProducerRecord {
+                headers: &headers,
+                ..*rec
+            };
+            self.produce_record(sh, now, &with, &mut partition)
+        };
+        if let Ok(id) = &result {
+            let sent = SentRecord {
+                id: *id,
+                record: rec,
+                partition,
+                trace,
+            };
+            hooks.iter().for_each(|h| h.on_send(&sent));
+        }
+        self.header_sink = sink;
+        result
+    }
+
+    /// Accepts one record: its id; its partition goes to `partition` when its topic's
+    /// metadata is known (for the hooks, the only ones who need it).
+    #[inline]
+    fn produce_record(
+        &mut self,
+        sh: &Shared,
+        now: Instant,
+        rec: &ProducerRecord<'_>,
+        partition: &mut Option<i32>,
+    ) -> Result<ProduceId, ProduceError> {
+        // A closing or fenced producer takes nothing.
+        if self.closing.is_some() || self.closed {
+            return Err(ProduceError::Closed);
+        }
+        if self.sender.fenced() {
+            return Err(ProduceError::Fenced);
+        }
+        let parts = (&mut self.rng, &mut self.outcomes);
+        self.acc.take(sh, now, rec, parts, partition)
     }
 
     /// Runs the sender if something may be sendable; returns whether requests were submitted.
-    pub(crate) fn process(&mut self, now: Instant, net: &mut Net, meta: &MetadataCache) -> bool {
-        self.sync_metadata(now, meta);
-        if std::mem::take(&mut self.leaders_moved) && !self.closed {
-            self.reroute(net);
+    pub(crate) fn process(&mut self, sh: &mut Shared, now: Instant) -> bool {
+        let (acc, out) = (&mut self.acc, &mut self.outcomes);
+        acc.sync_metadata(now, &sh.metadata, &mut self.rng, out);
+        if acc.take_leaders_moved() && !self.closed {
+            self.sender.reroute(sh, acc);
         }
         let mut sent = false;
-        if self.dirty && !self.closed {
-            self.dirty = false;
-            sent = self.drain(now, net);
+        if !self.closed && acc.take_wake() {
+            sent = (self.sender).drain(sh, now, acc, out, self.closing.is_some());
         }
-        if !self.flushes.is_empty() || self.closing.is_some() {
-            self.check_flushes(now);
+        if self.outcomes.flushing() || self.closing.is_some() {
+            self.check_flushes();
         }
         sent
     }
 
+    /// A request of the producer completed.
+    pub(crate) fn on_completion(&mut self, sh: &mut Shared, now: Instant, c: Completion) {
+        let (acc, out, rng) = (&mut self.acc, &mut self.outcomes, &mut self.rng);
+        self.sender.on_completion(sh, now, c, acc, out, rng);
+    }
+
     /// Fires due deadlines: delivery timeouts, linger, retries, the close deadline.
-    pub(crate) fn handle_timeout(&mut self, now: Instant, net: &Net) {
-        self.dirty = true;
-        self.expire(now);
+    pub(crate) fn handle_timeout(&mut self, sh: &Shared, now: Instant) {
+        self.acc.wake();
+        self.missing
+            .fail_due(now, &mut self.acc, &mut self.outcomes);
+        self.acc.expire(now, &mut self.outcomes);
         if let Some(deadline) = self.closing
             && deadline <= now
         {
-            self.abort(crate::producer::DeliveryError::Closed, net);
+            self.abort(sh, DeliveryError::Closed);
         }
     }
 
-    /// Whether batches may be sent (no producer id is awaited).
-    fn sending(&self) -> bool {
-        match &self.idem {
-            None => true,
-            Some(i) => matches!(i.pid, PidState::Ready { .. }),
+    /// The earliest instant at which something is due: a batch's deadline, the oldest record
+    /// waiting for metadata, a topic's wait, the producer-id retry, the close deadline.
+    pub(crate) fn poll_timeout(&mut self) -> Option<Instant> {
+        if self.closed {
+            return None;
         }
-    }
-
-    /// Partition `(ti, pi)`'s next deadline: its oldest batch's delivery timeout, and — when it
-    /// could send (producer id known, leader known, room in flight) — its queued batch's retry
-    /// time or its open batch's linger.
-    fn part_deadline(&self, ti: usize, pi: usize, sending: bool) -> Option<Instant> {
-        let ps = self.part(ti, pi)?;
-        let oldest = ps.queue.front().or(ps.open.as_ref());
-        let expiry = oldest.filter(|b| !b.slots.is_empty()).map(|b| b.deadline);
-        if !sending || ps.leader.is_none() || ps.in_flight >= self.cfg.max_in_flight_per_partition {
-            return expiry;
-        }
-        let due = match ps.queue.front() {
-            // In doubt: it waits for a round trip (the probe's answer wakes the producer).
-            Some(b) if b.in_doubt.is_some() => None,
-            Some(b) => b.retry_at,
-            None => ps
-                .open
-                .as_ref()
-                .filter(|b| !b.slots.is_empty())
-                .map(|b| b.created + self.cfg.linger),
-        };
-        match (expiry, due) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// Records partition `(ti, pi)`'s next deadline after a change that may have made it
-    /// earlier (per batch, never per record). Keeps the heap within a few entries per
-    /// partition by rebuilding it when stale entries pile up (amortised O(1) per push).
-    pub(crate) fn touch(&mut self, ti: usize, pi: usize) {
-        let Some(d) = self.part_deadline(ti, pi, self.sending()) else {
-            return;
-        };
-        let parts: usize = self.topics.iter().map(|t| t.parts.len()).sum();
-        if self.timers.len() >= 4 * parts + 64 {
-            self.touch_all();
-        }
-        self.timers.push(Reverse((d, ti, pi)));
-    }
-
-    /// Rebuilds the deadline heap from every partition (metadata changes, producer id known).
-    pub(crate) fn touch_all(&mut self) {
-        self.timers.clear();
-        let sending = self.sending();
-        for ti in 0..self.topics.len() {
-            let parts = self.topics.get(ti).map_or(0, |t| t.parts.len());
-            for pi in 0..parts {
-                if let Some(d) = self.part_deadline(ti, pi, sending) {
-                    self.timers.push(Reverse((d, ti, pi)));
-                }
-            }
-        }
-    }
-
-    /// The earliest deadline that is not a partition's: the close deadline, the oldest record
-    /// waiting for metadata, and the producer-id retry.
-    fn non_partition_deadline(&self) -> Option<Instant> {
-        let pid_retry = self.idem.as_ref().and_then(|i| match i.pid {
-            PidState::Needed(Some(t)) if self.has_records() => Some(t),
-            _ => None,
-        });
+        debug_assert_eq!(
+            self.acc.identity(),
+            self.sender.identity(),
+            "identity in step"
+        );
         [
             self.closing,
-            self.pending.front().map(|p| p.deadline),
-            self.missing_deadline(),
-            pid_retry,
+            self.acc.deadline(),
+            self.missing.deadline(&self.acc.topics),
+            self.sender.pid_retry_at(&self.acc),
         ]
         .into_iter()
         .flatten()
         .min()
     }
 
-    /// The earliest instant at which something is due. O(1) when nothing changed, otherwise
-    /// O(log n) per stale heap entry dropped (amortised over the changes that pushed them).
-    pub(crate) fn poll_timeout(&mut self) -> Option<Instant> {
-        if self.closed {
-            return None;
-        }
-        let mut best = self.non_partition_deadline();
-        let mut at = |t: Instant| best = Some(best.map_or(t, |b| b.min(t)));
-        let sending = self.sending();
-        while let Some(&Reverse((t, ti, pi))) = self.timers.peek() {
-            match self.part_deadline(ti, pi, sending) {
-                Some(d) if d == t => {
-                    at(t);
-                    break;
-                }
-                Some(d) => {
-                    self.timers.pop();
-                    self.timers.push(Reverse((d, ti, pi)));
-                }
-                None => {
-                    self.timers.pop();
-                }
-            }
-        }
-        #[cfg(debug_assertions)]
-        debug_assert_eq!(best, self.poll_timeout_scan(), "producer deadline heap");
-        best
+    /// After new metadata: starts the wait for topics every broker confirmed unknown, and
+    /// returns them with the partition count to create them with when
+    /// `producer.create_missing_topics` says so.
+    pub(crate) fn after_metadata(
+        &mut self,
+        sh: &Shared,
+        now: Instant,
+    ) -> Option<(Vec<Arc<str>>, i32)> {
+        (self.missing).after_metadata(now, &mut self.acc.topics, &sh.metadata)
     }
 
-    /// The same as `poll_timeout` by scanning every partition: checks the heap in debug
-    /// builds.
-    #[cfg(debug_assertions)]
-    fn poll_timeout_scan(&self) -> Option<Instant> {
-        let mut best = self.non_partition_deadline();
-        let mut at = |t: Instant| best = Some(best.map_or(t, |b| b.min(t)));
-        let sending = self.sending();
-        for (ti, t) in self.topics.iter().enumerate() {
-            for pi in 0..t.parts.len() {
-                if let Some(d) = self.part_deadline(ti, pi, sending) {
-                    at(d);
-                }
-            }
-        }
-        best
+    /// Notes `id`, a topic creation the producer started: its answer is the producer's.
+    pub(crate) fn creating_topic(&mut self, id: RequestId) {
+        self.missing.creating_topic(id);
     }
 
-    /// Fails everything whose delivery timeout passed and that is not in flight.
-    fn expire(&mut self, now: Instant) {
-        self.fail_missing(now);
-        let after = self.cfg.delivery_timeout;
-        while self.pending.front().is_some_and(|p| p.deadline <= now) {
-            if let Some(p) = self.pending.pop_front() {
-                self.buffered = self.buffered.saturating_sub(p.size);
-                let topic = self
-                    .topics
-                    .get_mut(p.topic)
-                    .map(|t| {
-                        t.pending = t.pending.saturating_sub(1);
-                        t.name.to_string()
-                    })
-                    .unwrap_or_default();
-                let known = self.topics.get(p.topic).is_some_and(|t| t.count > 0);
-                let err = if known {
-                    DeliveryError::Timeout { after, last: None }
-                } else {
-                    DeliveryError::UnknownTopic { topic }
-                };
-                self.emit_failure(p.id, err);
-            }
-        }
-        for ti in 0..self.topics.len() {
-            let parts = self.topics.get(ti).map_or(0, |t| t.parts.len());
-            for pi in 0..parts {
-                while let Some(ps) = self.part_mut(ti, pi) {
-                    if ps.queue.front().is_none_or(|b| b.deadline > now) {
-                        break;
-                    }
-                    let Some(b) = ps.queue.pop_front() else {
-                        break;
-                    };
-                    let last = b.last_error.clone().map(Box::new);
-                    self.fail_batch(
-                        ti,
-                        pi,
-                        b,
-                        DeliveryError::Timeout { after, last },
-                        BatchStage::Closed,
-                    );
-                }
-                let expired = self
-                    .part(ti, pi)
-                    .and_then(|ps| ps.open.as_ref())
-                    .is_some_and(|b| !b.slots.is_empty() && b.deadline <= now);
-                if expired && let Some(b) = self.part_mut(ti, pi).and_then(|ps| ps.open.take()) {
-                    self.fail_batch(
-                        ti,
-                        pi,
-                        b,
-                        DeliveryError::Timeout { after, last: None },
-                        BatchStage::Open,
-                    );
-                }
-                self.touch(ti, pi);
-            }
-        }
-    }
-
-    /// Starts a flush; [`Event::Flushed`] follows once every record produced so far has its
-    /// outcome.
-    pub(crate) fn flush(&mut self, now: Instant) -> FlushId {
-        self.next_flush += 1;
-        let id = self.next_flush;
-        let upto = self.next_id + 1;
-        self.flush_upto = self.flush_upto.max(upto);
-        self.flushes.push_back((id, upto));
-        self.dirty = true;
-        self.check_flushes(now);
-        FlushId(id)
-    }
-
-    /// Stops accepting records, flushes, and fails what remains at `deadline`.
-    pub(crate) fn close(&mut self, now: Instant, timeout: Duration) {
-        if self.closed || self.closing.is_some() {
-            return;
-        }
-        self.closing = Some(now + timeout);
-        self.flush_upto = self.next_id + 1;
-        self.dirty = true;
-        self.check_flushes(now);
-    }
-
-    fn check_flushes(&mut self, _now: Instant) {
-        let min = self.min_outstanding();
-        while let Some(&(id, upto)) = self.flushes.front() {
-            if min < upto {
-                break;
-            }
-            self.flushes.pop_front();
-            self.events.push_back(Event::Flushed { id: FlushId(id) });
-        }
-        if self.closing.is_some() && min == u64::MAX {
-            self.closing = None;
-            self.closed = true;
-            self.events.push_back(Event::ProducerClosed { failed: 0 });
-        }
-    }
-
-    /// The smallest id of a record without an outcome (`u64::MAX` if none).
-    fn min_outstanding(&self) -> u64 {
-        let mut min = self.pending.front().map_or(u64::MAX, |p| p.id);
-        for t in &self.topics {
-            for ps in &t.parts {
-                if let Some(b) = &ps.open {
-                    min = min.min(b.first_id());
-                }
-                for b in &ps.queue {
-                    min = min.min(b.first_id());
-                }
-            }
-        }
-        for f in self.inflight.values() {
-            if let Flight::Produce { sent, .. } = f {
-                for s in sent {
-                    if !s.batch.reported {
-                        min = min.min(s.batch.first_id());
-                    }
-                }
-            }
-        }
-        min
-    }
-
-    /// Fails every record without an outcome with `error` and forgets the requests in flight
-    /// (their answers are ignored). Used by close (deadline passed) and the client's `close`.
-    pub(crate) fn abort(&mut self, error: DeliveryError, net: &Net) {
-        let mut failed = 0u64;
-        while let Some(p) = self.pending.pop_front() {
-            failed += 1;
-            self.emit_failure(p.id, error.clone());
-        }
-        // Every batch still holding records, failed oldest first so that outcomes keep the
-        // order the records were produced in (per partition, as a caller expects).
-        let mut failing: Vec<(usize, usize, Batch, BatchStage)> = Vec::new();
-        for ti in 0..self.topics.len() {
-            let parts = self.topics.get(ti).map_or(0, |t| t.parts.len());
-            for pi in 0..parts {
-                let Some(ps) = self.part_mut(ti, pi) else {
-                    continue;
-                };
-                ps.in_flight = 0;
-                let open = ps.open.take();
-                failing.extend(ps.queue.drain(..).map(|b| (ti, pi, b, BatchStage::Closed)));
-                failing.extend(open.map(|b| (ti, pi, b, BatchStage::Open)));
-            }
-        }
-        for (seq, f) in self.inflight.drain() {
-            if let Flight::Produce { sent, .. } = f {
-                // Written and never answered: they may have been written.
-                let written = net.was_written(seq);
-                failing.extend(sent.into_iter().map(|mut s| {
-                    s.batch.maybe_written |= written;
-                    (s.topic, s.part, s.batch, BatchStage::Closed)
-                }));
-            }
-        }
-        failing.sort_by_key(|(_, _, b, _)| b.first_id());
-        for (ti, pi, b, stage) in failing {
-            if !b.reported {
-                failed += b.slots.len() as u64;
-            }
-            self.fail_batch(ti, pi, b, error.clone(), stage);
-        }
-        if let Some(i) = &mut self.idem
-            && i.pid == PidState::Requested
-        {
-            i.pid = PidState::Needed(None);
-        }
-        self.buffered = 0;
-        while let Some((id, _)) = self.flushes.pop_front() {
-            self.events.push_back(Event::Flushed { id: FlushId(id) });
-        }
-        // Exactly one ProducerClosed per producer, used or not, whether `close_producer`
-        // finished it earlier (then it was already said) or this abort does.
-        let first = !self.closed;
-        self.closing = None;
-        self.closed = true;
-        if first {
-            self.events.push_back(Event::ProducerClosed { failed });
-        }
+    /// Whether `id` is a topic creation the producer started (then forgets it).
+    pub(crate) fn owns_creation(&mut self, id: RequestId) -> bool {
+        self.missing.owns_creation(id)
     }
 }

@@ -2,6 +2,8 @@
 //! that moves bytes between them (no sockets).
 #![allow(dead_code)]
 
+pub mod producer;
+
 use bytes::BytesMut;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

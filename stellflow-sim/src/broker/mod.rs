@@ -21,6 +21,7 @@ use crate::producer_state::ProducerStateManager;
 use crate::rng::SimRng;
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
 use std::time::Instant;
 use stellflow_proto::header::RequestHeader;
 use stellflow_proto::messages::{RequestBody, ResponseBody};
@@ -40,6 +41,9 @@ pub struct Ctx<'a> {
     pub rng: &'a mut SimRng,
     /// A cluster-wide Metadata view replacing this broker's own, if configured.
     pub view: Option<&'a ClusterView>,
+    /// How long an idempotent append that needs no followers leaves its sequence unrecorded
+    /// ([`crate::Knobs::record_lag`]).
+    pub record_lag: Duration,
 }
 
 /// What to do with a request.

@@ -23,6 +23,9 @@ struct Wait {
     offset: i64,
     deadline: Instant,
     idempotent: Option<SrfbInfo>,
+    /// An append whose sequence is recorded (and answered) at the deadline
+    /// (`Knobs::record_lag`), not an `acks = -1` wait for the followers.
+    record_only: bool,
 }
 
 /// A Produce request in progress (possibly suspended on an `acks = -1` wait).
@@ -161,7 +164,10 @@ impl Broker {
             .logs
             .get(&w.key)
             .map_or((0, 0), |l| (l.leader_epoch(), l.log_start()));
-        if hw.is_none_or(|hw| hw > w.offset) {
+        if w.record_only && now < w.deadline {
+            return None;
+        }
+        if w.record_only || hw.is_none_or(|hw| hw > w.offset) {
             if let Some(info) = &w.idempotent {
                 self.producers
                     .record_append(info, w.key.0.as_deref(), w.key.1, w.offset);
@@ -245,6 +251,15 @@ impl Broker {
         let offset = log.append(Bytes::copy_from_slice(blob), ctx.now_ms);
         let (epoch, start) = (log.leader_epoch(), log.log_start());
         let replicated = log.high_watermark(me, &isr) > offset;
+        if (req.acks != -1 || replicated) && idempotent.is_some() && !ctx.record_lag.is_zero() {
+            return Step::Wait(Wait {
+                key,
+                offset,
+                deadline: ctx.now + ctx.record_lag,
+                idempotent,
+                record_only: true,
+            });
+        }
         if req.acks != -1 || replicated {
             if let Some(info) = &idempotent {
                 self.producers
@@ -267,6 +282,7 @@ impl Broker {
             offset,
             deadline: ctx.now + timeout,
             idempotent,
+            record_only: false,
         })
     }
 }

@@ -385,6 +385,7 @@ impl SimCluster {
             now_ms,
             rng: &mut self.rng,
             view: view.as_ref(),
+            record_lag: self.knobs.record_lag,
         };
         let reply = node.broker.handle(&mut ctx, &header, body);
         self.deliver(conn, broker_id, corr, reply, delay, drop_response)
@@ -569,6 +570,7 @@ impl SimCluster {
                 now_ms,
                 rng: &mut self.rng,
                 view: None,
+                record_lag: self.knobs.record_lag,
             };
             let corr = p.job.correlation_id;
             let before = p.job.position();
@@ -619,6 +621,13 @@ impl SimCluster {
     pub fn set_reordering(&mut self, responses: f64, execution: f64) {
         self.knobs.reorder_responses = responses;
         self.knobs.reorder_execution = execution;
+    }
+
+    /// Leaves an idempotent batch's sequence unrecorded for `lag` after an append that needs
+    /// no followers, as the real server's check, append and record do under load
+    /// ([`Knobs::record_lag`]).
+    pub fn set_record_lag(&mut self, lag: Duration) {
+        self.knobs.record_lag = lag;
     }
 
     /// Convenience for error injection: the next `count` requests of `api_key` on any broker
