@@ -14,13 +14,15 @@ const TIMER_CAP: Duration = Duration::from_millis(100);
 /// Room of one read from a client.
 const READ_ROOM: usize = 64 * 1024;
 
-/// Serves broker `id` of `cluster` on `port` until its host crashes.
+/// Serves broker `id` of `cluster` on `port` until its host crashes. Its tasks join the
+/// host's `LocalSet`, so a crash drops them (and closes their connections) in the order
+/// they were spawned: the same on every replay of a world.
 pub(crate) async fn serve(cluster: SimulatedCluster, id: i32, port: u16) -> turmoil::Result {
     let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), port)).await?;
-    tokio::spawn(fire_timers(cluster.clone()));
+    tokio::task::spawn_local(fire_timers(cluster.clone()));
     loop {
         let (stream, _) = listener.accept().await?;
-        tokio::spawn(serve_connection(cluster.clone(), id, stream));
+        tokio::task::spawn_local(serve_connection(cluster.clone(), id, stream));
     }
 }
 
