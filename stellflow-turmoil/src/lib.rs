@@ -22,8 +22,7 @@
 //!   seed decides it all (turmoil's generator, the epoch, the generator the driver's
 //!   `futures_lite::future::race` draws from); [`SimulatedCluster::trace_hash`] is a hash of
 //!   every byte the brokers received and sent and of what the applications reported
-//!   ([`SimulatedCluster::observe`]): two runs of a seed that match are the same run. Replays
-//!   usually match; some worlds replayed in one process do not yet (a known gap).
+//!   ([`SimulatedCluster::observe`]): the same seed gives the same hash.
 //!
 //! ```
 //! use std::time::Duration;
