@@ -190,16 +190,7 @@ impl stellflow_async::Runtime for Tokio {
     #[cfg(feature = "turmoil")]
     type Socket = simulated::Socket;
 
-    /// Inside a turmoil simulation the task joins the host's `LocalSet` (`spawn_local`): a
-    /// crashed host drops those in the order they were spawned, while the runtime's own
-    /// tasks are dropped in an order decided by tokio's process-wide task ids, which would
-    /// make a world replayed in the same process differ from its first run.
     fn spawn(_: &'static str, task: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
-        #[cfg(feature = "turmoil")]
-        if simulated::in_simulation() {
-            tokio::task::spawn_local(task);
-            return Ok(());
-        }
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|e| io::Error::other(format!("connect outside a tokio runtime: {e}")))?;
         runtime.spawn(task);
