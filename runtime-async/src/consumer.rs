@@ -95,7 +95,7 @@ impl<R: Runtime> Consumer<R> {
     /// came in time. [`ConsumerError::Closed`] after [`Consumer::close`](#method.close).
     /// Cancel-safe.
     pub async fn rebalance(&self, timeout: Duration) -> Result<Option<Rebalance>> {
-        let deadline = Instant::now() + timeout;
+        let deadline = R::now() + timeout;
         let take = future::poll_fn(|cx| {
             let r = self
                 .client
@@ -203,7 +203,7 @@ impl<R: Runtime> Consumer<R> {
         timeout: Duration,
         mut grab: impl FnMut(&Context<'_>) -> Option<Result<Vec<T>>>,
     ) -> Result<Vec<T>> {
-        let deadline = Instant::now() + timeout;
+        let deadline = R::now() + timeout;
         let take = future::poll_fn(|cx| grab(cx).map_or(Poll::Pending, Poll::Ready));
         let expire = async {
             R::sleep_until(deadline).await;

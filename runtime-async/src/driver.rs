@@ -13,7 +13,7 @@ use crate::read_buffers::ReadBuffers;
 use crate::state::{Conn, Shared, State, Transmit};
 use bytes::{Bytes, BytesMut};
 use futures_lite::future;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::io::{self, ErrorKind};
 use std::pin::Pin;
@@ -128,7 +128,8 @@ type Connecting<S> = Pin<Box<dyn Future<Output = io::Result<S>> + Send>>;
 pub(crate) struct Driver<R: Runtime> {
     pub shared: Arc<Shared>,
     pub wake: async_channel::Receiver<()>,
-    socks: HashMap<ConnId, Reader<R>>,
+    /// Ordered by id, so the sockets are served in the same order on every run.
+    socks: BTreeMap<ConnId, Reader<R>>,
     connecting: Vec<(ConnId, Connecting<R::Socket>)>,
 }
 
@@ -165,7 +166,7 @@ enum Ready {
 impl<R: Runtime> Driver<R> {
     /// A driver for the state behind `shared`, woken through `wake`.
     pub fn new(shared: Arc<Shared>, wake: async_channel::Receiver<()>) -> Self {
-        let (socks, connecting) = (HashMap::new(), Vec::new());
+        let (socks, connecting) = (BTreeMap::new(), Vec::new());
         Driver {
             shared,
             wake,
@@ -202,7 +203,7 @@ impl<R: Runtime> Driver<R> {
     ) -> Option<(Instant, Vec<ConnId>)> {
         let shared = self.shared.clone();
         let mut st = shared.lock();
-        let now = Instant::now();
+        let now = R::now();
         if st.core_deadline.is_some_and(|t| t <= now) {
             st.client.handle_timeout(now);
         }
@@ -283,7 +284,7 @@ impl<R: Runtime> Driver<R> {
 
     /// Takes in what woke the driver; a handles' channel closed sets `handles` to gone.
     fn on_wake(&mut self, woke: Wake<R::Socket>, handles: &mut Handles) {
-        let now = Instant::now();
+        let now = R::now();
         match woke {
             Wake::Handles(h) => *handles = h,
             Wake::Connected(id, Ok(stream)) => {
@@ -509,7 +510,7 @@ impl<R: Runtime> Drop for Driver<R> {
 
 /// The first connection that is writable (with bytes waiting) or readable.
 async fn io_ready<R: Runtime>(
-    socks: &HashMap<ConnId, Reader<R>>,
+    socks: &BTreeMap<ConnId, Reader<R>>,
     writes: &[ConnId],
 ) -> (ConnId, Ready) {
     future::poll_fn(|cx| {
@@ -539,7 +540,7 @@ mod tests {
     /// sent), and that connection's id.
     fn connected() -> (Driver<Fake>, ConnId) {
         let config = ClientConfig::new("127.0.0.1:9").unwrap();
-        let (link, wake) = Link::new(config, Options::default()).unwrap();
+        let (link, wake) = Link::new::<Fake>(config, Options::default()).unwrap();
         let mut driver = Driver::<Fake>::new(link.shared.clone(), wake);
         let now = Instant::now();
         let mut st = link.shared.lock();

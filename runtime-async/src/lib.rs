@@ -29,7 +29,8 @@
 //!   with `ConsumerError::Closed` (and the async stream ends).
 //! * `SeekTo` is the core's: every target, [`SeekTo::Timestamp`] included, is resolved by the
 //!   core's seek state machine; the adapters re-export it.
-//! * Ending: see [`Client`]. Seeds come from the OS unless [`Options::seed`] is set.
+//! * Ending: see [`Client`]. Seeds come from the runtime ([`Runtime::seed`], the OS on every
+//!   adapter outside a simulation) unless [`Options::seed`] is set.
 #![forbid(unsafe_code)]
 
 mod admin;
@@ -58,7 +59,7 @@ pub use error::{Error, Result};
 pub use prelude::*;
 pub use producer::{Delivery, Producer, Record};
 
-pub use runtime::{Runtime, unresolved};
+pub use runtime::{Runtime, os_seed, unresolved};
 pub use state::{Committed, Events, Rebalance};
 
 /// What each adapter crate re-exports (`pub use stellflow_async::prelude::*`) next to its own
@@ -146,8 +147,8 @@ pub struct Options {
     pub close_timeout: Duration,
     /// `consumer.max_poll_records` of the client's configuration (copied at connect).
     pub(crate) max_poll_records: usize,
-    /// Seed of the core's random choices (and of the default `client_id`); `None` draws one
-    /// from the OS.
+    /// Seed of the core's random choices (and of the default `client_id`); `None` asks the
+    /// runtime ([`Runtime::seed`]: the OS's randomness, or a simulated world's clock).
     pub seed: Option<u64>,
 }
 

@@ -8,7 +8,7 @@ use std::borrow::Borrow;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use stellflow_sansio::TraceIds;
 use tracing::Instrument;
 
@@ -164,7 +164,7 @@ impl<R: Runtime> Producer<R> {
         // Polled only once the record had to wait: its deadline is then read off the clock
         // (a few microseconds after the one in its `Pending`).
         let expire = async {
-            R::sleep_until(Instant::now() + max_block).await;
+            R::sleep_until(R::now() + max_block).await;
             Err(Error::BufferFull(max_block))
         };
         futures_lite::future::or(queue, expire).await?;

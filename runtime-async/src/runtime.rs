@@ -4,7 +4,7 @@ use bytes::{Bytes, BytesMut};
 use std::future::Future;
 use std::io;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use stellflow_sansio::BrokerAddress;
 
 /// The first read of the default [`Runtime::try_read_buf`]: it zeroes this much room, and
@@ -24,9 +24,16 @@ pub fn unresolved(address: &BrokerAddress, e: io::Error) -> io::Error {
 }
 
 /// What a runtime provides to the driver: a place to run, TCP connects, non-blocking socket
-/// I/O with readiness, and a timer. Implemented by a marker type in each adapter crate
-/// (`stellflow_tokio::Tokio`, `stellflow_smol::Smol`, `stellflow_blocking::Blocking`);
-/// nothing about Stellflow belongs here.
+/// I/O with readiness, a timer, and the client's view of time and chance (its clock, the wall
+/// clock that stamps records, the seed drawn when [`crate::Options::seed`] is unset).
+/// Implemented by a marker type in each adapter crate (`stellflow_tokio::Tokio`,
+/// `stellflow_smol::Smol`, `stellflow_blocking::Blocking`); nothing about Stellflow belongs
+/// here.
+///
+/// Everything the client reads from its surroundings comes through this trait, so a runtime
+/// whose clock and network are simulated (tokio inside a turmoil world, `stellflow-turmoil`)
+/// runs the client deterministically: the driver, the handles and the core never call
+/// `Instant::now`, `SystemTime::now` or the OS's randomness themselves.
 pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// A connected, non-blocking TCP stream (TCP_NODELAY set).
     type Socket: Send + Sync + 'static;
@@ -42,8 +49,30 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
         limit: Duration,
     ) -> impl Future<Output = io::Result<Self::Socket>> + Send + 'static;
 
-    /// Completes at `deadline`.
+    /// Completes at `deadline` (an instant of [`Runtime::now`]'s clock).
     fn sleep_until(deadline: Instant) -> impl Future<Output = ()> + Send;
+
+    /// The client's clock: every `now` the core, the driver and the handles see, and the
+    /// clock [`Runtime::sleep_until`] sleeps on. Default `Instant::now()`.
+    fn now() -> Instant {
+        Instant::now()
+    }
+
+    /// The wall clock (time since the Unix epoch) the core stamps records with, read once
+    /// when a client starts (the core moves it on with [`Runtime::now`]). Default
+    /// `SystemTime::now()`.
+    fn since_epoch() -> Duration {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+    }
+
+    /// The seed of the core's random choices (backoff jitter, partitioner, the default
+    /// `client_id`) when [`crate::Options::seed`] is unset. Default: drawn from the OS's
+    /// randomness, so two clients started in the same instant never share one.
+    fn seed() -> u64 {
+        os_seed()
+    }
 
     /// Reads what the socket has now into `buf` (`WouldBlock` when nothing; `Ok(0)` at EOF).
     fn try_read(socket: &Self::Socket, buf: &mut [u8]) -> io::Result<usize>;
@@ -142,6 +171,15 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
     fn hand_over_shared(_socket: &Self::Socket, _bytes: &mut Bytes) -> Option<io::Result<()>> {
         None
     }
+}
+
+/// A seed from the OS's randomness (std's hasher keys are drawn from it), so two clients
+/// made in the same instant never share one (nor the default `client_id` derived from it):
+/// the default [`Runtime::seed`], for a runtime that draws from the OS only outside a
+/// simulation.
+pub fn os_seed() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(SystemTime::now())
 }
 
 #[cfg(test)]

@@ -11,15 +11,15 @@
 
 use crate::batch::{Batches, Fed, Segment};
 use crate::seq_map::SeqMap;
-use crate::{Error, Options, Record};
+use crate::{Error, Options, Record, Runtime};
 use bytes::{Bytes, BytesMut};
 use futures_channel::oneshot;
 use std::borrow::Borrow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Waker};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use stellflow_sansio::DriverExt;
 use stellflow_sansio::{
     AdminError, AdminOutcome, Client, ClientConfig, CloseMode, CommitId, ConnId, ConnectRequest,
@@ -210,7 +210,7 @@ pub(crate) struct State {
     /// not per answer or per pass.
     room_waiters: Vec<Waker>,
     room_mark: usize,
-    pub conns: HashMap<ConnId, Conn>,
+    pub conns: BTreeMap<ConnId, Conn>,
     out: BytesMut,
     /// Connects the driver must start.
     pub connects: Vec<ConnectRequest>,
@@ -811,6 +811,8 @@ pub(crate) struct Link {
     /// Wakes the driver (capacity one: one pending wake-up is enough).
     pub wake: async_channel::Sender<()>,
     pub options: Arc<Options>,
+    /// The runtime's clock ([`Runtime::now`]).
+    pub now: fn() -> Instant,
 }
 
 impl std::fmt::Debug for Link {
@@ -824,21 +826,20 @@ impl std::fmt::Debug for Link {
 impl Link {
     /// Creates the core and the state a driver and its handles share; the caller starts the
     /// driver with the returned receiver.
-    pub fn new(
+    pub fn new<R: Runtime>(
         config: ClientConfig,
         options: Options,
     ) -> Result<(Link, async_channel::Receiver<()>), Error> {
-        let now = Instant::now();
-        let seed = options.seed.unwrap_or_else(os_seed);
+        let now = R::now();
+        let seed = options.seed.unwrap_or_else(R::seed);
         let mut options = options;
         options.max_block = config.producer.max_block;
         options.max_poll_records = config.consumer.max_poll_records;
         let mut client = Client::new(config, now, seed)?;
         // Outcomes a batch at a time: `on_batch` finds a batch's callers run by run.
         client.set_batch_outcomes(true);
-        if let Ok(d) = SystemTime::now().duration_since(UNIX_EPOCH) {
-            client.set_wall_clock(now, i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        }
+        let wall_ms = i64::try_from(R::since_epoch().as_millis()).unwrap_or(i64::MAX);
+        client.set_wall_clock(now, wall_ms);
         let options = Arc::new(options);
         let (wake, wake_rx) = async_channel::bounded(1);
         let state = State {
@@ -863,7 +864,7 @@ impl Link {
             waiters: Vec::new(),
             room_waiters: Vec::new(),
             room_mark: 0,
-            conns: HashMap::new(),
+            conns: BTreeMap::new(),
             out: BytesMut::new(),
             connects: Vec::new(),
             replan: false,
@@ -877,6 +878,7 @@ impl Link {
                 shared,
                 wake,
                 options,
+                now: R::now,
             },
             wake_rx,
         ))
@@ -888,7 +890,7 @@ impl Link {
         if st.closed {
             return Err(Error::Shutdown);
         }
-        let now = Instant::now();
+        let now = (self.now)();
         let r = f(&mut st, now);
         let wake = st.settle(now);
         drop(st);
@@ -921,13 +923,6 @@ impl Link {
     }
 }
 
-/// A seed from the OS's randomness (std's hasher keys are drawn from it), so two clients
-/// made in the same instant never share one (nor the default `client_id` derived from it).
-pub(crate) fn os_seed() -> u64 {
-    use std::hash::BuildHasher;
-    std::collections::hash_map::RandomState::new().hash_one(SystemTime::now())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -943,7 +938,7 @@ mod tests {
         config.producer.buffer_memory = 16 * 1024;
         config.producer.batch_size = 4 * 1024;
         config.producer.delivery_timeout = Duration::from_secs(1);
-        let (link, _wake) = Link::new(config, Options::default()).unwrap();
+        let (link, _wake) = Link::new::<crate::fake::Fake>(config, Options::default()).unwrap();
         let mut st = link.shared.lock();
         let now = Instant::now();
         let (reply, _rx) = oneshot::channel();
@@ -981,7 +976,8 @@ mod tests {
     /// Two clients made at once get different seeds (and so different default client ids).
     #[test]
     fn seeds_come_from_the_os_and_differ() {
-        let seeds: std::collections::HashSet<u64> = (0..64).map(|_| super::os_seed()).collect();
+        let seeds: std::collections::HashSet<u64> =
+            (0..64).map(|_| crate::runtime::os_seed()).collect();
         assert_eq!(seeds.len(), 64);
     }
 }

@@ -13,8 +13,16 @@
 //! ```
 //!
 //! It needs `stellflow-tokio` and tokio only (`features = ["macros", "rt-multi-thread",
-//! "signal"]`). The adapter suite runs [`run`] against the simulated broker, and kills it
-//! between an acknowledgement and its mark to show that nothing is lost.
+//! "signal"]`). The service is one function, [`service`], which `main` calls with a client
+//! connected to the real cluster and the `app_simulation` test of `stellflow-turmoil` calls,
+//! unchanged, with a client of a simulated cluster: hundreds of seeded worlds of two or three
+//! instances that crash and restart, brokers that crash and restart, partitions and latency,
+//! each checked for lost outputs, per-key order and duplicates
+//! (docs/testing-your-application.md). The adapter suite runs [`run`] against the simulated
+//! broker, and kills it between an acknowledgement and its mark to show that nothing is lost.
+//!
+//! `STELLFLOW_APP_SIM_BUG=commit-early` plants a bug for that test to find: each input is
+//! marked processed before its output is acknowledged ([`Planted::CommitEarly`]).
 
 use stellflow_tokio::{
     Client, ClientConfig, Consumer, ConsumerRecord, Error, OffsetReset, Producer, Record, StreamExt,
@@ -39,6 +47,42 @@ pub fn transform(input: &ConsumerRecord, output_topic: &str) -> Record {
     Record::new(output_topic, value).with_optional_key(input.key.clone())
 }
 
+/// A bug planted on purpose, for the simulation test to show that it finds one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Planted {
+    /// The service as it should be.
+    #[default]
+    Nothing,
+    /// An input is marked processed before its output is acknowledged: a commit may then
+    /// cover an input whose output is never written (a crash, a send that fails).
+    CommitEarly,
+}
+
+impl Planted {
+    /// `STELLFLOW_APP_SIM_BUG=commit-early` plants [`Planted::CommitEarly`]; anything else
+    /// (or nothing) plants nothing.
+    pub fn from_env() -> Planted {
+        match std::env::var("STELLFLOW_APP_SIM_BUG").as_deref() {
+            Ok("commit-early") => Planted::CommitEarly,
+            _ => Planted::Nothing,
+        }
+    }
+}
+
+/// The whole service on `client`: joins the group on `input` and processes every input
+/// until the consumer is closed or a call fails (see [`process`]).
+pub async fn service(
+    client: &Client,
+    input: &str,
+    output: &str,
+    planted: Planted,
+    acked: impl FnMut(&ConsumerRecord),
+) -> Result<usize, Error> {
+    let (consumer, producer) = (client.consumer(), client.producer());
+    consumer.subscribe(&[input])?;
+    process(&consumer, &producer, output, None, planted, acked).await
+}
+
 /// Processes inputs until `limit` of them are done (or forever, or until the consumer is
 /// closed): each input's output is sent and acknowledged, `acked` is told, and only then is
 /// the input marked processed. Returns how many inputs were processed.
@@ -47,6 +91,26 @@ pub async fn run(
     producer: &Producer,
     output_topic: &str,
     limit: Option<usize>,
+    acked: impl FnMut(&ConsumerRecord),
+) -> Result<usize, Error> {
+    process(
+        consumer,
+        producer,
+        output_topic,
+        limit,
+        Planted::Nothing,
+        acked,
+    )
+    .await
+}
+
+/// [`run`], with a bug planted or not.
+pub async fn process(
+    consumer: &Consumer,
+    producer: &Producer,
+    output_topic: &str,
+    limit: Option<usize>,
+    planted: Planted,
     mut acked: impl FnMut(&ConsumerRecord),
 ) -> Result<usize, Error> {
     let mut inputs = consumer.clone(); // the consumer is a Stream of records
@@ -56,6 +120,9 @@ pub async fn run(
             break; // the consumer was closed
         };
         let input = input?;
+        if planted == Planted::CommitEarly {
+            consumer.mark_processed(&input)?; // the bug: before the output is acknowledged
+        }
         producer.send(transform(&input, output_topic)).await?; // waits for the broker's ack
         acked(&input);
         consumer.mark_processed(&input)?; // only now may a commit cover the input
@@ -71,9 +138,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: transform_tokio BOOTSTRAP INPUT OUTPUT GROUP".into());
     };
     let client = Client::connect(config(bootstrap, group)?).await?;
-    let (consumer, producer) = (client.consumer(), client.producer());
-    consumer.subscribe(&[input.as_str()])?;
-    let service = run(&consumer, &producer, output, None, |input| {
+    let service = service(&client, input, output, Planted::from_env(), |input| {
         println!(
             "{}-{} {}#{} done",
             input.topic, input.partition, input.offset, input.index

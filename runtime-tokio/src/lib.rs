@@ -107,12 +107,19 @@
 // Everything runtime-neutral: `Record`, `Delivery`, `Options`, `Error`, the core's types.
 pub use stellflow_async::prelude::*;
 
-use bytes::{BufMut, BytesMut};
+use crate::bytes::BytesMut;
 use std::future::Future;
 use std::io::{self, ErrorKind};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
+
+#[cfg(feature = "turmoil")]
+mod simulated;
+mod stream;
+#[cfg(feature = "turmoil")]
+pub use simulated::Socket;
+use stream::SocketIo;
 
 /// One set of connections handing out the handles; its driver runs on the current tokio
 /// runtime (`stellflow_async::Client`, the runtime-neutral handle).
@@ -178,7 +185,10 @@ pub type Admin = stellflow_async::Admin<Tokio>;
 pub struct Tokio;
 
 impl stellflow_async::Runtime for Tokio {
+    #[cfg(not(feature = "turmoil"))]
     type Socket = TcpStream;
+    #[cfg(feature = "turmoil")]
+    type Socket = simulated::Socket;
 
     fn spawn(_: &'static str, task: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
         let runtime = tokio::runtime::Handle::try_current()
@@ -187,7 +197,11 @@ impl stellflow_async::Runtime for Tokio {
         Ok(())
     }
 
-    async fn connect(address: BrokerAddress, limit: Duration) -> io::Result<TcpStream> {
+    async fn connect(address: BrokerAddress, limit: Duration) -> io::Result<Self::Socket> {
+        #[cfg(feature = "turmoil")]
+        if simulated::in_simulation() {
+            return simulated::Socket::connect_simulated(address, limit).await;
+        }
         let connect = async {
             let addrs: Vec<_> = tokio::net::lookup_host((address.host.as_str(), address.port))
                 .await
@@ -200,6 +214,8 @@ impl stellflow_async::Runtime for Tokio {
             Err(_) => return Err(io::Error::new(ErrorKind::TimedOut, "connect timed out")),
         };
         let _ = stream.set_nodelay(true);
+        #[cfg(feature = "turmoil")]
+        let stream = simulated::Socket::tcp(stream);
         Ok(stream)
     }
 
@@ -207,33 +223,70 @@ impl stellflow_async::Runtime for Tokio {
         tokio::time::sleep_until(deadline.into())
     }
 
-    fn try_read(socket: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-        socket.try_read(buf)
+    /// tokio's clock: the OS's, or the virtual one of a runtime whose time is paused
+    /// (`tokio::time::pause`, a turmoil host), so the client's timers run on the same clock as
+    /// the application's.
+    fn now() -> Instant {
+        tokio::time::Instant::now().into_std()
     }
 
-    fn try_read_buf(socket: &TcpStream, buf: &mut BytesMut, limit: usize) -> io::Result<usize> {
-        // Into the buffer's spare room, not zeroed first.
-        socket.try_read_buf(&mut (&mut *buf).limit(limit))
+    /// With the `turmoil` feature, inside a simulation: the simulation's wall clock.
+    fn since_epoch() -> Duration {
+        #[cfg(feature = "turmoil")]
+        if let Some(since) = turmoil::since_epoch() {
+            return since;
+        }
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
     }
 
-    fn try_write(socket: &TcpStream, buf: &[u8]) -> io::Result<usize> {
-        socket.try_write(buf)
+    /// With the `turmoil` feature, inside a simulation: drawn from the simulation's clock
+    /// (virtual time since the epoch), so a replayed world draws it again; two clients
+    /// started on one host in the same virtual instant share it, so give each its own
+    /// [`Options::seed`] there (`stellflow-turmoil` does).
+    fn seed() -> u64 {
+        #[cfg(feature = "turmoil")]
+        if let Some(since) = turmoil::since_epoch() {
+            return simulated::seed(since);
+        }
+        stellflow_async::os_seed()
     }
 
-    fn set_abort_on_close(socket: &TcpStream) -> io::Result<()> {
-        socket.set_zero_linger()
+    fn try_read(socket: &Self::Socket, buf: &mut [u8]) -> io::Result<usize> {
+        SocketIo::try_read(socket, buf)
     }
 
-    fn set_unacked_timeout(socket: &TcpStream, timeout: Duration) -> io::Result<()> {
-        user_timeout(socket, timeout)
+    fn try_read_buf(socket: &Self::Socket, buf: &mut BytesMut, limit: usize) -> io::Result<usize> {
+        SocketIo::try_read_buf(socket, buf, limit)
     }
 
-    fn poll_readable(socket: &TcpStream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        socket.poll_read_ready(cx)
+    fn try_write(socket: &Self::Socket, buf: &[u8]) -> io::Result<usize> {
+        SocketIo::try_write(socket, buf)
     }
 
-    fn poll_writable(socket: &TcpStream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        socket.poll_write_ready(cx)
+    fn set_abort_on_close(socket: &Self::Socket) -> io::Result<()> {
+        match SocketIo::as_tcp(socket) {
+            Some(socket) => socket.set_zero_linger(),
+            // A simulated stream dropped with bytes unread is reset; none is queued unsent.
+            None => Ok(()),
+        }
+    }
+
+    fn set_unacked_timeout(socket: &Self::Socket, timeout: Duration) -> io::Result<()> {
+        match SocketIo::as_tcp(socket) {
+            Some(socket) => user_timeout(socket, timeout),
+            // The simulated network holds no retransmissions of its own to bound.
+            None => Ok(()),
+        }
+    }
+
+    fn poll_readable(socket: &Self::Socket, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        SocketIo::poll_readable(socket, cx)
+    }
+
+    fn poll_writable(socket: &Self::Socket, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        SocketIo::poll_writable(socket, cx)
     }
 }
 

@@ -23,15 +23,29 @@ static OPENED: Mutex<usize> = Mutex::new(0);
 #[derive(Debug, Clone, Copy)]
 struct Probe;
 
+/// The tokio runtime's socket (with the `turmoil` feature, which the workspace build turns on
+/// through `stellflow-turmoil`, a wrapper of the tokio stream).
+type Socket = <Tokio as Runtime>::Socket;
+
+/// The tokio stream of a socket.
+fn tcp(socket: &Socket) -> &TcpStream {
+    #[cfg(feature = "turmoil")]
+    return socket
+        .tcp_stream()
+        .expect("a tokio stream outside a simulation");
+    #[cfg(not(feature = "turmoil"))]
+    socket
+}
+
 impl Runtime for Probe {
-    type Socket = TcpStream;
+    type Socket = Socket;
     fn spawn(
         name: &'static str,
         task: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
         Tokio::spawn(name, task)
     }
-    async fn connect(address: BrokerAddress, limit: Duration) -> io::Result<TcpStream> {
+    async fn connect(address: BrokerAddress, limit: Duration) -> io::Result<Socket> {
         let s = Tokio::connect(address, limit).await;
         *OPENED.lock().unwrap() += 1;
         s
@@ -39,28 +53,28 @@ impl Runtime for Probe {
     fn sleep_until(deadline: Instant) -> impl Future<Output = ()> + Send {
         Tokio::sleep_until(deadline)
     }
-    fn try_read(socket: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    fn try_read(socket: &Socket, buf: &mut [u8]) -> io::Result<usize> {
         Tokio::try_read(socket, buf)
     }
-    fn try_read_buf(socket: &TcpStream, buf: &mut BytesMut, limit: usize) -> io::Result<usize> {
+    fn try_read_buf(socket: &Socket, buf: &mut BytesMut, limit: usize) -> io::Result<usize> {
         Tokio::try_read_buf(socket, buf, limit)
     }
-    fn try_write(socket: &TcpStream, buf: &[u8]) -> io::Result<usize> {
+    fn try_write(socket: &Socket, buf: &[u8]) -> io::Result<usize> {
         Tokio::try_write(socket, buf)
     }
-    fn set_abort_on_close(socket: &TcpStream) -> io::Result<()> {
+    fn set_abort_on_close(socket: &Socket) -> io::Result<()> {
         Tokio::set_abort_on_close(socket)
     }
-    fn set_unacked_timeout(socket: &TcpStream, timeout: Duration) -> io::Result<()> {
+    fn set_unacked_timeout(socket: &Socket, timeout: Duration) -> io::Result<()> {
         let r = Tokio::set_unacked_timeout(socket, timeout);
-        let held = socket2::SockRef::from(socket).tcp_user_timeout()?;
+        let held = socket2::SockRef::from(tcp(socket)).tcp_user_timeout()?;
         BOUNDED.lock().unwrap().push(held);
         r
     }
-    fn poll_readable(socket: &TcpStream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    fn poll_readable(socket: &Socket, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Tokio::poll_readable(socket, cx)
     }
-    fn poll_writable(socket: &TcpStream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    fn poll_writable(socket: &Socket, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Tokio::poll_writable(socket, cx)
     }
 }
