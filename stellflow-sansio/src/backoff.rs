@@ -8,7 +8,7 @@ use std::time::Duration;
 /// jitter, as in the Java client's `ExponentialBackoff`, so a delay at the cap is in
 /// `[(1 − jitter) × max, max]` and the cap is a bound callers can rely on.
 #[derive(Debug, Clone)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     base: Duration,
     max: Duration,
     jitter: f64,
@@ -18,7 +18,7 @@ pub struct Backoff {
 impl Backoff {
     /// A backoff starting at `base`, never above `max` (jitter included), with ±`jitter`
     /// (a fraction, clamped to `[0, 1]`).
-    pub fn new(base: Duration, max: Duration, jitter: f64) -> Self {
+    pub(crate) fn new(base: Duration, max: Duration, jitter: f64) -> Self {
         Backoff {
             base,
             max: max.max(base),
@@ -28,7 +28,7 @@ impl Backoff {
     }
 
     /// The delay before the next attempt; each call doubles the un-jittered delay up to `max`.
-    pub fn next_delay(&mut self, rng: &mut Rng) -> Duration {
+    pub(crate) fn next_delay(&mut self, rng: &mut Rng) -> Duration {
         let factor = 1u32.checked_shl(self.attempt.min(31)).unwrap_or(u32::MAX);
         let raw = self.base.saturating_mul(factor).min(self.max);
         self.attempt = self.attempt.saturating_add(1);
@@ -38,13 +38,13 @@ impl Backoff {
 
     /// The delay at the cap (jitter applied), and every later one too until [`Backoff::reset`]:
     /// for a failure that retrying soon cannot fix.
-    pub fn at_cap(&mut self, rng: &mut Rng) -> Duration {
+    pub(crate) fn at_cap(&mut self, rng: &mut Rng) -> Duration {
         self.attempt = 31;
         self.next_delay(rng)
     }
 
     /// Forgets past failures: the next delay is `base` again (call after a success).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.attempt = 0;
     }
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 /// Requests in flight on one connection, with a bound on how many.
 #[derive(Debug)]
-pub struct InFlight<T> {
+pub(crate) struct InFlight<T> {
     entries: HashMap<i32, T>,
     next: i32,
     max: usize,
@@ -17,7 +17,7 @@ pub struct InFlight<T> {
 
 impl<T> InFlight<T> {
     /// An empty table holding at most `max` requests (at least 1).
-    pub fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize) -> Self {
         let max = max.max(1);
         InFlight {
             entries: HashMap::with_capacity(max.min(1024)),
@@ -28,25 +28,25 @@ impl<T> InFlight<T> {
 
     /// An empty table whose first correlation id is `start` (tests of wrapping).
     #[cfg(test)]
-    pub fn starting_at(max: usize, start: i32) -> Self {
+    pub(crate) fn starting_at(max: usize, start: i32) -> Self {
         let mut t = Self::new(max);
         t.next = start.max(0);
         t
     }
 
     /// Whether another request may be sent.
-    pub fn has_room(&self) -> bool {
+    pub(crate) fn has_room(&self) -> bool {
         self.entries.len() < self.max
     }
 
     /// Requests in flight.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// Whether nothing is in flight.
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
@@ -54,7 +54,7 @@ impl<T> InFlight<T> {
     ///
     /// Callers check [`InFlight::has_room`] first; the table itself never refuses (it can
     /// always find a free id, since it holds far fewer than 2³¹ entries).
-    pub fn insert(&mut self, value: T) -> i32 {
+    pub(crate) fn insert(&mut self, value: T) -> i32 {
         let id = self.fresh_id();
         self.entries.insert(id, value);
         id
@@ -71,30 +71,30 @@ impl<T> InFlight<T> {
     }
 
     /// Takes the request answered by `correlation_id`, if it is in flight.
-    pub fn remove(&mut self, correlation_id: i32) -> Option<T> {
+    pub(crate) fn remove(&mut self, correlation_id: i32) -> Option<T> {
         self.entries.remove(&correlation_id)
     }
 
     /// The request under `correlation_id`.
-    pub fn get(&self, correlation_id: i32) -> Option<&T> {
+    pub(crate) fn get(&self, correlation_id: i32) -> Option<&T> {
         self.entries.get(&correlation_id)
     }
 
     /// The request under `correlation_id`, mutably.
-    pub fn get_mut(&mut self, correlation_id: i32) -> Option<&mut T> {
+    pub(crate) fn get_mut(&mut self, correlation_id: i32) -> Option<&mut T> {
         self.entries.get_mut(&correlation_id)
     }
 
     /// Finds the id of the first entry matching `pred`.
     #[cfg(test)]
-    pub fn find(&self, mut pred: impl FnMut(&T) -> bool) -> Option<i32> {
+    pub(crate) fn find(&self, mut pred: impl FnMut(&T) -> bool) -> Option<i32> {
         self.entries
             .iter()
             .find_map(|(id, v)| pred(v).then_some(*id))
     }
 
     /// Takes every request (the connection is gone), in correlation-id order.
-    pub fn drain_sorted(&mut self) -> Vec<(i32, T)> {
+    pub(crate) fn drain_sorted(&mut self) -> Vec<(i32, T)> {
         let mut all: Vec<(i32, T)> = self.entries.drain().collect();
         all.sort_by_key(|(id, _)| *id);
         all

@@ -66,6 +66,7 @@
 //!
 #![doc = concat!("```rust\n", include_str!("../doc/driver.rs"), "```")]
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod address;

@@ -18,7 +18,7 @@ use std::fmt;
 use stellflow_proto::messages::MetadataResponse;
 
 /// The name of the placeholder topic a broker with no topics reports.
-pub const EMPTY_PLACEHOLDER: &str = "__empty__";
+pub(crate) const EMPTY_PLACEHOLDER: &str = "__empty__";
 
 /// A broker as metadata describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,7 +136,7 @@ impl ClusterMetadata {
 
 /// A partition as one broker reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ViewPartition {
+pub(crate) struct ViewPartition {
     /// Partition id.
     pub partition: i32,
     /// Reported leader.
@@ -151,7 +151,7 @@ pub struct ViewPartition {
 
 /// What one broker answered to Metadata, in plain types.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct BrokerView {
+pub(crate) struct BrokerView {
     /// Cluster id.
     pub cluster_id: Option<String>,
     /// The id of the answering broker, when it could be identified.
@@ -168,7 +168,7 @@ impl BrokerView {
     /// Converts a Metadata response received from `address`. Brokers with an unusable host or
     /// port are dropped. The reporter is the listed broker whose address is `address`, or the
     /// only listed broker.
-    pub fn from_response(address: &BrokerAddress, resp: &MetadataResponse) -> Self {
+    pub(crate) fn from_response(address: &BrokerAddress, resp: &MetadataResponse) -> Self {
         let brokers: Vec<BrokerInfo> = resp
             .brokers
             .iter()
@@ -229,7 +229,7 @@ impl BrokerView {
     }
 
     /// Whether this view holds `(topic, partition)`.
-    pub fn holds(&self, topic: &str, partition: i32) -> bool {
+    pub(crate) fn holds(&self, topic: &str, partition: i32) -> bool {
         self.topics
             .get(topic)
             .is_some_and(|ps| ps.iter().any(|p| p.partition == partition))
@@ -238,7 +238,7 @@ impl BrokerView {
 
 /// Every broker's latest view, and their merge.
 #[derive(Debug, Clone, Default)]
-pub struct MetadataCache {
+pub(crate) struct MetadataCache {
     views: BTreeMap<BrokerAddress, BrokerView>,
     merged: ClusterMetadata,
     generation: u64,
@@ -246,34 +246,39 @@ pub struct MetadataCache {
 
 impl MetadataCache {
     /// An empty cache.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// The merged view.
-    pub fn cluster(&self) -> &ClusterMetadata {
+    pub(crate) fn cluster(&self) -> &ClusterMetadata {
         &self.merged
     }
 
     /// Bumped every time the merged view is recomputed.
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation
     }
 
     /// The latest view reported by `address`.
-    pub fn view(&self, address: &BrokerAddress) -> Option<&BrokerView> {
+    pub(crate) fn view(&self, address: &BrokerAddress) -> Option<&BrokerView> {
         self.views.get(address)
     }
 
     /// Replaces the view of `address` and recomputes the merge.
-    pub fn apply(&mut self, address: BrokerAddress, view: BrokerView) {
+    pub(crate) fn apply(&mut self, address: BrokerAddress, view: BrokerView) {
         self.views.insert(address, view);
         self.remerge();
     }
 
     /// Updates one partition after an authoritative change (a successful AlterPartition) in
     /// the view of `address`, without waiting for the next refresh.
-    pub fn patch_partition(&mut self, address: &BrokerAddress, topic: &str, part: ViewPartition) {
+    pub(crate) fn patch_partition(
+        &mut self,
+        address: &BrokerAddress,
+        topic: &str,
+        part: ViewPartition,
+    ) {
         if let Some(v) = self.views.get_mut(address) {
             let ps = v.topics.entry(topic.to_owned()).or_default();
             match ps.iter_mut().find(|p| p.partition == part.partition) {
@@ -285,7 +290,11 @@ impl MetadataCache {
     }
 
     /// Addresses of brokers whose views hold `(topic, partition)`.
-    pub fn holders(&self, topic: &str, partition: i32) -> impl Iterator<Item = &BrokerAddress> {
+    pub(crate) fn holders(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> impl Iterator<Item = &BrokerAddress> {
         self.views
             .iter()
             .filter(move |(_, v)| v.holds(topic, partition))

@@ -50,7 +50,7 @@ pub struct ApiCounters {
 
 /// Upper bounds (in microseconds) of the request-duration histogram buckets; a last bucket
 /// catches everything above.
-pub const DURATION_BUCKETS_MICROS: [u64; 12] = [
+pub(crate) const DURATION_BUCKETS_MICROS: [u64; 12] = [
     100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 500_000, 2_000_000, 10_000_000,
 ];
 

@@ -9,7 +9,7 @@ use stellflow_proto::messages::ApiVersionsResponse;
 
 /// An inclusive version range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VersionRange {
+pub(crate) struct VersionRange {
     /// Lowest version.
     pub min: i16,
     /// Highest version.
@@ -18,7 +18,7 @@ pub struct VersionRange {
 
 /// The versions this client can encode: version 0 of all 20 APIs (the only version the
 /// server has).
-pub fn client_range(key: ApiKey) -> Option<VersionRange> {
+pub(crate) fn client_range(key: ApiKey) -> Option<VersionRange> {
     key.is_known().then_some(VersionRange { min: 0, max: 0 })
 }
 
@@ -26,7 +26,7 @@ const SLOTS: usize = 56;
 
 /// The negotiated version per API on one connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Versions {
+pub(crate) struct Versions {
     table: [Option<i16>; SLOTS],
 }
 
@@ -40,7 +40,7 @@ impl Default for Versions {
 
 impl Versions {
     /// Chooses versions from the broker's ranges.
-    pub fn negotiate(broker: &ApiVersionsResponse) -> Self {
+    pub(crate) fn negotiate(broker: &ApiVersionsResponse) -> Self {
         Self::from_ranges(broker.api_versions.iter().map(|r| {
             (
                 r.api_key,
@@ -53,7 +53,7 @@ impl Versions {
     }
 
     /// Chooses versions from `(key, broker range)` pairs.
-    pub fn from_ranges(ranges: impl IntoIterator<Item = (ApiKey, VersionRange)>) -> Self {
+    pub(crate) fn from_ranges(ranges: impl IntoIterator<Item = (ApiKey, VersionRange)>) -> Self {
         let mut v = Versions::default();
         for (key, b) in ranges {
             let (Some(c), Some(slot)) = (client_range(key), slot(key)) else {
@@ -69,7 +69,7 @@ impl Versions {
     }
 
     /// The version to use for `key`, or `None` when the API is unusable on this broker.
-    pub fn get(&self, key: ApiKey) -> Option<i16> {
+    pub(crate) fn get(&self, key: ApiKey) -> Option<i16> {
         slot(key).and_then(|s| self.table[s])
     }
 }

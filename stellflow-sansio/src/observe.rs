@@ -49,7 +49,7 @@ impl Default for Observe {
 impl Observe {
     /// Logs what a finished metadata round changed: brokers that joined or left, leaders that
     /// moved, partitions that became leaderless (with the reason) or got a leader back.
-    pub fn metadata_round(&mut self, now: &ClusterMetadata) {
+    pub(crate) fn metadata_round(&mut self, now: &ClusterMetadata) {
         if !tracing::enabled!(tracing::Level::WARN) {
             self.seen = None;
             return;
@@ -102,7 +102,7 @@ impl Observe {
     }
 
     /// Logs an event on its way to the driver (what the core did not log where it happened).
-    pub fn trace(&mut self, event: &Event) {
+    pub(crate) fn trace(&mut self, event: &Event) {
         if !tracing::enabled!(tracing::Level::WARN) {
             return; // nothing listens: not even the message is formatted
         }

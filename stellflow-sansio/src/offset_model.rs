@@ -16,7 +16,7 @@
 //! A server with per-record offsets or contiguous multi-blob answers changes this module only.
 
 /// Prefix of the commit metadata that carries the in-blob index of a mid-blob commit.
-pub const INDEX_METADATA_PREFIX: &str = "stellflow-index:";
+pub(crate) const INDEX_METADATA_PREFIX: &str = "stellflow-index:";
 
 /// The next record to deliver in a partition: record `index` of the blob at `offset`.
 ///
@@ -52,14 +52,14 @@ impl std::fmt::Display for Position {
 /// Always ascending and consecutive: the server hands a partition's records to its entries in
 /// order of the entries that read something (PROTOCOL.md §3.4), so only trailing entries may be
 /// empty without shifting the others.
-pub fn fetch_entries(next: i64, count: usize) -> impl Iterator<Item = (i64, i32)> {
+pub(crate) fn fetch_entries(next: i64, count: usize) -> impl Iterator<Item = (i64, i32)> {
     (0..count as i64).map(move |i| (next.saturating_add(i), 1))
 }
 
 /// How many entries (blobs) to ask for one partition: enough to fill `budget` with blobs of
 /// the largest recent size, at least 1, at most `cap`. Without any size seen, 1: a first
 /// unknown blob may be as large as a frame.
-pub fn entries_for(budget: usize, blob_size: Option<usize>, cap: usize) -> usize {
+pub(crate) fn entries_for(budget: usize, blob_size: Option<usize>, cap: usize) -> usize {
     match blob_size {
         None => 1,
         Some(size) => (budget / size.max(1)).clamp(1, cap.max(1)),
@@ -68,18 +68,18 @@ pub fn entries_for(budget: usize, blob_size: Option<usize>, cap: usize) -> usize
 
 /// The offset of the blob an entry returned: the server starts at
 /// `max(fetchOffset, logStartOffset)` and returns one blob per entry of budget 1.
-pub fn blob_offset(fetch_offset: i64, log_start: i64) -> i64 {
+pub(crate) fn blob_offset(fetch_offset: i64, log_start: i64) -> i64 {
     fetch_offset.max(log_start)
 }
 
 /// The next blob to fetch after delivering (or receiving) the blob at `offset`.
-pub fn next_after(offset: i64) -> i64 {
+pub(crate) fn next_after(offset: i64) -> i64 {
     offset.saturating_add(1)
 }
 
 /// What one Fetch entry means for a partition expecting the blob at `expected` next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryVerdict {
+pub(crate) enum EntryVerdict {
     /// The entry holds the expected blob, at this offset.
     Deliver(i64),
     /// The entry repeats a blob already taken (entries clamped to the same log start).
@@ -97,7 +97,12 @@ pub enum EntryVerdict {
 }
 
 /// Classifies one entry (see [`EntryVerdict`]).
-pub fn classify(expected: i64, fetch_offset: i64, log_start: i64, empty: bool) -> EntryVerdict {
+pub(crate) fn classify(
+    expected: i64,
+    fetch_offset: i64,
+    log_start: i64,
+    empty: bool,
+) -> EntryVerdict {
     if expected < log_start {
         return EntryVerdict::BelowLogStart { log_start };
     }
@@ -115,7 +120,7 @@ pub fn classify(expected: i64, fetch_offset: i64, log_start: i64, empty: bool) -
 /// The OffsetCommit `offset` and `metadata` that make a consumer resume at `position`
 /// (DESIGN §3.1): the blob offset, and the in-blob index in the metadata when the blob is
 /// partly consumed. A fully consumed blob `o` is already `Position(o + 1, 0)`: plain `o + 1`.
-pub fn commit_form(position: Position) -> (i64, String) {
+pub(crate) fn commit_form(position: Position) -> (i64, String) {
     if position.index == 0 {
         (position.offset, String::new())
     } else {
@@ -128,7 +133,7 @@ pub fn commit_form(position: Position) -> (i64, String) {
 
 /// The position an OffsetFetch answer resumes at: `None` when nothing is committed (offset
 /// −1). Metadata written by other clients (no index) resumes at the start of the blob.
-pub fn resume_from(offset: i64, metadata: Option<&str>) -> Option<Position> {
+pub(crate) fn resume_from(offset: i64, metadata: Option<&str>) -> Option<Position> {
     if offset < 0 {
         return None;
     }

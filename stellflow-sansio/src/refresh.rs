@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 /// How one request of a metadata round ended ([`Refresher::answered`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RoundReply {
+pub(crate) enum RoundReply {
     /// The broker's Metadata answer came, decoded and was applied.
     Applied,
     /// The request failed, or its answer did not decode.
@@ -21,7 +21,7 @@ pub enum RoundReply {
 
 /// How soon a requested metadata round may start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Urgency {
+pub(crate) enum Urgency {
     /// After the error backoff: a broker answered that the metadata is stale.
     AfterBackoff,
     /// Now, ignoring the error backoff: a user command waits on the round.
@@ -30,7 +30,7 @@ pub enum Urgency {
 
 /// The refresh schedule (see the module docs).
 #[derive(Debug)]
-pub struct Refresher {
+pub(crate) struct Refresher {
     round: Option<Round>,
     wanted: bool,
     urgent: bool,
@@ -51,7 +51,7 @@ struct Round {
 
 impl Refresher {
     /// A schedule whose first round is due at once.
-    pub fn new(now: Instant, max_age: Duration, backoff: Backoff) -> Self {
+    pub(crate) fn new(now: Instant, max_age: Duration, backoff: Backoff) -> Self {
         Refresher {
             round: None,
             wanted: true,
@@ -66,30 +66,30 @@ impl Refresher {
     }
 
     /// Asks for a round: one [`Urgency::Now`] (a user command) ignores the error backoff.
-    pub fn request(&mut self, urgency: Urgency) {
+    pub(crate) fn request(&mut self, urgency: Urgency) {
         self.wanted = true;
         self.urgent |= urgency == Urgency::Now;
     }
 
     /// Registers `op` to be woken when the next round that starts from now on ends.
-    pub fn wait_next(&mut self, op: u64) {
+    pub(crate) fn wait_next(&mut self, op: u64) {
         self.waiting_next.push(op);
         self.request(Urgency::Now);
     }
 
     /// Whether a round is in flight.
     #[cfg(test)]
-    pub fn in_flight(&self) -> bool {
+    pub(crate) fn in_flight(&self) -> bool {
         self.round.is_some()
     }
 
     /// Rounds completed so far.
-    pub fn completed_rounds(&self) -> u64 {
+    pub(crate) fn completed_rounds(&self) -> u64 {
         self.completed_rounds
     }
 
     /// Whether a round should start at `now`.
-    pub fn due(&self, now: Instant) -> bool {
+    pub(crate) fn due(&self, now: Instant) -> bool {
         if self.round.is_some() {
             return false;
         }
@@ -101,7 +101,7 @@ impl Refresher {
 
     /// When [`Refresher::due`] turns true by itself (for `poll_timeout`); `last_now` is the
     /// latest instant the client was given (an urgent round is due then).
-    pub fn deadline(&self, last_now: Instant) -> Option<Instant> {
+    pub(crate) fn deadline(&self, last_now: Instant) -> Option<Instant> {
         if self.round.is_some() {
             return None;
         }
@@ -116,7 +116,7 @@ impl Refresher {
     }
 
     /// Starts a round; returns the waiters it will wake.
-    pub fn start(&mut self) {
+    pub(crate) fn start(&mut self) {
         self.wanted = false;
         self.urgent = false;
         self.round = Some(Round {
@@ -128,21 +128,21 @@ impl Refresher {
 
     /// Records that the running round skipped a known broker (waiting out a reconnect
     /// backoff): the round counts as failed, so another one follows after the backoff.
-    pub fn skipped(&mut self) {
+    pub(crate) fn skipped(&mut self) {
         if let Some(r) = &mut self.round {
             r.failures += 1;
         }
     }
 
     /// Adds a request (by sequence number) to the running round.
-    pub fn add(&mut self, seq: u64) {
+    pub(crate) fn add(&mut self, seq: u64) {
         if let Some(r) = &mut self.round {
             r.outstanding.insert(seq);
         }
     }
 
     /// Whether `seq` belongs to the running round.
-    pub fn owns(&self, seq: u64) -> bool {
+    pub(crate) fn owns(&self, seq: u64) -> bool {
         self.round
             .as_ref()
             .is_some_and(|r| r.outstanding.contains(&seq))
@@ -151,7 +151,7 @@ impl Refresher {
     /// Records the outcome of one request of the round. When it was the last one, ends the
     /// round and returns its waiters. `healthy` says whether the merged view needs no repair
     /// (no leaderless partition); an unhealthy or failing round keeps the backoff growing.
-    pub fn answered(
+    pub(crate) fn answered(
         &mut self,
         now: Instant,
         seq: u64,

@@ -8,7 +8,7 @@ use stellflow_proto::ApiKey;
 use stellflow_proto::header::ResponseHeader;
 
 /// The largest request frame the server accepts, length prefix included (PROTOCOL.md §1.2).
-pub const MAX_REQUEST_FRAME: usize = 67_108_864;
+pub(crate) const MAX_REQUEST_FRAME: usize = 67_108_864;
 
 /// Identifies one command (a raw request or an admin operation) in the events that answer it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 /// Deadlines with a payload `K`, earliest first; ties fire in scheduling order.
 #[derive(Debug)]
-pub struct TimerQueue<K: Ord> {
+pub(crate) struct TimerQueue<K: Ord> {
     heap: BinaryHeap<Reverse<(Instant, u64, K)>>,
     seq: u64,
 }
@@ -26,28 +26,28 @@ impl<K: Ord> Default for TimerQueue<K> {
 
 impl<K: Ord> TimerQueue<K> {
     /// An empty queue.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Schedules `key` at `at`.
-    pub fn schedule(&mut self, at: Instant, key: K) {
+    pub(crate) fn schedule(&mut self, at: Instant, key: K) {
         self.seq += 1;
         self.heap.push(Reverse((at, self.seq, key)));
     }
 
     /// The earliest deadline and its key.
-    pub fn peek(&self) -> Option<(Instant, &K)> {
+    pub(crate) fn peek(&self) -> Option<(Instant, &K)> {
         self.heap.peek().map(|Reverse((at, _, k))| (*at, k))
     }
 
     /// Removes and returns the earliest entry.
-    pub fn pop(&mut self) -> Option<(Instant, K)> {
+    pub(crate) fn pop(&mut self) -> Option<(Instant, K)> {
         self.heap.pop().map(|Reverse((at, _, k))| (at, k))
     }
 
     /// Removes and returns the earliest entry if it is due at `now`.
-    pub fn pop_due(&mut self, now: Instant) -> Option<K> {
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<K> {
         match self.heap.peek() {
             Some(Reverse((at, _, _))) if *at <= now => self.pop().map(|(_, k)| k),
             _ => None,
@@ -56,13 +56,13 @@ impl<K: Ord> TimerQueue<K> {
 
     /// Entries, stale ones included.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.heap.len()
     }
 
     /// Whether no entry is scheduled.
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
 }

@@ -6,7 +6,7 @@
 use crate::error::InvalidTopicName;
 
 /// The longest topic name accepted (as Kafka).
-pub const MAX_TOPIC_NAME_LEN: usize = 249;
+pub(crate) const MAX_TOPIC_NAME_LEN: usize = 249;
 
 /// Checks a topic name: 1–249 characters of `[A-Za-z0-9._-]`, and not `.` or `..`.
 ///

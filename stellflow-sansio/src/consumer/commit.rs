@@ -23,7 +23,7 @@ use stellflow_proto::{ErrorCode, Reader, Wire};
 
 /// A commit on its way.
 #[derive(Debug, Clone)]
-pub struct CommitReq {
+pub(super) struct CommitReq {
     id: CommitId,
     kind: CommitKind,
     positions: Vec<(TopicPartition, Position)>,

@@ -57,7 +57,7 @@ impl Consumer {
     }
 
     /// The next record, decoded from the front blob; `None` when nothing is buffered.
-    pub fn poll_record(
+    pub(crate) fn poll_record(
         &mut self,
         events: &mut VecDeque<Event>,
         counters: &mut Counters,
@@ -68,7 +68,7 @@ impl Consumer {
     /// Appends up to `max` records to `out` and returns how many; each record is built in
     /// its slot of `out` rather than moved there (a `ConsumerRecord` is ~150 bytes, and a
     /// move per record showed in profiles of small records).
-    pub fn poll_records(
+    pub(crate) fn poll_records(
         &mut self,
         events: &mut VecDeque<Event>,
         counters: &mut Counters,
@@ -136,7 +136,7 @@ impl Consumer {
     /// Hands over the front blob whole (see [`FetchedBlob`]); `None` when nothing is
     /// buffered. Its records count as delivered now: the position moves past the blob and its
     /// buffer space is freed.
-    pub fn poll_blob(&mut self, counters: &mut Counters) -> Option<FetchedBlob> {
+    pub(crate) fn poll_blob(&mut self, counters: &mut Counters) -> Option<FetchedBlob> {
         let b = self.take_front()?;
         let skip = b.progress();
         let declared = stellflow_proto::record::declared_record_count(&b.bytes)
@@ -155,7 +155,7 @@ impl Consumer {
 
     /// Lends out up to `max` records of the front blobs (see [`RecordLease`]); `None` when
     /// nothing is buffered.
-    pub fn lease_records(&self, max: usize) -> Option<RecordLease> {
+    pub(crate) fn lease_records(&self, max: usize) -> Option<RecordLease> {
         if self.ready.is_empty() || max == 0 {
             return None;
         }
@@ -176,7 +176,7 @@ impl Consumer {
     /// positions move past them, finished blobs leave the queue, corrupt remainders become
     /// [`ConsumerEvent::CorruptBlob`]. `None`, with nothing changed, when the lease is stale:
     /// the blobs it decoded are no longer at the front of the queue as they were lent.
-    pub fn redeem_lease(
+    pub(crate) fn redeem_lease(
         &mut self,
         events: &mut VecDeque<Event>,
         counters: &mut Counters,

@@ -43,7 +43,7 @@ const MAX_SYNC_ATTEMPTS: u32 = 3;
 
 /// Group and coordinator state.
 #[derive(Debug)]
-pub struct Group {
+pub(crate) struct Group {
     pub(super) bootstrap: Option<BrokerAddress>,
     /// The coordinator's address, once found.
     pub(crate) coordinator: Option<BrokerAddress>,
@@ -111,7 +111,7 @@ impl Rejoin {
 
 impl Group {
     /// Group state for `config`; FindCoordinator goes to `bootstrap` (or the configured one).
-    pub fn new(config: &ConsumerConfig, bootstrap: Option<BrokerAddress>) -> Self {
+    pub(crate) fn new(config: &ConsumerConfig, bootstrap: Option<BrokerAddress>) -> Self {
         Group {
             bootstrap: config.coordinator_bootstrap.clone().or(bootstrap),
             coordinator: None,
@@ -147,17 +147,17 @@ impl Group {
     }
 
     /// Whether the group needs driving (subscribed, or commits outstanding).
-    pub fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         !self.subscription.is_empty() || !self.pending.is_empty() || !self.in_flight.is_empty()
     }
 
     /// The member id, once joined.
-    pub fn member_id(&self) -> Option<&str> {
+    pub(crate) fn member_id(&self) -> Option<&str> {
         self.member_id.as_deref()
     }
 
     /// The generation, once joined (−1 before).
-    pub fn generation(&self) -> i32 {
+    pub(crate) fn generation(&self) -> i32 {
         self.generation
     }
 

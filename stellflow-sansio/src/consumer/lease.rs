@@ -49,7 +49,7 @@ pub(crate) struct LeasedBlob {
 
 impl LeasedBlob {
     /// A lent copy of a queued blob's state.
-    pub fn new(
+    pub(crate) fn new(
         id: u64,
         tp: &TopicPartition,
         offset: i64,

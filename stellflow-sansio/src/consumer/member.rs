@@ -20,7 +20,7 @@ pub(super) fn heartbeat_timeout(config: &ConsumerConfig) -> std::time::Duration 
 
 /// The member's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Member {
+pub(crate) enum Member {
     /// Not joining (no subscription).
     Idle,
     /// JoinGroup in flight.

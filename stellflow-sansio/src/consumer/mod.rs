@@ -67,9 +67,9 @@
 //!   server hands a partition's bytes to its entries in order of the entries that read
 //!   something, so an empty entry before a non-empty one would take its bytes (DESIGN §3.15).
 
-pub mod fetcher;
-pub mod group;
-pub mod positions;
+pub(crate) mod fetcher;
+pub(crate) mod group;
+pub(crate) mod positions;
 
 mod assignor;
 mod commands;
@@ -145,7 +145,7 @@ pub enum SeekTo {
 /// (`fetcher.rs`), start positions (`start.rs`), commits (`commit.rs`), the group protocol
 /// (`group.rs`) and the member registry (`membership.rs`).
 #[derive(Debug)]
-pub struct Consumer {
+pub(crate) struct Consumer {
     pub(crate) config: ConsumerConfig,
     /// The assigned partitions, and those a pass looks at (`consumer/parts.rs`).
     pub(crate) parts: Parts,
@@ -197,7 +197,7 @@ pub struct Consumer {
 
 impl Consumer {
     /// A consumer with no assignment.
-    pub fn new(
+    pub(crate) fn new(
         config: ConsumerConfig,
         bootstrap: Option<crate::BrokerAddress>,
         max_frame: usize,
@@ -236,7 +236,7 @@ impl Consumer {
     }
 
     /// Whether the consumer has anything to do.
-    pub fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         !self.closed && (!self.parts.is_empty() || self.group.active())
     }
 }
@@ -251,7 +251,7 @@ pub(crate) fn emit(sh: &mut Shared, e: ConsumerEvent) {
 /// What a consumer request is for; carried as its [`Op::tag`] in
 /// [`crate::net::Origin::Consumer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     /// A Fetch.
     Fetch,
     /// ListOffsets for a reset.

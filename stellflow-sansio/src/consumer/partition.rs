@@ -19,7 +19,7 @@ pub(crate) type PartId = u32;
 
 /// How far a partition is in finding its starting position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Start {
+pub(crate) enum Start {
     /// Nothing asked yet: OffsetFetch with a group, else the reset policy.
     Unknown,
     /// OffsetFetch in flight.
@@ -42,7 +42,7 @@ pub enum Start {
 
 /// The state of one assigned partition.
 #[derive(Debug)]
-pub struct PartState {
+pub(crate) struct PartState {
     /// Start resolution.
     pub start: Start,
     /// The next record to deliver, not counting progress inside the blob being delivered.
@@ -128,7 +128,7 @@ impl PartState {
     }
 
     /// Ends a backoff that only waited for a leader once `known` (metadata names one).
-    pub fn leader_known(&mut self, known: bool) {
+    pub(crate) fn leader_known(&mut self, known: bool) {
         if self.leader_wait && known {
             self.leader_wait = false;
             self.retry_at = None;
@@ -140,7 +140,7 @@ impl PartState {
     /// or streaming (blob size known, the last answer full, blobs known to be there below
     /// the high watermark not all asked for) with fewer than `depth` requests in flight or
     /// held.
-    pub fn fetchable(&self, now: Instant, depth: usize) -> bool {
+    pub(crate) fn fetchable(&self, now: Instant, depth: usize) -> bool {
         if self.start != Start::Ready
             || self.paused
             || self.handing_over
@@ -160,7 +160,7 @@ impl PartState {
     /// the latest answer's high watermark says are there (at least one, which also asks
     /// whether more came): entries past the end only cost the broker a lookup each, and
     /// reserve buffer room for blobs that do not exist.
-    pub fn entries_from(&self, first: i64, wanted: usize) -> usize {
+    pub(crate) fn entries_from(&self, first: i64, wanted: usize) -> usize {
         match self.high_watermark {
             Some(hw) => {
                 let there = usize::try_from(hw.saturating_sub(first)).unwrap_or(0);
@@ -172,20 +172,20 @@ impl PartState {
 
     /// Ends the current pipeline: answers already asked for are dropped when they come, and
     /// the next request starts at `fetch_next`.
-    pub fn break_pipeline(&mut self) {
+    pub(crate) fn break_pipeline(&mut self) {
         self.pipeline = self.pipeline.wrapping_add(1);
         self.asked_until = 0;
         self.held.clear();
     }
 
     /// Bytes of the answers held for later.
-    pub fn held_bytes(&self) -> usize {
+    pub(crate) fn held_bytes(&self) -> usize {
         self.held.values().map(|h| h.size).sum()
     }
 
     /// Records a blob size seen (the max decays slowly so one big blob does not shrink
     /// fetches forever).
-    pub fn saw_blob(&mut self, size: usize) {
+    pub(crate) fn saw_blob(&mut self, size: usize) {
         let decayed = self.blob_size.map_or(0, |s| s - s / 16);
         self.blob_size = Some(size.max(decayed).max(1));
         self.ask_alone = false;
@@ -194,7 +194,7 @@ impl PartState {
 
 /// A partition's part of a Fetch answer that arrived before an earlier one.
 #[derive(Debug)]
-pub struct HeldAnswer {
+pub(crate) struct HeldAnswer {
     pub(crate) part: LayoutPart,
     pub(crate) entries: Vec<FetchPartitionResponse>,
     /// Blob bytes in `entries`.
@@ -203,7 +203,7 @@ pub struct HeldAnswer {
 
 /// A fetched blob waiting for delivery.
 #[derive(Debug)]
-pub struct ReadyBlob {
+pub(crate) struct ReadyBlob {
     /// Tells this blob from every other the queue held (set by `Consumer::push_blob`).
     pub(crate) id: u64,
     pub(crate) tp: TopicPartition,
@@ -254,7 +254,7 @@ impl ReadyBlob {
 
 /// One partition's entries in a Fetch request: blobs `first .. first + count`.
 #[derive(Debug, Clone)]
-pub struct LayoutPart {
+pub(crate) struct LayoutPart {
     /// The id of the partition asked for (checked against `epoch` before use).
     pub(super) id: PartId,
     pub(super) partition: i32,
@@ -269,7 +269,7 @@ pub(super) type Topics = Vec<(std::sync::Arc<str>, Vec<LayoutPart>)>;
 
 /// What a Fetch in flight asked for, in request order.
 #[derive(Debug, Clone)]
-pub struct FetchLayout {
+pub(crate) struct FetchLayout {
     pub(crate) broker: i32,
     pub(super) topics: Topics,
     /// Blob bytes the request may bring (blob sizes seen times entries).

@@ -107,7 +107,7 @@ impl Consumer {
     }
 
     /// The position of `tp`, counting records delivered from a partly consumed blob.
-    pub fn position(&self, tp: &TopicPartition) -> Option<Position> {
+    pub(crate) fn position(&self, tp: &TopicPartition) -> Option<Position> {
         let id = self.parts.id_of(tp)?;
         let (_, p) = self.parts.by_id(id)?;
         if !matches!(p.start, Start::Ready) {
@@ -129,7 +129,7 @@ impl Consumer {
     }
 
     /// Every positioned partition with its position.
-    pub fn positions(&self) -> Vec<(TopicPartition, Position)> {
+    pub(crate) fn positions(&self) -> Vec<(TopicPartition, Position)> {
         self.parts
             .keys()
             .filter_map(|tp| self.position(tp).map(|p| (tp.clone(), p)))
@@ -163,7 +163,7 @@ impl Consumer {
     }
 
     /// Lag of `tp`: high watermark − position, from the latest fetch.
-    pub fn lag(&self, tp: &TopicPartition) -> Option<i64> {
+    pub(crate) fn lag(&self, tp: &TopicPartition) -> Option<i64> {
         let hw = self.parts.get(tp)?.high_watermark?;
         let pos = self.position(tp)?;
         Some((hw - pos.offset).max(0))

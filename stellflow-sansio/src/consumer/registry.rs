@@ -68,7 +68,7 @@ pub(crate) struct Instance {
 impl Registration {
     /// Whether this registration and `other` belong to one instance and this one is the
     /// newer member of it.
-    pub fn supersedes(&self, other: &Registration) -> bool {
+    pub(super) fn supersedes(&self, other: &Registration) -> bool {
         match (&self.instance, &other.instance) {
             (Some(a), Some(b)) if a.id == b.id => {
                 (a.incarnation, &self.member) > (b.incarnation, &other.member)
@@ -121,12 +121,12 @@ pub(crate) enum Slot {
 
 impl Slot {
     /// Whether a member may claim the slot.
-    pub fn claimable(&self) -> bool {
+    pub(super) fn claimable(&self) -> bool {
         matches!(self, Slot::Empty | Slot::Freed { .. })
     }
 
     /// The slot's text form from an OffsetFetch answer.
-    pub fn decode(offset: i64, metadata: Option<&str>) -> Slot {
+    pub(super) fn decode(offset: i64, metadata: Option<&str>) -> Slot {
         let md = metadata.unwrap_or("");
         if let Some(rest) = md.strip_prefix(FREE_TAG).and_then(|r| r.strip_prefix(' ')) {
             let mut it = rest.split(' ');
@@ -275,7 +275,7 @@ fn encode_partitions(out: &mut String, parts: &BTreeSet<TopicPartition>) {
 
 impl Registration {
     /// The slot's metadata (the counter goes in its `offset`).
-    pub fn encode(&self) -> String {
+    pub(super) fn encode(&self) -> String {
         let mut out = String::with_capacity(64);
         out.push_str(TAG);
         out.push(' ');

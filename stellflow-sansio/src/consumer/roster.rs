@@ -63,7 +63,7 @@ impl View {
     /// Takes in a read made at `now`: counters that moved count as signs of life, members
     /// unchanged for `session` (or freed) are gone, and of the members of one static
     /// instance the newest is the instance.
-    pub fn update(&mut self, now: Instant, slots: Vec<Slot>, session: Duration) {
+    pub(super) fn update(&mut self, now: Instant, slots: Vec<Slot>, session: Duration) {
         for m in self.members.values_mut() {
             m.present = false;
         }
@@ -121,13 +121,13 @@ impl View {
 
     /// Members in a slot and not gone, one per static instance: the members the assignment
     /// is computed for.
-    pub fn live(&self) -> impl Iterator<Item = &Seen> {
+    pub(super) fn live(&self) -> impl Iterator<Item = &Seen> {
         (self.members.values()).filter(|m| m.present && !m.gone && !m.superseded)
     }
 
     /// What the older members of `newest`'s static instance list (held or claimed): the
     /// instance's partitions, which the assignment keeps with its newest member.
-    pub fn inherited<'a>(
+    pub(super) fn inherited<'a>(
         &'a self,
         newest: &'a Registration,
     ) -> impl Iterator<Item = &'a TopicPartition> {
@@ -137,7 +137,7 @@ impl View {
     }
 
     /// Whether the member `me` is superseded by a newer member of its static instance.
-    pub fn superseded(&self, me: &str) -> bool {
+    pub(super) fn superseded(&self, me: &str) -> bool {
         self.members
             .get(me)
             .is_some_and(|m| m.superseded && !m.gone)
@@ -146,7 +146,7 @@ impl View {
     /// Whether a member other than `me` that may still deliver lists `tp` (held or
     /// claimed): a member that vanished from the slots without being freed keeps its
     /// partitions until it is gone; a superseded static member until it stopped.
-    pub fn taken_by_other(&self, me: &str, tp: &TopicPartition) -> bool {
+    pub(super) fn taken_by_other(&self, me: &str, tp: &TopicPartition) -> bool {
         self.members.iter().any(|(id, m)| {
             id != me && m.holds_back() && (m.reg.holds.contains(tp) || m.reg.claims.contains(tp))
         })
@@ -155,7 +155,7 @@ impl View {
     /// Slots to free: registrations of gone members, older copies of a member's
     /// registration that lives on in another slot, and static members superseded that
     /// stopped.
-    pub fn to_free(&self, me: &str) -> Vec<(i32, String)> {
+    pub(super) fn to_free(&self, me: &str) -> Vec<(i32, String)> {
         let mut out = Vec::new();
         for (i, slot) in self.slots.iter().enumerate() {
             let Slot::Member(r) = slot else { continue };
@@ -181,7 +181,7 @@ impl View {
 
     /// When the next present member would be gone if it stays unchanged, or a superseded
     /// one would have stopped.
-    pub fn next_expiry(&self, me: &str, session: Duration) -> Option<Instant> {
+    pub(super) fn next_expiry(&self, me: &str, session: Duration) -> Option<Instant> {
         let stops = (self.members.values())
             .filter(|m| m.superseded && !m.stopped && !m.gone)
             .filter_map(|m| Some(m.changed_at + m.reg.instance.as_ref()?.stops_within));

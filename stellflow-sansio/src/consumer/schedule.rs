@@ -20,7 +20,7 @@ const FRAME_SLACK: usize = 256 * 1024;
 
 /// One broker's partitions that may fetch, in the order they are asked for.
 #[derive(Debug, Default)]
-pub struct BrokerQueue {
+pub(crate) struct BrokerQueue {
     /// Blob size known: they share requests.
     known: VecDeque<PartId>,
     /// Blob size unknown: each is asked alone, with one entry (see [`Consumer::next_request`]).

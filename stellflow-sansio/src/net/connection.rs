@@ -62,7 +62,7 @@ impl Net {
 
     /// Bounds how long the host may keep this client's written bytes unacknowledged, on every
     /// connection opened from now on ([`ConnectRequest::unacked_timeout`]).
-    pub fn set_unacked_timeout(&mut self, timeout: Option<Duration>) {
+    pub(crate) fn set_unacked_timeout(&mut self, timeout: Option<Duration>) {
         self.unacked_timeout = timeout;
     }
 
@@ -71,7 +71,7 @@ impl Net {
     }
 
     /// The driver connected `conn`.
-    pub fn handle_connected(&mut self, _now: Instant, conn: ConnId) {
+    pub(crate) fn handle_connected(&mut self, _now: Instant, conn: ConnId) {
         let Some(slot) = self.slot_of_conn(conn) else {
             return;
         };
@@ -87,7 +87,12 @@ impl Net {
     }
 
     /// The driver lost `conn` (or never established it).
-    pub fn handle_disconnected(&mut self, now: Instant, conn: ConnId, reason: DisconnectReason) {
+    pub(crate) fn handle_disconnected(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        reason: DisconnectReason,
+    ) {
         if let Some(slot) = self.slot_of_conn(conn) {
             self.drop_connection(now, slot, reason);
         }
@@ -105,7 +110,7 @@ impl Net {
     /// retransmitted), the requests in flight on it fail as disconnected and a fresh
     /// connection is opened (with the usual backoff) for what still needs one. Whether there
     /// was a connection to abort.
-    pub fn abort_address(
+    pub(crate) fn abort_address(
         &mut self,
         now: Instant,
         address: &BrokerAddress,
@@ -262,7 +267,7 @@ impl Net {
     }
 
     /// Fails every request (the client is closing) and forgets every connection.
-    pub fn close_all(&mut self, now: Instant) {
+    pub(crate) fn close_all(&mut self, now: Instant) {
         for slot in 0..self.slots.len() {
             if let Some(s) = self.slots.get_mut(slot) {
                 if let Some(conn) = s.state.conn() {
@@ -313,7 +318,7 @@ impl Net {
     }
 
     /// The last failure of the connection to `address`, if it is not ready again since.
-    pub fn last_cause(&self, address: &BrokerAddress) -> Option<&str> {
+    pub(crate) fn last_cause(&self, address: &BrokerAddress) -> Option<&str> {
         let slot = self.by_address.get(address)?;
         self.last_cause.get(slot).map(String::as_str)
     }

@@ -6,7 +6,7 @@ use super::*;
 
 impl Net {
     /// Bytes still missing of the frame `conn` has started to receive (0: none, or unknown).
-    pub fn input_wanted(&self, conn: ConnId) -> usize {
+    pub(crate) fn input_wanted(&self, conn: ConnId) -> usize {
         let Some(s) = self.slot_of_conn(conn).and_then(|i| self.slots.get(i)) else {
             return 0;
         };
@@ -19,7 +19,7 @@ impl Net {
     }
 
     /// Bytes arrived on `conn`. Takes every byte out of `buf`.
-    pub fn handle_input(&mut self, now: Instant, conn: ConnId, buf: &mut BytesMut) {
+    pub(crate) fn handle_input(&mut self, now: Instant, conn: ConnId, buf: &mut BytesMut) {
         let Some(slot) = self.slot_of_conn(conn) else {
             buf.clear();
             return;

@@ -40,17 +40,17 @@ mod slot;
 mod timeouts;
 mod transmit;
 
-pub use crate::request::MAX_REQUEST_FRAME;
+pub(crate) use crate::request::MAX_REQUEST_FRAME;
 pub use connection::{CloseMode, CloseRequest};
 pub(crate) use transmit::Transmitted;
 
 /// Request timeouts a request that awaits its late answer (`Net::await_late_answer`) waits
 /// before its connection is closed.
-pub const LATE_TIMEOUTS_TO_CLOSE: u32 = 2;
+pub(crate) const LATE_TIMEOUTS_TO_CLOSE: u32 = 2;
 
 /// Who asked for a request, so its outcome goes back to the right module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// The connection's own ApiVersions (never completes outward).
     Negotiation,
     /// A metadata refresh round.
@@ -71,7 +71,7 @@ pub enum Origin {
 /// the request's [`Completion`] (the consumer's steps, for instance). The router only carries
 /// it, so it imports no feature type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OwnerTag {
+pub(crate) struct OwnerTag {
     /// Which of the feature's steps the request is for.
     pub kind: u8,
     /// The command the request belongs to (a commit's id), or 0 when the step has none.
@@ -96,7 +96,7 @@ struct Trace {
 
 /// A request somewhere between its command and its answer.
 #[derive(Debug)]
-pub struct Req {
+pub(crate) struct Req {
     seq: u64,
     target: Target,
     body: RequestBody,
@@ -117,7 +117,7 @@ pub struct Req {
 
 /// A successful exchange: the broker answered (possibly with a request-level error code).
 #[derive(Debug, Clone)]
-pub struct Reply {
+pub(crate) struct Reply {
     /// The response header.
     pub header: ResponseHeader,
     /// The body, `None` when the header came alone.
@@ -132,7 +132,7 @@ pub struct Reply {
 
 /// The outcome of one request, for the module that asked.
 #[derive(Debug)]
-pub struct Completion {
+pub(crate) struct Completion {
     /// The request's sequence number (its [`crate::RequestId`] for raw requests).
     pub seq: u64,
     /// Who asked.
@@ -185,7 +185,7 @@ pub struct ConnectRequest {
 
 /// The router (see the module docs).
 #[derive(Debug)]
-pub struct Net {
+pub(crate) struct Net {
     slots: Vec<Slot<Req>>,
     by_address: HashMap<BrokerAddress, usize>,
     by_broker: HashMap<i32, usize>,
@@ -240,7 +240,7 @@ enum QueueEnd {
 
 impl Net {
     /// A router for `config`, with `client_id` already resolved and its own jitter source.
-    pub fn new(config: &ClientConfig, client_id: &str, rng: Rng) -> Self {
+    pub(crate) fn new(config: &ClientConfig, client_id: &str, rng: Rng) -> Self {
         let h = &config.header;
         let header = RequestHeader {
             client_id: Some(StrBytes::from(client_id)),
@@ -297,7 +297,7 @@ impl Net {
     }
 
     /// The slot index for `address`, created idle if new.
-    pub fn slot_for(&mut self, address: &BrokerAddress) -> usize {
+    pub(crate) fn slot_for(&mut self, address: &BrokerAddress) -> usize {
         if let Some(i) = self.by_address.get(address) {
             return *i;
         }
@@ -314,12 +314,12 @@ impl Net {
     }
 
     /// The address of a slot.
-    pub fn address(&self, slot: usize) -> Option<&BrokerAddress> {
+    pub(crate) fn address(&self, slot: usize) -> Option<&BrokerAddress> {
         self.slots.get(slot).map(|s| &s.address)
     }
 
     /// Every known address with whether its slot is waiting out a backoff.
-    pub fn addresses(&self) -> impl Iterator<Item = (&BrokerAddress, bool)> {
+    pub(crate) fn addresses(&self) -> impl Iterator<Item = (&BrokerAddress, bool)> {
         self.slots
             .iter()
             .map(|s| (&s.address, matches!(s.state, ConnState::Backoff(_))))
@@ -327,7 +327,7 @@ impl Net {
 
     /// Records that `broker_id` lives at `address` (from metadata) and releases requests that
     /// were waiting for it.
-    pub fn learn_broker(&mut self, now: Instant, broker_id: i32, address: &BrokerAddress) {
+    pub(crate) fn learn_broker(&mut self, now: Instant, broker_id: i32, address: &BrokerAddress) {
         let slot = self.slot_for(address);
         if let Some(old) = self.by_broker.insert(broker_id, slot)
             && old != slot
@@ -354,7 +354,7 @@ impl Net {
     /// Submits a request; its outcome comes back as a [`Completion`] with the returned sequence
     /// number. `version` forces an API version (raw requests); `None` uses the negotiated one.
     #[allow(clippy::too_many_arguments)]
-    pub fn submit(
+    pub(crate) fn submit(
         &mut self,
         now: Instant,
         target: Target,
@@ -399,7 +399,7 @@ impl Net {
     /// Withdraws request `seq` if none of its bytes went out yet (it waits for its broker to be
     /// known or in its connection's queue). Returns whether it was withdrawn: then no
     /// [`Completion`] will follow for it. A request already written is left alone.
-    pub fn cancel_unsent(&mut self, seq: u64) -> bool {
+    pub(crate) fn cancel_unsent(&mut self, seq: u64) -> bool {
         let req = match self.live.get(&seq).copied() {
             Some(Loc::Parked) => {
                 let pos = self.parked.iter().position(|r| r.seq == seq);
@@ -425,7 +425,7 @@ impl Net {
     /// answer (or the connection's silent-timeout rule fires first), the connection is closed
     /// and the request completes with [`RequestError::Disconnected`]; the caller then waits
     /// for [`Net::answered_since`] before re-sending.
-    pub fn await_late_answer(&mut self, seq: u64) {
+    pub(crate) fn await_late_answer(&mut self, seq: u64) {
         let req = match self.live.get(&seq).copied() {
             Some(Loc::Parked) => self.parked.iter_mut().find(|r| r.seq == seq),
             Some(Loc::Queued(slot)) => self
@@ -448,7 +448,7 @@ impl Net {
     /// A request written on `conn` and never answered was read by the broker before that
     /// answer or never (a frozen broker reads it when it resumes, at the latest together
     /// with the new connection's first request).
-    pub fn answered_since(&self, slot: usize, conn: ConnId) -> Option<Instant> {
+    pub(crate) fn answered_since(&self, slot: usize, conn: ConnId) -> Option<Instant> {
         self.slots
             .get(slot)
             .and_then(|s| s.last_answer_conn)
@@ -457,17 +457,17 @@ impl Net {
     }
 
     /// Whether request `seq` is written and unanswered (in flight on a connection).
-    pub fn was_written(&self, seq: u64) -> bool {
+    pub(crate) fn was_written(&self, seq: u64) -> bool {
         matches!(self.live.get(&seq), Some(Loc::InFlight(..)))
     }
 
     /// The address of `slot`, as a target.
-    pub fn slot_target(&self, slot: usize) -> Option<Target> {
+    pub(crate) fn slot_target(&self, slot: usize) -> Option<Target> {
         self.address(slot).cloned().map(Target::Address)
     }
 
     /// A fresh id from the request sequence (also used for admin operation ids).
-    pub fn alloc_seq(&mut self) -> u64 {
+    pub(crate) fn alloc_seq(&mut self) -> u64 {
         self.next_seq += 1;
         self.next_seq
     }
@@ -506,7 +506,7 @@ impl Net {
     }
 
     /// Next connection the driver should open.
-    pub fn poll_connect(&mut self) -> Option<ConnectRequest> {
+    pub(crate) fn poll_connect(&mut self) -> Option<ConnectRequest> {
         // Skip requests whose slot moved on (e.g. the attempt was abandoned).
         while let Some(c) = self.connects.pop_front() {
             if self.slot_of_conn(c.conn).is_some() {
@@ -517,17 +517,17 @@ impl Net {
     }
 
     /// Next connection the driver should close.
-    pub fn poll_close(&mut self) -> Option<CloseRequest> {
+    pub(crate) fn poll_close(&mut self) -> Option<CloseRequest> {
         self.closes.pop_front()
     }
 
     /// Next router event (connections).
-    pub fn poll_event(&mut self) -> Option<Event> {
+    pub(crate) fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
 
     /// Next completed request.
-    pub fn poll_completion(&mut self) -> Option<Completion> {
+    pub(crate) fn poll_completion(&mut self) -> Option<Completion> {
         self.completions.pop_front()
     }
 }

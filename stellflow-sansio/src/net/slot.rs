@@ -26,7 +26,7 @@ use stellflow_proto::messages::ApiVersionsResponse;
 
 /// Where a slot's connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnState {
+pub(super) enum ConnState {
     /// No socket and none wanted yet.
     Idle,
     /// Waiting out a reconnect backoff until the instant.
@@ -41,7 +41,7 @@ pub enum ConnState {
 
 /// Where a connection's version negotiation is ([`ConnState::Negotiating`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Negotiation {
+pub(super) enum Negotiation {
     /// The ApiVersions request is still to be written.
     ToSend,
     /// The ApiVersions request is written; its answer is awaited.
@@ -50,7 +50,7 @@ pub enum Negotiation {
 
 impl ConnState {
     /// The current socket's id, if there is one.
-    pub fn conn(&self) -> Option<ConnId> {
+    pub(super) fn conn(&self) -> Option<ConnId> {
         match *self {
             ConnState::Connecting(c) | ConnState::Negotiating(c, _) | ConnState::Ready(c) => {
                 Some(c)
@@ -60,14 +60,14 @@ impl ConnState {
     }
 
     /// Whether a socket is open (connected, negotiating or ready).
-    pub fn is_open(&self) -> bool {
+    pub(super) fn is_open(&self) -> bool {
         matches!(self, ConnState::Negotiating(..) | ConnState::Ready(_))
     }
 }
 
 /// One broker's connection slot.
 #[derive(Debug)]
-pub struct Slot<R> {
+pub(super) struct Slot<R> {
     /// The dialled address.
     pub address: BrokerAddress,
     /// The broker id, once metadata names this address.
@@ -102,11 +102,11 @@ pub struct Slot<R> {
 /// reopened: a silently dead connection (no FIN, no RST) would otherwise take every later
 /// request to its broker into the same void. One timeout alone keeps the connection (a slow
 /// answer is counted and dropped when it comes).
-pub const SILENT_TIMEOUTS_TO_CLOSE: u32 = 2;
+pub(super) const SILENT_TIMEOUTS_TO_CLOSE: u32 = 2;
 
 impl<R> Slot<R> {
     /// A fresh, idle slot.
-    pub fn new(
+    pub(super) fn new(
         address: BrokerAddress,
         max_in_flight: usize,
         max_frame: usize,
@@ -130,12 +130,12 @@ impl<R> Slot<R> {
     }
 
     /// Requests waiting or in flight.
-    pub fn load(&self) -> usize {
+    pub(super) fn load(&self) -> usize {
         self.queue.len() + self.in_flight.len()
     }
 
     /// Whether anything needs this connection.
-    pub fn wanted(&self) -> bool {
+    pub(super) fn wanted(&self) -> bool {
         !self.queue.is_empty()
     }
 }

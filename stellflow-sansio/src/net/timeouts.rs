@@ -5,7 +5,7 @@ use super::*;
 
 impl Net {
     /// The earliest deadline that matters (stale timers are dropped on the way).
-    pub fn poll_timeout(&mut self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&mut self) -> Option<Instant> {
         while let Some((at, t)) = self.timers.peek() {
             let live = match *t {
                 Timer::Request(seq) => self.live.contains_key(&seq),
@@ -23,7 +23,7 @@ impl Net {
     }
 
     /// Fires every timer due at `now`.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
         while let Some(t) = self.timers.pop_due(now) {
             match t {
                 Timer::Request(seq) => self.expire(now, seq),

@@ -61,7 +61,11 @@ impl Unsent {
 impl Net {
     /// Gives the driver the next piece of bytes to send: the rest of a frame with shared
     /// blobs first, else queued requests of one connection written into `buf`.
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut BytesMut) -> Option<Transmitted> {
+    pub(crate) fn poll_transmit(
+        &mut self,
+        now: Instant,
+        buf: &mut BytesMut,
+    ) -> Option<Transmitted> {
         if let Some(t) = self.next_unsent(buf) {
             return Some(t);
         }

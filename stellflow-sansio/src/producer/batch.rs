@@ -71,7 +71,7 @@ pub(crate) struct Batch {
 
 impl Batch {
     /// Its size on the wire: as encoded so far, or the finished blob's.
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         match &self.builder {
             Some(b) => b.encoded_size(),
             None => self.blob.len(),
@@ -79,12 +79,12 @@ impl Batch {
     }
 
     /// The id of its first record (`u64::MAX` when empty).
-    pub fn first_id(&self) -> u64 {
+    pub(crate) fn first_id(&self) -> u64 {
         self.records.first().map_or(u64::MAX, |s| s.id)
     }
 
     /// Its record count.
-    pub fn count(&self) -> i32 {
+    pub(crate) fn count(&self) -> i32 {
         i32::try_from(self.records.len()).unwrap_or(i32::MAX)
     }
 }

@@ -20,7 +20,7 @@ use stellflow_proto::record::{BatchError, V1Batch};
 
 /// The producer identity and sequence written into an idempotent batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
+pub(crate) struct Stamp {
     /// `producerId` (−1 = none).
     pub producer_id: i64,
     /// `producerEpoch` (−1 = none).
@@ -31,7 +31,7 @@ pub struct Stamp {
 
 impl Stamp {
     /// Not idempotent.
-    pub const NONE: Stamp = Stamp {
+    pub(crate) const NONE: Stamp = Stamp {
         producer_id: -1,
         epoch: -1,
         sequence: -1,
@@ -40,7 +40,7 @@ impl Stamp {
 
 /// Where the producer id stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PidState {
+pub(crate) enum PidState {
     /// Not asked yet (or the last attempt failed and its retry is due at the instant).
     Needed(Option<std::time::Instant>),
     /// InitProducerId in flight.
@@ -58,7 +58,7 @@ pub enum PidState {
 
 /// The producer-wide idempotence state.
 #[derive(Debug, Clone)]
-pub struct Idempotence {
+pub(crate) struct Idempotence {
     /// The producer id state.
     pub pid: PidState,
     /// Failed InitProducerId attempts in a row.
@@ -79,7 +79,7 @@ impl Default for Idempotence {
 
 impl Idempotence {
     /// The current producer id and epoch, if known.
-    pub fn current(&self) -> Option<(i64, i16)> {
+    pub(crate) fn current(&self) -> Option<(i64, i16)> {
         match self.pid {
             PidState::Ready { producer_id, epoch } => Some((producer_id, epoch)),
             _ => None,
@@ -88,7 +88,7 @@ impl Idempotence {
 
     /// Bumps the epoch after the broker lost our state, unless a batch from an older epoch is
     /// reporting (then the bump already happened). Returns whether it bumped.
-    pub fn bump_from(&mut self, seen_epoch: i16) -> bool {
+    pub(crate) fn bump_from(&mut self, seen_epoch: i16) -> bool {
         if let PidState::Ready { producer_id, epoch } = self.pid
             && seen_epoch >= epoch
         {
@@ -196,7 +196,7 @@ impl PartitionSequence {
 /// inner v1 batch carries the same fields and its CRC-32C is recomputed; the envelope keeps
 /// its compression). Only needed when a batch was stamped with a guess that turned out wrong
 /// or after an epoch bump — never on the hot path.
-pub fn restamp(blob: &Bytes, stamp: Stamp, gzip_level: u32) -> Result<Bytes, BatchError> {
+pub(crate) fn restamp(blob: &Bytes, stamp: Stamp, gzip_level: u32) -> Result<Bytes, BatchError> {
     let batch = SrfbBatch::validate(blob.clone())?;
     let header = *batch.header();
     let compression = header.compression().unwrap_or_default();

@@ -66,7 +66,7 @@ mod batch;
 mod clock;
 mod deadlines;
 mod error;
-pub mod idempotence;
+pub(crate) mod idempotence;
 mod lifecycle;
 pub(crate) mod missing;
 pub(crate) mod outcomes;

@@ -109,7 +109,7 @@ impl Topics {
     /// Finds or registers a topic (validating its name once); `Ok((index, true))` when it is
     /// new.
     #[inline]
-    pub fn index(&mut self, name: &str) -> Result<(usize, bool), ProduceError> {
+    pub(crate) fn index(&mut self, name: &str) -> Result<(usize, bool), ProduceError> {
         if let Some(t) = self.list.get(self.last)
             && same_name(&t.name, name)
         {
@@ -133,48 +133,48 @@ impl Topics {
         Ok(found)
     }
 
-    pub fn get(&self, ti: usize) -> Option<&TopicState> {
+    pub(crate) fn get(&self, ti: usize) -> Option<&TopicState> {
         self.list.get(ti)
     }
 
-    pub fn get_mut(&mut self, ti: usize) -> Option<&mut TopicState> {
+    pub(crate) fn get_mut(&mut self, ti: usize) -> Option<&mut TopicState> {
         self.list.get_mut(ti)
     }
 
     /// How many topics there are.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.list.len()
     }
 
     /// How many partitions topic `ti` has (0 when unknown).
-    pub fn parts(&self, ti: usize) -> usize {
+    pub(crate) fn parts(&self, ti: usize) -> usize {
         self.list.get(ti).map_or(0, |t| t.parts.len())
     }
 
     /// How many partitions all topics have.
-    pub fn total_parts(&self) -> usize {
+    pub(crate) fn total_parts(&self) -> usize {
         self.list.iter().map(|t| t.parts.len()).sum()
     }
 
-    pub fn iter(&self) -> std::slice::Iter<'_, TopicState> {
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, TopicState> {
         self.list.iter()
     }
 
-    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, TopicState> {
+    pub(crate) fn iter_mut(&mut self) -> std::slice::IterMut<'_, TopicState> {
         self.list.iter_mut()
     }
 
-    pub fn part(&self, ti: usize, pi: usize) -> Option<&PartitionState> {
+    pub(crate) fn part(&self, ti: usize, pi: usize) -> Option<&PartitionState> {
         self.list.get(ti).and_then(|t| t.parts.get(pi))
     }
 
-    pub fn part_mut(&mut self, ti: usize, pi: usize) -> Option<&mut PartitionState> {
+    pub(crate) fn part_mut(&mut self, ti: usize, pi: usize) -> Option<&mut PartitionState> {
         self.list.get_mut(ti).and_then(|t| t.parts.get_mut(pi))
     }
 
     /// Applies new metadata: partition counts (which only grow), leaders, replication and
     /// why a partition has no leader. Returns whether a leader moved.
-    pub fn apply_metadata(&mut self, cluster: &ClusterMetadata) -> bool {
+    pub(crate) fn apply_metadata(&mut self, cluster: &ClusterMetadata) -> bool {
         let mut moved = false;
         for t in &mut self.list {
             let Some(info) = cluster.topics.get(&*t.name) else {
@@ -209,7 +209,7 @@ impl Topics {
     /// flushed (its first id below `flush_upto`), or goes without linger (`no_linger`: the
     /// buffer is exhausted or the producer closes). Returns whether a ready partition has no
     /// known leader (metadata is wanted).
-    pub fn ready(
+    pub(crate) fn ready(
         &self,
         now: Instant,
         (linger, flush_upto, no_linger): (Duration, u64, bool),
@@ -243,7 +243,7 @@ impl Topics {
 
     /// The size of the next batch partition `(ti, pi)` would send: its first queued one's,
     /// else its open one's.
-    pub fn ready_size(&self, ti: usize, pi: usize) -> usize {
+    pub(crate) fn ready_size(&self, ti: usize, pi: usize) -> usize {
         self.part(ti, pi).map_or(0, |ps| match ps.queue.front() {
             Some(b) => b.size(),
             None => ps.open.as_ref().map_or(0, Batch::size),
@@ -253,7 +253,7 @@ impl Topics {
     /// A delivery timeout with no failure attached gets the reason the partition has no
     /// leader, when the metadata gave one (a broker restarted on its data, a leader that is
     /// not a known broker).
-    pub fn with_leaderless_cause(
+    pub(crate) fn with_leaderless_cause(
         &self,
         ti: usize,
         pi: usize,
@@ -277,7 +277,7 @@ impl Topics {
 
     /// Takes every batch out, open and queued, with its stage (in-flight counts back to 0),
     /// for the producer's abort.
-    pub fn take_all_batches(&mut self, into: &mut Vec<(usize, usize, Batch, BatchStage)>) {
+    pub(crate) fn take_all_batches(&mut self, into: &mut Vec<(usize, usize, Batch, BatchStage)>) {
         for (ti, t) in self.list.iter_mut().enumerate() {
             for (pi, ps) in t.parts.iter_mut().enumerate() {
                 ps.in_flight = 0;
@@ -289,7 +289,7 @@ impl Topics {
     }
 
     /// Every partition of every topic, as `(ti, pi)`.
-    pub fn all_parts(&self) -> impl Iterator<Item = (usize, usize)> + use<'_> {
+    pub(crate) fn all_parts(&self) -> impl Iterator<Item = (usize, usize)> + use<'_> {
         (0..self.list.len()).flat_map(|ti| (0..self.parts(ti)).map(move |pi| (ti, pi)))
     }
 }
