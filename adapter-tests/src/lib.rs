@@ -2,8 +2,10 @@
 //! async-std's executor — and blocking), run over real loopback sockets against
 //! [`stellflow_sim::serve`].
 //!
-//! Every case is written once, in `tests/cases/mod.rs`, against the one adapter API: the
-//! same method names, arguments and results on every runtime. Each file under `tests/`
+//! Every case is written once, in `tests/cases/` (one module per subject: `admin`, `producer`,
+//! `consumer`, `groups`, `faults`, `hooks`, `real_broker`; the shared helpers and the list of
+//! cases in `mod.rs`), against the one adapter API: the same method names, arguments and
+//! results on every runtime. Each file under `tests/`
 //! names its adapter crate `sf`, defines `aw!` (`.await` for the async adapters, nothing for
 //! the blocking one), `delivered!` (a `Delivery` awaited or waited for), `block_on` and
 //! `sleep`, and includes the cases, which expand to one `#[test]` each. The async files also

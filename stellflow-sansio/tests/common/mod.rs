@@ -2,6 +2,7 @@
 //! that moves bytes between them (no sockets).
 #![allow(dead_code)]
 
+pub mod group;
 pub mod producer;
 
 use bytes::BytesMut;

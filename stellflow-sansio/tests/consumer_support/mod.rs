@@ -1,5 +1,5 @@
 //! Helpers shared by the consumer test targets (`consumer`, `consumer_group`,
-//! `consumer_faults`): raw produce straight into the sim, blobs of every format, draining
+//! `consumer_commits`, `consumer_faults`): raw produce straight into the sim, blobs of every format, draining
 //! records, exact-delivery checks. Needs `mod common;` next to it in the test crate.
 #![allow(dead_code)]
 
