@@ -156,10 +156,8 @@ impl<R: Runtime> Consumer<R> {
                 None if st.consumer_closed.done.is_some() => {
                     Some(Err(ConsumerError::Closed.into()))
                 }
-                // Fenced by a consumer with the same group.instance.id: fatal, said every time.
-                None if let Some(e) = st.client.fatal_consumer_error() => Some(Err(e.into())),
-                // The cluster is unreachable, or a topic asked for is unknown: said once
-                // instead of waiting forever.
+                // Fenced (every time), the cluster unreachable or a topic unknown (once each):
+                // said instead of waiting forever; the core decides which.
                 None if let Some(e) = st.client.take_poll_error() => Some(Err(e.into())),
                 None => {
                     st.wait(cx);

@@ -79,12 +79,16 @@ impl Client {
         Ok(())
     }
 
-    /// The error a consumer's poll returns instead of waiting on, once each (adapters
-    /// return it from `poll`/`recv` when no record is ready): the cluster is unreachable
-    /// ([`ConsumerError::Unreachable`], see [`Client::take_unreachable_error`]), or a topic
-    /// asked for is unknown to every broker ([`ConsumerError::UnknownTopic`]). Both are
-    /// retriable: consumption goes on by itself once the cause is gone.
+    /// The error a consumer's poll returns instead of waiting (adapters return it from
+    /// `poll`/`recv` when no record is ready). First the fatal one, every time: this member
+    /// was fenced ([`Client::fatal_consumer_error`]). Then, once each: the cluster is
+    /// unreachable ([`ConsumerError::Unreachable`], see [`Client::take_unreachable_error`]),
+    /// or a topic asked for is unknown to every broker ([`ConsumerError::UnknownTopic`]);
+    /// those two are retriable: consumption goes on by itself once the cause is gone.
     pub fn take_poll_error(&mut self) -> Option<ConsumerError> {
+        if let Some(fatal) = self.fatal_consumer_error() {
+            return Some(fatal);
+        }
         if let Some(e) = self.take_unreachable_error() {
             return Some(ConsumerError::Unreachable(e));
         }
