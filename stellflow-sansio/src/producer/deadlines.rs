@@ -95,6 +95,25 @@ impl Deadlines {
         None
     }
 
+    /// Takes out every entry due at `now` (a linger, retry backoff or delivery timeout passed,
+    /// or the entry is stale), handing its partition to `due`. The caller touches every
+    /// partition it was handed before the pass ends, which restores the invariant.
+    pub(crate) fn pop_due(&mut self, now: Instant, mut due: impl FnMut(usize, usize)) {
+        while let Some(&Reverse((t, ti, pi))) = self.heap.peek() {
+            if t > now {
+                break;
+            }
+            self.heap.pop();
+            due(ti, pi);
+        }
+    }
+
+    /// The partition of every entry (stale ones included, some more than once): every
+    /// partition holding records has one.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (usize, usize)> + use<'_> {
+        self.heap.iter().map(|Reverse((_, ti, pi))| (*ti, *pi))
+    }
+
     /// The same as [`Deadlines::earliest`] by scanning every partition: checks the heap in
     /// debug builds.
     #[cfg(debug_assertions)]

@@ -73,6 +73,7 @@ pub(crate) mod outcomes;
 mod owned;
 mod partitioning;
 mod pool;
+mod readiness;
 pub(crate) mod sender;
 mod topics;
 mod waiting;

@@ -3,12 +3,14 @@
 
 use super::batch::{Batch, BatchStage};
 use super::idempotence::PartitionSequence;
+#[cfg(debug_assertions)]
+use super::readiness::{OpenRule, is_ready};
 use super::{DeliveryError, ProduceError};
 use crate::metadata::ClusterMetadata;
 use crate::topic::validate_topic_name;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use stellflow_proto::StrBytes;
 
 /// One partition: its batches, what the metadata says of it, and its sequence numbers.
@@ -29,6 +31,10 @@ pub(crate) struct PartitionState {
     pub leaderless: Option<crate::metadata::LeaderlessReason>,
     /// Sequence numbers (idempotence) and the records in closed, unanswered batches.
     pub seq: PartitionSequence,
+    /// Listed among the candidates of the sender's next pass ([`Candidates`]).
+    ///
+    /// [`Candidates`]: super::readiness::Candidates
+    pub candidate: bool,
 }
 
 impl PartitionState {
@@ -204,32 +210,20 @@ impl Topics {
     }
 
     /// Adds `(leader, topic, partition)` to `picks` for every partition with a batch ready
-    /// to send and room in its pipeline (fewer than `max_in_flight` requests): its first
-    /// queued batch (not in doubt, its retry due), or its open batch once it lingered, is
-    /// flushed (its first id below `flush_upto`), or goes without linger (`no_linger`: the
-    /// buffer is exhausted or the producer closes). Returns whether a ready partition has no
-    /// known leader (metadata is wanted).
+    /// to send ([`is_ready`]), looking at every partition; returns whether a ready partition
+    /// has no known leader. The reference the candidates are checked against in debug builds.
+    #[cfg(debug_assertions)]
     pub(crate) fn ready(
         &self,
         now: Instant,
-        (linger, flush_upto, no_linger): (Duration, u64, bool),
+        open: OpenRule,
         max_in_flight: usize,
         picks: &mut Vec<(i32, usize, usize)>,
     ) -> bool {
         let mut leaderless = false;
         for (ti, t) in self.list.iter().enumerate() {
             for (pi, ps) in t.parts.iter().enumerate() {
-                if ps.in_flight >= max_in_flight {
-                    continue;
-                }
-                let ready = match ps.queue.front() {
-                    Some(b) => b.in_doubt.is_none() && b.retry_at.is_none_or(|r| r <= now),
-                    None => ps.open.as_ref().is_some_and(|b| {
-                        !b.records.is_empty()
-                            && (b.created + linger <= now || b.first_id() < flush_upto || no_linger)
-                    }),
-                };
-                if !ready {
+                if !is_ready(ps, now, open, max_in_flight) {
                     continue;
                 }
                 match ps.leader {

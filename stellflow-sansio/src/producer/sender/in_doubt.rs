@@ -41,26 +41,38 @@ impl Sender {
         let mut cleared = Vec::new();
         let all = self.cfg.acks == Acks::All;
         let ack_timeout = self.cfg.ack_timeout;
-        for (ti, t) in acc.topics.iter_mut().enumerate() {
-            for (pi, ps) in t.parts.iter_mut().enumerate() {
-                let settle = if all && ps.replicated {
-                    DOUBT_SETTLE + ack_timeout
-                } else {
-                    DOUBT_SETTLE
-                };
-                for b in &mut ps.queue {
-                    if let Some((slot, conn)) = b.in_doubt
-                        && let Some(at) = net.answered_since(slot, conn)
-                    {
-                        b.in_doubt = None;
-                        b.awaits_leader = false;
-                        b.retry_at = Some(b.retry_at.map_or(at + settle, |r| r.max(at + settle)));
-                        cleared.push((ti, pi));
-                    }
+        acc.prune_suspects();
+        for &(ti, pi) in acc.suspects() {
+            let Some(ps) = acc.topics.part(ti, pi) else {
+                continue;
+            };
+            let settle = if all && ps.replicated {
+                DOUBT_SETTLE + ack_timeout
+            } else {
+                DOUBT_SETTLE
+            };
+            if (ps.queue.iter()).any(|b| {
+                b.in_doubt
+                    .is_some_and(|(s, c)| net.answered_since(s, c).is_some())
+            }) {
+                cleared.push((ti, pi, settle));
+            }
+        }
+        for &(ti, pi, settle) in &cleared {
+            let Some(ps) = acc.topics.part_mut(ti, pi) else {
+                continue;
+            };
+            for b in &mut ps.queue {
+                if let Some((slot, conn)) = b.in_doubt
+                    && let Some(at) = net.answered_since(slot, conn)
+                {
+                    b.in_doubt = None;
+                    b.awaits_leader = false;
+                    b.retry_at = Some(b.retry_at.map_or(at + settle, |r| r.max(at + settle)));
                 }
             }
         }
-        for (ti, pi) in cleared {
+        for (ti, pi, _) in cleared {
             acc.touch(ti, pi);
         }
     }
@@ -90,8 +102,8 @@ impl Sender {
 
     /// The connection a queued batch still waits in doubt on at `slot`, if any.
     pub(super) fn doubt_on(acc: &Accumulator, slot: usize) -> Option<ConnId> {
-        (acc.topics.iter())
-            .flat_map(|t| t.parts.iter())
+        (acc.suspects().iter())
+            .filter_map(|&(ti, pi)| acc.topics.part(ti, pi))
             .flat_map(|ps| ps.queue.iter())
             .filter_map(|b| b.in_doubt)
             .find(|(s, _)| *s == slot)

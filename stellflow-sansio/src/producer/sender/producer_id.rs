@@ -119,20 +119,22 @@ impl Sender {
         acc: &mut Accumulator,
         out: &mut Outcomes,
     ) {
-        for ti in 0..acc.topics.len() {
-            for pi in 0..acc.topics.parts(ti) {
-                while let Some(ps) = acc.topics.part_mut(ti, pi)
-                    && let Some(batch) = ps.queue.pop_front_if(|b| {
-                        b.maybe_written
-                            && (b.stamp.producer_id != producer_id || b.stamp.epoch != epoch)
-                    })
-                {
-                    let lost = DeliveryError::Broker {
-                        code: ErrorCode::OUT_OF_ORDER_SEQUENCE,
-                    };
-                    acc.fail_batch(ti, pi, batch, lost, BatchStage::Closed, out);
-                    acc.touch(ti, pi);
-                }
+        // Only a suspect's queue can hold a batch possibly written.
+        for i in 0..acc.suspects().len() {
+            let Some(&(ti, pi)) = acc.suspects().get(i) else {
+                break;
+            };
+            while let Some(ps) = acc.topics.part_mut(ti, pi)
+                && let Some(batch) = ps.queue.pop_front_if(|b| {
+                    b.maybe_written
+                        && (b.stamp.producer_id != producer_id || b.stamp.epoch != epoch)
+                })
+            {
+                let lost = DeliveryError::Broker {
+                    code: ErrorCode::OUT_OF_ORDER_SEQUENCE,
+                };
+                acc.fail_batch(ti, pi, batch, lost, BatchStage::Closed, out);
+                acc.touch(ti, pi);
             }
         }
     }

@@ -8,6 +8,9 @@
 //! when a record is taken and falls exactly once when it settles ([`Accumulator::recycle`]
 //! for a batch, the waiting-record paths for a record that never reached one).
 
+mod ending;
+mod handover;
+
 use super::ProducerRecord;
 use super::batch::{BATCH_OVERHEAD, Batch, BatchRecord, BatchStage};
 use super::clock::RecordClock;
@@ -16,6 +19,7 @@ use super::idempotence::{Identity, Stamp};
 use super::outcomes::Outcomes;
 use super::partitioning::{Partitioning, invalid_partition};
 use super::pool::BufferPool;
+use super::readiness::Candidates;
 use super::topics::Topics;
 use super::waiting::{WaitingRecord, WaitingRecords};
 use super::{BatchFormat, DeliveryError, Partitioner, ProduceError, ProduceId, ProducerConfig};
@@ -67,6 +71,12 @@ pub(crate) struct Accumulator {
     meta_gen: u64,
     /// The timestamps of records produced without one.
     clock: RecordClock,
+    /// The partitions the sender's next pass looks at.
+    pub(crate) candidates: Candidates,
+    /// A reused list of partitions (a pass's candidates).
+    scratch: Vec<(usize, usize)>,
+    /// Partitions whose queue may hold a batch in doubt or possibly written, in order.
+    suspects: Vec<(usize, usize)>,
     /// Something may be sendable: the sender runs at the next pass.
     wake: bool,
     /// The producer wants a metadata refresh.
@@ -98,6 +108,9 @@ impl Accumulator {
             exhausted: false,
             meta_gen: u64::MAX,
             clock: RecordClock::default(),
+            candidates: Candidates::default(),
+            scratch: Vec::new(),
+            suspects: Vec::new(),
             wake: false,
             wants_metadata: false,
             leaders_moved: false,
@@ -148,6 +161,7 @@ impl Accumulator {
     /// Sends every record with an id below `upto` without waiting for its linger.
     pub(crate) fn flush_up_to(&mut self, upto: u64) {
         self.flush_upto = self.flush_upto.max(upto);
+        self.mark_holding();
         self.wake = true;
     }
 
@@ -189,17 +203,20 @@ impl Accumulator {
         }
     }
 
-    /// Records partition `(ti, pi)`'s next deadline after a change that may have made it
-    /// earlier.
+    /// Partition `(ti, pi)` changed: records its next deadline (the change may have made it
+    /// earlier) and makes it a candidate of the sender's next pass.
     pub(crate) fn touch(&mut self, ti: usize, pi: usize) {
         let rule = self.rule();
         self.deadlines.touch(&self.topics, rule, ti, pi);
+        self.candidates.mark(&mut self.topics, ti, pi);
     }
 
-    /// Recomputes every partition's deadline (metadata changes, producer id known).
+    /// Recomputes every partition's deadline and makes every partition a candidate
+    /// (metadata changes, producer id known).
     pub(crate) fn rebuild_deadlines(&mut self) {
         let rule = self.rule();
         self.deadlines.rebuild(&self.topics, rule);
+        self.candidates.mark_all(&mut self.topics);
     }
 
     /// The earliest deadline of the batches and the waiting records.
@@ -337,6 +354,9 @@ impl Accumulator {
     /// their linger would keep the caller waiting for nothing).
     #[cold]
     fn buffer_exhausted(&mut self) {
+        if !self.exhausted {
+            self.mark_holding();
+        }
         self.exhausted = true;
         self.wake = true;
     }
@@ -604,53 +624,6 @@ impl Accumulator {
         }
     }
 
-    // ---- handing batches to the sender -----------------------------------------------------
-
-    /// Adds `(leader, topic, partition)` to `picks` for every partition with a batch ready
-    /// to send and room in its pipeline (see [`Topics::ready`]); `closing`: open batches go
-    /// without their linger. A ready partition without a known leader asks for metadata.
-    pub(crate) fn ready(
-        &mut self,
-        now: Instant,
-        closing: bool,
-        picks: &mut Vec<(i32, usize, usize)>,
-    ) {
-        let linger = (self.cfg.linger, self.flush_upto, closing || self.exhausted);
-        let max_in_flight = self.cfg.max_in_flight_per_partition;
-        if self.topics.ready(now, linger, max_in_flight, picks) {
-            self.wants_metadata = true;
-        }
-    }
-
-    /// Takes partition `(ti, pi)`'s next batch to send (closing its open batch when nothing
-    /// is queued) and counts it in flight.
-    pub(crate) fn take_next(&mut self, ti: usize, pi: usize, out: &mut Outcomes) -> Option<Batch> {
-        if self
-            .topics
-            .part(ti, pi)
-            .is_some_and(|ps| ps.queue.is_empty())
-        {
-            self.close_open(ti, pi, out);
-        }
-        let ps = self.topics.part_mut(ti, pi)?;
-        let batch = ps.queue.pop_front()?;
-        ps.in_flight += 1;
-        Some(batch)
-    }
-
-    /// Puts a batch back in its partition's queue, before every later batch.
-    pub(crate) fn requeue(&mut self, ti: usize, pi: usize, batch: Batch) {
-        if let Some(ps) = self.topics.part_mut(ti, pi) {
-            let pos = ps
-                .queue
-                .iter()
-                .position(|b| b.serial > batch.serial)
-                .unwrap_or(ps.queue.len());
-            ps.queue.insert(pos, batch);
-            self.touch(ti, pi);
-        }
-    }
-
     // ---- settling ----------------------------------------------------------------------
 
     /// Reports every record of a delivered batch (`offset`: none with acks = 0) and frees it.
@@ -709,85 +682,6 @@ impl Accumulator {
             ps.seq.settled(count);
         }
         self.recycle(batch);
-    }
-
-    // ---- ending early --------------------------------------------------------------------
-
-    /// Fails every waiting record and batch whose delivery timeout passed (batches in flight
-    /// are the sender's).
-    pub(crate) fn expire(&mut self, now: Instant, out: &mut Outcomes) {
-        let after = self.cfg.delivery_timeout;
-        let counts = (&mut self.topics, &mut self.pool, &mut *out);
-        self.waiting.expire(now, after, counts);
-        for ti in 0..self.topics.len() {
-            for pi in 0..self.topics.parts(ti) {
-                while let Some(ps) = self.topics.part_mut(ti, pi)
-                    && let Some(b) = ps.queue.pop_front_if(|b| b.deadline <= now)
-                {
-                    let last = b.last_error.clone().map(Box::new);
-                    let e = DeliveryError::Timeout { after, last };
-                    self.fail_batch(ti, pi, b, e, BatchStage::Closed, out);
-                }
-                let expired = (self.topics.part(ti, pi))
-                    .and_then(|ps| ps.open.as_ref())
-                    .is_some_and(|b| !b.records.is_empty() && b.deadline <= now);
-                if expired
-                    && let Some(b) = self.topics.part_mut(ti, pi).and_then(|ps| ps.open.take())
-                {
-                    let e = DeliveryError::Timeout { after, last: None };
-                    self.fail_batch(ti, pi, b, e, BatchStage::Open, out);
-                }
-                self.touch(ti, pi);
-            }
-        }
-    }
-
-    /// Fails the waiting records of the topics `due` with [`DeliveryError::UnknownTopic`].
-    pub(crate) fn fail_waiting_of(&mut self, due: &[usize], out: &mut Outcomes) {
-        let counts = (&mut self.topics, &mut self.pool, out);
-        self.waiting.fail_topics(due, counts);
-    }
-
-    /// Fails everything not in flight with `error` at once (the producer became fatal);
-    /// returns how many records failed.
-    pub(crate) fn fail_all(&mut self, error: &DeliveryError, out: &mut Outcomes) -> u64 {
-        let counts = Some((&mut self.topics, &mut self.pool));
-        let mut failed = self.waiting.fail_all(error, counts, out);
-        for ti in 0..self.topics.len() {
-            for pi in 0..self.topics.parts(ti) {
-                while let Some(b) = self
-                    .topics
-                    .part_mut(ti, pi)
-                    .and_then(|ps| ps.queue.pop_front())
-                {
-                    failed += b.records.len() as u64;
-                    self.fail_batch(ti, pi, b, error.clone(), BatchStage::Closed, out);
-                }
-                if let Some(b) = self.topics.part_mut(ti, pi).and_then(|ps| ps.open.take()) {
-                    failed += b.records.len() as u64;
-                    self.fail_batch(ti, pi, b, error.clone(), BatchStage::Open, out);
-                }
-            }
-        }
-        failed
-    }
-
-    /// Fails every waiting record with `error` and takes every batch out (in-flight counts
-    /// back to 0), for the producer's abort; returns how many records failed.
-    pub(crate) fn abandon(
-        &mut self,
-        error: &DeliveryError,
-        batches: &mut Vec<(usize, usize, Batch, BatchStage)>,
-        out: &mut Outcomes,
-    ) -> u64 {
-        let failed = self.waiting.fail_all(error, None, out);
-        self.topics.take_all_batches(batches);
-        failed
-    }
-
-    /// Nothing is held any more (the producer was aborted).
-    pub(crate) fn clear_buffered(&mut self) {
-        self.pool.clear();
     }
 
     /// Returns a settled batch's memory to the pool and its bytes to the buffer.
