@@ -69,6 +69,11 @@
 #![warn(unreachable_pub)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+// The unit tests that drive a whole client share the integration tests' in-process world,
+// which names this crate by its name.
+#[cfg(test)]
+extern crate self as stellflow_sansio;
+
 mod address;
 mod admin;
 mod admin_call;

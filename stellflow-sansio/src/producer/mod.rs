@@ -74,6 +74,8 @@ mod owned;
 mod partitioning;
 mod pool;
 mod readiness;
+#[cfg(test)]
+mod scale_tests;
 pub(crate) mod sender;
 mod topics;
 mod waiting;

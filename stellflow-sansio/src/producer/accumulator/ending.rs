@@ -20,6 +20,10 @@ impl Accumulator {
         let mut list = std::mem::take(&mut self.scratch);
         list.clear();
         list.extend_from_slice(self.candidates.sorted());
+        #[cfg(test)]
+        {
+            self.candidates.visited += list.len() as u64;
+        }
         for &(ti, pi) in &list {
             while let Some(ps) = self.topics.part_mut(ti, pi)
                 && let Some(b) = ps.queue.pop_front_if(|b| b.deadline <= now)
