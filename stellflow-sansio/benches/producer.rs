@@ -26,6 +26,13 @@
 //! a run whose broker is slower than its producer (a full buffer, the end-to-end
 //! `perf produce` case).
 //!
+//! Two more clients run keyed records the way a service with many keys does: 100 000 distinct
+//! keys, the virtual clock moving on by the linger (5 ms) every 4 096 records, so batches
+//! leave when their linger passes, holding what arrived meanwhile. `-keyed-1p` sends them
+//! to a topic of one partition, `-keyed-1024p` to one of 1 024 partitions (four records a
+//! batch): the cost of many small batches and of finding the ready ones among many
+//! partitions, printed beside the one-partition figure of the same run.
+//!
 //! Run: `cargo bench -p stellflow-sansio --bench producer`. Also prints
 //! `RESULT producer-allocs-per-record X` (heap allocations per record in the measured loops,
 //! counted per thread by the `alloc-counter` global allocator).
@@ -50,6 +57,10 @@ static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
 const TOPIC: &str = "bench";
 const PARTITIONS: i32 = 16;
+/// The partitions of the many-partitions keyed case.
+const MANY_PARTITIONS: i32 = 1024;
+/// Distinct keys of the keyed cases.
+const SPREAD_KEYS: u64 = 100_000;
 
 /// Moves bytes between the client, the sim (bootstrap) and the Produce responder.
 struct Driver {
@@ -232,11 +243,12 @@ fn cpu_time() -> Option<Duration> {
     Some(Duration::from_nanos(ns))
 }
 
-/// A driver with a client connected to its own simulated broker, metadata known.
-fn new_driver(hooks: stellflow_sansio::Hooks, batched: bool) -> Driver {
+/// A driver with a client connected to its own simulated broker, metadata known, for a
+/// topic of `partitions`.
+fn new_driver(hooks: stellflow_sansio::Hooks, batched: bool, partitions: i32) -> Driver {
     let now = Instant::now();
     let mut sim = SimCluster::single(now, 1);
-    sim.create_topic(TOPIC, PARTITIONS, 1).unwrap();
+    sim.create_topic(TOPIC, partitions, 1).unwrap();
     let mut config = ClientConfig::new("broker-1:9092").unwrap();
     config.request_timeout = Duration::from_secs(3600);
     config.hooks = hooks;
@@ -252,7 +264,7 @@ fn new_driver(hooks: stellflow_sansio::Hooks, batched: bool) -> Driver {
         rx: BytesMut::with_capacity(1 << 20),
         partial: BytesMut::new(),
         shared_blobs: 0,
-        offsets: vec![0; PARTITIONS as usize],
+        offsets: vec![0; partitions as usize],
         delivered: 0,
         failed: 0,
         flushed: false,
@@ -286,35 +298,107 @@ impl stellflow_sansio::ProducerHook for CountHook {
     }
 }
 
+/// How a case's records are made and answered.
+#[derive(Clone, Copy)]
+struct Mode {
+    /// Answer the requests every 4 096 records (else only when the buffer is full).
+    answer_every: bool,
+    /// Keyed over `SPREAD_KEYS` keys with the clock moving on by the linger every 4 096
+    /// records (else the 1 024 keys of `keys`, the clock standing still).
+    keyed: bool,
+}
+
+/// One client of the bench and what it is printed as.
+struct Case {
+    label: &'static str,
+    suffix: &'static str,
+    driver: Driver,
+    mode: Mode,
+}
+
 fn main() {
     let records: u64 = std::env::var("PRODUCER_BENCH_RECORDS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(6_000_000);
-    // Four clients, each with its own broker, run in alternate rounds (A B C D A B C D):
+    // The clients, each with its own broker, run in alternate rounds (A B C D E F A B ...):
     // without a hook, with one cheap hook registered (counting sends and acknowledgements),
     // without a hook reporting outcomes a batch at a time (`set_batch_outcomes`, as the
-    // adapters run the core), and the same answered only when the buffer is full.
+    // adapters run the core), the same answered only when the buffer is full, and keyed
+    // over many keys to one partition and to 1 024.
     let mut hooks = stellflow_sansio::Hooks::default();
     hooks.producer(CountHook::default());
-    let mut drivers = [
-        new_driver(Default::default(), false),
-        new_driver(hooks, false),
-        new_driver(Default::default(), true),
-        new_driver(Default::default(), true),
+    let every = Mode {
+        answer_every: true,
+        keyed: false,
+    };
+    let keyed = Mode {
+        answer_every: true,
+        keyed: true,
+    };
+    let case = |label, suffix, driver, mode| Case {
+        label,
+        suffix,
+        driver,
+        mode,
+    };
+    let mut cases = [
+        case(
+            "no hook",
+            "",
+            new_driver(Default::default(), false, PARTITIONS),
+            every,
+        ),
+        case(
+            "one hook",
+            "-hooked",
+            new_driver(hooks, false, PARTITIONS),
+            every,
+        ),
+        case(
+            "batch outcomes",
+            "-batched",
+            new_driver(Default::default(), true, PARTITIONS),
+            every,
+        ),
+        case(
+            "batch outcomes, full buffer",
+            "-batched-full",
+            new_driver(Default::default(), true, PARTITIONS),
+            Mode {
+                answer_every: false,
+                keyed: false,
+            },
+        ),
+        case(
+            "keyed, 1 partition",
+            "-keyed-1p",
+            new_driver(Default::default(), true, 1),
+            keyed,
+        ),
+        case(
+            "keyed, 1 024 partitions",
+            "-keyed-1024p",
+            new_driver(Default::default(), true, MANY_PARTITIONS),
+            keyed,
+        ),
     ];
-    /// The client answered only when its buffer is full.
-    const FULL: usize = 3;
+    let n_cases = cases.len();
 
     let value = [0x5au8; 100];
     let mut keys = [[0u8; 8]; 1024];
     for (i, k) in keys.iter_mut().enumerate() {
         *k = (i as u64).to_be_bytes();
     }
-    // `answer_every`: answer the requests every 4 096 records (else only on a full buffer).
-    let run = |d: &mut Driver, n: u64, answer_every: bool| {
+    let linger = stellflow_sansio::ProducerConfig::default().linger;
+    let run = |d: &mut Driver, n: u64, mode: Mode| {
         for i in 0..n {
-            let key = &keys[(i % 1024) as usize];
+            let spread = (i % SPREAD_KEYS).to_be_bytes();
+            let key = if mode.keyed {
+                &spread
+            } else {
+                &keys[(i % 1024) as usize]
+            };
             let rec = ProducerRecord::new(TOPIC, &value).with_key(key);
             loop {
                 match d.client.produce(d.now, &rec) {
@@ -323,7 +407,11 @@ fn main() {
                     Err(e) => panic!("{e}"),
                 }
             }
-            if answer_every && i % 4096 == 4095 {
+            if mode.answer_every && i % 4096 == 4095 {
+                if mode.keyed {
+                    d.now += linger;
+                    d.client.handle_timeout(d.now);
+                }
                 d.pump();
             }
         }
@@ -334,36 +422,31 @@ fn main() {
         }
     };
     // Warm-up (pools, buffers, maps reach their steady size).
-    for (k, d) in drivers.iter_mut().enumerate() {
-        run(d, records / 10, k != FULL);
+    for c in cases.iter_mut() {
+        run(&mut c.driver, records / 10, c.mode);
     }
     let reps: usize = std::env::var("PRODUCER_BENCH_REPS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(5)
         .max(1);
-    let labels = [
-        "no hook",
-        "one hook",
-        "batch outcomes",
-        "batch outcomes, full buffer",
-    ];
-    let mut walls: [Vec<f64>; 4] = std::array::from_fn(|_| Vec::with_capacity(reps));
-    let mut cpus: [Vec<f64>; 4] = std::array::from_fn(|_| Vec::with_capacity(reps));
+    let mut walls: Vec<Vec<f64>> = (0..n_cases).map(|_| Vec::with_capacity(reps)).collect();
+    let mut cpus: Vec<Vec<f64>> = (0..n_cases).map(|_| Vec::with_capacity(reps)).collect();
     let mut copies = Vec::with_capacity(reps);
-    let mut allocs = [0u64; 4];
+    let mut allocs = vec![0u64; n_cases];
     let mut elapsed_total = Duration::ZERO;
     let mut sink = vec![0u8; 1 << 20];
     for rep in 0..reps {
         // Baseline: copy the same key and value bytes into a batch-sized buffer.
         let (copy_rate, copy_cpu) = memcpy_baseline(&keys, &value, records, &mut sink);
         copies.push(copy_rate);
-        for (k, d) in drivers.iter_mut().enumerate() {
+        for (k, c) in cases.iter_mut().enumerate() {
+            let d = &mut c.driver;
             let delivered_before = d.delivered;
             let allocs_before = alloc_counter::allocations() as u64;
             let cpu_before = cpu_time();
             let t = Instant::now();
-            run(d, records, k != FULL);
+            run(d, records, c.mode);
             let elapsed = t.elapsed();
             let cpu = cpu_before.zip(cpu_time()).map(|(a, b)| b.saturating_sub(a));
             allocs[k] += alloc_counter::allocations() as u64 - allocs_before;
@@ -378,7 +461,7 @@ fn main() {
             let per_cpu = cpu.map(|c| records as f64 / c.as_secs_f64());
             eprintln!(
                 "rep {rep} ({}): wall {wall:.0} records/s, on-CPU {} records/s; memcpy baseline wall {copy_rate:.0} MB/s, on-CPU {} MB/s; load {}",
-                labels[k],
+                c.label,
                 per_cpu.map_or("n/a".to_owned(), |r| format!("{r:.0}")),
                 copy_cpu.map_or("n/a".to_owned(), |r| format!("{r:.0}")),
                 load_average()
@@ -389,29 +472,34 @@ fn main() {
             }
         }
     }
-    let c = drivers[0].client.counters();
+    for c in &cases {
+        let counters = c.driver.client.counters();
+        eprintln!(
+            "{}: {} blobs, {} requests",
+            c.label,
+            counters.producer_batches,
+            counters.api(ApiKey::PRODUCE).requests
+        );
+    }
     eprintln!(
-        "{reps} x 4 x {records} records of 100 B (8 B keys) to {PARTITIONS} partitions in {elapsed_total:?}; {} blobs, {} requests per client; size_of::<Event>() = {} B",
-        c.producer_batches,
-        c.api(ApiKey::PRODUCE).requests,
+        "{reps} x {n_cases} x {records} records of 100 B (8 B keys) to {PARTITIONS} partitions (keyed cases: 1 and {MANY_PARTITIONS}) in {elapsed_total:?}; size_of::<Event>() = {} B",
         std::mem::size_of::<Event>()
     );
     let ratios: Vec<String> = (walls[0].iter().zip(&walls[1]))
         .map(|(a, b)| format!("{:.3}", b / a))
         .collect();
     eprintln!("one hook / no hook, wall, per pair: {}", ratios.join(" "));
-    for k in 0..4 {
+    for (k, c) in cases.iter().enumerate() {
         eprintln!(
             "{}: wall records/s: {}; on-CPU records/s: {}",
-            labels[k],
+            c.label,
             spread(&mut walls[k]),
             spread(&mut cpus[k]),
         );
     }
     eprintln!("memcpy MB/s: {}", spread(&mut copies));
-    let suffix = ["", "-hooked", "-batched", "-batched-full"];
-    for k in 0..4 {
-        let sfx = suffix[k];
+    for (k, c) in cases.iter().enumerate() {
+        let sfx = c.suffix;
         println!(
             "RESULT producer-records-per-sec{sfx} {:.0}",
             median(&mut walls[k])

@@ -8,8 +8,9 @@
 //! readiness of many partitions (leaders moved, a producer id arrived, a flush or close, the
 //! buffer ran out). A pass evaluates each candidate once and forgets it: a partition that is
 //! not ready then becomes a candidate again only through one of these events. The one
-//! exception is a ready partition without a known leader: it stays a candidate, so that each
-//! pass asks for metadata while it waits.
+//! exception is a partition without a known leader (it has no linger or retry deadline): it
+//! stays a candidate while it holds records, so that each pass asks for metadata once it is
+//! ready.
 
 use super::topics::{PartitionState, Topics};
 use std::time::{Duration, Instant};
@@ -46,6 +47,11 @@ pub(crate) fn is_ready(
                     || open.no_linger)
         }),
     }
+}
+
+/// Whether partition `ps` holds records not in flight (queued, or in its open batch).
+pub(crate) fn holds_records(ps: &PartitionState) -> bool {
+    !ps.queue.is_empty() || ps.open.as_ref().is_some_and(|b| !b.records.is_empty())
 }
 
 /// The partitions to look at in the next pass, each listed once (its

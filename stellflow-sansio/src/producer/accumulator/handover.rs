@@ -6,7 +6,7 @@
 use super::Accumulator;
 use crate::producer::batch::Batch;
 use crate::producer::outcomes::Outcomes;
-use crate::producer::readiness::{OpenRule, is_ready};
+use crate::producer::readiness::{OpenRule, holds_records, is_ready};
 use std::time::Instant;
 
 impl Accumulator {
@@ -49,11 +49,11 @@ impl Accumulator {
             // Its deadline entry may have been taken by `collect_due`.
             self.deadlines.touch(&self.topics, rule, ti, pi);
         }
-        // A ready partition without a leader is looked at again at every pass, asking for
-        // metadata each time, until a leader is known.
+        // A partition without a leader has no linger or retry deadline to make it a
+        // candidate when it becomes ready: while it holds records it is looked at at every
+        // pass (asking for metadata once ready), until metadata names a leader.
         for &(ti, pi) in &list {
-            if (self.topics.part(ti, pi))
-                .is_some_and(|ps| ps.leader.is_none() && is_ready(ps, now, open, max_in_flight))
+            if (self.topics.part(ti, pi)).is_some_and(|ps| ps.leader.is_none() && holds_records(ps))
             {
                 self.candidates.mark(&mut self.topics, ti, pi);
             }
