@@ -55,10 +55,14 @@ pub struct PerfProduce {
     /// Keyed records: each carries one of this many distinct keys (`key-0`, `key-1`, … in
     /// turn), so the default partitioner spreads them over every partition by key hash, as
     /// an application keying by customer or device does (0: no key, the sticky partitioner).
-    #[arg(long, default_value_t = 0, conflicts_with = "raw")]
+    /// With `--raw`: the ceiling of the same keyed records (see `--raw`).
+    #[arg(long, default_value_t = 0)]
     keys: u32,
     /// Measure the broker's ceiling instead: prebuilt blobs of `--batch-size` bytes sent through
-    /// the core's raw request path, one Produce in flight per partition (no producer).
+    /// the core's raw request path, one Produce in flight per partition (no producer). With
+    /// `--keys N`, the ceiling of the keyed run: the same records spread over the partitions as
+    /// their keys hash, each partition's records in blobs of up to `--batch-size` (the fullest
+    /// batches a producer could build, whatever its linger), one blob a request.
     #[arg(long)]
     raw: bool,
     #[command(flatten)]
@@ -264,6 +268,10 @@ fn raw_produce(g: &Global, env: &Env, a: &PerfProduce) -> CliResult {
         blob_bytes: config.producer.batch_size,
         envelope,
         acks,
+        keyed: (a.keys > 0).then(|| perf_raw::KeyedSpread {
+            keys: a.keys,
+            partitioner: config.producer.keyed,
+        }),
     };
     perf_raw::produce(config, &raw)
 }

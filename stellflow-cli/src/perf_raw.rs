@@ -14,6 +14,10 @@
 //! request path, the first half of the file); the produce and the consume halves are each only
 //! a loop over that driver.
 
+mod keyed;
+
+pub(crate) use keyed::KeyedSpread;
+
 use crate::cpu::{cpu_per_record, cpu_since, process_cpu_time};
 use crate::perf::{latencies, latency_summary};
 use crate::{CliError, CliResult, fail};
@@ -54,6 +58,9 @@ pub struct RawProduce<'a> {
     pub envelope: Envelope,
     /// 0, 1 or -1.
     pub acks: i16,
+    /// Keyed records spread over the partitions as their keys hash (`--keys`); `None`: one
+    /// full blob per request, each partition in turn.
+    pub keyed: Option<KeyedSpread>,
 }
 
 /// What the consume ceiling reads.
@@ -319,9 +326,14 @@ fn read_conn(conn: ConnId, host: &str, port: u16, tx: &Sender<Msg>) {
     let _ = tx.send(Msg::Down(conn, reason));
 }
 
-/// One blob of as many records of `value` as fit in `blob_bytes` (at least one), and its
-/// record count.
-fn build_blob(value: &[u8], blob_bytes: usize, envelope: Envelope) -> CliResult<(Bytes, u64)> {
+/// One blob of as many records of `value` (with `key`) as fit in `blob_bytes` (at least
+/// one), and its record count.
+fn build_blob(
+    value: &[u8],
+    key: Option<&[u8]>,
+    blob_bytes: usize,
+    envelope: Envelope,
+) -> CliResult<(Bytes, u64)> {
     let ts = crate::perf::wall_clock_us() / 1000;
     let params = BatchParams {
         base_timestamp: ts,
@@ -331,7 +343,7 @@ fn build_blob(value: &[u8], blob_bytes: usize, envelope: Envelope) -> CliResult<
     let bad = |e| CliError(format!("cannot build the blob: {e}"));
     loop {
         let before = b.encoded_size();
-        b.append(ts, None, Some(value)).map_err(bad)?;
+        b.append(ts, key, Some(value)).map_err(bad)?;
         let per = b.encoded_size() - before;
         if b.encoded_size() + per > blob_bytes {
             break;
@@ -341,6 +353,23 @@ fn build_blob(value: &[u8], blob_bytes: usize, envelope: Envelope) -> CliResult<
     Ok((b.finish().map_err(bad)?, n))
 }
 
+/// One blob of exactly `count` records of `value` with `key`.
+fn blob_of_count(value: &[u8], key: &[u8], count: u64, envelope: Envelope) -> CliResult<Bytes> {
+    let ts = crate::perf::wall_clock_us() / 1000;
+    let params = BatchParams {
+        base_timestamp: ts,
+        ..BatchParams::default()
+    };
+    let size = usize::try_from(count).unwrap_or(usize::MAX);
+    let per = value.len() + key.len() + 16;
+    let mut b = BatchBuilder::with_capacity(params, envelope, size.saturating_mul(per) + 4096);
+    let bad = |e| CliError(format!("cannot build the blob: {e}"));
+    for _ in 0..count {
+        b.append(ts, Some(key), Some(value)).map_err(bad)?;
+    }
+    b.finish().map_err(bad)
+}
+
 fn topic_name(topic: &str) -> Option<StrBytes> {
     Some(StrBytes::from(topic))
 }
@@ -348,8 +377,11 @@ fn topic_name(topic: &str) -> Option<StrBytes> {
 /// `perf produce --raw`.
 pub fn produce(config: ClientConfig, a: &RawProduce) -> CliResult {
     let mut d = Driver::connect(config)?;
+    if let Some(spread) = &a.keyed {
+        return keyed::produce(d, a, spread);
+    }
     let leaders = d.leaders(a.topic)?;
-    let (blob, per_blob) = build_blob(a.value, a.blob_bytes, a.envelope)?;
+    let (blob, per_blob) = build_blob(a.value, None, a.blob_bytes, a.envelope)?;
     let timeout_ms = i32::try_from(d.timeout.as_millis()).unwrap_or(i32::MAX);
     // One prebuilt request body per partition: a send is a `Bytes` clone.
     let bodies: Vec<(i32, Target, Bytes)> = leaders

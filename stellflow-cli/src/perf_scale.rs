@@ -1,6 +1,7 @@
 //! `perf scale`: the scale matrix. For each partition count, a fresh topic is filled by keyed
-//! `perf produce` (records spread over every partition) beside `perf produce --raw`, then read
-//! by `perf consume` beside `perf consume --raw`; every run is a child process of this binary,
+//! `perf produce` (records spread over every partition) beside `perf produce --raw --keys`
+//! (the same keyed records as prebuilt requests), then read by `perf consume` beside
+//! `perf consume --raw`; every run is a child process of this binary,
 //! so each one's CPU time and peak memory are its own. One row per case: records/s, the raw
 //! ceiling of the same round, their ratio, CPU per record of both and the client's peak RSS.
 
@@ -96,8 +97,12 @@ pub fn run(g: &Global, a: &PerfScale) -> CliResult {
             &common,
         ]
         .concat();
+        // The raw ceiling of the same keyed records: spread as their keys hash, in the
+        // fullest batches a producer could build.
         let raw_produce = [
-            &["perf", "produce", "--raw", "--topic", &raw_topic][..],
+            &[
+                "perf", "produce", "--raw", "--topic", &raw_topic, "--keys", &keys,
+            ][..],
             &common,
         ]
         .concat();
