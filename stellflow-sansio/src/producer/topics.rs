@@ -14,7 +14,7 @@ use std::time::Instant;
 use stellflow_proto::StrBytes;
 
 /// One partition: its batches, what the metadata says of it, and its sequence numbers.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct PartitionState {
     /// The batch being filled.
     pub open: Option<Batch>,
@@ -31,10 +31,29 @@ pub(crate) struct PartitionState {
     pub leaderless: Option<crate::metadata::LeaderlessReason>,
     /// Sequence numbers (idempotence) and the records in closed, unanswered batches.
     pub seq: PartitionSequence,
+    /// The encoded size of its last closed batch (`usize::MAX` before the first): the
+    /// buffer its next batch starts with.
+    pub last_batch: usize,
     /// Listed among the candidates of the sender's next pass ([`Candidates`]).
     ///
     /// [`Candidates`]: super::readiness::Candidates
     pub candidate: bool,
+}
+
+impl Default for PartitionState {
+    fn default() -> Self {
+        PartitionState {
+            open: None,
+            queue: VecDeque::new(),
+            in_flight: 0,
+            leader: None,
+            replicated: false,
+            leaderless: None,
+            seq: PartitionSequence::default(),
+            last_batch: usize::MAX,
+            candidate: false,
+        }
+    }
 }
 
 impl PartitionState {

@@ -31,6 +31,9 @@ use std::time::Instant;
 use stellflow_proto::record::{BatchBuilder, BatchParams, Envelope, HeaderRef, record_size};
 use stellflow_proto::rng::Rng;
 
+/// The smallest buffer a new batch starts with.
+const MIN_BUFFER: usize = 16 * 1024;
+
 /// A record's content as [`Accumulator::append`] writes it into a batch.
 struct Appended<'a, H> {
     key: Option<&'a [u8]>,
@@ -552,7 +555,16 @@ impl Accumulator {
             base_sequence: stamp.sequence,
             ..BatchParams::default()
         };
-        let want = self.cfg.batch_size.max(first) + BATCH_OVERHEAD + 64;
+        // A partition whose batches stay small (keyed records spread over many partitions)
+        // gets a buffer the size its last batch needed, twice over: a heap block, where a
+        // `batch_size` buffer for each of thousands of partitions would be mapped and unmapped
+        // by the allocator batch after batch. The buffer grows if the batch does.
+        let last = self
+            .topics
+            .part(ti, pi)
+            .map_or(usize::MAX, |ps| ps.last_batch);
+        let expect = last.saturating_mul(2).max(MIN_BUFFER);
+        let want = self.cfg.batch_size.min(expect).max(first) + BATCH_OVERHEAD + 64;
         let buf = self.pool.buffer(want);
         let builder = BatchBuilder::in_buffer(buf, params, self.envelope)
             .with_gzip_level(self.cfg.gzip_level);
@@ -608,6 +620,9 @@ impl Accumulator {
         }
         match batch.builder.take().map(BatchBuilder::finish_into) {
             Some(Ok(buf)) => {
+                if let Some(ps) = self.topics.part_mut(ti, pi) {
+                    ps.last_batch = buf.len();
+                }
                 batch.blob = buf.freeze();
                 let count = i64::from(batch.count());
                 if let Some(ps) = self.topics.part_mut(ti, pi) {
