@@ -268,7 +268,7 @@ fn raw_produce(g: &Global, env: &Env, a: &PerfProduce) -> CliResult {
         blob_bytes: config.producer.batch_size,
         envelope,
         acks,
-        keyed: (a.keys > 0).then(|| perf_raw::KeyedSpread {
+        keyed: (a.keys > 0).then_some(perf_raw::KeyedSpread {
             keys: a.keys,
             partitioner: config.producer.keyed,
         }),
