@@ -49,6 +49,32 @@ pub(crate) fn is_ready(
     }
 }
 
+/// Adds `(leader, topic, partition)` to `picks` for every partition with a batch ready to send
+/// ([`is_ready`]), looking at every partition; returns whether a ready partition has no known
+/// leader. The reference the candidates are checked against in debug builds.
+#[cfg(debug_assertions)]
+pub(crate) fn scan_ready(
+    topics: &Topics,
+    now: Instant,
+    open: OpenRule,
+    max_in_flight: usize,
+    picks: &mut Vec<(i32, usize, usize)>,
+) -> bool {
+    let mut leaderless = false;
+    for (ti, t) in topics.iter().enumerate() {
+        for (pi, ps) in t.parts.iter().enumerate() {
+            if !is_ready(ps, now, open, max_in_flight) {
+                continue;
+            }
+            match ps.leader {
+                Some(l) => picks.push((l, ti, pi)),
+                None => leaderless = true,
+            }
+        }
+    }
+    leaderless
+}
+
 /// Whether partition `ps` holds records not in flight (queued, or in its open batch).
 pub(crate) fn holds_records(ps: &PartitionState) -> bool {
     !ps.queue.is_empty() || ps.open.as_ref().is_some_and(|b| !b.records.is_empty())

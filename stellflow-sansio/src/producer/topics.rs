@@ -3,8 +3,6 @@
 
 use super::batch::{Batch, BatchStage};
 use super::idempotence::PartitionSequence;
-#[cfg(debug_assertions)]
-use super::readiness::{OpenRule, is_ready};
 use super::{DeliveryError, ProduceError};
 use crate::metadata::ClusterMetadata;
 use crate::topic::validate_topic_name;
@@ -34,9 +32,7 @@ pub(crate) struct PartitionState {
     /// The encoded size of its last closed batch (`usize::MAX` before the first): the
     /// buffer its next batch starts with.
     pub last_batch: usize,
-    /// Listed among the candidates of the sender's next pass ([`Candidates`]).
-    ///
-    /// [`Candidates`]: super::readiness::Candidates
+    /// Listed among the candidates of the sender's next pass (the readiness module's list).
     pub candidate: bool,
 }
 
@@ -226,32 +222,6 @@ impl Topics {
             }
         }
         moved
-    }
-
-    /// Adds `(leader, topic, partition)` to `picks` for every partition with a batch ready
-    /// to send ([`is_ready`]), looking at every partition; returns whether a ready partition
-    /// has no known leader. The reference the candidates are checked against in debug builds.
-    #[cfg(debug_assertions)]
-    pub(crate) fn ready(
-        &self,
-        now: Instant,
-        open: OpenRule,
-        max_in_flight: usize,
-        picks: &mut Vec<(i32, usize, usize)>,
-    ) -> bool {
-        let mut leaderless = false;
-        for (ti, t) in self.list.iter().enumerate() {
-            for (pi, ps) in t.parts.iter().enumerate() {
-                if !is_ready(ps, now, open, max_in_flight) {
-                    continue;
-                }
-                match ps.leader {
-                    Some(l) => picks.push((l, ti, pi)),
-                    None => leaderless = true,
-                }
-            }
-        }
-        leaderless
     }
 
     /// The size of the next batch partition `(ti, pi)` would send: its first queued one's,

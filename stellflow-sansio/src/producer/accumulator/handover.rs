@@ -63,7 +63,13 @@ impl Accumulator {
         #[cfg(debug_assertions)]
         {
             let mut scan = Vec::new();
-            let scanned = self.topics.ready(now, open, max_in_flight, &mut scan);
+            let scanned = crate::producer::readiness::scan_ready(
+                &self.topics,
+                now,
+                open,
+                max_in_flight,
+                &mut scan,
+            );
             scan.sort_unstable();
             let mut found = picks[first..].to_vec();
             found.sort_unstable();
