@@ -438,3 +438,70 @@ fn a_fresh_consumer_fetches_as_soon_as_metadata_names_the_leader() {
         "first records after {took:?}"
     );
 }
+
+#[test]
+fn a_new_assignment_drops_the_buffered_blobs_of_every_revoked_partition_at_once() {
+    // Six partitions buffered, then an assignment that keeps two of them: none of the four
+    // revoked partitions delivers a record afterwards, and the kept ones deliver exactly.
+    let mut w = World::with(
+        ClusterConfig::with_brokers(1),
+        consumer_config("broker-1:9092", None),
+    );
+    w.sim.create_topic("many", 6, 1).unwrap();
+    let exp = fill(&mut w, "many", 6, 8, 10);
+    w.bootstrap();
+    let tps: Vec<_> = (0..6).map(|p| TopicPartition::new("many", p)).collect();
+    w.client.assign(w.now, &tps).unwrap();
+    // Buffered but not taken: every partition's first blob has been fetched.
+    w.run_until(Duration::from_secs(10), |w| {
+        tps.iter().all(|tp| w.client.lag(tp).is_some())
+    });
+    let kept = [tps[1].clone(), tps[4].clone()];
+    let _ = consumer_events(&mut w);
+    w.client.assign(w.now, &kept).unwrap();
+    w.step();
+    let ev = consumer_events(&mut w);
+    let revoked: Vec<TopicPartition> = ev
+        .iter()
+        .find_map(|e| match e {
+            ConsumerEvent::PartitionsRevoked(p) => Some(p.clone()),
+            _ => None,
+        })
+        .expect("a revocation event");
+    let gone: Vec<TopicPartition> = [0, 2, 3, 5].iter().map(|&p| tps[p].clone()).collect();
+    assert_eq!(revoked, gone);
+    let want: usize = kept.iter().map(|tp| exp[tp].len()).sum();
+    let got = drain(&mut w, Duration::from_secs(30), |g| count(g) >= want);
+    let kept_exp = kept
+        .iter()
+        .map(|tp| (tp.clone(), exp[tp].clone()))
+        .collect();
+    assert_exact(&kept_exp, &got);
+    assert_eq!(w.client.assignment(), kept.to_vec());
+}
+
+#[test]
+fn a_consumer_of_many_partitions_keeps_each_fetch_to_a_few_dozen_entries() {
+    // The server's time to answer a Fetch grows faster than its entries: 200 partitions of
+    // small blobs are read in many requests of at most 64 entries, not a few of thousands.
+    let mut w = World::with(
+        ClusterConfig::with_brokers(1),
+        consumer_config("broker-1:9092", None),
+    );
+    w.sim.create_topic("wide", 200, 1).unwrap();
+    let exp = fill(&mut w, "wide", 200, 6, 10);
+    let n: usize = exp.values().map(Vec::len).sum();
+    w.bootstrap();
+    w.watch_fetches = true;
+    let tps: Vec<_> = (0..200).map(|p| TopicPartition::new("wide", p)).collect();
+    w.client.assign(w.now, &tps).unwrap();
+    let got = drain(&mut w, Duration::from_secs(60), |g| count(g) >= n);
+    assert_exact(&exp, &got);
+    let most = w.fetch_entries.iter().copied().max().unwrap_or(0);
+    assert!(most > 1, "several entries a request: {:?}", w.fetch_entries);
+    assert!(
+        most <= 64,
+        "a Fetch of {most} entries: {:?}",
+        w.fetch_entries
+    );
+}

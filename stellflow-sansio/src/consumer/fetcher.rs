@@ -386,7 +386,7 @@ impl Consumer {
         // 4. The blobs queue for delivery; a log start passed with policy Latest resets.
         let restart = (end == EntriesEnd::RestartLatest).then(|| tp.clone());
         for b in blobs {
-            self.largest_blob = self.largest_blob.max(b.size);
+            self.largest_blob = b.size.max(self.largest_blob - self.largest_blob / 64);
             self.push_blob(b);
         }
         if let Some(tp) = restart {

@@ -489,12 +489,7 @@ impl Consumer {
         wanted: Vec<TopicPartition>,
         sh: &mut Shared,
     ) {
-        let revoking: Vec<TopicPartition> = self
-            .parts
-            .keys()
-            .filter(|tp| !wanted.contains(tp))
-            .cloned()
-            .collect();
+        let revoking = self.not_wanted(&wanted);
         if !revoking.is_empty() {
             if self.config.enable_auto_commit && self.config.group_id.is_some() {
                 let positions: Vec<(TopicPartition, Position)> = revoking

@@ -180,8 +180,10 @@ pub(crate) struct Consumer {
     pub(crate) extra_close_waiters: u32,
     /// The id the next queued blob gets.
     pub(crate) next_blob_id: u64,
-    /// The largest blob fetched so far, the guess for partitions whose blob size is unknown
-    /// (`consumer/schedule.rs`).
+    /// The largest blob fetched lately over every partition (a maximum that decays by 1/64 a
+    /// blob): the guess for partitions whose blob size is unknown, and the least size a
+    /// request expects of any partition's next blob (`consumer/schedule.rs`), since one
+    /// partition's first blobs say little about its later ones.
     pub(crate) largest_blob: usize,
     /// What the application marked processed (`consumer/processed.rs`).
     pub(crate) processed: processed::Processed,

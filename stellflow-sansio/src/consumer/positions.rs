@@ -1,7 +1,7 @@
 //! Assignment and positions: partitions added and removed, seeks, resets, handovers to
 //! another member and pauses, and the position and lag they read.
 
-use super::partition::{PartState, ReadyBlob, Start};
+use super::partition::{PartId, PartState, ReadyBlob, Start};
 use super::{Consumer, TopicPartition};
 use crate::offset_model::Position;
 
@@ -23,21 +23,23 @@ impl Consumer {
         self.next_epoch
     }
 
+    /// The assigned partitions that `wanted` does not name, in name order (one pass over
+    /// each, whatever their sizes).
+    pub(crate) fn not_wanted(&self, wanted: &[TopicPartition]) -> Vec<TopicPartition> {
+        let wanted: HashSet<&TopicPartition> = wanted.iter().collect();
+        (self.parts.keys())
+            .filter(|tp| !wanted.contains(tp))
+            .cloned()
+            .collect()
+    }
+
     /// Replaces the assignment; returns (revoked, added).
     pub(crate) fn set_assignment(
         &mut self,
         wanted: &[TopicPartition],
     ) -> (Vec<TopicPartition>, Vec<TopicPartition>) {
-        let wanted_set: HashSet<&TopicPartition> = wanted.iter().collect();
-        let revoked: Vec<TopicPartition> = self
-            .parts
-            .keys()
-            .filter(|tp| !wanted_set.contains(tp))
-            .cloned()
-            .collect();
-        for tp in &revoked {
-            self.remove_partition(tp);
-        }
+        let revoked = self.not_wanted(wanted);
+        self.remove_partitions(&revoked);
         let mut added = Vec::new();
         for tp in wanted {
             if !self.parts.contains_key(tp) {
@@ -49,11 +51,28 @@ impl Consumer {
         (revoked, added)
     }
 
-    fn remove_partition(&mut self, tp: &TopicPartition) {
-        self.processed.forget(tp);
-        // Its queued and parked blobs first, found by its id while it still has one.
-        self.drop_ready(tp);
-        self.parts.remove(tp);
+    /// Unassigns `gone` with their queued and parked blobs: one pass over the delivery queue
+    /// for all of them, not one per partition.
+    fn remove_partitions(&mut self, gone: &[TopicPartition]) {
+        let ids: HashSet<PartId> = gone.iter().filter_map(|tp| self.parts.id_of(tp)).collect();
+        if ids.is_empty() {
+            return;
+        }
+        let mut freed = 0;
+        self.ready.retain(|b| {
+            let keep = !ids.contains(&b.part);
+            if !keep {
+                freed += b.size;
+            }
+            keep
+        });
+        for tp in gone {
+            self.processed.forget(tp);
+            if let Some(p) = self.parts.remove(tp) {
+                freed += p.parked.iter().map(|b| b.size).sum::<usize>();
+            }
+        }
+        self.release(freed);
     }
 
     /// Moves `tp` to `position`: drops what was fetched, invalidates fetches in flight.

@@ -22,6 +22,9 @@ pub(crate) struct MissingTopics {
     creating: Vec<RequestId>,
     /// The metadata generation last looked at.
     confirmed_gen: u64,
+    /// Topics whose wait runs (`unknown_since` set), or more: with none, a poll's deadline
+    /// and a timeout's check do not look at every topic the producer knows.
+    waiting_topics: usize,
 }
 
 impl MissingTopics {
@@ -31,6 +34,7 @@ impl MissingTopics {
             create,
             creating: Vec::new(),
             confirmed_gen: 0,
+            waiting_topics: 0,
         }
     }
 
@@ -79,26 +83,32 @@ impl MissingTopics {
         let every_broker_answered = !cluster.brokers.is_empty()
             && (cluster.brokers.values()).all(|b| meta.view(&b.address).is_some());
         let create = self.create.is_some();
-        let mut out = Vec::new();
+        let (mut out, mut waiting) = (Vec::new(), 0);
         for t in topics.iter_mut() {
             if t.count > 0 || t.waiting == 0 || cluster.topics.contains_key(&*t.name) {
                 t.unknown_since = None;
                 continue;
             }
             if !every_broker_answered {
+                waiting += usize::from(t.unknown_since.is_some());
                 continue;
             }
             t.unknown_since.get_or_insert(now);
+            waiting += 1;
             if create && !t.create_asked {
                 t.create_asked = true;
                 out.push(t.name.clone());
             }
         }
+        self.waiting_topics = waiting;
         out
     }
 
     /// When the first topic still unknown everywhere runs out of `metadata_max_wait`.
     pub(crate) fn deadline(&self, topics: &Topics) -> Option<Instant> {
+        if self.waiting_topics == 0 {
+            return None;
+        }
         let wait = self.max_wait;
         (topics.iter())
             .filter(|t| t.waiting > 0 && t.count == 0)
@@ -107,7 +117,10 @@ impl MissingTopics {
     }
 
     /// Fails the waiting records of every topic unknown everywhere for `metadata_max_wait`.
-    pub(crate) fn fail_due(&self, now: Instant, acc: &mut Accumulator, out: &mut Outcomes) {
+    pub(crate) fn fail_due(&mut self, now: Instant, acc: &mut Accumulator, out: &mut Outcomes) {
+        if self.waiting_topics == 0 {
+            return;
+        }
         let wait = self.max_wait;
         let due: Vec<usize> = (acc.topics.iter().enumerate())
             .filter(|(_, t)| t.waiting > 0 && t.count == 0)
@@ -118,6 +131,7 @@ impl MissingTopics {
             return;
         }
         acc.fail_waiting_of(&due, out);
+        self.waiting_topics = self.waiting_topics.saturating_sub(due.len());
         for i in due {
             if let Some(t) = acc.topics.get_mut(i) {
                 t.unknown_since = None;

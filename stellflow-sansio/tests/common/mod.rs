@@ -36,6 +36,10 @@ pub struct World {
     /// The connection lost so, and how many outputs went to it afterwards.
     pub cut: Option<ConnId>,
     pub sent_after_cut: usize,
+    /// Records the entries of every Fetch request the client sends in `fetch_entries`.
+    pub watch_fetches: bool,
+    /// The entries of each Fetch request sent while `watch_fetches` was on.
+    pub fetch_entries: Vec<usize>,
 }
 
 pub fn config(bootstrap: &str) -> ClientConfig {
@@ -68,6 +72,8 @@ impl World {
             cut_first_shared: false,
             cut: None,
             sent_after_cut: 0,
+            watch_fetches: false,
+            fetch_entries: Vec::new(),
         };
         w.step();
         w
@@ -95,6 +101,9 @@ impl World {
                     Output::Transmit(c) => {
                         progress = true;
                         self.sent_after_cut += usize::from(self.cut == Some(c));
+                        if self.watch_fetches {
+                            self.fetch_entries.extend(fetch_entries(&self.buf));
+                        }
                         if let Some(sc) = self.to_sim.get(&c) {
                             self.sim.handle_input(*sc, now, &mut self.buf);
                         }
@@ -302,4 +311,19 @@ pub fn next_transmit(client: &mut Client, now: Instant, buf: &mut BytesMut) -> C
         Output::Transmit(c) => c,
         other => panic!("expected a transmit, got {other:?}"),
     }
+}
+
+/// The entries (partition, offset pairs) of each Fetch request in the frames of `bytes`.
+pub fn fetch_entries(bytes: &[u8]) -> Vec<usize> {
+    let mut buf = BytesMut::from(bytes);
+    let mut frames = stellflow_proto::frame::FrameDecoder::new();
+    let mut out = Vec::new();
+    while let Ok(Some(frame)) = frames.decode(&mut buf) {
+        if let Ok((_, stellflow_proto::messages::RequestBody::Fetch(f))) =
+            stellflow_proto::frame::decode_request(frame)
+        {
+            out.push(f.topic_partitions.iter().map(|t| t.partitions.len()).sum());
+        }
+    }
+    out
 }
