@@ -5,7 +5,7 @@ use super::outcome::{BatchOutcome, NO_OUTCOME, Slot, Source};
 use crate::state::{IdMap, Reply};
 use crate::{Error, RecordMetadata};
 use std::sync::Arc;
-use stellflow_sansio::{DeliveryError, ProduceId};
+use stellflow_sansio::{DeliveryError, ProduceId, TraceIds};
 
 /// What `State::feed` did.
 #[derive(Debug, PartialEq, Eq)]
@@ -53,6 +53,9 @@ pub(super) struct Collecting {
     sealed: bool,
     /// `None` once the caller went away: outcomes are then discarded.
     reply: Option<Reply<BatchOutcome>>,
+    /// The trace context of the call that sent the batch: every record of it goes to the
+    /// core with it.
+    trace: Option<TraceIds>,
 }
 
 impl Collecting {
@@ -258,8 +261,9 @@ pub(crate) struct Batches {
 }
 
 impl Batches {
-    /// Opens a batch; its outcomes go to `reply`.
-    pub fn open(&mut self, reply: Reply<BatchOutcome>) -> u64 {
+    /// Opens a batch sent by a call whose trace context is `trace`; its outcomes go to
+    /// `reply`.
+    pub fn open(&mut self, reply: Reply<BatchOutcome>, trace: Option<TraceIds>) -> u64 {
         let key = self.next;
         self.next += 1;
         let batch = Collecting {
@@ -267,9 +271,15 @@ impl Batches {
             waiting: 0,
             sealed: false,
             reply: Some(reply),
+            trace,
         };
         self.open.insert(key, batch);
         key
+    }
+
+    /// The trace context batch `key` was sent with.
+    pub fn trace(&self, key: u64) -> Option<&TraceIds> {
+        self.open.get(&key).and_then(|b| b.trace.as_ref())
     }
 
     /// Starts noting the records fed to batch `key` from its next index.
