@@ -311,7 +311,7 @@ impl<R: Runtime> Consumer<R> {
             Instant,
         ) -> Result<stellflow_sansio::CommitId, ConsumerError>,
     ) -> Result<Committed> {
-        let commit = |st: &mut crate::state::State, now, tx: crate::state::Reply<_>| match st
+        let commit = |st: &mut crate::state::State, now, tx: crate::state::ReplySender<_>| match st
             .client
             .with_trace(trace.as_ref(), |c| f(c, now))
         {

@@ -1,7 +1,7 @@
 //! The [`Producer`] handle and its [`Delivery`].
 
 use crate::batch::{BatchDelivery, BatchOutcome, Fed};
-use crate::state::{Link, Reply, State, WaitingRecord};
+use crate::state::{LaneRecord, Link, ReplySender, State};
 use crate::{Client, ClientConfig, Error, Options, RecordMetadata, Result, Runtime};
 use futures_channel::oneshot;
 use std::borrow::Borrow;
@@ -138,7 +138,7 @@ impl<R: Runtime> Producer<R> {
         let queue = futures_lite::future::poll_fn(|cx| {
             let queued = self.client.link.with(|st, now| {
                 let p = match first.take() {
-                    Some((record, reply, trace)) => WaitingRecord {
+                    Some((record, reply, trace)) => LaneRecord {
                         record,
                         trace,
                         deadline: now + max_block,
@@ -162,7 +162,7 @@ impl<R: Runtime> Producer<R> {
             }
         });
         // Polled only once the record had to wait: its deadline is then read off the clock
-        // (a few microseconds after the one in its `WaitingRecord`).
+        // (a few microseconds after the one in its `LaneRecord`).
         let expire = async {
             R::sleep_until(R::now() + max_block).await;
             Err(Error::BufferFull(max_block))
@@ -299,7 +299,7 @@ impl<R: Runtime> Producer<R> {
             let deadline = now + max_block;
             st.enqueue(
                 now,
-                WaitingRecord {
+                LaneRecord {
                     record,
                     trace,
                     deadline,
@@ -328,7 +328,7 @@ impl<R: Runtime> Producer<R> {
     ///
     /// Cancel safety: dropping the future does not stop the close.
     pub async fn close(&self) -> Result<()> {
-        let close = |st: &mut State, now, tx: Reply<Result<()>>| {
+        let close = |st: &mut State, now, tx: ReplySender<Result<()>>| {
             st.client.close_producer(now, st.options.close_timeout);
             st.producer_closed.wait(tx);
         };

@@ -259,7 +259,7 @@ fn core_batches_fill_the_outcome_in_call_order() {
     let got = rx.try_recv().unwrap().expect("answered");
     assert_eq!(got.sources.len(), 5, "four core batches and one refusal");
     assert_eq!(
-        std::mem::size_of::<super::outcome::Slot>(),
+        std::mem::size_of::<super::outcome::PackedOutcome>(),
         16,
         "16 bytes a record"
     );

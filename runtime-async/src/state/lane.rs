@@ -1,7 +1,7 @@
 //! The producer's lane: records that found the core's buffer full, the batch sends and the
 //! commands (flush, close) that wait behind them, fed to the core in order as room frees up.
 
-use super::{Job, Reply, State};
+use super::{Job, ReplySender, State};
 use crate::batch::Fed;
 use crate::{Error, Record};
 use std::borrow::Borrow;
@@ -16,24 +16,24 @@ const LANE: usize = 1024;
 /// that must stay behind them (flush, close), and the place of a batch whose records wait on
 /// its caller's task (`Producer::enqueue_all`: they enter the core when it reaches the front).
 pub(super) enum Parked {
-    Record(WaitingRecord),
+    Record(LaneRecord),
     Job(Job),
     Batch(u64),
 }
 
 /// A record on its way into the core.
-pub(crate) struct WaitingRecord {
+pub(crate) struct LaneRecord {
     pub record: Record,
     /// The trace context of the call that sent it (its span's, `opentelemetry` feature).
     pub trace: Option<TraceIds>,
     pub deadline: Instant,
-    pub reply: Reply<Result<RecordMetadata, Error>>,
+    pub reply: ReplySender<Result<RecordMetadata, Error>>,
 }
 
 impl State {
     /// Hands a record to the core, or parks it in the lane behind the others; gives it back
     /// when the lane is full.
-    pub fn enqueue(&mut self, now: Instant, p: WaitingRecord) -> Option<WaitingRecord> {
+    pub fn enqueue(&mut self, now: Instant, p: LaneRecord) -> Option<LaneRecord> {
         if self.parked.is_empty() {
             match self.produce(now, &p) {
                 Ok(id) => drop(self.deliveries.insert(id.0, p.reply)),
@@ -49,7 +49,7 @@ impl State {
     fn produce(
         &mut self,
         now: Instant,
-        p: &WaitingRecord,
+        p: &LaneRecord,
     ) -> Result<stellflow_sansio::ProduceId, ProduceError> {
         let record = &p.record;
         (self.client).with_trace(p.trace.as_ref(), |c| {
@@ -57,7 +57,7 @@ impl State {
         })
     }
 
-    fn park(&mut self, p: WaitingRecord) -> Option<WaitingRecord> {
+    fn park(&mut self, p: LaneRecord) -> Option<LaneRecord> {
         if self.parked_records >= LANE {
             return Some(p);
         }

@@ -1,7 +1,7 @@
 //! The lock around the state ([`StateLock`]) and a handle's link to it ([`Link`]): running a
 //! command under the lock, draining the core after it and waking the driver when needed.
 
-use super::{Closing, IdMap, Reply, State};
+use super::{Closing, IdMap, ReplySender, State};
 use crate::batch::Batches;
 use crate::seq_map::SeqMap;
 use crate::{Error, Options, Runtime};
@@ -135,7 +135,10 @@ impl Link {
 
     /// Runs `f` and waits for the answer it sends (now or later). Dropping the future does
     /// not undo the command; its answer is then discarded.
-    pub async fn call<T>(&self, f: impl FnOnce(&mut State, Instant, Reply<T>)) -> Result<T, Error> {
+    pub async fn call<T>(
+        &self,
+        f: impl FnOnce(&mut State, Instant, ReplySender<T>),
+    ) -> Result<T, Error> {
         let (tx, rx) = oneshot::channel();
         self.with(|st, now| f(st, now, tx))?;
         rx.await.map_err(|_| Error::Shutdown)
@@ -144,7 +147,7 @@ impl Link {
     /// Like [`Link::call`], behind every record sent before it.
     pub async fn call_in_lane<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut State, Instant, Reply<T>) + Send + 'static,
+        f: impl FnOnce(&mut State, Instant, ReplySender<T>) + Send + 'static,
     ) -> Result<T, Error> {
         self.call(|st, now, tx| st.in_lane(now, move |st, now| f(st, now, tx)))
             .await

@@ -20,7 +20,7 @@ mod tests;
 
 pub use events::{Events, Rebalance};
 pub(crate) use id_map::IdMap;
-pub(crate) use lane::WaitingRecord;
+pub(crate) use lane::LaneRecord;
 pub(crate) use link::{Link, StateLock};
 
 use crate::batch::Batches;
@@ -39,7 +39,7 @@ use stellflow_sansio::{
 };
 
 /// The sending side of a one-shot answer (the one one-shot channel of the adapters).
-pub(crate) type Reply<T> = oneshot::Sender<T>;
+pub(crate) type ReplySender<T> = oneshot::Sender<T>;
 /// Hands an admin command's answer to its caller, typed (see `admin::run`).
 pub(crate) type AdminReply = Box<dyn FnOnce(Result<AdminOutcome, AdminError>) + Send>;
 /// A command parked behind records in the producer's lane.
@@ -60,12 +60,12 @@ pub(crate) enum SocketWork {
 #[derive(Default)]
 pub(crate) struct Closing {
     pub done: Option<u64>,
-    pub waiters: Vec<Reply<Result<(), Error>>>,
+    pub waiters: Vec<ReplySender<Result<(), Error>>>,
 }
 
 impl Closing {
     /// Answers now when done, or later.
-    pub fn wait(&mut self, tx: Reply<Result<(), Error>>) {
+    pub fn wait(&mut self, tx: ReplySender<Result<(), Error>>) {
         match self.done {
             Some(failed) => drop(tx.send(outcome(failed))),
             None => self.waiters.push(tx),
@@ -94,15 +94,15 @@ pub(crate) struct State {
     pub admin: IdMap<RequestId, AdminReply>,
     /// Single sends' callers by produce id: ids rise and mostly complete in order (see
     /// [`SeqMap`]). A batch's records are in `batches`.
-    pub deliveries: SeqMap<Reply<Result<RecordMetadata, Error>>>,
+    pub deliveries: SeqMap<ReplySender<Result<RecordMetadata, Error>>>,
     /// The outcomes of `enqueue_all` calls, collected until each batch is complete.
     pub batches: Batches,
-    pub flushes: IdMap<FlushId, Reply<()>>,
-    pub commits: IdMap<CommitId, Reply<Result<Committed, Error>>>,
+    pub flushes: IdMap<FlushId, ReplySender<()>>,
+    pub commits: IdMap<CommitId, ReplySender<Result<Committed, Error>>>,
     pub producer_closed: Closing,
     pub consumer_closed: Closing,
     /// [`crate::Client::close`] callers, answered when the driver ends.
-    pub ended: Vec<Reply<()>>,
+    pub ended: Vec<ReplySender<()>>,
     /// [`crate::Client::close`] was called: close gracefully and end the driver.
     pub stop: bool,
     events: VecDeque<ConsumerEvent>,
