@@ -538,8 +538,7 @@ impl FaultPlan {
         );
         for f in &self.faults {
             let (name, args) = f.action.encode();
-            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-            out.push_str(&format!(";f={}:{}:{}", f.at_ms, name, args.join(",")));
+            push_timed(&mut out, "f", f.at_ms, name, &args);
         }
         out
     }
@@ -551,16 +550,7 @@ impl FaultPlan {
         for part in code.trim().split(';').filter(|p| !p.is_empty()) {
             let (key, value) = part.split_once('=')?;
             if key == "f" {
-                let mut it = value.splitn(3, ':');
-                let at_ms = it.next()?.parse().ok()?;
-                let name = it.next()?;
-                let args: Vec<i64> = it
-                    .next()
-                    .unwrap_or("")
-                    .split(',')
-                    .filter(|a| !a.is_empty())
-                    .map(|a| a.parse().ok())
-                    .collect::<Option<_>>()?;
+                let (at_ms, name, args) = parse_timed::<i64>(value)?;
                 let action = FaultAction::decode(name, &args)?;
                 plan.faults.push(PlannedFault { at_ms, action });
                 continue;
@@ -671,6 +661,34 @@ impl fmt::Display for FaultPlan {
         }
         write!(f, "  replay: STELLFLOW_SIM_PLAN='{}'", self.to_code())
     }
+}
+
+/// Appends a timed entry of a plan's code: `;<tag>=<at_ms>:<name>:<arg>,<arg>…`.
+pub(crate) fn push_timed<A: std::fmt::Display>(
+    out: &mut String,
+    tag: &str,
+    at_ms: u32,
+    name: &str,
+    args: &[A],
+) {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    out.push_str(&format!(";{tag}={at_ms}:{name}:{}", args.join(",")));
+}
+
+/// Reads the value of a timed entry written by [`push_timed`]: `(at_ms, name, args)`; `None`
+/// if it is malformed.
+pub(crate) fn parse_timed<A: std::str::FromStr>(value: &str) -> Option<(u32, &str, Vec<A>)> {
+    let mut it = value.splitn(3, ':');
+    let at_ms = it.next()?.parse().ok()?;
+    let name = it.next()?;
+    let args = it
+        .next()
+        .unwrap_or("")
+        .split(',')
+        .filter(|a| !a.is_empty())
+        .map(|a| a.parse().ok())
+        .collect::<Option<_>>()?;
+    Some((at_ms, name, args))
 }
 
 #[cfg(test)]

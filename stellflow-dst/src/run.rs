@@ -148,6 +148,25 @@ impl Loads {
     }
 }
 
+/// The simulated network of a plan's scenario: latency and jitter in microseconds, and the
+/// percent of writes split.
+pub(crate) fn net_config(latency_us: u32, jitter_us: u32, split_pct: u32) -> NetConfig {
+    NetConfig {
+        latency: Duration::from_micros(u64::from(latency_us)),
+        jitter: Duration::from_micros(u64::from(jitter_us)),
+        split_chance: f64::from(split_pct.min(100)) / 100.0,
+    }
+}
+
+/// A world of `brokers` brokers for a plan's seed, keeping its readable trace when asked.
+pub(crate) fn new_world(seed: u64, brokers: usize, net: NetConfig, keep_log: bool) -> World {
+    let mut world = World::new(seed, ClusterConfig::with_brokers(brokers), net);
+    if keep_log {
+        world.keep_log();
+    }
+    world
+}
+
 /// Runs `plan` to the end and reports (stops early at the first violation).
 pub fn run_plan(plan: &FaultPlan) -> RunReport {
     run(plan, false).0
@@ -162,16 +181,9 @@ pub fn run_plan_logged(plan: &FaultPlan) -> (RunReport, Vec<String>) {
 
 fn run(plan: &FaultPlan, keep_log: bool) -> (RunReport, Vec<String>) {
     let s = plan.scenario;
-    let net = NetConfig {
-        latency: Duration::from_micros(u64::from(s.latency_us)),
-        jitter: Duration::from_micros(u64::from(s.jitter_us)),
-        split_chance: f64::from(s.split_pct.min(100)) / 100.0,
-    };
     let brokers = s.brokers.max(1) as usize;
-    let mut world = World::new(plan.seed, ClusterConfig::with_brokers(brokers), net);
-    if keep_log {
-        world.keep_log();
-    }
+    let net = net_config(s.latency_us, s.jitter_us, s.split_pct);
+    let mut world = new_world(plan.seed, brokers, net, keep_log);
     let partitions = s.partitions.max(1) as i32;
     let rf = (s.replication.max(1) as usize).min(brokers);
     if let Err(e) = world.cluster_mut().create_topic(TOPIC, partitions, rf) {

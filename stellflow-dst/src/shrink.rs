@@ -34,26 +34,11 @@ pub fn shrink(plan: &FaultPlan, invariant: &str, budget: usize) -> FaultPlan {
             ok
         },
         |p| {
-            let min = p.faults.iter().map(|f| f.at_ms + 1).max().unwrap_or(1);
-            let half = (p.scenario.safety_ms / 2).max(min);
-            let changed = half < p.scenario.safety_ms;
-            p.scenario.safety_ms = half;
-            changed
+            let last = p.faults.iter().map(|f| f.at_ms).max();
+            halve_safety(&mut p.scenario.safety_ms, last)
         },
     ];
-    for knob in knobs {
-        loop {
-            if runs.get() >= budget {
-                return best;
-            }
-            let mut cand = best.clone();
-            if !knob(&mut cand) || !fails(&cand) {
-                break;
-            }
-            best = cand;
-        }
-    }
-    best
+    shrink_numbers(best, &knobs, budget, &runs, fails)
 }
 
 /// Delta debugging (ddmin) over `items`: the smallest sub-list found within `budget` runs
@@ -95,6 +80,40 @@ pub(crate) fn ddmin<T: Clone>(
         best.clear();
     }
     best
+}
+
+/// Applies each knob of `knobs` to `best` for as long as the plan still fails and the knob still
+/// changes something, within `budget` runs (counted in `runs`); the smallest failing plan.
+pub(crate) fn shrink_numbers<P: Clone>(
+    mut best: P,
+    knobs: &[fn(&mut P) -> bool],
+    budget: usize,
+    runs: &std::cell::Cell<usize>,
+    fails: impl Fn(&P) -> bool,
+) -> P {
+    for knob in knobs {
+        loop {
+            if runs.get() >= budget {
+                return best;
+            }
+            let mut cand = best.clone();
+            if !knob(&mut cand) || !fails(&cand) {
+                break;
+            }
+            best = cand;
+        }
+    }
+    best
+}
+
+/// Halves a safety phase of `safety_ms`, keeping it past the last planned event (`last_ms`,
+/// when there is one); whether it changed.
+pub(crate) fn halve_safety(safety_ms: &mut u32, last_ms: Option<u32>) -> bool {
+    let min = last_ms.map_or(1, |at| at + 1);
+    let half = (*safety_ms / 2).max(min);
+    let changed = half < *safety_ms;
+    *safety_ms = half;
+    changed
 }
 
 /// Halves `v` (not below `min`); whether it changed.

@@ -14,6 +14,10 @@
 //!
 //! A failing seed prints its plan, the violation and a shrunk plan that still fails.
 
+#[path = "common/seeds.rs"]
+mod seeds;
+
+use seeds::{SeedWindow, check_twice, env_u64, run_seeds};
 use std::io::Write;
 use std::time::Instant;
 use stellflow_dst::group::{
@@ -27,69 +31,13 @@ const GROUP_FRESH_SEEDS: u64 = 20;
 /// Threads the set is spread over.
 const THREADS: u64 = 2;
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
-}
-
-/// SplitMix64's finaliser.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// The start of the fresh window: from `git rev-parse HEAD`, else the UTC day.
-fn fresh_start() -> (u64, String) {
-    let head = std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_owned())
-        .filter(|s| s.len() >= 16);
-    match head.and_then(|h| u64::from_str_radix(&h[..16], 16).ok().map(|v| (v, h))) {
-        Some((v, h)) => (mix(v ^ 0x26), format!("commit {h}")),
-        None => {
-            // Wall clock for choosing seeds only, never inside a world.
-            let day = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() / 86_400);
-            (mix(day ^ 0x26da7e), format!("UTC day {day} since 1970"))
-        }
-    }
-}
-
-fn seed_ranges() -> Vec<(u64, u64)> {
-    let start = env_u64("STELLFLOW_SIM_SEED_START");
-    let count = env_u64("STELLFLOW_SIM_SEEDS");
-    if start.is_some() || count.is_some() {
-        return vec![(start.unwrap_or(0), count.unwrap_or(GROUP_CI_SEEDS))];
-    }
-    let (fresh, from) = fresh_start();
-    let _ = writeln!(
-        std::io::stdout(),
-        "dst groups: fresh window from {from}: STELLFLOW_SIM_SEED_START={fresh} STELLFLOW_SIM_SEEDS={GROUP_FRESH_SEEDS} replays it"
-    );
-    vec![(0, GROUP_CI_SEEDS), (fresh, GROUP_FRESH_SEEDS)]
-}
-
 /// Runs a plan twice; returns the first report and an error text on failure.
 fn check_plan(plan: &GroupPlan) -> (GroupReport, Option<String>) {
-    let a = run_group_plan(plan);
-    if let Some(v) = a.violations.first() {
-        return (a.clone(), Some(format!("{v}")));
-    }
-    let b = run_group_plan(plan);
-    if a.trace_hash != b.trace_hash {
-        let msg = format!(
-            "nondeterminism: trace hash {:#x} then {:#x} for the same plan",
-            a.trace_hash, b.trace_hash
-        );
-        return (a, Some(msg));
-    }
-    (a, None)
+    check_twice(
+        || run_group_plan(plan),
+        |r| r.violations.first().map(|v| format!("{v}")),
+        |r| r.trace_hash,
+    )
 }
 
 fn report_failure(plan: &GroupPlan, report: &GroupReport, msg: &str) -> String {
@@ -106,9 +54,7 @@ fn report_failure(plan: &GroupPlan, report: &GroupReport, msg: &str) -> String {
     out
 }
 
-/// What one thread found: seeds run, failure texts, and the summed counts.
-type ThreadResult = (u64, Vec<String>, Totals);
-
+/// What one thread counts over its seeds.
 #[derive(Default)]
 struct Totals {
     deliveries: u64,
@@ -139,68 +85,37 @@ fn group_simulation_seeds() {
         replay(&GroupPlan::from_seed(seed));
         return;
     }
-    let ranges = seed_ranges();
-    let seeds: Vec<u64> = ranges
-        .iter()
-        .flat_map(|&(start, n)| (0..n).map(move |i| start.wrapping_add(i)))
-        .collect();
-    let seeds = &seeds;
+    let window = SeedWindow::from_env("dst groups", GROUP_CI_SEEDS, GROUP_FRESH_SEEDS, 0x26);
     let started = Instant::now(); // wall clock for the seeds/s report only, never in a world
-    let results: Vec<ThreadResult> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..THREADS)
-            .map(|t| {
-                s.spawn(move || {
-                    let mut failures = Vec::new();
-                    let mut totals = Totals::default();
-                    let mut ran = 0u64;
-                    for &seed in seeds.iter().skip(t as usize).step_by(THREADS as usize) {
-                        let plan = GroupPlan::from_seed(seed);
-                        let (report, failure) = check_plan(&plan);
-                        let c = report.counts;
-                        totals.deliveries += c.deliveries;
-                        totals.redeliveries += c.redeliveries;
-                        totals.tenures += c.tenures;
-                        totals.stale_overlaps += c.stale_overlaps;
-                        totals.stable_checks += c.stable_checks;
-                        totals.max_convergence_ms =
-                            totals.max_convergence_ms.max(c.max_convergence_ms);
-                        totals.members += report.members as u64;
-                        totals.acked += report.acked as u64;
-                        totals.events += plan.events.len() as u64;
-                        if let Some(msg) = failure {
-                            let text = report_failure(&plan, &report, &msg);
-                            eprintln!("{text}");
-                            failures.push(text);
-                        }
-                        ran += 1;
-                    }
-                    (ran, failures, totals)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("group simulation thread panicked"))
-            .collect()
+    let outcome = run_seeds(&window.seeds(), THREADS, |seed, totals: &mut Totals| {
+        let plan = GroupPlan::from_seed(seed);
+        let (report, failure) = check_plan(&plan);
+        let c = report.counts;
+        totals.deliveries += c.deliveries;
+        totals.redeliveries += c.redeliveries;
+        totals.tenures += c.tenures;
+        totals.stale_overlaps += c.stale_overlaps;
+        totals.stable_checks += c.stable_checks;
+        totals.max_convergence_ms = totals.max_convergence_ms.max(c.max_convergence_ms);
+        totals.members += report.members as u64;
+        totals.acked += report.acked as u64;
+        totals.events += plan.events.len() as u64;
+        failure.map(|msg| report_failure(&plan, &report, &msg))
     });
     let secs = started.elapsed().as_secs_f64();
-    let ran: u64 = results.iter().map(|r| r.0).sum();
-    let failures: Vec<&String> = results.iter().flat_map(|r| &r.1).collect();
-    let sum = |f: fn(&Totals) -> u64| results.iter().map(|r| f(&r.2)).sum::<u64>();
-    let max_conv = results
+    let ran = outcome.ran;
+    let sum = |f: fn(&Totals) -> u64| outcome.tallies.iter().map(f).sum::<u64>();
+    let max_conv = outcome
+        .tallies
         .iter()
-        .map(|r| r.2.max_convergence_ms)
+        .map(|t| t.max_convergence_ms)
         .max()
         .unwrap_or(0);
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
         "dst groups: {ran} seeds x2 runs ({}), {secs:.1} s wall, {:.1} seeds/s ({THREADS} threads)",
-        ranges
-            .iter()
-            .map(|(s, n)| format!("{n} from {s}"))
-            .collect::<Vec<_>>()
-            .join(" + "),
+        window.describe(),
         ran as f64 / secs.max(1e-9)
     );
     let _ = writeln!(
@@ -215,16 +130,7 @@ fn group_simulation_seeds() {
         sum(|t| t.stable_checks),
         sum(|t| t.stale_overlaps),
     );
-    assert!(
-        failures.is_empty(),
-        "{} of {ran} group seeds failed:\n{}",
-        failures.len(),
-        failures
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    outcome.assert_passed("group seeds");
     let _ = writeln!(out, "RESULT dst-group-seeds {ran}");
 }
 

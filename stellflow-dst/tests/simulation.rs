@@ -20,7 +20,10 @@
 mod liveness;
 #[path = "simulation/regressions.rs"]
 mod regressions;
+#[path = "common/seeds.rs"]
+mod seeds;
 
+use seeds::{SeedWindow, check_twice, env_u64, run_seeds};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Instant;
@@ -38,9 +41,14 @@ const THREADS: u64 = 2;
 /// runs them too). Remove a seed here when its regression test is un-ignored.
 const KNOWN_FAILING: [u64; 0] = [];
 
-/// What one thread of the CI set found: seeds run, failure texts, planned faults per kind,
-/// commands completed, batches held to the linger upper bound.
-type ThreadResult = (u64, Vec<String>, BTreeMap<FaultKind, u64>, u64, u64);
+/// What one thread of the CI set counts: planned faults per kind, commands completed, batches
+/// held to the linger upper bound.
+#[derive(Default)]
+struct Tally {
+    kinds: BTreeMap<FaultKind, u64>,
+    commands: u64,
+    linger_checks: u64,
+}
 
 fn run_all() -> bool {
     std::env::var("STELLFLOW_SIM_ALL").as_deref() == Ok("1")
@@ -51,72 +59,13 @@ fn ci_plan(seed: u64) -> FaultPlan {
     FaultPlan::from_seed(seed)
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
-}
-
-/// SplitMix64's finaliser: spreads any 64-bit value over the whole range.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// The start of the fresh window and what it was derived from: the commit being tested
-/// (`git rev-parse HEAD`), else the UTC day. A new commit (or day) explores new seeds; the
-/// same commit replays the same ones.
-fn fresh_start() -> (u64, String) {
-    let head = std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_owned())
-        .filter(|s| s.len() >= 16);
-    match head.and_then(|h| u64::from_str_radix(&h[..16], 16).ok().map(|v| (v, h))) {
-        Some((v, h)) => (mix(v), format!("commit {h}")),
-        None => {
-            // Wall clock for choosing seeds only, never inside a world.
-            let day = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() / 86_400);
-            (mix(day ^ 0xda7e), format!("UTC day {day} since 1970"))
-        }
-    }
-}
-
-/// The seed ranges to run: `(start, count)` each.
-fn seed_ranges() -> Vec<(u64, u64)> {
-    let start = env_u64("STELLFLOW_SIM_SEED_START");
-    let count = env_u64("STELLFLOW_SIM_SEEDS");
-    if start.is_some() || count.is_some() {
-        return vec![(start.unwrap_or(0), count.unwrap_or(CI_SEEDS))];
-    }
-    let (fresh, from) = fresh_start();
-    let _ = writeln!(
-        std::io::stdout(),
-        "dst: fresh window from {from}: STELLFLOW_SIM_SEED_START={fresh} STELLFLOW_SIM_SEEDS={FRESH_SEEDS} replays it"
-    );
-    vec![(0, CI_SEEDS), (fresh, FRESH_SEEDS)]
-}
-
 /// Runs a plan twice; returns the first report and an error text on failure.
 fn check_plan(plan: &FaultPlan) -> (RunReport, Option<String>) {
-    let a = run_plan(plan);
-    if let Some(v) = a.violations.first() {
-        return (a.clone(), Some(format!("{v}")));
-    }
-    let b = run_plan(plan);
-    if a.trace_hash != b.trace_hash {
-        let msg = format!(
-            "nondeterminism: trace hash {:#x} then {:#x} for the same plan",
-            a.trace_hash, b.trace_hash
-        );
-        return (a, Some(msg));
-    }
-    (a, None)
+    check_twice(
+        || run_plan(plan),
+        |r| r.violations.first().map(|v| format!("{v}")),
+        |r| r.trace_hash,
+    )
 }
 
 fn report_failure(plan: &FaultPlan, report: &RunReport, msg: &str) -> String {
@@ -142,56 +91,29 @@ fn simulation_seeds() {
         replay(&ci_plan(seed));
         return;
     }
-    let ranges = seed_ranges();
-    let seeds: Vec<u64> = ranges
-        .iter()
-        .flat_map(|&(start, n)| (0..n).map(move |i| start.wrapping_add(i)))
+    let window = SeedWindow::from_env("dst", CI_SEEDS, FRESH_SEEDS, 0);
+    let seeds: Vec<u64> = window
+        .seeds()
+        .into_iter()
+        .filter(|seed| run_all() || !KNOWN_FAILING.contains(seed))
         .collect();
-    let seeds = &seeds;
     let started = Instant::now(); // wall clock for the seeds/s report only, never in a world
-    let results: Vec<ThreadResult> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..THREADS)
-            .map(|t| {
-                s.spawn(move || {
-                    let mut failures = Vec::new();
-                    let mut kinds = BTreeMap::new();
-                    let mut commands = 0u64;
-                    let mut linger_checks = 0u64;
-                    let mut ran = 0u64;
-                    for &seed in seeds.iter().skip(t as usize).step_by(THREADS as usize) {
-                        if KNOWN_FAILING.contains(&seed) && !run_all() {
-                            continue;
-                        }
-                        let plan = ci_plan(seed);
-                        for k in plan.kinds() {
-                            *kinds.entry(k).or_insert(0u64) += 1;
-                        }
-                        let (report, failure) = check_plan(&plan);
-                        commands += report.commands as u64;
-                        linger_checks += report.linger_bound_checks;
-                        if let Some(msg) = failure {
-                            let text = report_failure(&plan, &report, &msg);
-                            eprintln!("{text}");
-                            failures.push(text);
-                        }
-                        ran += 1;
-                    }
-                    (ran, failures, kinds, commands, linger_checks)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("simulation thread panicked"))
-            .collect()
+    let outcome = run_seeds(&seeds, THREADS, |seed, tally: &mut Tally| {
+        let plan = ci_plan(seed);
+        for k in plan.kinds() {
+            *tally.kinds.entry(k).or_insert(0) += 1;
+        }
+        let (report, failure) = check_plan(&plan);
+        tally.commands += report.commands as u64;
+        tally.linger_checks += report.linger_bound_checks;
+        failure.map(|msg| report_failure(&plan, &report, &msg))
     });
     let secs = started.elapsed().as_secs_f64();
-    let ran: u64 = results.iter().map(|r| r.0).sum();
-    let commands: u64 = results.iter().map(|r| r.3).sum();
-    let failures: Vec<&String> = results.iter().flat_map(|r| &r.1).collect();
-    let linger_checks: u64 = results.iter().map(|r| r.4).sum();
+    let ran = outcome.ran;
+    let commands: u64 = outcome.tallies.iter().map(|t| t.commands).sum();
+    let linger_checks: u64 = outcome.tallies.iter().map(|t| t.linger_checks).sum();
     let mut kinds: BTreeMap<FaultKind, u64> = BTreeMap::new();
-    for (k, n) in results.iter().flat_map(|r| r.2.iter()) {
+    for (k, n) in outcome.tallies.iter().flat_map(|t| t.kinds.iter()) {
         *kinds.entry(*k).or_insert(0) += n;
     }
     // Written to the stdout handle directly: libtest captures `println!` of passing tests.
@@ -199,11 +121,7 @@ fn simulation_seeds() {
     let _ = writeln!(
         out,
         "dst: {ran} seeds x2 runs ({}), {commands} commands, {secs:.1} s wall, {:.1} seeds/s ({THREADS} threads)",
-        ranges
-            .iter()
-            .map(|(s, n)| format!("{n} from {s}"))
-            .collect::<Vec<_>>()
-            .join(" + "),
+        window.describe(),
         ran as f64 / secs.max(1e-9)
     );
     let per_kind: Vec<String> = kinds.iter().map(|(k, n)| format!("{k:?}={n}")).collect();
@@ -217,16 +135,7 @@ fn simulation_seeds() {
         .filter(|k| !kinds.contains_key(k))
         .collect();
     assert!(missing.is_empty(), "fault kinds never planned: {missing:?}");
-    assert!(
-        failures.is_empty(),
-        "{} of {ran} seeds failed:\n{}",
-        failures.len(),
-        failures
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    outcome.assert_passed("seeds");
     let _ = writeln!(out, "RESULT dst-seeds {ran}");
     let _ = writeln!(out, "RESULT dst-fault-kinds {}", kinds.len());
 }

@@ -1,9 +1,5 @@
 //! The API key registry: the 20 APIs the server registers (0–13, 50–55).
 
-use crate::wire::{DecodeError, Describe, FieldValue, Reader, Wire};
-use bytes::{BufMut, BytesMut};
-use std::fmt;
-
 /// An API key as it travels in the request header. Unknown keys are preserved as numbers.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ApiKey(pub i16);
@@ -60,39 +56,7 @@ impl ApiKey {
     }
 }
 
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.name() {
-            Some(n) => write!(f, "{n}({})", self.0),
-            None => write!(f, "UnknownApiKey({})", self.0),
-        }
-    }
-}
-
-impl fmt::Display for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
-    }
-}
-
-impl Wire for ApiKey {
-    const MIN_SIZE: usize = 2;
-    fn encode(&self, buf: &mut BytesMut) {
-        buf.put_i16(self.0);
-    }
-    fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        Ok(ApiKey(r.i16()?))
-    }
-}
-
-impl Describe for ApiKey {
-    fn describe(&self) -> FieldValue {
-        FieldValue::Int {
-            value: i64::from(self.0),
-            bits: 16,
-        }
-    }
-}
+crate::registry_code::impl_registry_code!(ApiKey, "UnknownApiKey");
 
 #[cfg(test)]
 mod tests {

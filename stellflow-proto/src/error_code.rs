@@ -3,10 +3,6 @@
 //! Codes 21 and 22 follow the **server** (`OUT_OF_ORDER_SEQUENCE`, `DUPLICATE_SEQUENCE`), not the
 //! docs or the official SDKs. Unknown codes are preserved as numbers, never mapped to a name.
 
-use crate::wire::{DecodeError, Describe, FieldValue, Reader, Wire};
-use bytes::{BufMut, BytesMut};
-use std::fmt;
-
 /// An error code as it travels on the wire.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ErrorCode(pub i16);
@@ -98,39 +94,7 @@ impl ErrorCode {
     }
 }
 
-impl fmt::Debug for ErrorCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.name() {
-            Some(n) => write!(f, "{n}({})", self.0),
-            None => write!(f, "UnknownErrorCode({})", self.0),
-        }
-    }
-}
-
-impl fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
-    }
-}
-
-impl Wire for ErrorCode {
-    const MIN_SIZE: usize = 2;
-    fn encode(&self, buf: &mut BytesMut) {
-        buf.put_i16(self.0);
-    }
-    fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        Ok(ErrorCode(r.i16()?))
-    }
-}
-
-impl Describe for ErrorCode {
-    fn describe(&self) -> FieldValue {
-        FieldValue::Int {
-            value: i64::from(self.0),
-            bits: 16,
-        }
-    }
-}
+crate::registry_code::impl_registry_code!(ErrorCode, "UnknownErrorCode");
 
 #[cfg(test)]
 mod tests {

@@ -21,6 +21,7 @@
 
 pub mod api_key;
 pub mod error_code;
+mod registry_code;
 pub mod wire;
 
 pub use api_key::ApiKey;

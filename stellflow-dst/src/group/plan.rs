@@ -266,8 +266,7 @@ impl GroupPlan {
         }
         for e in &self.events {
             let (name, args) = e.event.encode();
-            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-            out.push_str(&format!(";e={}:{}:{}", e.at_ms, name, args.join(",")));
+            crate::plan::push_timed(&mut out, "e", e.at_ms, name, &args);
         }
         out
     }
@@ -279,16 +278,7 @@ impl GroupPlan {
         for part in code.trim().split(';').filter(|p| !p.is_empty()) {
             let (key, value) = part.split_once('=')?;
             if key == "e" {
-                let mut it = value.splitn(3, ':');
-                let at_ms = it.next()?.parse().ok()?;
-                let name = it.next()?;
-                let args: Vec<u32> = it
-                    .next()
-                    .unwrap_or("")
-                    .split(',')
-                    .filter(|a| !a.is_empty())
-                    .map(|a| a.parse().ok())
-                    .collect::<Option<_>>()?;
+                let (at_ms, name, args) = crate::plan::parse_timed::<u32>(value)?;
                 let event = GroupEvent::decode(name, &args)?;
                 plan.events.push(PlannedEvent { at_ms, event });
                 continue;

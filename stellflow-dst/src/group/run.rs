@@ -7,13 +7,11 @@ use super::member::{Listener, Member, MemberState, member_config};
 use super::plan::{GroupEvent, GroupPlan, MAX_MEMBERS};
 use super::watch::{COORDINATOR, GroupCounts, GroupWatch};
 use crate::check::Violation;
-use crate::net::NetConfig;
 use crate::plan::FaultAction;
 use crate::workload::TOPIC;
 use crate::world::{ClientId, World, WorldStats};
 use std::collections::BTreeSet;
 use std::time::Duration;
-use stellflow_sim::ClusterConfig;
 
 /// How often the convergence check samples the members' assignments.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
@@ -247,16 +245,9 @@ pub fn run_group_plan_logged(plan: &GroupPlan) -> (GroupReport, Vec<String>) {
 
 fn run(plan: &GroupPlan, keep_log: bool) -> (GroupReport, Vec<String>) {
     let s = plan.scenario;
-    let net = NetConfig {
-        latency: Duration::from_micros(u64::from(s.latency_us)),
-        jitter: Duration::from_micros(u64::from(s.jitter_us)),
-        split_chance: f64::from(s.split_pct.min(100)) / 100.0,
-    };
     let brokers = s.brokers.max(1) as usize;
-    let mut world = World::new(plan.seed, ClusterConfig::with_brokers(brokers), net);
-    if keep_log {
-        world.keep_log();
-    }
+    let net = crate::run::net_config(s.latency_us, s.jitter_us, s.split_pct);
+    let mut world = crate::run::new_world(plan.seed, brokers, net, keep_log);
     let partitions = s.partitions.max(1) as i32;
     if let Err(e) = world.cluster_mut().create_topic(TOPIC, partitions, 1) {
         world.report("setup", format!("create_topic: {e}"));
@@ -386,24 +377,9 @@ pub fn shrink_group(plan: &GroupPlan, invariant: &str, budget: usize) -> GroupPl
         |p| crate::shrink::halve(&mut p.scenario.records, 1),
         |p| crate::shrink::halve(&mut p.scenario.brokers, 1),
         |p| {
-            let min = p.events.iter().map(|e| e.at_ms + 1).max().unwrap_or(1);
-            let half = (p.scenario.safety_ms / 2).max(min);
-            let changed = half < p.scenario.safety_ms;
-            p.scenario.safety_ms = half;
-            changed
+            let last = p.events.iter().map(|e| e.at_ms).max();
+            crate::shrink::halve_safety(&mut p.scenario.safety_ms, last)
         },
     ];
-    for knob in knobs {
-        loop {
-            if runs.get() >= budget {
-                return best;
-            }
-            let mut cand = best.clone();
-            if !knob(&mut cand) || !fails(&cand) {
-                break;
-            }
-            best = cand;
-        }
-    }
-    best
+    crate::shrink::shrink_numbers(best, &knobs, budget, &runs, fails)
 }

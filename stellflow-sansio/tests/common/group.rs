@@ -10,8 +10,8 @@ use stellflow_proto::frame::{FrameDecoder, encode_request, split_response};
 use stellflow_proto::header::RequestHeader;
 use stellflow_proto::messages::{
     OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic, OffsetFetchPartition,
-    OffsetFetchRequest, OffsetFetchTopic, ProducePartitionData, ProduceRequest, ProduceResponse,
-    ProduceTopicData, Request,
+    OffsetFetchRequest, OffsetFetchTopic, ProducePartitionData, ProduceRequest, ProduceTopicData,
+    Request,
 };
 use stellflow_proto::record::{BatchBuilder, BatchParams, Envelope};
 use stellflow_proto::wire::Wire;
@@ -107,7 +107,7 @@ impl Fleet {
             b.append(1, Some(format!("k{i}").as_bytes()), Some(b"v"))
                 .unwrap();
         }
-        let req = ProduceRequest {
+        let r = self.raw(&ProduceRequest {
             transactional_id: None,
             acks: 1,
             timeout_ms: 1000,
@@ -118,18 +118,7 @@ impl Fleet {
                     records: Some(b.finish().unwrap()),
                 }],
             }],
-        };
-        let conn = self.sim.connect(1, self.now).unwrap();
-        let h = RequestHeader::new(ProduceRequest::API_KEY, 1, Some("test"));
-        let mut buf = BytesMut::new();
-        encode_request(&mut buf, &h, &req);
-        self.sim.handle_input(conn, self.now, &mut buf);
-        let mut out = BytesMut::new();
-        self.sim.take_replies(conn, &mut out);
-        self.sim.disconnect(conn);
-        let frame = FrameDecoder::new().decode(&mut out).unwrap().unwrap();
-        let (_, body) = split_response(frame).unwrap();
-        let r = ProduceResponse::from_bytes(body.unwrap()).unwrap();
+        });
         assert_eq!(r.responses[0].partitions[0].error_code.0, 0);
     }
 
