@@ -87,16 +87,15 @@ impl Reader {
         id: ConnId,
         now: Instant,
     ) -> Option<DisconnectReason> {
-        let r = self;
         let mut budget = READ_BUDGET;
         let gone = loop {
             // 1. One read, by the first of three ways that applies: bytes the runtime read
             //    for us already; else the large frame being read into its own vector; else
             //    a read into the connection's buffer.
-            let step = r
+            let step = self
                 .take_ready::<R>(socket, lock, id, now)
-                .or_else(|| r.read_frame_vec::<R>(socket, lock, id, now))
-                .unwrap_or_else(|| r.read_into_buf::<R>(socket, lock, id, now));
+                .or_else(|| self.read_frame_vec::<R>(socket, lock, id, now))
+                .unwrap_or_else(|| self.read_into_buf::<R>(socket, lock, id, now));
             // 2. Read on until the socket is empty, it ends, or the pass's byte budget is
             //    spent (so one busy connection does not starve the others).
             match step {
@@ -111,8 +110,8 @@ impl Reader {
         };
         // 3. Bytes held while the lock was busy go to the core now; a socket that ended is
         //    the caller's to end.
-        if !r.held.is_empty() {
-            r.want = hand_in(&mut lock.lock(), id, now, &mut r.held);
+        if !self.held.is_empty() {
+            self.want = hand_in(&mut lock.lock(), id, now, &mut self.held);
         }
         gone
     }
