@@ -20,7 +20,7 @@ where
         // Made inside a span: its requests carry the span's ids.
         opts.trace = crate::trace::current().as_ref().map(Into::into);
     }
-    let start = move |st: &mut crate::state::State, now, tx: crate::state::Reply<_>| {
+    let start = move |st: &mut crate::state::State, now, tx: crate::state::ReplySender<_>| {
         match st.client.admin(now, call, &opts) {
             // The answer is routed by its id and taken with the same typed id. The core gives
             // each id exactly its own outcome; were it ever another's, `tx` would be dropped

@@ -42,7 +42,7 @@ impl<R: Runtime> Client<R> {
     /// Like [`Client::connect`](#method.connect), with adapter options.
     pub async fn connect_with(config: ClientConfig, options: Options) -> Result<Client<R>> {
         let (link, wake) = Link::new::<R>(config, options)?;
-        let driver = Driver::<R>::new(link.shared.clone(), wake);
+        let driver = Driver::<R>::new(link.state.clone(), wake);
         R::spawn("stellflow-driver", driver.run()).map_err(|e| Error::Spawn(e.to_string()))?;
         Ok(Client {
             link,

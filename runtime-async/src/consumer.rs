@@ -311,8 +311,9 @@ impl<R: Runtime> Consumer<R> {
             Instant,
         ) -> Result<stellflow_sansio::CommitId, ConsumerError>,
     ) -> Result<Committed> {
-        let commit = |st: &mut crate::state::State, now, tx: crate::state::Reply<_>| match st
-            .traced(trace, |st| f(&mut st.client, now))
+        let commit = |st: &mut crate::state::State, now, tx: crate::state::ReplySender<_>| match st
+            .client
+            .with_trace(trace.as_ref(), |c| f(c, now))
         {
             Ok(id) => drop(st.commits.insert(id, tx)),
             Err(e) => drop(tx.send(Err(e.into()))),
@@ -353,7 +354,8 @@ impl<R: Runtime> Consumer<R> {
     pub fn commit_async(&self) -> Result<()> {
         let trace = crate::trace::current();
         let _span = tracing::debug_span!("commit", kind = "async").entered();
-        let commit = |st: &mut State, now| st.traced(trace, |st| st.client.commit_async(now));
+        let commit =
+            |st: &mut State, now| (st.client).with_trace(trace.as_ref(), |c| c.commit_async(now));
         Ok(self.client.link.with(commit)?.map(drop)?)
     }
 
@@ -369,7 +371,8 @@ impl<R: Runtime> Consumer<R> {
         let _span = tracing::debug_span!("seek", topic = %tp.topic, partition = tp.partition,
             to = ?to)
         .entered();
-        let seek = |st: &mut State, now| st.traced(trace, |st| st.client.seek(now, tp, to));
+        let seek =
+            |st: &mut State, now| (st.client).with_trace(trace.as_ref(), |c| c.seek(now, tp, to));
         Ok(self.client.link.with(seek)??)
     }
 
@@ -422,7 +425,7 @@ impl<R: Runtime> Consumer<R> {
     /// (`commit_async`, auto-commit). At most [`Events::CAP`] are kept; the returned value's
     /// [`dropped`](Events::dropped) field counts the older ones dropped.
     pub fn events(&self) -> Events {
-        self.client.link.shared.lock().take_events()
+        self.client.link.state.lock().take_events()
     }
 
     /// Stops consuming (committing positions first when auto-commit is on) and waits for it;

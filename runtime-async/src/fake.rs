@@ -4,7 +4,7 @@
 use crate::Runtime;
 use std::future::Future;
 use std::io::{self, ErrorKind};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use stellflow_sansio::BrokerAddress;
@@ -29,7 +29,7 @@ pub(crate) struct Held {
 pub(crate) struct Fake;
 
 impl Runtime for Fake {
-    type Socket = Mutex<Held>;
+    type Socket = Arc<Mutex<Held>>;
     fn spawn(_: &'static str, _: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
         unreachable!("the default read needs no task")
     }
@@ -37,14 +37,14 @@ impl Runtime for Fake {
     fn connect(
         _: BrokerAddress,
         _: Duration,
-    ) -> impl Future<Output = io::Result<Mutex<Held>>> + Send + 'static {
+    ) -> impl Future<Output = io::Result<Arc<Mutex<Held>>>> + Send + 'static {
         async { unreachable!("no connects") }
     }
     #[allow(clippy::manual_async_fn)]
     fn sleep_until(_: Instant) -> impl Future<Output = ()> + Send {
         async {}
     }
-    fn try_read(socket: &Mutex<Held>, buf: &mut [u8]) -> io::Result<usize> {
+    fn try_read(socket: &Arc<Mutex<Held>>, buf: &mut [u8]) -> io::Result<usize> {
         let mut s = socket.lock().unwrap();
         s.reads += 1;
         let n = buf.len().min(s.per_read).min(s.data.len() - s.at);
@@ -56,35 +56,36 @@ impl Runtime for Fake {
         s.at += n;
         Ok(n)
     }
-    fn try_write(socket: &Mutex<Held>, buf: &[u8]) -> io::Result<usize> {
+    fn try_write(socket: &Arc<Mutex<Held>>, buf: &[u8]) -> io::Result<usize> {
         socket.lock().unwrap().written += buf.len();
         Ok(buf.len())
     }
-    fn set_abort_on_close(_: &Mutex<Held>) -> io::Result<()> {
+    fn set_abort_on_close(_: &Arc<Mutex<Held>>) -> io::Result<()> {
         Ok(())
     }
-    fn set_unacked_timeout(_: &Mutex<Held>, _: Duration) -> io::Result<()> {
+    fn set_unacked_timeout(_: &Arc<Mutex<Held>>, _: Duration) -> io::Result<()> {
         Ok(())
     }
-    fn poll_readable(_: &Mutex<Held>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+    fn poll_readable(_: &Arc<Mutex<Held>>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
     }
-    fn poll_writable(_: &Mutex<Held>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+    fn poll_writable(_: &Arc<Mutex<Held>>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
     }
 }
 
-/// A socket holding `len` bytes of a repeating pattern.
-pub(crate) fn socket(len: usize, per_read: usize, eof: bool) -> Mutex<Held> {
+/// A socket holding `len` bytes of a repeating pattern (shared, so a test can add bytes to
+/// a socket the driver owns).
+pub(crate) fn socket(len: usize, per_read: usize, eof: bool) -> Arc<Mutex<Held>> {
     let data = (0..len).map(|i| (i % 251) as u8).collect();
-    Mutex::new(Held {
+    Arc::new(Mutex::new(Held {
         data,
         at: 0,
         per_read,
         eof,
         reads: 0,
         written: 0,
-    })
+    }))
 }
 
 /// A waker that counts its wake-ups (`Waker::from(Arc::new(WakeCount::default()))`).

@@ -6,9 +6,10 @@
 //! [`Delivery`], [`Options`], [`Error`], the plumbing between the core and the handles
 //! (answers routed to waiting callers, the lane of records waiting for buffer space, flush and
 //! close behind it, the event log, shutdown: module `state`), and the driver (module
-//! `driver`): one task per client that reads the sockets, opens connections and fires timers.
-//! The core sits behind one mutex shared by the driver and the handles; a handle runs its
-//! command on the calling task or thread (records are copied into batches and decoded there).
+//! `driver`): one task per client that owns its connections (opens, reads, writes and closes
+//! them) and fires timers. The core sits behind one mutex shared by the driver and the
+//! handles; a handle runs its command on the calling task or thread (records are copied into
+//! batches and decoded there) and leaves the socket work the core asks for to the driver.
 //!
 //! What differs per runtime — where the driver runs, how a TCP connection is opened, how a
 //! socket is read, written and waited on, and how to sleep — is the [`Runtime`] trait. The

@@ -1,7 +1,7 @@
 //! The [`Producer`] handle and its [`Delivery`].
 
 use crate::batch::{BatchDelivery, BatchOutcome, Fed};
-use crate::state::{Link, Pending, Reply, State};
+use crate::state::{LaneRecord, Link, ReplySender, State};
 use crate::{Client, ClientConfig, Error, Options, RecordMetadata, Result, Runtime};
 use futures_channel::oneshot;
 use std::borrow::Borrow;
@@ -138,7 +138,7 @@ impl<R: Runtime> Producer<R> {
         let queue = futures_lite::future::poll_fn(|cx| {
             let queued = self.client.link.with(|st, now| {
                 let p = match first.take() {
-                    Some((record, reply, trace)) => Pending {
+                    Some((record, reply, trace)) => LaneRecord {
                         record,
                         trace,
                         deadline: now + max_block,
@@ -162,7 +162,7 @@ impl<R: Runtime> Producer<R> {
             }
         });
         // Polled only once the record had to wait: its deadline is then read off the clock
-        // (a few microseconds after the one in its `Pending`).
+        // (a few microseconds after the one in its `LaneRecord`).
         let expire = async {
             R::sleep_until(R::now() + max_block).await;
             Err(Error::BufferFull(max_block))
@@ -232,7 +232,7 @@ impl<R: Runtime> Producer<R> {
         let mut records = records.into_iter();
         let (reply, rx) = oneshot::channel();
         let span = tracing::debug_span!("enqueue_all", records = tracing::field::Empty);
-        let (key, start) = link.with(|st, now| (st.batches.open(reply), now))?;
+        let (key, start) = link.with(|st, now| (st.batches.open(reply, trace), now))?;
         let mut guard = Abandon {
             link,
             key,
@@ -243,9 +243,7 @@ impl<R: Runtime> Producer<R> {
         let feed = futures_lite::future::poll_fn(|cx| {
             loop {
                 let step = link.with(|st, now| {
-                    let step = st.traced(trace.clone(), |st| {
-                        st.feed(now, key, &mut held, &mut records, PER_LOCK, &mut fed)
-                    });
+                    let step = st.feed(now, key, &mut held, &mut records, PER_LOCK, &mut fed);
                     match step {
                         Fed::Wait => st.wait(cx),
                         Fed::WaitForRoom => st.wait_for_room(cx),
@@ -301,7 +299,7 @@ impl<R: Runtime> Producer<R> {
             let deadline = now + max_block;
             st.enqueue(
                 now,
-                Pending {
+                LaneRecord {
                     record,
                     trace,
                     deadline,
@@ -330,7 +328,7 @@ impl<R: Runtime> Producer<R> {
     ///
     /// Cancel safety: dropping the future does not stop the close.
     pub async fn close(&self) -> Result<()> {
-        let close = |st: &mut State, now, tx: Reply<Result<()>>| {
+        let close = |st: &mut State, now, tx: ReplySender<Result<()>>| {
             st.client.close_producer(now, st.options.close_timeout);
             st.producer_closed.wait(tx);
         };

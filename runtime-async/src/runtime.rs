@@ -159,16 +159,10 @@ pub trait Runtime: Clone + std::fmt::Debug + Send + Sync + 'static {
         None
     }
 
-    /// For a runtime that writes on threads of its own: takes all of `bytes` without copying.
-    /// `None` (the default): the driver writes with [`Runtime::try_write`].
-    fn hand_over(_socket: &Self::Socket, _bytes: &mut BytesMut) -> Option<io::Result<()>> {
-        None
-    }
-
-    /// [`Runtime::hand_over`] for bytes the core shares (a record blob it keeps for a retry):
-    /// takes all of `bytes`, leaving it empty. `None` (the default): the driver writes with
-    /// [`Runtime::try_write`].
-    fn hand_over_shared(_socket: &Self::Socket, _bytes: &mut Bytes) -> Option<io::Result<()>> {
+    /// For a runtime that writes on threads of its own: takes all of `bytes` (the core's
+    /// request bytes, or a record blob it keeps for a retry) without copying, leaving it
+    /// empty. `None` (the default): the driver writes with [`Runtime::try_write`].
+    fn hand_over(_socket: &Self::Socket, _bytes: &mut Bytes) -> Option<io::Result<()>> {
         None
     }
 }
@@ -188,10 +182,10 @@ mod tests {
     use crate::fake::{Fake, Held, socket};
     use bytes::BytesMut;
     use std::io::{self, ErrorKind};
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
 
     /// One call as the driver makes it: the bytes read, split off the front of `buf`.
-    fn read(s: &Mutex<Held>, buf: &mut BytesMut, limit: usize) -> io::Result<BytesMut> {
+    fn read(s: &Arc<Mutex<Held>>, buf: &mut BytesMut, limit: usize) -> io::Result<BytesMut> {
         Fake::try_read_buf(s, buf, limit).map(|n| buf.split_to(n))
     }
 

@@ -185,11 +185,7 @@ impl Runtime for Blocking {
         Some(socket.take_read())
     }
 
-    fn hand_over(socket: &net::Socket, bytes: &mut BytesMut) -> Option<io::Result<()>> {
-        Some(socket.hand_over(bytes.split().freeze()))
-    }
-
-    fn hand_over_shared(socket: &net::Socket, bytes: &mut Bytes) -> Option<io::Result<()>> {
+    fn hand_over(socket: &net::Socket, bytes: &mut Bytes) -> Option<io::Result<()>> {
         Some(socket.hand_over(std::mem::take(bytes)))
     }
 }

@@ -32,7 +32,7 @@ pub struct SentRecord<'a> {
     /// to a topic the client has not seen yet).
     pub partition: Option<i32>,
     /// The trace context of the call that sent it (the adapters' `opentelemetry` feature
-    /// reads the caller's span; a driver of the core hands it to `DriverExt::set_trace`).
+    /// reads the caller's span; a driver of the core hands it to `DriverExt::with_trace`).
     pub trace: Option<&'a TraceIds>,
 }
 
@@ -224,7 +224,7 @@ impl std::fmt::Debug for Hooks {
 /// Record-level trace propagation as a producer hook: writes the W3C `traceparent` (and
 /// `tracestate`, when the context has one) header into every record sent with a trace
 /// context (the adapters' `opentelemetry` feature passes the current span's; a driver of the
-/// core, the context it hands to `DriverExt::set_trace`), unless the record already has a `traceparent`. Consumers read it back
+/// core, the context it hands to `DriverExt::with_trace`), unless the record already has a `traceparent`. Consumers read it back
 /// with [`TraceIds::from_record_headers`] (the adapters: their `otel` module's
 /// `record_context`). Opt-in: register it with [`Hooks::producer`].
 #[derive(Debug, Clone, Copy, Default)]

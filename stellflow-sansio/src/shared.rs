@@ -47,7 +47,7 @@ pub(crate) struct Shared {
     /// The cluster health last reported (see [`crate::health`]).
     pub(crate) health: crate::health::HealthReport,
     /// The trace context of the commands being made
-    /// ([`DriverExt::set_trace`](crate::DriverExt::set_trace)).
+    /// ([`DriverExt::with_trace`](crate::DriverExt::with_trace)).
     pub(crate) trace: Option<TraceIds>,
     /// The hooks of the configuration (called by the producer, the consumer and the client).
     pub(crate) hooks: Hooks,

@@ -3,7 +3,7 @@
 //!
 //! The core reads no ambient context (no thread-local, no global): a driver that knows the
 //! application's current span (the adapters, with their `opentelemetry` feature) passes its ids
-//! in with the command, through [`crate::DriverExt::set_trace`] (produce, commits, admin and raw
+//! in with the command, through [`crate::DriverExt::with_trace`] (produce, commits, admin and raw
 //! requests) and [`crate::DriverExt::set_fetch_trace`] (the Fetch requests a poll leads to). The
 //! request header then carries them in its `traceId`/`spanId`/`traceFlags` fields
 //! (PROTOCOL.md §2.1); a record carries them only when a hook writes them into its headers

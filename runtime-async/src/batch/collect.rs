@@ -1,11 +1,11 @@
 //! The table of batch sends on their way ([`Batches`]): the runs of ids each feeding queued,
 //! and each batch's outcomes collected as its records are answered.
 
-use super::outcome::{BatchOutcome, NO_OUTCOME, Slot, Source};
-use crate::state::{IdMap, Reply};
+use super::outcome::{BatchOutcome, NO_OUTCOME, PackedOutcome, Source};
+use crate::state::{IdMap, ReplySender};
 use crate::{Error, RecordMetadata};
 use std::sync::Arc;
-use stellflow_sansio::{DeliveryError, ProduceId};
+use stellflow_sansio::{DeliveryError, ProduceId, TraceIds};
 
 /// What `State::feed` did.
 #[derive(Debug, PartialEq, Eq)]
@@ -52,7 +52,10 @@ pub(super) struct Collecting {
     /// Every record was fed: the batch is answered once `waiting` reaches 0.
     sealed: bool,
     /// `None` once the caller went away: outcomes are then discarded.
-    reply: Option<Reply<BatchOutcome>>,
+    reply: Option<ReplySender<BatchOutcome>>,
+    /// The trace context of the call that sent the batch: every record of it goes to the
+    /// core with it.
+    trace: Option<TraceIds>,
 }
 
 impl Collecting {
@@ -72,7 +75,7 @@ impl Collecting {
     }
 
     /// Records `at..at + n` of the batch have their outcome ([`BatchOutcome::write`]).
-    fn write(&mut self, at: usize, n: usize, first: Slot, failed: bool) {
+    fn write(&mut self, at: usize, n: usize, first: PackedOutcome, failed: bool) {
         self.waiting = self.waiting.saturating_sub(n);
         self.outcome.write(at, n, first, failed);
     }
@@ -258,8 +261,9 @@ pub(crate) struct Batches {
 }
 
 impl Batches {
-    /// Opens a batch; its outcomes go to `reply`.
-    pub fn open(&mut self, reply: Reply<BatchOutcome>) -> u64 {
+    /// Opens a batch sent by a call whose trace context is `trace`; its outcomes go to
+    /// `reply`.
+    pub fn open(&mut self, reply: ReplySender<BatchOutcome>, trace: Option<TraceIds>) -> u64 {
         let key = self.next;
         self.next += 1;
         let batch = Collecting {
@@ -267,9 +271,15 @@ impl Batches {
             waiting: 0,
             sealed: false,
             reply: Some(reply),
+            trace,
         };
         self.open.insert(key, batch);
         key
+    }
+
+    /// The trace context batch `key` was sent with.
+    pub fn trace(&self, key: u64) -> Option<&TraceIds> {
+        self.open.get(&key).and_then(|b| b.trace.as_ref())
     }
 
     /// Starts noting the records fed to batch `key` from its next index.
@@ -339,7 +349,7 @@ impl Batches {
             Err(e) => (0, 0, Source::Failed(Error::from(e))),
         };
         let (source, failed) = b.add(|| source);
-        let slot = Slot {
+        let slot = PackedOutcome {
             source,
             index: index_in_blob,
             timestamp,
@@ -385,7 +395,7 @@ impl Batches {
                 {
                     taken += 1;
                 }
-                let first = Slot {
+                let first = PackedOutcome {
                     source,
                     index: u32::try_from(i).unwrap_or(u32::MAX),
                     timestamp,

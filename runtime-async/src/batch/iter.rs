@@ -1,6 +1,6 @@
 //! The iterators over a [`BatchOutcome`]: by reference, by value, and over its failed records.
 
-use super::outcome::{BatchOutcome, Places, Slot, Source, read, source};
+use super::outcome::{BatchOutcome, PackedOutcome, Places, Source, read, source};
 use crate::{Error, RecordMetadata, Result};
 
 /// The places an outcome iterator has not reached from either end, with a span hint for each.
@@ -22,14 +22,14 @@ impl Cursor {
         }
     }
 
-    fn next(&mut self, places: Places<'_>) -> Option<Slot> {
+    fn next(&mut self, places: Places<'_>) -> Option<PackedOutcome> {
         (self.front < self.back).then(|| {
             self.front += 1;
             places.slot(self.front - 1, &mut self.front_hint)
         })
     }
 
-    fn next_back(&mut self, places: Places<'_>) -> Option<Slot> {
+    fn next_back(&mut self, places: Places<'_>) -> Option<PackedOutcome> {
         (self.front < self.back).then(|| {
             self.back -= 1;
             places.slot(self.back, &mut self.back_hint)

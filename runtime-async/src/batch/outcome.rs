@@ -58,7 +58,7 @@ impl Source {
 
 /// One record's outcome, compactly: its source, its index in its blob and its timestamp.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Slot {
+pub(super) struct PackedOutcome {
     /// An index into [`BatchOutcome::sources`], or [`NO_OUTCOME`].
     pub(super) source: u32,
     /// The record's index within its blob (when written).
@@ -67,9 +67,9 @@ pub(super) struct Slot {
     pub(super) timestamp: i64,
 }
 
-impl Slot {
+impl PackedOutcome {
     /// The slot of a record still on its way.
-    const PENDING: Slot = Slot {
+    const PENDING: PackedOutcome = PackedOutcome {
         source: NO_OUTCOME,
         index: 0,
         timestamp: 0,
@@ -86,7 +86,7 @@ pub(super) struct Span {
     /// How many records it holds.
     len: usize,
     /// The first record's outcome.
-    first: Slot,
+    first: PackedOutcome,
 }
 
 impl Span {
@@ -101,9 +101,9 @@ impl Span {
     }
 
     /// The outcome of the record at place `i` (which it holds).
-    pub(super) fn slot(&self, i: usize) -> Slot {
+    pub(super) fn slot(&self, i: usize) -> PackedOutcome {
         let k = u32::try_from(i - self.at).unwrap_or(u32::MAX);
-        Slot {
+        PackedOutcome {
             index: self.first.index.saturating_add(k),
             ..self.first
         }
@@ -146,7 +146,7 @@ pub struct BatchOutcome {
     pub(super) spans: Vec<Span>,
     /// The records written one by one: one slot per record of the call (empty until the
     /// first such record). A record in no span and no slot has no outcome (`Shutdown`).
-    pub(super) slots: Vec<Slot>,
+    pub(super) slots: Vec<PackedOutcome>,
     /// How many records the call was given.
     len: usize,
     /// Records whose outcome is an error (refused, not delivered, or without an outcome).
@@ -275,9 +275,9 @@ impl BatchOutcome {
         let source = self.add(Source::Failed(error));
         let at = self.len;
         self.len += n;
-        let first = Slot {
+        let first = PackedOutcome {
             source,
-            ..Slot::PENDING
+            ..PackedOutcome::PENDING
         };
         self.push_span(at, n, first, true);
         self.failed += n;
@@ -285,13 +285,13 @@ impl BatchOutcome {
 
     /// Writes the outcomes of the `n` records from place `at` on (places still pending):
     /// record `at + k` reads `first` with index `first.index + k`.
-    pub(super) fn write(&mut self, at: usize, n: usize, first: Slot, failed: bool) {
+    pub(super) fn write(&mut self, at: usize, n: usize, first: PackedOutcome, failed: bool) {
         let n = n.min(self.len.saturating_sub(at));
         if n >= SPAN_MIN {
             self.push_span(at, n, first, failed);
         } else if n > 0 {
             if self.slots.len() < self.len {
-                self.slots.resize(self.len, Slot::PENDING);
+                self.slots.resize(self.len, PackedOutcome::PENDING);
             }
             let span = Span { at, len: n, first };
             for (k, s) in self.slots[at..at + n].iter_mut().enumerate() {
@@ -302,7 +302,7 @@ impl BatchOutcome {
     }
 
     /// Adds a span, or lengthens the last one when this one continues it.
-    fn push_span(&mut self, at: usize, len: usize, first: Slot, failed: bool) {
+    fn push_span(&mut self, at: usize, len: usize, first: PackedOutcome, failed: bool) {
         if let Some(last) = self.spans.last_mut()
             && last.end() == at
             && last.first.source == first.source
@@ -327,13 +327,13 @@ impl BatchOutcome {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Places<'a> {
     pub(super) spans: &'a [Span],
-    pub(super) slots: &'a [Slot],
+    pub(super) slots: &'a [PackedOutcome],
 }
 
 impl Places<'_> {
     /// The outcome of the record at place `i`. `hint` is the span the last look-up found
     /// (a walk in place order mostly finds the next place there or in the span after it).
-    pub(super) fn slot(&self, i: usize, hint: &mut usize) -> Slot {
+    pub(super) fn slot(&self, i: usize, hint: &mut usize) -> PackedOutcome {
         for h in [*hint, hint.wrapping_add(1)] {
             if let Some(s) = self.spans.get(h)
                 && s.holds(i)
@@ -350,7 +350,7 @@ impl Places<'_> {
             *hint = h;
             return s.slot(i);
         }
-        self.slots.get(i).copied().unwrap_or(Slot::PENDING)
+        self.slots.get(i).copied().unwrap_or(PackedOutcome::PENDING)
     }
 }
 
@@ -363,7 +363,7 @@ pub(super) fn source(sources: &[Source], n: u32) -> &Source {
 }
 
 /// A slot's outcome, built from its source.
-pub(super) fn read(sources: &[Source], slot: Slot) -> Result<RecordMetadata> {
+pub(super) fn read(sources: &[Source], slot: PackedOutcome) -> Result<RecordMetadata> {
     match source(sources, slot.source) {
         Source::Written {
             topic,

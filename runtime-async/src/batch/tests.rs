@@ -27,7 +27,7 @@ fn feed(b: &mut Batches, key: u64, ids: std::ops::Range<u64>) {
 /// Opens a batch, feeds it `ids` and seals it; its answer comes on the receiver.
 fn sealed(b: &mut Batches, ids: std::ops::Range<u64>) -> oneshot::Receiver<BatchOutcome> {
     let (tx, rx) = oneshot::channel();
-    let key = b.open(tx);
+    let key = b.open(tx, None);
     feed(b, key, ids);
     b.seal(key);
     rx
@@ -159,7 +159,7 @@ fn stretches_of_a_core_batch_are_spans() {
 fn spans_refusals_failures_and_shutdown_read_in_call_order() {
     let mut b = Batches::default();
     let (tx, mut rx) = oneshot::channel();
-    let key = b.open(tx);
+    let key = b.open(tx, None);
     feed(&mut b, key, 0..10);
     b.push_refused(key, Error::BufferFull(Duration::ZERO), 3);
     feed(&mut b, key, 10..30);
@@ -206,7 +206,7 @@ fn spans_refusals_failures_and_shutdown_read_in_call_order() {
 fn answers_in_call_order_once_sealed_and_complete() {
     let mut b = Batches::default();
     let (tx, mut rx) = oneshot::channel();
-    let key = b.open(tx);
+    let key = b.open(tx, None);
     b.note_waiting(key, 10, 0, 1);
     b.push_waiting(key, 1);
     b.push_refused(key, Error::BufferFull(Duration::ZERO), 1);
@@ -242,7 +242,7 @@ fn answers_in_call_order_once_sealed_and_complete() {
 fn core_batches_fill_the_outcome_in_call_order() {
     let mut b = Batches::default();
     let (tx, mut rx) = oneshot::channel();
-    let key = b.open(tx);
+    let key = b.open(tx, None);
     // Call order: ids 1..=4 (index 0..4), a refused record (index 4), ids 6..=8 (5..8);
     // id 5 is a single send of another caller.
     feed(&mut b, key, 1..5);
@@ -259,7 +259,7 @@ fn core_batches_fill_the_outcome_in_call_order() {
     let got = rx.try_recv().unwrap().expect("answered");
     assert_eq!(got.sources.len(), 5, "four core batches and one refusal");
     assert_eq!(
-        std::mem::size_of::<super::outcome::Slot>(),
+        std::mem::size_of::<super::outcome::PackedOutcome>(),
         16,
         "16 bytes a record"
     );
@@ -304,8 +304,8 @@ fn spans_of_consecutive_ids_stop_at_run_ends_and_gaps() {
     let mut b = Batches::default();
     let (tx1, mut rx1) = oneshot::channel();
     let (tx2, mut rx2) = oneshot::channel();
-    let k1 = b.open(tx1);
-    let k2 = b.open(tx2);
+    let k1 = b.open(tx1, None);
+    let k2 = b.open(tx2, None);
     feed(&mut b, k1, 0..6);
     feed(&mut b, k2, 6..9);
     b.seal(k1);
@@ -340,7 +340,7 @@ fn spans_of_consecutive_ids_stop_at_run_ends_and_gaps() {
     assert!(b.open.is_empty() && b.runs.runs.is_empty());
     // A run that waits for nothing more takes no further record.
     let (tx3, _rx3) = oneshot::channel();
-    let k3 = b.open(tx3);
+    let k3 = b.open(tx3, None);
     feed(&mut b, k3, 20..22);
     assert_eq!(report(&mut b, &t, 0, Ok(Some(30)), &[20, 21]), []);
     assert_eq!(
@@ -384,8 +384,8 @@ fn shutdown_answers_sealed_batches_with_what_is_known() {
     let mut b = Batches::default();
     let (tx, mut rx) = oneshot::channel();
     let (tx2, mut rx2) = oneshot::channel();
-    let key = b.open(tx);
-    let open = b.open(tx2);
+    let key = b.open(tx, None);
+    let open = b.open(tx2, None);
     feed(&mut b, key, 0..3);
     feed(&mut b, open, 3..4);
     b.seal(key);
@@ -407,7 +407,7 @@ fn shutdown_answers_sealed_batches_with_what_is_known() {
 fn try_wait_twice_reads_shutdown() {
     let mut b = Batches::default();
     let (tx, rx) = oneshot::channel();
-    let key = b.open(tx);
+    let key = b.open(tx, None);
     feed(&mut b, key, 0..2);
     b.seal(key);
     let mut d = BatchDelivery { rx, len: 2 };
@@ -434,8 +434,8 @@ fn runs_map_ids_to_places_in_any_order() {
     let mut b = Batches::default();
     let (tx1, _rx1) = oneshot::channel();
     let (tx2, _rx2) = oneshot::channel();
-    let k1 = b.open(tx1);
-    let k2 = b.open(tx2);
+    let k1 = b.open(tx1, None);
+    let k2 = b.open(tx2, None);
     let mut expect = Vec::new();
     for id in 1..=5 {
         b.note_waiting(k1, id, (id - 1) as usize, 1);
@@ -471,8 +471,8 @@ fn one_core_batch_serves_two_calls() {
     let mut b = Batches::default();
     let (tx1, mut rx1) = oneshot::channel();
     let (tx2, mut rx2) = oneshot::channel();
-    let k1 = b.open(tx1);
-    let k2 = b.open(tx2);
+    let k1 = b.open(tx1, None);
+    let k2 = b.open(tx2, None);
     feed(&mut b, k1, 0..2);
     feed(&mut b, k2, 2..4);
     feed(&mut b, k1, 4..6);
@@ -495,7 +495,7 @@ fn one_core_batch_serves_two_calls() {
 fn an_abandoned_batch_leaves_when_its_records_are_in() {
     let mut b = Batches::default();
     let (tx, rx) = oneshot::channel();
-    let key = b.open(tx);
+    let key = b.open(tx, None);
     feed(&mut b, key, 3..5);
     b.abandon(key);
     drop(rx);

@@ -1,7 +1,7 @@
 //! The producer's lane: records that found the core's buffer full, the batch sends and the
 //! commands (flush, close) that wait behind them, fed to the core in order as room frees up.
 
-use super::{Job, Reply, State};
+use super::{Job, ReplySender, State};
 use crate::batch::Fed;
 use crate::{Error, Record};
 use std::borrow::Borrow;
@@ -16,24 +16,24 @@ const LANE: usize = 1024;
 /// that must stay behind them (flush, close), and the place of a batch whose records wait on
 /// its caller's task (`Producer::enqueue_all`: they enter the core when it reaches the front).
 pub(super) enum Parked {
-    Record(Pending),
+    Record(LaneRecord),
     Job(Job),
     Batch(u64),
 }
 
 /// A record on its way into the core.
-pub(crate) struct Pending {
+pub(crate) struct LaneRecord {
     pub record: Record,
     /// The trace context of the call that sent it (its span's, `opentelemetry` feature).
     pub trace: Option<TraceIds>,
     pub deadline: Instant,
-    pub reply: Reply<Result<RecordMetadata, Error>>,
+    pub reply: ReplySender<Result<RecordMetadata, Error>>,
 }
 
 impl State {
     /// Hands a record to the core, or parks it in the lane behind the others; gives it back
     /// when the lane is full.
-    pub fn enqueue(&mut self, now: Instant, p: Pending) -> Option<Pending> {
+    pub fn enqueue(&mut self, now: Instant, p: LaneRecord) -> Option<LaneRecord> {
         if self.parked.is_empty() {
             match self.produce(now, &p) {
                 Ok(id) => drop(self.deliveries.insert(id.0, p.reply)),
@@ -49,33 +49,15 @@ impl State {
     fn produce(
         &mut self,
         now: Instant,
-        p: &Pending,
+        p: &LaneRecord,
     ) -> Result<stellflow_sansio::ProduceId, ProduceError> {
-        let client = &mut self.client;
-        match &p.trace {
-            None => p.record.with_borrowed(|rec| client.produce(now, rec)),
-            Some(t) => {
-                client.set_trace(Some(t.clone()));
-                let r = p.record.with_borrowed(|rec| client.produce(now, rec));
-                client.set_trace(None);
-                r
-            }
-        }
+        let record = &p.record;
+        (self.client).with_trace(p.trace.as_ref(), |c| {
+            record.with_borrowed(|r| c.produce(now, r))
+        })
     }
 
-    /// Runs `f` with the core's trace context set to `trace` (the calling span's), cleared
-    /// after.
-    pub fn traced<T>(&mut self, trace: Option<TraceIds>, f: impl FnOnce(&mut State) -> T) -> T {
-        if trace.is_none() {
-            return f(self);
-        }
-        self.client.set_trace(trace);
-        let r = f(self);
-        self.client.set_trace(None);
-        r
-    }
-
-    fn park(&mut self, p: Pending) -> Option<Pending> {
+    fn park(&mut self, p: LaneRecord) -> Option<LaneRecord> {
         if self.parked_records >= LANE {
             return Some(p);
         }
@@ -133,7 +115,8 @@ impl State {
 
     /// Feeds up to `limit` records of batch `key` to the core, in order: `held` first (a
     /// record that found the buffer full before), then `records`; counts the records it took
-    /// (queued or refused) in `fed`. A batch waits behind the
+    /// (queued or refused) in `fed`; each goes with the trace context the batch was sent with. A
+    /// batch waits behind the
     /// lane: when the lane holds something else first, it takes a place at the lane's back
     /// and waits; when the core's buffer is full, it keeps the record in `held`, takes the
     /// lane's front and waits (`Fed::WaitForRoom`: wake the caller once there is room).
@@ -168,6 +151,7 @@ impl State {
             }
             return Fed::Wait;
         }
+        let trace = self.batches.trace(key).cloned();
         let mut noting = self.batches.noting(key);
         let mut step = Fed::More;
         for _ in 0..limit {
@@ -176,9 +160,10 @@ impl State {
                 break;
             };
             *fed += 1;
-            let result = record
-                .borrow()
-                .with_borrowed(|rec| self.client.produce(now, rec));
+            let record_ref = record.borrow();
+            let result = (self.client).with_trace(trace.as_ref(), |c| {
+                record_ref.with_borrowed(|rec| c.produce(now, rec))
+            });
             match result {
                 Ok(id) => noting.queued(&mut self.batches, id.0),
                 Err(ProduceError::BufferFull { needed, limit, .. }) => {

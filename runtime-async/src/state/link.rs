@@ -1,22 +1,22 @@
-//! The lock around the state ([`Shared`]) and a handle's link to it ([`Link`]): running a
+//! The lock around the state ([`StateLock`]) and a handle's link to it ([`Link`]): running a
 //! command under the lock, draining the core after it and waking the driver when needed.
 
-use super::{Closing, IdMap, Reply, State};
+use super::{Closing, IdMap, ReplySender, State};
 use crate::batch::Batches;
 use crate::seq_map::SeqMap;
 use crate::{Error, Options, Runtime};
 use bytes::BytesMut;
 use futures_channel::oneshot;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 use stellflow_sansio::DriverExt;
 use stellflow_sansio::{Client, ClientConfig};
 
-/// The lock every handle and the driver share.
-pub(crate) struct Shared(Mutex<State>);
+/// The client's [`State`] behind the one lock that every handle and the driver share.
+pub(crate) struct StateLock(Mutex<State>);
 
-impl Shared {
+impl StateLock {
     pub fn lock(&self) -> MutexGuard<'_, State> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -35,7 +35,7 @@ impl Shared {
 /// (or at [`crate::Client::close`]).
 #[derive(Clone)]
 pub(crate) struct Link {
-    pub shared: Arc<Shared>,
+    pub state: Arc<StateLock>,
     /// Wakes the driver (capacity one: one pending wake-up is enough).
     pub wake: async_channel::Sender<()>,
     pub options: Arc<Options>,
@@ -46,7 +46,7 @@ pub(crate) struct Link {
 impl std::fmt::Debug for Link {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Link")
-            .field("closed", &self.shared.lock().closed)
+            .field("closed", &self.state.lock().closed)
             .finish()
     }
 }
@@ -92,7 +92,7 @@ impl Link {
             waiters: Vec::new(),
             room_waiters: Vec::new(),
             room_mark: 0,
-            conns: BTreeMap::new(),
+            socket_work: VecDeque::new(),
             out: BytesMut::new(),
             connects: Vec::new(),
             replan: false,
@@ -100,10 +100,10 @@ impl Link {
             core_deadline: Some(now),
             closed: false,
         };
-        let shared = Arc::new(Shared(Mutex::new(state)));
+        let state = Arc::new(StateLock(Mutex::new(state)));
         Ok((
             Link {
-                shared,
+                state,
                 wake,
                 options,
                 now: R::now,
@@ -114,7 +114,7 @@ impl Link {
 
     /// Runs `f` under the lock, drains, and wakes the driver when it must re-plan.
     pub fn with<T>(&self, f: impl FnOnce(&mut State, Instant) -> T) -> Result<T, Error> {
-        let mut st = self.shared.lock();
+        let mut st = self.state.lock();
         if st.closed {
             return Err(Error::Shutdown);
         }
@@ -130,12 +130,15 @@ impl Link {
 
     /// Reads the state under the lock (no command, nothing to drain); works after shutdown.
     pub fn get<T>(&self, f: impl FnOnce(&State) -> T) -> T {
-        f(&self.shared.lock())
+        f(&self.state.lock())
     }
 
     /// Runs `f` and waits for the answer it sends (now or later). Dropping the future does
     /// not undo the command; its answer is then discarded.
-    pub async fn call<T>(&self, f: impl FnOnce(&mut State, Instant, Reply<T>)) -> Result<T, Error> {
+    pub async fn call<T>(
+        &self,
+        f: impl FnOnce(&mut State, Instant, ReplySender<T>),
+    ) -> Result<T, Error> {
         let (tx, rx) = oneshot::channel();
         self.with(|st, now| f(st, now, tx))?;
         rx.await.map_err(|_| Error::Shutdown)
@@ -144,7 +147,7 @@ impl Link {
     /// Like [`Link::call`], behind every record sent before it.
     pub async fn call_in_lane<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut State, Instant, Reply<T>) + Send + 'static,
+        f: impl FnOnce(&mut State, Instant, ReplySender<T>) + Send + 'static,
     ) -> Result<T, Error> {
         self.call(|st, now, tx| st.in_lane(now, move |st, now| f(st, now, tx)))
             .await

@@ -5,9 +5,10 @@
 //!
 //! A handle runs its command under the lock on its own task or thread — a record is copied into
 //! its batch, and consumed records are decoded, by the caller — then drains the core's outputs
-//! ([`State::settle`]) and wakes the driver only when it must re-plan (a connect to open, bytes
-//! the socket did not take, a deadline earlier than the one it sleeps on). Callers wait through
-//! [`Waker`]s: futures directly, the blocking adapter by parking its thread.
+//! ([`State::settle`]) and wakes the driver only when it has work: bytes to write or a connection
+//! to close ([`SocketWork`], queued here for the driver, which alone owns the sockets), a connect
+//! to open, a deadline earlier than the one it sleeps on. Callers wait through [`Waker`]s:
+//! futures directly, the blocking adapter by parking its thread.
 
 mod answers;
 mod events;
@@ -16,21 +17,19 @@ mod lane;
 mod link;
 #[cfg(test)]
 mod tests;
-mod transmit;
 
 pub use events::{Events, Rebalance};
 pub(crate) use id_map::IdMap;
-pub(crate) use lane::Pending;
-pub(crate) use link::{Link, Shared};
-pub(crate) use transmit::{Conn, Transmit};
+pub(crate) use lane::LaneRecord;
+pub(crate) use link::{Link, StateLock};
 
 use crate::batch::Batches;
 use crate::seq_map::SeqMap;
 use crate::{Error, Options};
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use futures_channel::oneshot;
 use lane::Parked;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::{Context, Waker};
 use std::time::Instant;
@@ -40,7 +39,7 @@ use stellflow_sansio::{
 };
 
 /// The sending side of a one-shot answer (the one one-shot channel of the adapters).
-pub(crate) type Reply<T> = oneshot::Sender<T>;
+pub(crate) type ReplySender<T> = oneshot::Sender<T>;
 /// Hands an admin command's answer to its caller, typed (see `admin::run`).
 pub(crate) type AdminReply = Box<dyn FnOnce(Result<AdminOutcome, AdminError>) + Send>;
 /// A command parked behind records in the producer's lane.
@@ -48,16 +47,25 @@ type Job = Box<dyn FnOnce(&mut State, Instant) + Send>;
 /// Positions, as commits take and report them.
 pub type Committed = Vec<(TopicPartition, Position)>;
 
+/// What the core asked of one socket ([`Output::Transmit`], [`Output::TransmitBytes`],
+/// [`Output::Close`]): the driver does it, in the order the core asked.
+pub(crate) enum SocketWork {
+    /// Write these bytes to the connection, after what it was given before.
+    Write(ConnId, Bytes),
+    /// Close the connection (a reset for [`CloseMode::Abort`]).
+    Close(ConnId, CloseMode),
+}
+
 /// A close that callers wait for: done, the records it failed, and the waiting callers.
 #[derive(Default)]
 pub(crate) struct Closing {
     pub done: Option<u64>,
-    pub waiters: Vec<Reply<Result<(), Error>>>,
+    pub waiters: Vec<ReplySender<Result<(), Error>>>,
 }
 
 impl Closing {
     /// Answers now when done, or later.
-    pub fn wait(&mut self, tx: Reply<Result<(), Error>>) {
+    pub fn wait(&mut self, tx: ReplySender<Result<(), Error>>) {
         match self.done {
             Some(failed) => drop(tx.send(outcome(failed))),
             None => self.waiters.push(tx),
@@ -86,15 +94,15 @@ pub(crate) struct State {
     pub admin: IdMap<RequestId, AdminReply>,
     /// Single sends' callers by produce id: ids rise and mostly complete in order (see
     /// [`SeqMap`]). A batch's records are in `batches`.
-    pub deliveries: SeqMap<Reply<Result<RecordMetadata, Error>>>,
+    pub deliveries: SeqMap<ReplySender<Result<RecordMetadata, Error>>>,
     /// The outcomes of `enqueue_all` calls, collected until each batch is complete.
     pub batches: Batches,
-    pub flushes: IdMap<FlushId, Reply<()>>,
-    pub commits: IdMap<CommitId, Reply<Result<Committed, Error>>>,
+    pub flushes: IdMap<FlushId, ReplySender<()>>,
+    pub commits: IdMap<CommitId, ReplySender<Result<Committed, Error>>>,
     pub producer_closed: Closing,
     pub consumer_closed: Closing,
     /// [`crate::Client::close`] callers, answered when the driver ends.
-    pub ended: Vec<Reply<()>>,
+    pub ended: Vec<ReplySender<()>>,
     /// [`crate::Client::close`] was called: close gracefully and end the driver.
     pub stop: bool,
     events: VecDeque<ConsumerEvent>,
@@ -116,11 +124,13 @@ pub(crate) struct State {
     /// not per answer or per pass.
     room_waiters: Vec<Waker>,
     room_mark: usize,
-    pub conns: BTreeMap<ConnId, Conn>,
+    /// What the core asked of the sockets, in order, for the driver to do.
+    pub socket_work: VecDeque<SocketWork>,
+    /// The buffer the core appends a connection's bytes to ([`Output::Transmit`]).
     out: BytesMut,
     /// Connects the driver must start.
     pub connects: Vec<ConnectRequest>,
-    /// Something changed that the driver must see (connects, closes, unwritten bytes).
+    /// Something changed that the driver must see (connects, socket work).
     pub replan: bool,
     /// The deadline the driver sleeps on.
     pub sleeping_until: Option<Instant>,
@@ -185,15 +195,17 @@ impl State {
                 }
                 Output::Close(close) => {
                     self.replan = true;
-                    if let Some(conn) = self.conns.remove(&close.conn)
-                        && close.mode == CloseMode::Abort
-                        && let Err(e) = conn.sock.set_abort_on_close()
-                    {
-                        tracing::warn!(conn = close.conn.0, "cannot reset the connection: {e}");
-                    }
+                    (self.socket_work).push_back(SocketWork::Close(close.conn, close.mode));
                 }
-                Output::Transmit(id) => self.transmit(id, now),
-                Output::TransmitBytes(id, bytes) => self.transmit_shared(id, bytes, now),
+                Output::Transmit(id) => {
+                    self.replan = true;
+                    let bytes = self.out.split().freeze();
+                    self.socket_work.push_back(SocketWork::Write(id, bytes));
+                }
+                Output::TransmitBytes(id, bytes) => {
+                    self.replan = true;
+                    self.socket_work.push_back(SocketWork::Write(id, bytes));
+                }
                 Output::Event(e) => self.on_event(e),
                 Output::Timeout(t) => break t,
             }
@@ -267,7 +279,7 @@ impl State {
         self.producer_closed.waiters.clear();
         self.consumer_closed.waiters.clear();
         self.parked.clear();
-        self.conns.clear();
+        self.socket_work.clear();
         self.room_waiters.drain(..).for_each(Waker::wake);
         self.wake_waiters();
     }

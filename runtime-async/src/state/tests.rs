@@ -18,10 +18,10 @@ fn a_batch_waiting_for_room_is_woken_once_there_is_room() {
     config.producer.batch_size = 4 * 1024;
     config.producer.delivery_timeout = Duration::from_secs(1);
     let (link, _wake) = Link::new::<crate::fake::Fake>(config, Options::default()).unwrap();
-    let mut st = link.shared.lock();
+    let mut st = link.state.lock();
     let now = Instant::now();
     let (reply, _rx) = oneshot::channel();
-    let key = st.batches.open(reply);
+    let key = st.batches.open(reply, None);
     let mut records = (0..64).map(|i| Record::new("room", vec![i as u8; 1000]));
     let (mut held, mut fed) = (None, 0);
     let step = st.feed(now, key, &mut held, &mut records, 512, &mut fed);

@@ -57,10 +57,12 @@ pub trait DriverExt {
     /// ```
     fn set_batch_outcomes(&mut self, on: bool);
 
-    /// The trace context of the application call the commands after this one belong to,
-    /// until the next call (`None`: none). A driver that knows the caller's current span (the
-    /// adapters, with their `opentelemetry` feature) sets it around each command; the core
-    /// itself never looks for one.
+    /// Runs `command` (one or more of the client's commands, e.g. [`Client::produce`] or
+    /// [`Client::commit`]) as part of the application call whose trace context is `trace`
+    /// (`None`: none). The context is an argument of this call only: it applies to what
+    /// `command` does and to nothing after it returns. A driver that knows the caller's span
+    /// (the adapters, with their `opentelemetry` feature) passes it with each command; the
+    /// core itself never looks for one.
     ///
     /// It goes into the request header's `traceId`, `spanId` and `traceFlags`
     /// (PROTOCOL.md §2.1) of what those commands send:
@@ -70,13 +72,29 @@ pub trait DriverExt {
     ///   its first record that has one (a request carries one context, and several spans'
     ///   records may share it; retries keep it);
     /// * an OffsetCommit carries its commit command's ([`Client::commit`] and the
-    ///   other commit calls; auto-commits and the close commit carry none);
+    ///   other commit calls; auto-commits and the close commit carry none), and the
+    ///   ListOffsets or OffsetFetch that resolves a [`Client::seek`] carries the seek's;
     /// * admin commands' requests and raw requests carry it unless their
     ///   [`crate::RequestOptions::trace`] names one.
     ///
     /// Producer hooks see it too ([`crate::ProducerHook::add_headers`]): with
     /// [`crate::TracePropagation`] registered, records carry it in a `traceparent` header.
-    fn set_trace(&mut self, trace: Option<TraceIds>);
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use stellflow_sansio::{Client, ClientConfig, DriverExt, ProducerRecord, TraceIds};
+    /// let now = Instant::now();
+    /// let mut client = Client::new(ClientConfig::new("broker-1:9092").unwrap(), now, 1).unwrap();
+    /// let span = TraceIds::new([7; 16], [9; 8], 1);
+    /// let record = ProducerRecord::new("orders", b"order 1");
+    /// let id = client.with_trace(span.as_ref(), |c| c.produce(now, &record));
+    /// assert!(id.is_ok());
+    /// ```
+    fn with_trace<T>(
+        &mut self,
+        trace: Option<&TraceIds>,
+        command: impl FnOnce(&mut Client) -> T,
+    ) -> T;
 
     /// The trace context the Fetch requests sent from now on carry (`None`: none). Fetching
     /// runs ahead of the application's polls, so no Fetch belongs to one poll; the adapters
@@ -114,8 +132,20 @@ impl DriverExt for Client {
     }
 
     #[inline]
-    fn set_trace(&mut self, trace: Option<TraceIds>) {
-        self.shared.trace = trace;
+    fn with_trace<T>(
+        &mut self,
+        trace: Option<&TraceIds>,
+        command: impl FnOnce(&mut Client) -> T,
+    ) -> T {
+        let Some(trace) = trace else {
+            return command(self);
+        };
+        // The features read the context of the command they run from the state they are
+        // lent; it is there for this call only.
+        self.shared.trace = Some(trace.clone());
+        let r = command(self);
+        self.shared.trace = None;
+        r
     }
 
     #[inline]

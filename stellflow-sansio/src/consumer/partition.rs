@@ -90,7 +90,7 @@ pub(crate) struct PartState {
     /// position is kept for the commit that comes before the release.
     pub handing_over: bool,
     /// The trace context of the seek whose target is being resolved (`Client::seek` with the
-    /// caller's [`crate::DriverExt::set_trace`]): the ListOffsets or OffsetFetch that resolves it
+    /// caller's [`crate::DriverExt::with_trace`]): the ListOffsets or OffsetFetch that resolves it
     /// carries it, retries too; cleared once the position is known.
     pub seek_trace: Option<crate::trace::TraceIds>,
     /// An answer it shared with other partitions was too large: asked alone, one blob at a

@@ -65,7 +65,7 @@ pub(crate) struct Batch {
     /// ([`crate::net::Net::answered_since`]).
     pub in_doubt: Option<(usize, crate::request::ConnId)>,
     /// The trace context of its first record that had one: its Produce request carries it
-    /// (see [`crate::DriverExt::set_trace`]).
+    /// (see [`crate::DriverExt::with_trace`]).
     pub trace: Option<TraceIds>,
 }
 
