@@ -374,6 +374,23 @@ fn topic_name(topic: &str) -> Option<StrBytes> {
     Some(StrBytes::from(topic))
 }
 
+/// The encoded body of a Produce request carrying one blob to one partition of the run's topic.
+fn one_blob_request(a: &RawProduce, timeout_ms: i32, partition: i32, blob: Bytes) -> Bytes {
+    ProduceRequest {
+        transactional_id: None,
+        acks: a.acks,
+        timeout_ms,
+        topic_data: vec![ProduceTopicData {
+            topic: topic_name(a.topic),
+            partitions: vec![ProducePartitionData {
+                partition,
+                records: Some(blob),
+            }],
+        }],
+    }
+    .to_bytes()
+}
+
 /// `perf produce --raw`.
 pub fn produce(config: ClientConfig, a: &RawProduce) -> CliResult {
     let mut d = Driver::connect(config)?;
@@ -387,19 +404,8 @@ pub fn produce(config: ClientConfig, a: &RawProduce) -> CliResult {
     let bodies: Vec<(i32, Target, Bytes)> = leaders
         .iter()
         .map(|&(p, leader)| {
-            let req = ProduceRequest {
-                transactional_id: None,
-                acks: a.acks,
-                timeout_ms,
-                topic_data: vec![ProduceTopicData {
-                    topic: topic_name(a.topic),
-                    partitions: vec![ProducePartitionData {
-                        partition: p,
-                        records: Some(blob.clone()),
-                    }],
-                }],
-            };
-            (p, Target::Broker(leader), req.to_bytes())
+            let body = one_blob_request(a, timeout_ms, p, blob.clone());
+            (p, Target::Broker(leader), body)
         })
         .collect();
     let blobs = a.records.div_ceil(per_blob);

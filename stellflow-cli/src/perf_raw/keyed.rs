@@ -8,15 +8,14 @@
 //! a partition has one request in flight at a time (the producer's default ordering), while
 //! every other partition's requests go at once; all are encoded before the clock starts.
 
-use super::{Driver, RawProduce, build_blob, check_produced, topic_name};
+use super::{Driver, RawProduce, build_blob, check_produced};
 use crate::CliResult;
 use crate::cpu::{cpu_per_record, cpu_since, process_cpu_time};
 use crate::perf::{latencies, latency_summary};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::time::Instant;
-use stellflow_proto::messages::{ProducePartitionData, ProduceRequest, ProduceTopicData};
-use stellflow_proto::{ApiKey, Wire};
+use stellflow_proto::ApiKey;
 use stellflow_sansio::{KeyedPartitioner, RequestId, Target};
 
 /// How the keyed ceiling spreads the records.
@@ -87,21 +86,9 @@ fn plan(
                     b
                 }
             };
-            let req = ProduceRequest {
-                transactional_id: None,
-                acks: a.acks,
-                timeout_ms,
-                topic_data: vec![ProduceTopicData {
-                    topic: topic_name(a.topic),
-                    partitions: vec![ProducePartitionData {
-                        partition,
-                        records: Some(blob),
-                    }],
-                }],
-            };
             out.push(Planned {
                 target: Target::Broker(leader),
-                body: req.to_bytes(),
+                body: super::one_blob_request(a, timeout_ms, partition, blob),
                 part: i,
                 records: n,
             });
