@@ -46,15 +46,13 @@ impl Accumulator {
                     None => leaderless = true,
                 }
             }
+            // A partition without a leader has no linger or retry deadline to make it a
+            // candidate when it becomes ready: while it holds records it is looked at at
+            // every pass (asking for metadata once ready), until metadata names a leader.
+            let stays = ps.leader.is_none() && holds_records(ps);
             // Its deadline entry may have been taken by `collect_due`.
             self.deadlines.touch(&self.topics, rule, ti, pi);
-        }
-        // A partition without a leader has no linger or retry deadline to make it a
-        // candidate when it becomes ready: while it holds records it is looked at at every
-        // pass (asking for metadata once ready), until metadata names a leader.
-        for &(ti, pi) in &list {
-            if (self.topics.part(ti, pi)).is_some_and(|ps| ps.leader.is_none() && holds_records(ps))
-            {
+            if stays {
                 self.candidates.mark(&mut self.topics, ti, pi);
             }
         }
