@@ -52,15 +52,22 @@ impl AutoRun {
     }
 }
 
-#[test]
-fn auto_commit_runs_on_its_interval_and_only_when_positions_moved() {
-    let mut cfg = consumer_config("broker-1:9092", Some("auto"));
-    cfg.consumer.auto_commit_interval = Duration::from_secs(5);
+/// One broker, topic `t` of one partition, a consumer of group `group` auto-committing every
+/// `interval` and assigned `t-0`.
+fn auto_commit_world(group: &str, interval: Duration) -> (common::World, TopicPartition) {
+    let mut cfg = consumer_config("broker-1:9092", Some(group));
+    cfg.consumer.auto_commit_interval = interval;
     let mut w = common::World::with(ClusterConfig::with_brokers(1), cfg);
     w.sim.create_topic("t", 1, 1).unwrap();
     let tp = TopicPartition::new("t", 0);
     w.bootstrap();
     w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    (w, tp)
+}
+
+#[test]
+fn auto_commit_runs_on_its_interval_and_only_when_positions_moved() {
+    let (mut w, tp) = auto_commit_world("auto", Duration::from_secs(5));
     let start = w.now;
     let mut run = AutoRun {
         tp: tp.clone(),
@@ -267,13 +274,7 @@ fn none_policy_with_nothing_committed_waits_for_a_seek_or_a_commit() {
 
 #[test]
 fn auto_commit_resumes_after_a_failed_commit_lost_the_coordinator() {
-    let mut cfg = consumer_config("broker-1:9092", Some("again"));
-    cfg.consumer.auto_commit_interval = Duration::from_secs(2);
-    let mut w = common::World::with(ClusterConfig::with_brokers(1), cfg);
-    w.sim.create_topic("t", 1, 1).unwrap();
-    let tp = TopicPartition::new("t", 0);
-    w.bootstrap();
-    w.client.assign(w.now, std::slice::from_ref(&tp)).unwrap();
+    let (mut w, tp) = auto_commit_world("again", Duration::from_secs(2));
     w.sim.inject_fault(FaultRule::next(
         ApiKey::OFFSET_COMMIT,
         1,
